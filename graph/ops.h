@@ -1,0 +1,179 @@
+// The C++ builder API: one function per op of the op set (graph/op_set.cc), in
+// TensorFlow's C++ style.
+//
+//   Scope root = Scope::NewRootScope();
+//   auto x = Placeholder(root.WithOpName("x"), DType::kFloat32, Shape{-1, 784});
+//   auto w = Variable(root.WithOpName("w"), Shape{784, 10}, DType::kFloat32);
+//   auto logits = MatMul(root, x, w);                          // [?,10]
+//   auto loss = Mean(root, SparseSoftmaxCrossEntropyWithLogits(root, logits, labels).loss);
+//
+// Contract shared by every function: arguments are Inputs (an Output, or a literal
+// that becomes a Const node: float literals float32, integer literals int32). The
+// node is named by the scope (WithOpName, else the op name made unique: "Add",
+// "Add_1", ...) and gets the scope's device, control dependencies and colocation.
+// Functions never fail loudly: on an error (including one recorded earlier in the
+// scope) they return an invalid Output (node == nullptr) and scope.status() names
+// the node and says what is wrong. Shapes below are what inference produces; "?" is
+// an unknown dim.
+//
+// Thread safety: as Scope (one building thread per graph).
+#ifndef ACTORFLOW_GRAPH_OPS_H_
+#define ACTORFLOW_GRAPH_OPS_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "graph/scope.h"
+#include "graph/shape.h"
+#include "graph/tensor.h"
+#include "graph/types.h"
+
+namespace actorflow {
+
+// --- Sources and variables -----------------------------------------------------
+
+// A Const holding `value` (a literal or Tensor; an Output is an error).
+Output Const(const Scope& scope, const Input& value);
+// The literal reshaped: Const(s, {1.f, 2.f, 3.f, 4.f}, {2, 2}) is float32 [2,2].
+Output Const(const Scope& scope, const Input& value, const Shape& shape);
+// A value fed at run time. Unknown rank (the default) omits the "shape" attr.
+Output Placeholder(const Scope& scope, DType dtype, const Shape& shape = Shape::UnknownRank());
+// A variable's current value; `shape` must be fully defined. Stateful.
+Output Variable(const Scope& scope, const Shape& shape, DType dtype);
+// ref := value; returns the new value. `ref` must be a Variable's Output. With
+// validate_shape, value's shape must be compatible with the variable's.
+Output Assign(const Scope& scope, const Input& ref, const Input& value,
+              bool validate_shape = true);
+// ref += value / ref -= value (same dtype, compatible shape); returns the new value.
+Output AssignAdd(const Scope& scope, const Input& ref, const Input& value);
+Output AssignSub(const Scope& scope, const Input& ref, const Input& value);
+Output Identity(const Scope& scope, const Input& x);
+// Does nothing; with control dependencies it groups them (a training step).
+const Node* NoOp(const Scope& scope);
+
+// --- Element-wise --------------------------------------------------------------
+// Binary ops broadcast like NumPy ([2,1,3] x [4,1] -> [2,4,3]); x and y must have
+// the same dtype.
+
+Output Add(const Scope& scope, const Input& x, const Input& y);
+Output Sub(const Scope& scope, const Input& x, const Input& y);
+Output Mul(const Scope& scope, const Input& x, const Input& y);
+// Integer division truncates toward zero.
+Output Div(const Scope& scope, const Input& x, const Input& y);
+Output Pow(const Scope& scope, const Input& x, const Input& y);
+Output Maximum(const Scope& scope, const Input& x, const Input& y);
+Output Minimum(const Scope& scope, const Input& x, const Input& y);
+// Comparisons: bool, broadcast shape. Less/Greater take numeric dtypes only.
+Output Equal(const Scope& scope, const Input& x, const Input& y);
+Output Less(const Scope& scope, const Input& x, const Input& y);
+Output Greater(const Scope& scope, const Input& x, const Input& y);
+
+// Unary ops keep dtype and shape. Exp, Log, Sqrt, Relu, Sigmoid, Tanh: floats only.
+Output Neg(const Scope& scope, const Input& x);
+Output Exp(const Scope& scope, const Input& x);
+Output Log(const Scope& scope, const Input& x);
+Output Sqrt(const Scope& scope, const Input& x);
+Output Square(const Scope& scope, const Input& x);
+Output Abs(const Scope& scope, const Input& x);
+Output Relu(const Scope& scope, const Input& x);
+Output Sigmoid(const Scope& scope, const Input& x);
+Output Tanh(const Scope& scope, const Input& x);
+Output ZerosLike(const Scope& scope, const Input& x);
+Output OnesLike(const Scope& scope, const Input& x);
+// Same shape, new dtype: float->int truncates, bool<->number is 0/1 / x != 0.
+Output Cast(const Scope& scope, const Input& x, DType dtype);
+
+// --- Neural-network ops ----------------------------------------------------------
+
+// Along the last axis of logits [..., C].
+Output Softmax(const Scope& scope, const Input& logits);
+Output LogSoftmax(const Scope& scope, const Input& logits);
+// a [M,K] (or [K,M] if transpose_a) x b [K,N] (or [N,K] if transpose_b) -> [M,N].
+Output MatMul(const Scope& scope, const Input& a, const Input& b, bool transpose_a = false,
+              bool transpose_b = false);
+// value [..., C] + bias [C] -> value's shape.
+Output BiasAdd(const Scope& scope, const Input& value, const Input& bias);
+
+struct SoftmaxCrossEntropyResult {
+  Output loss;      // [N]
+  Output backprop;  // [N,C]: the gradient of loss with respect to logits
+};
+// logits [N,C], labels [N,C] (probabilities), same float dtype.
+SoftmaxCrossEntropyResult SoftmaxCrossEntropyWithLogits(const Scope& scope,
+                                                        const Input& logits,
+                                                        const Input& labels);
+// logits [N,C] float, labels [N] int32/int64 class indices in [0, C).
+SoftmaxCrossEntropyResult SparseSoftmaxCrossEntropyWithLogits(const Scope& scope,
+                                                              const Input& logits,
+                                                              const Input& labels);
+
+// --- Reductions ----------------------------------------------------------------
+// x [2,3,4] reduced over axis {1} -> [2,4], or [2,1,4] with keep_dims. Negative axes
+// count from the end; an explicit empty list reduces nothing; no axis argument
+// reduces every axis (-> a scalar []). Duplicate axes are an error.
+
+Output Sum(const Scope& scope, const Input& x, const std::vector<int64_t>& axis,
+           bool keep_dims = false);
+Output Sum(const Scope& scope, const Input& x, std::initializer_list<int64_t> axis,
+           bool keep_dims = false);
+Output Sum(const Scope& scope, const Input& x, int64_t axis, bool keep_dims = false);
+Output Sum(const Scope& scope, const Input& x);
+Output Mean(const Scope& scope, const Input& x, const std::vector<int64_t>& axis,
+            bool keep_dims = false);
+Output Mean(const Scope& scope, const Input& x, std::initializer_list<int64_t> axis,
+            bool keep_dims = false);
+Output Mean(const Scope& scope, const Input& x, int64_t axis, bool keep_dims = false);
+Output Mean(const Scope& scope, const Input& x);
+Output Max(const Scope& scope, const Input& x, const std::vector<int64_t>& axis,
+           bool keep_dims = false);
+Output Max(const Scope& scope, const Input& x, std::initializer_list<int64_t> axis,
+           bool keep_dims = false);
+Output Max(const Scope& scope, const Input& x, int64_t axis, bool keep_dims = false);
+Output Max(const Scope& scope, const Input& x);
+Output Min(const Scope& scope, const Input& x, const std::vector<int64_t>& axis,
+           bool keep_dims = false);
+Output Min(const Scope& scope, const Input& x, std::initializer_list<int64_t> axis,
+           bool keep_dims = false);
+Output Min(const Scope& scope, const Input& x, int64_t axis, bool keep_dims = false);
+Output Min(const Scope& scope, const Input& x);
+// int64 index of the first maximum along `axis`: [2,3] with axis 1 -> [2].
+Output ArgMax(const Scope& scope, const Input& x, int64_t axis = 0);
+
+// --- Shape manipulation ----------------------------------------------------------
+
+// `shape` is int32/int64 [n] with at most one -1: Reshape(s, x, {-1, 2}). When it is
+// a literal or Const the output shape is inferred (the -1 resolved if x's element
+// count is known).
+Output Reshape(const Scope& scope, const Input& x, const Input& shape);
+// Reverses the axes: [2,3,4] -> [4,3,2].
+Output Transpose(const Scope& scope, const Input& x);
+// out dim i = x dim perm[i]: [2,3,4] with perm {0,2,1} -> [2,4,3].
+Output Transpose(const Scope& scope, const Input& x, const std::vector<int64_t>& perm);
+// Joins along `axis`: [2,3] and [2,5] with axis 1 -> [2,8].
+Output ConcatV2(const Scope& scope, const std::vector<Input>& values, int64_t axis);
+// x[begin[i] : begin[i] + size[i]] per dim; size -1 = to the end.
+Output Slice(const Scope& scope, const Input& x, const std::vector<int64_t>& begin,
+             const std::vector<int64_t>& size);
+// `shape` (fully defined) filled with the scalar `value` (a literal, Tensor or Const
+// output: it becomes the "value" attr): Fill(s, {2, 3}, 1.0f) is float32 [2,3].
+Output Fill(const Scope& scope, const Shape& shape, const Input& value);
+// x's shape as a 1-D tensor [rank(x)] of out_type (int32 or int64). Named ShapeOf
+// because Shape is the class.
+Output ShapeOf(const Scope& scope, const Input& x, DType out_type = DType::kInt32);
+
+// --- Random numbers ---------------------------------------------------------------
+// Stateful; deterministic given `seed`: each kernel instance draws the next values
+// of a generator seeded with it. dtype must be float32 or float64.
+
+Output RandomUniform(const Scope& scope, const Shape& shape, DType dtype, int64_t seed,
+                     double minval = 0.0, double maxval = 1.0);
+Output RandomNormal(const Scope& scope, const Shape& shape, DType dtype, int64_t seed,
+                    double mean = 0.0, double stddev = 1.0);
+// Normal, with values more than 2 stddev from the mean re-drawn.
+Output TruncatedNormal(const Scope& scope, const Shape& shape, DType dtype, int64_t seed,
+                       double mean = 0.0, double stddev = 1.0);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_GRAPH_OPS_H_

@@ -1,0 +1,113 @@
+// CPU kernels of MatMul (OpenBLAS gemm on the input buffers: transposes are expressed
+// through the BLAS transpose flags and leading dimensions, never by copying) and
+// BiasAdd. Floating-point dtypes only.
+#include <cblas.h>
+
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "kernels/cpu/kernel_util.h"
+#include "kernels/kernel.h"
+
+namespace actorflow {
+namespace cpu {
+namespace {
+
+// Row-major C[M,N] = op(A) op(B) with beta = 0; lda/ldb are the stored row lengths.
+inline void Gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
+                 int ldb, float* c) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+              n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
+}
+inline void Gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda,
+                 const double* b, int ldb, double* c) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+              n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
+}
+
+// Inputs: a [M,K] ([K,M] if transpose_a), b [K,N] ([N,K] if transpose_b).
+// Output: [M,N]. K = 0 gives zeros; BLAS is never called with a zero dimension.
+template <typename T>
+class MatMulKernel : public Kernel {
+ public:
+  explicit MatMulKernel(const Node& node)
+      : Kernel(node),
+        transpose_a_(node.attr<bool>("transpose_a")),
+        transpose_b_(node.attr<bool>("transpose_b")) {}
+
+  void Compute(KernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    if (a.rank() != 2 || b.rank() != 2) {
+      ctx->Fail(Code::kInvalidArgument, "MatMul needs rank-2 inputs, got " +
+                                            a.shape().ToString() + " and " +
+                                            b.shape().ToString());
+      return;
+    }
+    const int64_t m = transpose_a_ ? a.dim(1) : a.dim(0);
+    const int64_t k = transpose_a_ ? a.dim(0) : a.dim(1);
+    const int64_t kb = transpose_b_ ? b.dim(1) : b.dim(0);
+    const int64_t n = transpose_b_ ? b.dim(0) : b.dim(1);
+    if (k != kb) {
+      ctx->Fail(Code::kInvalidArgument,
+                "MatMul shape mismatch: a " + a.shape().ToString() +
+                    (transpose_a_ ? " (transposed)" : "") + " and b " + b.shape().ToString() +
+                    (transpose_b_ ? " (transposed)" : "") + " have inner dimensions " +
+                    std::to_string(k) + " and " + std::to_string(kb));
+      return;
+    }
+    for (int64_t d : {m, n, k}) {
+      if (d > INT_MAX) {
+        ctx->Fail(Code::kInvalidArgument, "MatMul dimension " + std::to_string(d) +
+                                              " exceeds the BLAS limit of " +
+                                              std::to_string(INT_MAX));
+        return;
+      }
+    }
+    Tensor& c = ctx->allocate_output(0, Shape{m, n});  // zero-filled
+    if (m == 0 || n == 0 || k == 0) return;
+    Gemm(transpose_a_, transpose_b_, static_cast<int>(m), static_cast<int>(n),
+         static_cast<int>(k), a.data<T>(), static_cast<int>(a.dim(1)), b.data<T>(),
+         static_cast<int>(b.dim(1)), c.data<T>());
+  }
+
+ private:
+  const bool transpose_a_;
+  const bool transpose_b_;
+};
+
+// Inputs: value [..., C] (rank >= 1), bias [C]. Output: value's shape.
+template <typename T>
+class BiasAddKernel : public Kernel {
+ public:
+  explicit BiasAddKernel(const Node& node) : Kernel(node) {}
+
+  void Compute(KernelContext* ctx) override {
+    const Tensor& value = ctx->input(0);
+    const Tensor& bias = ctx->input(1);
+    if (value.rank() < 1 || bias.rank() != 1 || bias.dim(0) != value.dim(value.rank() - 1)) {
+      ctx->Fail(Code::kInvalidArgument,
+                "BiasAdd needs value [..., C] and bias [C], got " + value.shape().ToString() +
+                    " and " + bias.shape().ToString());
+      return;
+    }
+    Tensor& out = ctx->allocate_output(0, value.shape());
+    const int64_t cols = bias.dim(0);
+    if (value.NumElements() == 0) return;
+    const int64_t rows = value.NumElements() / cols;
+    const T* __restrict b = bias.data<T>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* __restrict v = value.data<T>() + r * cols;
+      T* __restrict o = out.data<T>() + r * cols;
+      for (int64_t j = 0; j < cols; ++j) o[j] = v[j] + b[j];
+    }
+  }
+};
+
+const CpuKernelRegistrations<MatMulKernel, float, double> reg_matmul("MatMul");
+const CpuKernelRegistrations<BiasAddKernel, float, double> reg_bias_add("BiasAdd");
+
+}  // namespace
+}  // namespace cpu
+}  // namespace actorflow

@@ -1,0 +1,173 @@
+#include "kernels/direct_session.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "graph/prune.h"
+#include "kernels/executor.h"
+#include "kernels/kernel.h"
+#include "kernels/resource.h"
+
+namespace actorflow {
+namespace {
+
+// Checks a fed tensor against the dtype and (possibly partial) shape of the output
+// it replaces.
+Status ValidateFeed(const std::string& name, const Endpoint& e, const Tensor& value) {
+  if (!value.IsInitialized()) return InvalidArgument("feed '" + name + "' has no value");
+  DType want = e.node->output_dtype(e.index);
+  if (value.dtype() != want) {
+    return InvalidArgument("feed '" + name + "' has dtype " + DTypeName(value.dtype()) +
+                           ", but '" + e.ToString() + "' expects " + DTypeName(want));
+  }
+  const Shape& shape = e.node->output_shape(e.index);
+  if (!shape.IsCompatibleWith(value.shape())) {
+    return InvalidArgument("feed '" + name + "' has shape " + value.shape().ToString() +
+                           ", but '" + e.ToString() + "' accepts " + shape.ToString());
+  }
+  return Status::OK();
+}
+
+class DirectSession : public Session {
+ public:
+  DirectSession(const Graph* graph, const SessionOptions& options)
+      : graph_(graph), options_(options) {}
+
+  ~DirectSession() override { Close(); }
+
+  Status Run(const RunOptions& run_options, const FeedList& feeds,
+             const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+             std::vector<Tensor>* outputs, RunMetadata* metadata) override {
+    std::vector<std::string> feed_names;
+    feed_names.reserve(feeds.size());
+    for (const auto& [name, value] : feeds) feed_names.push_back(name);
+
+    AF_ASSIGN_OR_RETURN(std::shared_ptr<const Executor> executor,
+                        GetExecutor(feed_names, fetches, targets));
+    StepArgs args;
+    args.resources = &resources_;
+    args.step_id = next_step_id_.fetch_add(1);
+    args.collect_stats = run_options.trace_level == RunOptions::TraceLevel::kFullTrace;
+    const auto& fed = executor->spec().feeds;
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      AF_RETURN_IF_ERROR(ValidateFeed(feeds[i].first, fed[i], feeds[i].second));
+      args.feed_values.push_back(feeds[i].second);
+    }
+
+    StepResult result = RunStep(executor, std::move(args), run_options.timeout_in_ms);
+    if (metadata != nullptr) {
+      metadata->executed_nodes = std::move(result.executed_nodes);
+      metadata->step_stats = std::move(result.step_stats);
+    }
+    AF_RETURN_IF_ERROR(result.status);
+    if (outputs != nullptr) *outputs = std::move(result.fetches);
+    return Status::OK();
+  }
+
+  Status Close() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    executors_.clear();
+    return Status::OK();
+  }
+
+ private:
+  // Runs one step; waits at most `timeout_ms` (0 = no deadline), then aborts it and
+  // returns DeadlineExceeded without waiting for kernels still in flight (the step's
+  // callback keeps the executor alive until they finish).
+  StepResult RunStep(std::shared_ptr<const Executor> executor, StepArgs args,
+                     int64_t timeout_ms) {
+    struct Waiter {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+      StepResult result;
+    };
+    auto waiter = std::make_shared<Waiter>();
+    const Executor* raw = executor.get();
+    StepHandle handle = raw->RunAsync(std::move(args), [waiter, executor](StepResult r) {
+      std::lock_guard<std::mutex> lock(waiter->mu);
+      waiter->result = std::move(r);
+      waiter->done = true;
+      waiter->cv.notify_all();
+    });
+    std::unique_lock<std::mutex> lock(waiter->mu);
+    auto is_done = [&] { return waiter->done; };
+    if (timeout_ms <= 0) {
+      waiter->cv.wait(lock, is_done);
+    } else if (!waiter->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), is_done)) {
+      lock.unlock();
+      Status deadline = DeadlineExceeded("step exceeded its deadline of " +
+                                         std::to_string(timeout_ms) + " ms");
+      handle.Abort(deadline);
+      StepResult timed_out;
+      timed_out.status = deadline;
+      return timed_out;
+    }
+    return std::move(waiter->result);
+  }
+
+  StatusOr<std::shared_ptr<const Executor>> GetExecutor(const std::vector<std::string>& feeds,
+                                                        const std::vector<std::string>& fetches,
+                                                        const std::vector<std::string>& targets) {
+    std::string key;
+    for (const auto& f : feeds) key += f + ',';
+    key += '|';
+    for (const auto& f : fetches) key += f + ',';
+    key += '|';
+    for (const auto& t : targets) key += t + ',';
+
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return FailedPrecondition("Run on a closed session");
+    auto it = executors_.find(key);
+    if (it != executors_.end()) return it->second;
+
+    AF_ASSIGN_OR_RETURN(RunSignature sig, ResolveRunSignature(*graph_, feeds, fetches, targets));
+    AF_ASSIGN_OR_RETURN(std::vector<const Node*> nodes, PruneForRun(*graph_, sig));
+    ExecutorSpec spec;
+    spec.graph = graph_;
+    spec.nodes = std::move(nodes);
+    spec.feeds = sig.feeds;
+    spec.fetches = sig.fetches;
+    // Kernels are per node and shared by every plan of this session, so stateful
+    // kernels (random generators) keep one sequence whatever is fetched.
+    KernelLookup lookup = [this](const Node& node) -> StatusOr<Kernel*> {
+      auto k = kernels_.find(node.id());
+      if (k != kernels_.end()) return k->second.get();
+      AF_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel,
+                          KernelRegistry::Global().CreateKernel(node, kDeviceCpu));
+      Kernel* raw = kernel.get();
+      kernels_.emplace(node.id(), std::move(kernel));
+      return raw;
+    };
+    AF_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                        Executor::Create(std::move(spec), lookup));
+    std::shared_ptr<const Executor> shared(std::move(executor));
+    executors_.emplace(key, shared);
+    return shared;
+  }
+
+  const Graph* graph_;
+  SessionOptions options_;
+  ResourceManager resources_;
+  std::atomic<int64_t> next_step_id_{1};
+
+  std::mutex mu_;
+  bool closed_ = false;
+  std::unordered_map<std::string, std::shared_ptr<const Executor>> executors_;
+  // Kernels outlive every executor that uses them (steps hold the executor alive
+  // through shared_ptr only while the session lives).
+  std::unordered_map<int, std::unique_ptr<Kernel>> kernels_;
+};
+
+}  // namespace
+
+std::unique_ptr<Session> NewDirectSession(const Graph* graph, const SessionOptions& options) {
+  return std::make_unique<DirectSession>(graph, options);
+}
+
+}  // namespace actorflow

@@ -1,0 +1,23 @@
+// DirectSession: a Session on one CPU device with no actors. It is the first
+// session and, later, the oracle the actor runtime is checked against.
+//
+// Per Run: the (feeds, fetches, targets) signature selects a cached plan (pruned
+// node set + kernels), and the Executor runs it. Variables live in the session's
+// ResourceManager and keep their values across runs.
+#ifndef ACTORFLOW_KERNELS_DIRECT_SESSION_H_
+#define ACTORFLOW_KERNELS_DIRECT_SESSION_H_
+
+#include <memory>
+
+#include "graph/graph.h"
+#include "kernels/session.h"
+
+namespace actorflow {
+
+// Precondition: `graph` outlives the session.
+std::unique_ptr<Session> NewDirectSession(const Graph* graph,
+                                          const SessionOptions& options = SessionOptions());
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_KERNELS_DIRECT_SESSION_H_

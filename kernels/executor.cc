@@ -1,0 +1,343 @@
+#include "kernels/executor.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+namespace actorflow {
+
+namespace {
+
+int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+}  // namespace
+
+// The state of one step. Invariants (under mu_): `pending_[i]` counts the
+// unfinished producers of node i; a node is in `ready_` once, when it reaches 0;
+// `outstanding_` counts nodes ready or running; the step ends when it reaches 0
+// and `done_` is then called once, outside the lock.
+class StepState : public std::enable_shared_from_this<StepState> {
+ public:
+  StepState(const Executor* executor, StepArgs args, Executor::DoneCallback done)
+      : executor_(executor), args_(std::move(args)), done_(std::move(done)) {
+    const auto& infos = executor_->nodes();
+    pending_.resize(infos.size());
+    outputs_.resize(infos.size());
+    uses_left_.resize(infos.size());
+    for (size_t i = 0; i < infos.size(); ++i) {
+      pending_[i] = infos[i].initial_pending;
+      outputs_[i].resize(infos[i].node->num_outputs());
+      uses_left_[i] = infos[i].uses_per_output;
+      if (pending_[i] == 0 && infos[i].scheduled) ready_.push_back(static_cast<int>(i));
+    }
+    outstanding_ = static_cast<int>(ready_.size());
+    result_.executed_nodes.reserve(infos.size());
+    start_ = std::chrono::steady_clock::now();
+  }
+
+  void Start() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (outstanding_ == 0) {
+      Finish(lock);
+      return;
+    }
+    running_loop_ = true;
+    RunLoop(lock);
+  }
+
+  void Abort(const Status& status) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (finished_) return;
+    if (result_.status.ok()) result_.status = status;
+    // Ready nodes that have not started are dropped now; running ones finish.
+    outstanding_ -= static_cast<int>(ready_.size());
+    ready_.clear();
+    if (outstanding_ == 0 && !running_loop_) Finish(lock);
+  }
+
+ private:
+  // Precondition: lock held and running_loop_ set. Returns with the lock released.
+  void RunLoop(std::unique_lock<std::mutex>& lock) {
+    while (true) {
+      if (ready_.empty()) {
+        running_loop_ = false;
+        if (outstanding_ == 0) Finish(lock);
+        return;
+      }
+      int i = ready_.front();
+      ready_.pop_front();
+      const Executor::NodeInfo& info = executor_->nodes()[i];
+      result_.executed_nodes.push_back(info.node->name());
+      std::vector<Tensor> inputs;
+      Status gathered = GatherInputs(info, &inputs);
+      if (!gathered.ok()) {
+        --outstanding_;
+        if (result_.status.ok()) result_.status = gathered;
+        outstanding_ -= static_cast<int>(ready_.size());
+        ready_.clear();
+        continue;
+      }
+      lock.unlock();
+
+      auto ctx = std::make_shared<KernelContext>(info.node, std::move(inputs), args_.resources,
+                                                 args_.step_id);
+      int64_t start_us = args_.collect_stats ? MicrosSince(start_) : 0;
+      if (info.kernel->IsAsync()) {
+        auto self = shared_from_this();
+        info.kernel->ComputeAsync(ctx.get(), [self, i, ctx, start_us]() {
+          self->NodeDone(i, ctx.get(), start_us, /*from_loop=*/false);
+        });
+      } else {
+        info.kernel->Compute(ctx.get());
+        NodeDone(i, ctx.get(), start_us, /*from_loop=*/true);
+      }
+      lock.lock();
+    }
+  }
+
+  // Precondition: lock held. Fails when a variable read finds it uninitialized.
+  Status GatherInputs(const Executor::NodeInfo& info, std::vector<Tensor>* out) {
+    std::vector<Tensor>& inputs = *out;
+    inputs.resize(info.inputs.size());
+    for (size_t k = 0; k < info.inputs.size(); ++k) {
+      const Executor::InputSource& src = info.inputs[k];
+      if (src.kind == Executor::InputSource::kFeed) {
+        inputs[k] = args_.feed_values[src.index];
+      } else if (src.kind == Executor::InputSource::kVariable) {
+        const Node& var_node = *executor_->nodes()[src.index].node;
+        auto var = VariableForNode(args_.resources, var_node);
+        if (!var.ok()) return var.status().WithContext(info.node->Describe());
+        std::lock_guard<std::mutex> var_lock((*var)->mu);
+        if (!(*var)->initialized) {
+          return FailedPrecondition(info.node->Describe() +
+                                    ": attempting to use uninitialized value '" +
+                                    (*var)->name() + "': run its initializer (an Assign) first");
+        }
+        inputs[k] = (*var)->value;
+      } else if (src.kind == Executor::InputSource::kNode) {
+        inputs[k] = outputs_[src.index][src.output];
+        // Drop the step's reference once the last consumer has taken it.
+        if (--uses_left_[src.index][src.output] == 0) outputs_[src.index][src.output] = Tensor();
+      }
+    }
+    return Status::OK();
+  }
+
+  void NodeDone(int i, KernelContext* ctx, int64_t start_us, bool from_loop) {
+    const Executor::NodeInfo& info = executor_->nodes()[i];
+    Status status = ctx->status();
+    if (status.ok()) {
+      for (int k = 0; k < info.node->num_outputs(); ++k) {
+        if (!ctx->outputs()[k].IsInitialized() && info.uses_per_output[k] > 0) {
+          status = Internal(info.node->Describe() + ": kernel produced no output " +
+                            std::to_string(k));
+          break;
+        }
+      }
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (args_.collect_stats) {
+      NodeExecStats stats;
+      stats.node_name = info.node->name();
+      stats.op = info.node->op();
+      stats.device = executor_->spec().device_name;
+      stats.start_micros = start_us;
+      stats.end_micros = MicrosSince(start_);
+      stats.thread_id = std::hash<std::thread::id>()(std::this_thread::get_id());
+      result_.step_stats.push_back(std::move(stats));
+    }
+    --outstanding_;
+    if (!status.ok()) {
+      if (result_.status.ok()) result_.status = status;
+      outstanding_ -= static_cast<int>(ready_.size());
+      ready_.clear();
+    } else if (result_.status.ok()) {
+      for (int k = 0; k < info.node->num_outputs(); ++k) {
+        if (info.uses_per_output[k] > 0) outputs_[i][k] = std::move(ctx->outputs()[k]);
+      }
+      for (int consumer : info.consumers) {
+        if (--pending_[consumer] == 0) {
+          ready_.push_back(consumer);
+          ++outstanding_;
+        }
+      }
+    }
+    if (from_loop) return;  // the running loop picks up the new ready nodes
+    if (running_loop_) return;
+    if (ready_.empty()) {
+      if (outstanding_ == 0) Finish(lock);
+      return;
+    }
+    running_loop_ = true;
+    RunLoop(lock);
+  }
+
+  // Precondition: lock held, step over. Calls done_ without the lock.
+  void Finish(std::unique_lock<std::mutex>& lock) {
+    if (finished_) return;
+    finished_ = true;
+    if (result_.status.ok()) {
+      const auto& sources = executor_->fetch_sources();
+      result_.fetches.resize(sources.size());
+      for (size_t f = 0; f < sources.size(); ++f) {
+        const Executor::InputSource& src = sources[f];
+        result_.fetches[f] = src.kind == Executor::InputSource::kFeed
+                                 ? args_.feed_values[src.index]
+                                 : outputs_[src.index][src.output];
+      }
+    }
+    outputs_.clear();
+    StepResult result = std::move(result_);
+    Executor::DoneCallback done = std::move(done_);
+    lock.unlock();
+    done(std::move(result));
+  }
+
+  const Executor* executor_;
+  StepArgs args_;
+  Executor::DoneCallback done_;
+  std::chrono::steady_clock::time_point start_;
+
+  std::mutex mu_;
+  std::vector<int> pending_;
+  std::vector<std::vector<Tensor>> outputs_;
+  std::vector<std::vector<int>> uses_left_;
+  std::deque<int> ready_;
+  int outstanding_ = 0;
+  bool running_loop_ = false;
+  bool finished_ = false;
+  StepResult result_;
+};
+
+void StepHandle::Abort(const Status& status) {
+  if (state_) state_->Abort(status);
+}
+
+Executor::~Executor() = default;
+
+StatusOr<std::unique_ptr<Executor>> Executor::Create(ExecutorSpec spec,
+                                                     const KernelLookup& kernels) {
+  std::unique_ptr<Executor> ex(new Executor(std::move(spec)));
+  const ExecutorSpec& s = ex->spec_;
+  std::unordered_map<const Node*, int> local;
+  for (const Node* n : s.nodes) {
+    if (!local.emplace(n, static_cast<int>(local.size())).second) {
+      return InvalidArgument(n->Describe() + " appears twice in an executor's node set");
+    }
+  }
+  auto feed_index = [&](const Node* node, int output) -> int {
+    for (size_t f = 0; f < s.feeds.size(); ++f) {
+      if (s.feeds[f].node == node && s.feeds[f].index == output) return static_cast<int>(f);
+    }
+    return -1;
+  };
+
+  ex->infos_.resize(s.nodes.size());
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    NodeInfo& info = ex->infos_[i];
+    info.node = s.nodes[i];
+    info.uses_per_output.assign(info.node->num_outputs(), 0);
+    AF_ASSIGN_OR_RETURN(info.kernel, kernels(*info.node));
+  }
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    NodeInfo& info = ex->infos_[i];
+    const Node* node = info.node;
+    for (int k = 0; k < node->num_inputs(); ++k) {
+      const Endpoint& in = node->input(k);
+      InputSource src;
+      if (node->IsRefInput(k)) {
+        src.kind = InputSource::kRef;
+      } else if (int f = feed_index(in.node, in.index); f >= 0) {
+        src.kind = InputSource::kFeed;
+        src.index = f;
+      } else {
+        auto it = local.find(in.node);
+        if (it == local.end()) {
+          return InvalidArgument(node->Describe() + ": input '" + in.ToString() +
+                                 "' is neither fed nor in the executor's node set");
+        }
+        if (in.node->op() == "Variable") {
+          src.kind = InputSource::kVariable;
+          src.index = it->second;
+          info.inputs.push_back(src);
+          continue;
+        }
+        src.kind = InputSource::kNode;
+        src.index = it->second;
+        src.output = in.index;
+        ex->infos_[it->second].consumers.push_back(static_cast<int>(i));
+        ex->infos_[it->second].uses_per_output[in.index]++;
+        info.initial_pending++;
+      }
+      info.inputs.push_back(src);
+    }
+    for (const Node* dep : node->control_inputs()) {
+      auto it = local.find(dep);
+      if (it == local.end()) {
+        return InvalidArgument(node->Describe() + ": control input '" + dep->name() +
+                               "' is not in the executor's node set");
+      }
+      ex->infos_[it->second].consumers.push_back(static_cast<int>(i));
+      info.initial_pending++;
+    }
+  }
+  for (const Endpoint& fetch : s.fetches) {
+    InputSource src;
+    if (int f = feed_index(fetch.node, fetch.index); f >= 0) {
+      src.kind = InputSource::kFeed;
+      src.index = f;
+    } else {
+      auto it = local.find(fetch.node);
+      if (it == local.end()) {
+        return InvalidArgument("fetch '" + fetch.ToString() +
+                               "' is neither fed nor in the executor's node set");
+      }
+      src.index = it->second;
+      src.output = fetch.index;
+      ex->infos_[it->second].uses_per_output[fetch.index]++;
+    }
+    ex->fetch_sources_.push_back(src);
+  }
+  for (NodeInfo& info : ex->infos_) {
+    if (info.node->op() != "Variable") continue;
+    bool used = info.uses_per_output[0] > 0 || !info.consumers.empty();
+    info.scheduled = used;
+  }
+  return ex;
+}
+
+StepHandle Executor::RunAsync(StepArgs args, DoneCallback done) const {
+  auto state = std::make_shared<StepState>(this, std::move(args), std::move(done));
+  StepHandle handle(state);
+  state->Start();
+  return handle;
+}
+
+StepResult Executor::Run(StepArgs args) const {
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    StepResult result;
+  };
+  auto waiter = std::make_shared<Waiter>();
+  RunAsync(std::move(args), [waiter](StepResult result) {
+    std::lock_guard<std::mutex> lock(waiter->mu);
+    waiter->result = std::move(result);
+    waiter->done = true;
+    waiter->cv.notify_all();
+  });
+  std::unique_lock<std::mutex> lock(waiter->mu);
+  waiter->cv.wait(lock, [&] { return waiter->done; });
+  return std::move(waiter->result);
+}
+
+}  // namespace actorflow

@@ -1,0 +1,123 @@
+// Executor: runs one set of nodes (a pruned graph, later one device's partition) in
+// dependency order, step after step. Built once per (graph, feeds, fetches, targets)
+// signature; each RunAsync is one step with its own state, so steps may overlap.
+//
+// Scheduling: ready nodes run one after another on the calling thread. A kernel that
+// completes later (IsAsync) lets the executor go on with other ready nodes; when its
+// `done` fires (on any thread) the executor resumes on that thread. The executor
+// itself never blocks, which is what lets a device actor run it inside its handler.
+//
+// Variables: as with TensorFlow 1.x's reference variables, a node that takes a
+// Variable node's output reads the variable when it starts, not when the Variable
+// node would run; so `Identity(v)` with a control dependency on `Assign(v, ...)`
+// sees the assigned value. A Variable node runs as a node only when its value is
+// fetched or it has control consumers.
+//
+// Errors: the first failing node's Status ends the step; nodes already running
+// finish, nothing new starts, and `done` gets that Status. Abort() does the same from
+// outside (deadline, cancellation).
+#ifndef ACTORFLOW_KERNELS_EXECUTOR_H_
+#define ACTORFLOW_KERNELS_EXECUTOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/status.h"
+#include "graph/tensor.h"
+#include "kernels/kernel.h"
+#include "kernels/resource.h"
+#include "kernels/session.h"
+
+namespace actorflow {
+
+// Returns the kernel for a node; the kernel must outlive the executor.
+using KernelLookup = std::function<StatusOr<Kernel*>(const Node& node)>;
+
+struct ExecutorSpec {
+  const Graph* graph = nullptr;
+  // The nodes to run; each node's non-fed, non-ref data inputs and control inputs
+  // must be in the set too.
+  std::vector<const Node*> nodes;
+  // Tensors whose values the caller supplies per step (in this order).
+  std::vector<Endpoint> feeds;
+  // Tensors returned per step (in this order); a fed tensor returns its feed.
+  std::vector<Endpoint> fetches;
+  std::string device_name = "/job:localhost/replica:0/task:0/device:CPU:0";
+};
+
+struct StepResult {
+  Status status;
+  std::vector<Tensor> fetches;              // parallel to ExecutorSpec::fetches
+  std::vector<std::string> executed_nodes;  // start order
+  std::vector<NodeExecStats> step_stats;    // when StepArgs::collect_stats
+};
+
+struct StepArgs {
+  std::vector<Tensor> feed_values;  // parallel to ExecutorSpec::feeds
+  ResourceManager* resources = nullptr;
+  int64_t step_id = 0;
+  bool collect_stats = false;
+};
+
+class StepState;
+
+// A running step; lets the owner abort it. Safe to call from any thread.
+class StepHandle {
+ public:
+  explicit StepHandle(std::shared_ptr<StepState> state) : state_(std::move(state)) {}
+  // Ends the step with `status` unless it already ended; `done` still fires once.
+  void Abort(const Status& status);
+
+ private:
+  std::shared_ptr<StepState> state_;
+};
+
+class Executor {
+ public:
+  // InvalidArgument when the spec is inconsistent; errors from `kernels` propagate.
+  static StatusOr<std::unique_ptr<Executor>> Create(ExecutorSpec spec,
+                                                    const KernelLookup& kernels);
+  ~Executor();
+
+  using DoneCallback = std::function<void(StepResult result)>;
+  // Starts a step. `done` is called exactly once, on this thread or on the thread of
+  // an asynchronous kernel's completion. The executor must outlive the step.
+  StepHandle RunAsync(StepArgs args, DoneCallback done) const;
+  // Runs a step and waits for it (for callers that may block: DirectSession).
+  StepResult Run(StepArgs args) const;
+
+  const ExecutorSpec& spec() const { return spec_; }
+
+  // Precomputed per-node wiring; public for StepState, opaque to callers.
+  struct InputSource {
+    // kVariable: read the variable of Variable node `index` at consumer start.
+    enum Kind { kNode, kFeed, kRef, kVariable } kind = kNode;
+    int index = 0;   // local node index or feed index
+    int output = 0;  // output index for kNode
+  };
+  struct NodeInfo {
+    const Node* node = nullptr;
+    Kernel* kernel = nullptr;
+    std::vector<InputSource> inputs;
+    std::vector<int> consumers;  // local indices, once per edge (data and control)
+    int initial_pending = 0;
+    std::vector<int> uses_per_output;  // consumer edges + fetches, to free early
+    bool scheduled = true;  // false: a Variable node only read through kVariable edges
+  };
+  const std::vector<NodeInfo>& nodes() const { return infos_; }
+  const std::vector<InputSource>& fetch_sources() const { return fetch_sources_; }
+
+ private:
+  explicit Executor(ExecutorSpec spec) : spec_(std::move(spec)) {}
+  ExecutorSpec spec_;
+  std::vector<NodeInfo> infos_;
+  std::vector<InputSource> fetch_sources_;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_KERNELS_EXECUTOR_H_

@@ -1,0 +1,188 @@
+// Executor behaviour that DirectSession does not exercise: kernels that complete on
+// another thread, and aborting a step whose kernel never completes.
+
+#include "kernels/executor.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "graph/graph.h"
+#include "graph/op_registry.h"
+
+namespace actorflow {
+namespace {
+
+Status UnaryFloat(InferenceContext& ctx) {
+  ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0));
+  return Status::OK();
+}
+
+// Test-only ops: an identity that completes on another thread, and one that waits
+// forever (until its step is aborted).
+const OpRegistration kThreadIdentityOp(OpDef{"TestThreadIdentity", 1, 1, {}, 1, {}, false,
+                                             UnaryFloat});
+const OpRegistration kNeverOp(OpDef{"TestNever", 1, 1, {}, 1, {}, false, UnaryFloat});
+
+class ThreadIdentityKernel : public Kernel {
+ public:
+  using Kernel::Kernel;
+  bool IsAsync() const override { return true; }
+  void Compute(KernelContext*) override {}
+  void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
+    std::thread([ctx, done] {
+      ctx->set_output(0, ctx->input(0));
+      done();
+    }).detach();
+  }
+};
+
+class NeverKernel : public Kernel {
+ public:
+  using Kernel::Kernel;
+  bool IsAsync() const override { return true; }
+  void Compute(KernelContext*) override {}
+  void ComputeAsync(KernelContext*, std::function<void()> done) override {
+    std::lock_guard<std::mutex> lock(mu);
+    pending_done = std::move(done);
+  }
+  std::mutex mu;
+  std::function<void()> pending_done;
+};
+
+class CountingConstKernel : public Kernel {
+ public:
+  explicit CountingConstKernel(const Node& node) : Kernel(node) {}
+  void Compute(KernelContext* ctx) override {
+    ++runs;
+    ctx->set_output(0, ctx->node().attr<Tensor>("value"));
+  }
+  int runs = 0;
+};
+
+class AddOneKernel : public Kernel {
+ public:
+  using Kernel::Kernel;
+  void Compute(KernelContext* ctx) override {
+    Tensor out(DType::kFloat32, ctx->input(0).shape());
+    for (int64_t i = 0; i < out.NumElements(); ++i) {
+      out.data<float>()[i] = ctx->input(0).data<float>()[i] + 1;
+    }
+    ctx->set_output(0, out);
+  }
+};
+
+const Node* AddNode(Graph& g, const std::string& name, const std::string& op,
+                    std::vector<std::string> inputs, AttrMap attrs = {}) {
+  auto n = g.AddNode(NodeDef{name, op, std::move(inputs), std::move(attrs), ""});
+  EXPECT_TRUE(n.ok()) << n.status();
+  return n.ok() ? *n : nullptr;
+}
+
+struct Fixture {
+  Graph graph;
+  std::vector<std::unique_ptr<Kernel>> owned;
+  std::map<const Node*, Kernel*> kernels;
+
+  template <typename K>
+  K* Use(const Node* node) {
+    owned.push_back(std::make_unique<K>(*node));
+    kernels[node] = owned.back().get();
+    return static_cast<K*>(owned.back().get());
+  }
+  KernelLookup Lookup() {
+    return [this](const Node& n) -> StatusOr<Kernel*> { return kernels.at(&n); };
+  }
+};
+
+TEST(ExecutorTest, ResumesOnTheThreadOfAnAsynchronousKernelAndDeliversItsOutput) {
+  Fixture f;
+  const Node* c = AddNode(f.graph, "c", "Const", {}, {{"value", Tensor::Scalar(41.0f)}});
+  const Node* t = AddNode(f.graph, "t", "TestThreadIdentity", {"c"});
+  const Node* plus = AddNode(f.graph, "plus", "Identity", {"t"});
+  f.Use<CountingConstKernel>(c);
+  f.Use<ThreadIdentityKernel>(t);
+  f.Use<AddOneKernel>(plus);
+  ExecutorSpec spec{&f.graph, {c, t, plus}, {}, {Endpoint{plus, 0}}};
+  auto ex = Executor::Create(spec, f.Lookup());
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  StepResult r = (*ex)->Run(StepArgs{});
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.fetches[0].data<float>()[0], 42.0f);
+  EXPECT_EQ(r.executed_nodes, (std::vector<std::string>{"c", "t", "plus"}));
+}
+
+TEST(ExecutorTest, AbortEndsAStepWhoseKernelNeverCompletesAndLaterStepsRun) {
+  Fixture f;
+  const Node* c = AddNode(f.graph, "c", "Const", {}, {{"value", Tensor::Scalar(1.0f)}});
+  const Node* never = AddNode(f.graph, "never", "TestNever", {"c"});
+  auto* const_kernel = f.Use<CountingConstKernel>(c);
+  auto* never_kernel = f.Use<NeverKernel>(never);
+  ExecutorSpec spec{&f.graph, {c, never}, {}, {Endpoint{never, 0}}};
+  auto ex = Executor::Create(spec, f.Lookup());
+  ASSERT_TRUE(ex.ok()) << ex.status();
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  Status status;
+  StepHandle handle = (*ex)->RunAsync(StepArgs{}, [&](StepResult r) {
+    std::lock_guard<std::mutex> lock(mu);
+    finished = true;
+    status = r.status;
+    cv.notify_all();
+  });
+  handle.Abort(Cancelled("test abort"));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_FALSE(finished) << "the step must wait for its running kernel";
+  }
+  // The aborted step's kernel completes (as a released Recv would); the step ends.
+  std::function<void()> done;
+  {
+    std::lock_guard<std::mutex> lock(never_kernel->mu);
+    done = std::move(never_kernel->pending_done);
+  }
+  ASSERT_TRUE(done);
+  done();
+  std::unique_lock<std::mutex> lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return finished; }));
+  EXPECT_EQ(status.code(), Code::kCancelled);
+  EXPECT_EQ(const_kernel->runs, 1);
+}
+
+TEST(ExecutorTest, FeedsReplaceOutputsAndAFetchedFeedReturnsItsValue) {
+  Fixture f;
+  const Node* c = AddNode(f.graph, "c", "Const", {}, {{"value", Tensor::Scalar(1.0f)}});
+  const Node* plus = AddNode(f.graph, "plus", "Identity", {"c"});
+  f.Use<CountingConstKernel>(c);
+  f.Use<AddOneKernel>(plus);
+  ExecutorSpec spec{&f.graph, {plus}, {Endpoint{c, 0}}, {Endpoint{plus, 0}, Endpoint{c, 0}}};
+  auto ex = Executor::Create(spec, f.Lookup());
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  StepArgs args;
+  args.feed_values = {Tensor::Scalar(10.0f)};
+  StepResult r = (*ex)->Run(args);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.fetches[0].data<float>()[0], 11.0f);
+  EXPECT_EQ(r.fetches[1].data<float>()[0], 10.0f);
+  EXPECT_EQ(r.executed_nodes, (std::vector<std::string>{"plus"}));
+}
+
+TEST(ExecutorTest, RejectsANodeSetMissingAnInput) {
+  Fixture f;
+  const Node* c = AddNode(f.graph, "c", "Const", {}, {{"value", Tensor::Scalar(1.0f)}});
+  const Node* plus = AddNode(f.graph, "plus", "Identity", {"c"});
+  f.Use<AddOneKernel>(plus);
+  ExecutorSpec spec{&f.graph, {plus}, {}, {Endpoint{plus, 0}}};
+  auto ex = Executor::Create(spec, f.Lookup());
+  ASSERT_FALSE(ex.ok());
+  EXPECT_EQ(ex.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(ex.status().message().find("plus"), std::string::npos);
+  (void)c;
+}
+
+}  // namespace
+}  // namespace actorflow

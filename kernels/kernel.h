@@ -1,0 +1,144 @@
+// Kernel: the implementation of one op on one device type for one dtype, and the
+// registry that finds it. A kernel is built once per node (per executor plan) and
+// computed once per step; it may keep state across steps (a random generator).
+//
+// Contract for implementers:
+// - Compute() reads ctx->input(i), writes every output with ctx->set_output(i, t)
+//   (dtype and rank as the node's inferred outputs), or calls ctx->SetStatus(error)
+//   with a message that names the node (ctx->node().Describe()).
+// - Compute() must not block. A kernel that waits for something (a Recv, a queue)
+//   overrides IsAsync()/ComputeAsync() and calls `done` exactly once, possibly from
+//   another thread, after setting outputs or status.
+// - Compute() may run concurrently for different steps: state needs its own lock.
+// - Inputs share buffers with other consumers: never write into an input.
+#ifndef ACTORFLOW_KERNELS_KERNEL_H_
+#define ACTORFLOW_KERNELS_KERNEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/status.h"
+#include "graph/tensor.h"
+#include "kernels/resource.h"
+
+namespace actorflow {
+
+inline constexpr char kDeviceCpu[] = "CPU";
+inline constexpr char kDeviceGpu[] = "GPU";
+
+// Everything a kernel sees during one computation.
+class KernelContext {
+ public:
+  KernelContext(const Node* node, std::vector<Tensor> inputs, ResourceManager* resources,
+                int64_t step_id)
+      : node_(node),
+        inputs_(std::move(inputs)),
+        outputs_(node->num_outputs()),
+        resources_(resources),
+        step_id_(step_id) {}
+
+  const Node& node() const { return *node_; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  // For a ref input (IsRefInput) the tensor is empty: use GetVariable instead.
+  const Tensor& input(int i) const { return inputs_[i]; }
+
+  void set_output(int i, Tensor t) { outputs_[i] = std::move(t); }
+  // Allocates output i with the node's output dtype and the given shape.
+  Tensor& allocate_output(int i, const Shape& shape) {
+    outputs_[i] = Tensor(node_->output_dtype(i), shape);
+    return outputs_[i];
+  }
+  std::vector<Tensor>& outputs() { return outputs_; }
+
+  const Status& status() const { return status_; }
+  // Keeps the first error; its message should name the node.
+  void SetStatus(const Status& s) {
+    if (status_.ok()) status_ = s;
+  }
+  // Shorthand: InvalidArgument naming the node.
+  void Fail(Code code, const std::string& message) {
+    SetStatus(Status(code, node_->Describe() + ": " + message));
+  }
+
+  ResourceManager* resources() const { return resources_; }
+  int64_t step_id() const { return step_id_; }
+
+ private:
+  const Node* node_;
+  std::vector<Tensor> inputs_;
+  std::vector<Tensor> outputs_;
+  ResourceManager* resources_;
+  int64_t step_id_;
+  Status status_;
+};
+
+class Kernel {
+ public:
+  explicit Kernel(const Node& node) : node_(node) {}
+  virtual ~Kernel() = default;
+  Kernel(const Kernel&) = delete;
+  Kernel& operator=(const Kernel&) = delete;
+
+  virtual void Compute(KernelContext* ctx) = 0;
+  virtual bool IsAsync() const { return false; }
+  // Async kernels override this; `done` must be called exactly once.
+  virtual void ComputeAsync(KernelContext* ctx, std::function<void()> done) {
+    Compute(ctx);
+    done();
+  }
+
+  const Node& node() const { return node_; }
+
+ private:
+  const Node& node_;
+};
+
+using KernelFactory = std::function<StatusOr<std::unique_ptr<Kernel>>(const Node& node)>;
+
+// Kernels keyed by (op, device type, dtype); dtype is Node::kernel_dtype().
+// Thread safety: registration at static-initialization time; lookups from any thread.
+class KernelRegistry {
+ public:
+  static KernelRegistry& Global();
+
+  void Register(const std::string& op, const std::string& device_type, DType dtype,
+                KernelFactory factory);
+  bool HasKernel(const std::string& op, const std::string& device_type, DType dtype) const;
+  // NotFound naming the node, op, dtype and device type when there is no kernel.
+  StatusOr<std::unique_ptr<Kernel>> CreateKernel(const Node& node,
+                                                 const std::string& device_type) const;
+  // The dtypes registered for (op, device type); for error messages.
+  std::vector<DType> RegisteredDTypes(const std::string& op, const std::string& device_type) const;
+
+ private:
+  std::map<std::tuple<std::string, std::string, DType>, KernelFactory> factories_;
+};
+
+// A factory for a kernel class constructible from `const Node&`.
+template <typename K>
+KernelFactory MakeKernelFactory() {
+  return [](const Node& node) -> StatusOr<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(new K(node));
+  };
+}
+
+// Registers at static-initialization time:
+//   static KernelRegistration reg_add_f32("Add", kDeviceCpu, DType::kFloat32,
+//                                         MakeKernelFactory<AddKernel<float>>());
+// Libraries holding registrations must be linked with alwayslink = 1.
+struct KernelRegistration {
+  KernelRegistration(const std::string& op, const std::string& device_type, DType dtype,
+                     KernelFactory factory) {
+    KernelRegistry::Global().Register(op, device_type, dtype, std::move(factory));
+  }
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_KERNELS_KERNEL_H_

@@ -1,0 +1,68 @@
+#include "kernels/resource.h"
+
+namespace actorflow {
+
+Tensor& VariableResource::MutableValue() {
+  if (!value.RefCountIsOne()) value = value.DeepCopy();
+  return value;
+}
+
+StatusOr<std::shared_ptr<VariableResource>> ResourceManager::LookupOrCreateVariable(
+    const std::string& container, const std::string& name, DType dtype, const Shape& shape) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& vars = containers_[container];
+  auto it = vars.find(name);
+  if (it != vars.end()) {
+    if (it->second->dtype() != dtype) {
+      return InvalidArgument("variable '" + name + "' exists with dtype " +
+                             DTypeName(it->second->dtype()) + ", requested " + DTypeName(dtype));
+    }
+    return it->second;
+  }
+  auto var = std::make_shared<VariableResource>(name, dtype, shape);
+  vars.emplace(name, var);
+  return var;
+}
+
+StatusOr<std::shared_ptr<VariableResource>> ResourceManager::LookupVariable(
+    const std::string& container, const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto c = containers_.find(container);
+  if (c != containers_.end()) {
+    auto it = c->second.find(name);
+    if (it != c->second.end()) return it->second;
+  }
+  return NotFound("no variable '" + name + "' in container '" + container + "'");
+}
+
+void ResourceManager::Clear(const std::vector<std::string>& containers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (containers.empty()) {
+    containers_.clear();
+    return;
+  }
+  for (const std::string& c : containers) containers_.erase(c);
+}
+
+std::vector<std::string> ResourceManager::VariableNames(const std::string& container) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> names;
+  auto c = containers_.find(container);
+  if (c == containers_.end()) return names;
+  for (const auto& [name, var] : c->second) names.push_back(name);
+  return names;
+}
+
+StatusOr<std::shared_ptr<VariableResource>> VariableForNode(ResourceManager* resources,
+                                                    const Node& variable_node) {
+  if (variable_node.op() != "Variable") {
+    return InvalidArgument(variable_node.Describe() + " is not a Variable");
+  }
+  const std::string& shared_name = variable_node.attr<std::string>("shared_name");
+  return resources->LookupOrCreateVariable(
+      variable_node.attr<std::string>("container"),
+      shared_name.empty() ? variable_node.name() : shared_name,
+      variable_node.attr<DType>("dtype"), variable_node.attr<Shape>("shape"));
+}
+
+}  // namespace actorflow

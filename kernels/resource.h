@@ -1,0 +1,76 @@
+// Resources that outlive a step: variables, held by a ResourceManager per device
+// (per session for DirectSession; later per worker, so they outlive sessions).
+//
+// Thread safety: ResourceManager is internally synchronized. A Variable's fields are
+// guarded by its `mu`. Readers take `value` (a shared buffer) under `mu` and then use
+// it without the lock; writers therefore never mutate a buffer that a reader may hold:
+// in-place updates go through MutableValue(), which copies first when shared
+// (copy-on-write).
+#ifndef ACTORFLOW_KERNELS_RESOURCE_H_
+#define ACTORFLOW_KERNELS_RESOURCE_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/shape.h"
+#include "graph/status.h"
+#include "graph/tensor.h"
+#include "graph/types.h"
+
+namespace actorflow {
+
+class VariableResource {
+ public:
+  VariableResource(std::string name, DType dtype, Shape shape)
+      : name_(std::move(name)), dtype_(dtype), shape_(std::move(shape)) {}
+
+  const std::string& name() const { return name_; }
+  DType dtype() const { return dtype_; }
+  const Shape& declared_shape() const { return shape_; }
+
+  std::mutex mu;
+  // Guarded by mu. Uninitialized until the first Assign.
+  Tensor value;
+  bool initialized = false;
+
+  // Precondition: mu held and initialized. Returns `value` after making sure no one
+  // else shares its buffer, so that it can be written in place.
+  Tensor& MutableValue();
+
+ private:
+  std::string name_;
+  DType dtype_;
+  Shape shape_;
+};
+
+class ResourceManager {
+ public:
+  // The variable `name` in `container` (empty = default), created on first use with
+  // the given dtype and shape. InvalidArgument if it exists with another dtype.
+  StatusOr<std::shared_ptr<VariableResource>> LookupOrCreateVariable(const std::string& container,
+                                                             const std::string& name,
+                                                             DType dtype, const Shape& shape);
+  // NotFound if absent.
+  StatusOr<std::shared_ptr<VariableResource>> LookupVariable(const std::string& container,
+                                                     const std::string& name) const;
+  // Drops every variable of the given containers (all containers if empty).
+  void Clear(const std::vector<std::string>& containers = {});
+  std::vector<std::string> VariableNames(const std::string& container = "") const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::map<std::string, std::shared_ptr<VariableResource>>> containers_;
+};
+
+// The variable that a Variable node stands for: its "container" attr, and its
+// "shared_name" attr or else the node's name. Created (uninitialized) on first use.
+StatusOr<std::shared_ptr<VariableResource>> VariableForNode(ResourceManager* resources,
+                                                    const Node& variable_node);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_KERNELS_RESOURCE_H_

@@ -1,0 +1,96 @@
+// Session: the CAF-free interface every session implements (DirectSession here; the
+// actor-based local and remote sessions in actors/), and what drivers and training/
+// program against. TensorFlow 1.x's names and semantics:
+//
+//   Run(feeds, fetches, targets) runs only the nodes that the fetches and targets
+//   need, stopping at fed tensors, and returns the fetched tensors in order.
+//
+// Lifetime: the Graph passed at creation must outlive the session. Nodes may be
+// appended to the graph between runs (graphs are append-only); they become visible
+// to the next Run.
+// Thread safety: Run may be called from several threads at once; Close and the
+// destructor must not race with Run.
+#ifndef ACTORFLOW_KERNELS_SESSION_H_
+#define ACTORFLOW_KERNELS_SESSION_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/graph.h"
+#include "graph/status.h"
+#include "graph/tensor.h"
+
+namespace actorflow {
+
+struct SessionOptions {
+  // Where the session runs: "" = in this process. Later: "actorflow://host:port",
+  // a local cluster.
+  std::string target;
+  // Devices of the local task by type, e.g. {"CPU": 2, "GPU": 1} (TensorFlow's
+  // device_count). Absent types get their default (1 CPU, every GPU found).
+  std::map<std::string, int> device_count;
+  bool allow_soft_placement = false;
+  bool log_device_placement = false;
+  int inter_op_parallelism_threads = 0;  // 0 = the runtime picks
+  // Deadline for each blocking op (queues, Recv) when RunOptions sets none; 0 = none.
+  int64_t operation_timeout_in_ms = 0;
+};
+
+struct RunOptions {
+  enum class TraceLevel { kNoTrace, kFullTrace };
+  TraceLevel trace_level = TraceLevel::kNoTrace;
+  // Deadline of the whole step; 0 = none. Exceeding it is DeadlineExceeded.
+  int64_t timeout_in_ms = 0;
+};
+
+// One node's execution in a traced step.
+struct NodeExecStats {
+  std::string node_name;
+  std::string op;
+  std::string device;
+  int64_t start_micros = 0;  // since the step started
+  int64_t end_micros = 0;
+  uint64_t thread_id = 0;
+};
+
+struct RunMetadata {
+  // The graph's own nodes that the step ran, in execution (start) order; each once.
+  std::vector<std::string> executed_nodes;
+  // Filled when RunOptions.trace_level is kFullTrace.
+  std::vector<NodeExecStats> step_stats;
+};
+
+// A feed: tensor name ("x" or "x:1") and its value.
+using FeedList = std::vector<std::pair<std::string, Tensor>>;
+
+class Session {
+ public:
+  virtual ~Session() = default;
+
+  // Fetches and targets are tensor/node names. On success `outputs` holds one
+  // tensor per fetch, in order. Errors name the culprit: InvalidArgument for a wrong
+  // feed (dtype, shape, unknown name) or a placeholder that needs a feed, NotFound
+  // for an unknown fetch or target, FailedPrecondition for an uninitialized
+  // variable, DeadlineExceeded past RunOptions.timeout_in_ms, Cancelled/
+  // FailedPrecondition after Close.
+  virtual Status Run(const RunOptions& options, const FeedList& feeds,
+                     const std::vector<std::string>& fetches,
+                     const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+                     RunMetadata* metadata) = 0;
+
+  Status Run(const FeedList& feeds, const std::vector<std::string>& fetches,
+             const std::vector<std::string>& targets, std::vector<Tensor>* outputs) {
+    return Run(RunOptions(), feeds, fetches, targets, outputs, nullptr);
+  }
+
+  // Releases resources; later Runs fail with FailedPrecondition.
+  virtual Status Close() = 0;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_KERNELS_SESSION_H_

@@ -1,0 +1,226 @@
+#include "tools/run_command.h"
+
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string_view>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/graph.h"
+#include "graph/graph_json.h"
+#include "graph/tensor_json.h"
+#include "kernels/direct_session.h"
+#include "kernels/session.h"
+
+namespace actorflow {
+namespace cli {
+namespace {
+
+// A `--feed NAME=JSON` argument, parsed without the graph.
+struct FeedArg {
+  std::string name;  // as written: "x" or "x:0"
+  nlohmann::json value;
+};
+
+// Usage-level checks: everything that can be judged without loading the graph.
+StatusOr<std::vector<FeedArg>> ParseFeedArgs(const std::vector<std::string>& feeds) {
+  std::vector<FeedArg> parsed;
+  for (const std::string& feed : feeds) {
+    const size_t eq = feed.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgument("--feed '" + feed + "': expected NAME=JSON, e.g. --feed x=3");
+    }
+    FeedArg arg;
+    arg.name = feed.substr(0, eq);
+    const std::string_view text = std::string_view(feed).substr(eq + 1);
+    AF_ASSIGN_OR_RETURN(arg.value, ParseJsonText(text, "--feed " + arg.name));
+    parsed.push_back(std::move(arg));
+  }
+  return parsed;
+}
+
+Status CheckFetchesAndTargets(const RunCommandOptions& options) {
+  if (options.fetches.empty()) return InvalidArgument("--fetch: no tensor to fetch");
+  for (const std::string& fetch : options.fetches) {
+    if (fetch.empty()) return InvalidArgument("--fetch: empty tensor name in the list");
+  }
+  for (const std::string& target : options.before) {
+    if (target.empty()) return InvalidArgument("--before: empty target name");
+  }
+  if (options.timeout_ms < 0) {
+    return InvalidArgument("--timeout-ms " + std::to_string(options.timeout_ms) +
+                           ": must be >= 0 (0 = no deadline)");
+  }
+  return Status::OK();
+}
+
+// Converts the feeds to tensors of the fed outputs' dtypes, checked against their
+// inferred shapes. "x" and "x:0" name the same tensor; feeding it twice is an error.
+StatusOr<FeedList> BuildFeeds(const Graph& graph, const std::vector<FeedArg>& args) {
+  FeedList feeds;
+  std::set<std::pair<std::string, int>> seen;
+  for (const FeedArg& arg : args) {
+    auto parsed = ParseTensorName(arg.name);
+    if (!parsed.ok()) return parsed.status().WithContext("--feed");
+    const auto& [node_name, index] = *parsed;
+    const Node* node = graph.FindNode(node_name);
+    if (node == nullptr) {
+      return InvalidArgument("feed '" + arg.name + "': the graph has no node named '" +
+                             node_name + "'");
+    }
+    if (index >= node->num_outputs()) {
+      return InvalidArgument("feed '" + arg.name + "': " + node->Describe() + " has " +
+                             std::to_string(node->num_outputs()) + " output(s)");
+    }
+    if (!seen.insert(*parsed).second) {
+      return InvalidArgument("feed '" + arg.name + "': tensor fed more than once");
+    }
+    // TensorFromJsonValue starts its messages with this.
+    const std::string culprit = node->op() == "Placeholder"
+                                    ? "placeholder '" + node->name() + "'"
+                                    : "feed '" + arg.name + "' for " + node->Describe();
+    AF_ASSIGN_OR_RETURN(Tensor value,
+                        TensorFromJsonValue(arg.value, node->output_dtype(index),
+                                            node->output_shape(index), culprit));
+    feeds.emplace_back(arg.name, std::move(value));
+  }
+  return feeds;
+}
+
+// One element of TensorToJson's "data": numbers as JSON prints them, the strings
+// "nan"/"inf"/"-inf" bare.
+std::string FormatElement(const nlohmann::json& element) {
+  if (element.is_string()) return element.get<std::string>();
+  return element.dump();
+}
+
+// Appends the elements of `data` (flat, row-major) from `*offset` as nested lists
+// following dims[axis...].
+void AppendNested(const nlohmann::json& data, const std::vector<int64_t>& dims, size_t axis,
+                  size_t* offset, std::string* out) {
+  if (axis == dims.size()) {
+    *out += FormatElement(data.at(*offset));
+    ++*offset;
+    return;
+  }
+  *out += "[";
+  for (int64_t i = 0; i < dims[axis]; ++i) {
+    if (i > 0) *out += ", ";
+    AppendNested(data, dims, axis + 1, offset, out);
+  }
+  *out += "]";
+}
+
+// "float32[2] [3, 7]", "int32[] 15625", "float32[2,3] [[1, 2, 3], [4, 5, 6]]".
+std::string FormatTensorLine(const Tensor& tensor) {
+  const nlohmann::json j = TensorToJson(tensor);
+  std::string text = DTypeName(tensor.dtype());
+  text += "[";
+  const std::vector<int64_t>& dims = tensor.shape().dims();
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i > 0) text += ",";
+    text += std::to_string(dims[i]);
+  }
+  text += "] ";
+  size_t offset = 0;
+  AppendNested(j.at("data"), dims, 0, &offset, &text);
+  return text;
+}
+
+// Loads, runs and prints. Errors carry their own Status; the caller maps them to
+// the runtime exit code.
+Status LoadAndRun(const RunCommandOptions& options, const std::vector<FeedArg>& feed_args,
+                  std::ostream& out) {
+  AF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph,
+                      LoadGraphFile(ResolveUserPath(options.graph_path)));
+  AF_ASSIGN_OR_RETURN(FeedList feeds, BuildFeeds(*graph, feed_args));
+
+  std::unique_ptr<Session> session = NewDirectSession(graph.get());
+  RunOptions run_options;
+  run_options.timeout_in_ms = options.timeout_ms;
+
+  for (const std::string& target : options.before) {
+    std::vector<Tensor> unused;
+    Status s = session->Run(run_options, feeds, {}, {target}, &unused, nullptr);
+    if (!s.ok()) return s.WithContext("--before step '" + target + "'");
+  }
+
+  std::vector<Tensor> outputs;
+  RunMetadata metadata;
+  AF_RETURN_IF_ERROR(
+      session->Run(run_options, feeds, options.fetches, {}, &outputs, &metadata));
+  AF_RETURN_IF_ERROR(session->Close());
+  if (outputs.size() != options.fetches.size()) {
+    return Internal("the session returned " + std::to_string(outputs.size()) +
+                    " tensor(s) for " + std::to_string(options.fetches.size()) + " fetch(es)");
+  }
+
+  if (options.json) {
+    nlohmann::json result;
+    result["fetches"] = nlohmann::json::object();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      result["fetches"][options.fetches[i]] = TensorToJson(outputs[i]);
+    }
+    result["executed"] = metadata.executed_nodes;
+    out << result.dump() << "\n";
+  } else {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      out << options.fetches[i] << " = " << FormatTensorLine(outputs[i]) << "\n";
+    }
+  }
+  out.flush();
+  return Status::OK();
+}
+
+}  // namespace
+
+int RunGraphCommand(const RunCommandOptions& options, std::ostream& out, std::ostream& err) {
+  try {
+    Status usage = CheckFetchesAndTargets(options);
+    if (!usage.ok()) {
+      PrintError(err, usage);
+      return kExitUsageError;
+    }
+    auto feed_args = ParseFeedArgs(options.feeds);
+    if (!feed_args.ok()) {
+      PrintError(err, feed_args.status());
+      return kExitUsageError;
+    }
+    Status status = LoadAndRun(options, *feed_args, out);
+    if (!status.ok()) {
+      PrintError(err, status);
+      return kExitRuntimeError;
+    }
+    return kExitOk;
+  } catch (const std::exception& e) {
+    // The libraries report errors as Status; this is the last line of defence so
+    // that the command never dies with an uncaught exception.
+    PrintError(err, Internal(std::string("unexpected exception: ") + e.what()));
+    return kExitRuntimeError;
+  }
+}
+
+Subcommand AddRunSubcommand(CLI::App* parent) {
+  auto options = std::make_shared<RunCommandOptions>();
+  CLI::App* app = parent->add_subcommand("run", "Run a graph JSON file once and print fetches");
+  app->add_option("--graph", options->graph_path, "Graph JSON file")->required();
+  app->add_option("--fetch", options->fetches, "Tensors to fetch: NAME[,NAME...]")
+      ->required()
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  app->add_option("--feed", options->feeds, "NAME=JSON: a number or nested lists")
+      ->allow_extra_args(false);
+  app->add_option("--before", options->before,
+                  "Target run as its own step before the fetch step (repeatable)")
+      ->allow_extra_args(false);
+  app->add_flag("--json", options->json, "Print one line of JSON");
+  // Range-checked in RunGraphCommand, whose message is shorter than CLI11's.
+  app->add_option("--timeout-ms", options->timeout_ms, "Deadline of each step in ms (0 = none)");
+  return Subcommand{app, [options]() { return RunGraphCommand(*options, std::cout, std::cerr); }};
+}
+
+}  // namespace cli
+}  // namespace actorflow

@@ -1,0 +1,60 @@
+// `actorflow run`: loads a graph JSON file, runs it once in a DirectSession and
+// prints the fetched tensors.
+//
+//   actorflow run --graph FILE.json --fetch NAME[,NAME...] [--feed NAME=JSON]...
+//                 [--before TARGET]... [--json] [--timeout-ms N]
+//
+// - Each `--before TARGET` runs as its own step (targets = {TARGET}), in the order
+//   given, before the fetch step: that is how variables get initialized.
+// - A feed's JSON is a number or nested lists; numbers convert to the fed output's
+//   dtype, and the value's shape must be one the output's inferred shape admits.
+//   NAME is "node" or "node:k"; any node's output may be fed, not only placeholders.
+// - Without --json, one line per fetch: `sum = float32[2] [3, 7]`. With --json,
+//   exactly one line of compact JSON:
+//     {"executed": ["node", ...], "fetches": {"NAME": {"dtype", "shape", "data"}}}
+//   where NAME is the fetch as given and "executed" lists the nodes the fetch step
+//   ran (RunMetadata::executed_nodes).
+// - `--timeout-ms N` (default 30000) is every step's RunOptions::timeout_in_ms.
+//
+// Errors are reported as one line `actorflow: <Status>` naming the culprit; see
+// cli_common.h for the exit codes.
+#ifndef ACTORFLOW_TOOLS_RUN_COMMAND_H_
+#define ACTORFLOW_TOOLS_RUN_COMMAND_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tools/cli_common.h"
+
+namespace actorflow {
+namespace cli {
+
+struct RunCommandOptions {
+  // The graph JSON file; relative paths go through ResolveUserPath.
+  std::string graph_path;
+  // Tensor names to fetch ("node" or "node:k"), in output order. At least one.
+  std::vector<std::string> fetches;
+  // "NAME=JSON" as written on the command line.
+  std::vector<std::string> feeds;
+  // Targets run one step each, in order, before the fetch step.
+  std::vector<std::string> before;
+  // Print one line of JSON instead of the human-readable lines.
+  bool json = false;
+  // RunOptions::timeout_in_ms of every step; 0 = no deadline.
+  int64_t timeout_ms = 30000;
+};
+
+// Runs the command: results go to `out`, an error line to `err`. Returns the exit
+// code (kExitOk, kExitRuntimeError or kExitUsageError). Never throws.
+int RunGraphCommand(const RunCommandOptions& options, std::ostream& out, std::ostream& err);
+
+// Declares `run` and its options on `parent`; the returned main calls
+// RunGraphCommand with the parsed options on std::cout / std::cerr.
+Subcommand AddRunSubcommand(CLI::App* parent);
+
+}  // namespace cli
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_TOOLS_RUN_COMMAND_H_
