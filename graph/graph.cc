@@ -36,6 +36,20 @@ std::string Graph::UniqueName(const std::string& base) const {
   }
 }
 
+void Graph::AddToCollection(const std::string& key, const std::string& node_name) {
+  auto& names = collections_[key];
+  for (const auto& n : names) {
+    if (n == node_name) return;
+  }
+  names.push_back(node_name);
+}
+
+const std::vector<std::string>& Graph::GetCollection(const std::string& key) const {
+  static const std::vector<std::string> kEmpty;
+  auto it = collections_.find(key);
+  return it == collections_.end() ? kEmpty : it->second;
+}
+
 std::vector<NodeDef> Graph::ToNodeDefs() const {
   std::vector<NodeDef> defs;
   defs.reserve(nodes_.size());

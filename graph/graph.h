@@ -10,6 +10,7 @@
 #ifndef ACTORFLOW_GRAPH_GRAPH_H_
 #define ACTORFLOW_GRAPH_GRAPH_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -97,6 +98,12 @@ class Node {
   DType kernel_dtype_ = DType::kFloat32;
 };
 
+// Collection keys used by training/ (variables, initializers, the global step).
+inline constexpr char kVariablesCollection[] = "variables";
+inline constexpr char kTrainableVariablesCollection[] = "trainable_variables";
+inline constexpr char kInitializersCollection[] = "initializers";
+inline constexpr char kGlobalStepCollection[] = "global_step";
+
 class Graph {
  public:
   Graph() = default;
@@ -121,7 +128,16 @@ class Graph {
   // A name not used yet: `base`, else `base_1`, `base_2`, ...
   std::string UniqueName(const std::string& base) const;
 
+  // Named lists of node names (TensorFlow's graph collections), e.g.
+  // kVariablesCollection. Appending keeps order and skips duplicates.
+  void AddToCollection(const std::string& key, const std::string& node_name);
+  const std::vector<std::string>& GetCollection(const std::string& key) const;
+  const std::map<std::string, std::vector<std::string>>& collections() const {
+    return collections_;
+  }
+
  private:
+  std::map<std::string, std::vector<std::string>> collections_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_map<std::string, int> index_;
 };

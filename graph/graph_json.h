@@ -8,7 +8,8 @@
 //    ]}
 //
 // A node has "name" and "op" (strings) and optionally "inputs" ("node", "node:k" for
-// output k, "^node" for a control dependency), "attrs" and "device". Attr values map
+// output k, "^node" for a control dependency), "attrs" and "device". Unknown keys are
+// errors, so that a misspelled "input" cannot silently drop edges. Attr values map
 // to AttrValue as written; Graph::AddNode converts them to the declared types:
 //   integer -> int64_t             non-integer number -> double      string, bool
 //   list of integers -> std::vector<int64_t> (also the empty list)

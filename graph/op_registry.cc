@@ -48,8 +48,9 @@ InferenceContext::InferenceContext(const std::string& node_name, const OpDef& op
       input_dtypes_(std::move(input_dtypes)),
       input_shapes_(std::move(input_shapes)),
       input_constants_(std::move(input_constants)),
-      output_dtypes_(op.num_outputs, DType::kFloat32),
-      output_shapes_(op.num_outputs, Shape::UnknownRank()) {}
+      output_dtypes_(op.num_outputs_fn ? std::max(0, op.num_outputs_fn(attrs)) : op.num_outputs,
+                     DType::kFloat32),
+      output_shapes_(output_dtypes_.size(), Shape::UnknownRank()) {}
 
 void InferenceContext::set_output(int i, DType dtype, Shape shape) {
   output_dtypes_[i] = dtype;

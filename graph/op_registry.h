@@ -50,6 +50,10 @@ struct OpDef {
   // Sets every output's dtype and shape, or returns InvalidArgument explaining why
   // the inputs/attrs are wrong (the caller prefixes the node's name).
   InferenceFn infer;
+  // When set, the node's number of outputs follows from its attrs (defaults filled
+  // in) and `num_outputs` is ignored: IteratorGetNext has one output per entry of its
+  // output_dtypes attr. Must return >= 0; `infer` validates the attrs themselves.
+  std::function<int(const AttrMap& attrs)> num_outputs_fn;
 
   bool IsRefInput(int i) const;
   const AttrDef* FindAttr(const std::string& attr_name) const;

@@ -490,5 +490,371 @@ std::vector<OpDef> OpSet() {
   return true;
 }();
 
+// ===========================================================================
+// Gradient helper ops: the building blocks of the backward rules in
+// graph/gradient_rules.cc. They are ordinary ops (graph JSON, kernels, placement
+// treat them like any other) whose shapes are often only known at run time, which is
+// why several take a `like` input whose runtime shape they adopt.
+
+// ReluGrad(dy, x), SigmoidGrad(y, dy), TanhGrad(y, dy): same float dtype,
+// broadcasting like Mul (in practice both operands have the same shape).
+Status InferActivationGrad(InferenceContext& ctx) {
+  AF_RETURN_IF_ERROR(CheckSameDTypes(ctx));
+  AF_RETURN_IF_ERROR(CheckInput(ctx, 0, Allowed::kFloating));
+  AF_ASSIGN_OR_RETURN(Shape shape, BroadcastShapes(ctx.input_shape(0), ctx.input_shape(1)));
+  ctx.set_output(0, ctx.input_dtype(0), std::move(shape));
+  return Status::OK();
+}
+
+// SumToShapeOf(grad, like) -> grad's dtype, like's shape. like must broadcast to
+// grad's shape (like's dtype is irrelevant: only its shape is read).
+Status InferSumToShapeOf(InferenceContext& ctx) {
+  AF_RETURN_IF_ERROR(CheckInput(ctx, 0, Allowed::kFloating));
+  const Shape& grad = ctx.input_shape(0);
+  const Shape& like = ctx.input_shape(1);
+  if (!grad.unknown_rank() && !like.unknown_rank() && like.rank() > grad.rank()) {
+    return InvalidArgument("like " + like.ToString() + " has a higher rank than grad " +
+                           grad.ToString() + ", so it cannot broadcast to it");
+  }
+  AF_RETURN_IF_ERROR(BroadcastShapes(grad, like).status());
+  ctx.set_output(0, ctx.input_dtype(0), like);
+  return Status::OK();
+}
+
+// BroadcastToShapeOf(x, like; axis, keep_dims) -> x's dtype, like's shape. x must have
+// the shape of the reduction of like over `axis` with `keep_dims`.
+Status InferBroadcastToShapeOf(InferenceContext& ctx) {
+  AF_RETURN_IF_ERROR(CheckInput(ctx, 0, Allowed::kFloating));
+  const Shape& like = ctx.input_shape(1);
+  AF_ASSIGN_OR_RETURN(Shape reduced,
+                      ReducedShape(like, AxesAttr(ctx), ctx.attr<bool>("keep_dims")));
+  if (!reduced.IsCompatibleWith(ctx.input_shape(0))) {
+    return InvalidArgument("x " + ctx.input_shape(0).ToString() +
+                           " is not the shape of the reduction of like " + like.ToString() +
+                           " (" + reduced.ToString() + ")");
+  }
+  ctx.set_output(0, ctx.input_dtype(0), like);
+  return Status::OK();
+}
+
+// PadToShapeOf(grad, like; begin) -> grad's dtype, like's shape: grad must fit in
+// like's shape at `begin`.
+Status InferPadToShapeOf(InferenceContext& ctx) {
+  AF_RETURN_IF_ERROR(CheckInput(ctx, 0, Allowed::kFloating));
+  const Shape& grad = ctx.input_shape(0);
+  const Shape& like = ctx.input_shape(1);
+  const auto& begin = ctx.attr<std::vector<int64_t>>("begin");
+  for (const Shape* s : {&grad, &like}) {
+    if (!s->unknown_rank() && s->rank() != static_cast<int>(begin.size())) {
+      return InvalidArgument("begin " + IntListToString(begin) + " does not match the rank of " +
+                             s->ToString());
+    }
+  }
+  if (!grad.unknown_rank() && !like.unknown_rank()) {
+    for (int i = 0; i < grad.rank(); ++i) {
+      if (begin[i] < 0 || (grad.dim(i) >= 0 && like.dim(i) >= 0 &&
+                           begin[i] + grad.dim(i) > like.dim(i))) {
+        return InvalidArgument("grad " + grad.ToString() + " at begin " +
+                               IntListToString(begin) + " does not fit in " + like.ToString());
+      }
+    }
+  }
+  ctx.set_output(0, ctx.input_dtype(0), like);
+  return Status::OK();
+}
+
+// SliceConcatPart(grad, x_0, ..., x_{n-1}; axis, index) -> grad's dtype, x_index's
+// shape. grad has the shape of ConcatV2(x_0, ..., x_{n-1}; axis).
+Status InferSliceConcatPart(InferenceContext& ctx) {
+  AF_RETURN_IF_ERROR(CheckInput(ctx, 0, Allowed::kFloating));
+  const int64_t index = ctx.attr<int64_t>("index");
+  const int n = ctx.num_inputs() - 1;
+  if (index < 0 || index >= n) {
+    return InvalidArgument("index " + std::to_string(index) + " is out of range for " +
+                           std::to_string(n) + " concatenated input(s)");
+  }
+  std::vector<Shape> parts;
+  for (int i = 1; i <= n; ++i) parts.push_back(ctx.input_shape(i));
+  AF_ASSIGN_OR_RETURN(Shape concat, ConcatShape(parts, ctx.attr<int64_t>("axis")));
+  if (!concat.IsCompatibleWith(ctx.input_shape(0))) {
+    return InvalidArgument("grad " + ctx.input_shape(0).ToString() +
+                           " is not the shape of the concatenation " + concat.ToString());
+  }
+  ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(1 + static_cast<int>(index)));
+  return Status::OK();
+}
+
+// Size(x; out_type) -> out_type [] (int32 or int64): x's number of elements.
+Status InferSize(InferenceContext& ctx) {
+  const DType out_type = ctx.attr<DType>("out_type");
+  AF_RETURN_IF_ERROR(CheckDType("attr 'out_type'", out_type, Allowed::kIndex));
+  ctx.set_output(0, out_type, Shape{});
+  return Status::OK();
+}
+
+std::vector<OpDef> GradientHelperOpSet() {
+  using T = AttrType;
+  std::vector<OpDef> ops;
+  for (const char* name : {"ReluGrad", "SigmoidGrad", "TanhGrad"}) {
+    ops.push_back(MakeOp(name, 2, 1, {}, InferActivationGrad));
+  }
+  ops.push_back(MakeOp("SumToShapeOf", 2, 1, {}, InferSumToShapeOf));
+  ops.push_back(MakeOp("BroadcastToShapeOf", 2, 1,
+                       {Optional("axis", T::kIntOrList), Default("keep_dims", T::kBool, false)},
+                       InferBroadcastToShapeOf));
+  ops.push_back(
+      MakeOp("PadToShapeOf", 2, 1, {Required("begin", T::kIntList)}, InferPadToShapeOf));
+  OpDef concat_part = MakeOp("SliceConcatPart", -1, 1,
+                             {Required("axis", T::kInt), Required("index", T::kInt)},
+                             InferSliceConcatPart);
+  concat_part.min_inputs = 2;
+  ops.push_back(std::move(concat_part));
+  ops.push_back(MakeOp("Size", 1, 1, {Default("out_type", T::kType, DType::kInt32)}, InferSize));
+  return ops;
+}
+
+[[maybe_unused]] const bool kGradientHelperOpsRegistered = [] {
+  for (OpDef& def : GradientHelperOpSet()) OpRegistration registration(std::move(def));
+  return true;
+}();
+
+}  // namespace
+}  // namespace actorflow
+
+// ===========================================================================
+// Training ops: in-place optimizer updates (TensorFlow's Apply* ops).
+//
+// Each takes its variable and slot variables as ref inputs (they must come from
+// Variable nodes), then scalar hyper-parameters and the gradient, all of the
+// variable's float dtype. Output 0 is the variable's new value [var shape].
+// ===========================================================================
+
+namespace actorflow {
+namespace {
+
+// Where the inputs of one Apply op sit: refs come first (input 0 is the variable
+// being trained, the others its slots), then scalars, and one gradient.
+struct ApplyOpLayout {
+  std::vector<std::string> input_names;  // for error messages, one per input
+  int num_refs = 1;
+  std::vector<int> scalar_inputs;
+  int grad_input = 0;
+};
+
+// Every input has the variable's float dtype; slots and the gradient are compatible
+// with the variable's shape; hyper-parameters are scalars.
+InferenceFn InferApply(ApplyOpLayout layout) {
+  return [layout](InferenceContext& ctx) -> Status {
+    AF_RETURN_IF_ERROR(CheckDType(layout.input_names[0] + " (input 0)",
+                                  ctx.input_dtype(0), Allowed::kFloating));
+    for (int i = 1; i < ctx.num_inputs(); ++i) {
+      if (ctx.input_dtype(i) != ctx.input_dtype(0)) {
+        return InvalidArgument(layout.input_names[i] + " (input " + std::to_string(i) +
+                               ") has dtype " + DTypeName(ctx.input_dtype(i)) +
+                               " but var has dtype " + DTypeName(ctx.input_dtype(0)) +
+                               ": every input must have the variable's dtype (use Cast)");
+      }
+    }
+    Shape var_shape = ctx.input_shape(0);
+    auto check_like_var = [&](int i) -> Status {
+      if (!var_shape.IsCompatibleWith(ctx.input_shape(i))) {
+        return InvalidArgument(layout.input_names[i] + " (input " + std::to_string(i) +
+                               ") has shape " + ctx.input_shape(i).ToString() +
+                               " but var has shape " + var_shape.ToString());
+      }
+      var_shape = var_shape.MergeWith(ctx.input_shape(i));
+      return Status::OK();
+    };
+    for (int i = 1; i < layout.num_refs; ++i) AF_RETURN_IF_ERROR(check_like_var(i));
+    AF_RETURN_IF_ERROR(check_like_var(layout.grad_input));
+    for (int i : layout.scalar_inputs) {
+      AF_RETURN_IF_ERROR(CheckRank(layout.input_names[i] + " (input " + std::to_string(i) + ")",
+                                   ctx.input_shape(i), 0, 0));
+    }
+    ctx.set_output(0, ctx.input_dtype(0), var_shape);
+    return Status::OK();
+  };
+}
+
+OpDef MakeApplyOp(std::string name, ApplyOpLayout layout, std::vector<AttrDef> attrs) {
+  const int num_inputs = static_cast<int>(layout.input_names.size());
+  std::vector<int> refs;
+  for (int i = 0; i < layout.num_refs; ++i) refs.push_back(i);
+  OpDef def = Stateful(MakeOp(std::move(name), num_inputs, 1, std::move(attrs),
+                              InferApply(std::move(layout))));
+  def.ref_inputs = std::move(refs);
+  return def;
+}
+
+std::vector<OpDef> TrainingOpSet() {
+  using T = AttrType;
+  std::vector<OpDef> ops;
+  // var -= alpha * delta
+  ops.push_back(MakeApplyOp("ApplyGradientDescent",
+                            {{"var", "alpha", "delta"}, 1, {1}, 2}, {}));
+  // accum = accum * momentum + grad; var -= lr * accum
+  // (nesterov: var -= lr * grad + lr * momentum * accum)
+  ops.push_back(MakeApplyOp("ApplyMomentum",
+                            {{"var", "accum", "lr", "grad", "momentum"}, 2, {2, 4}, 3},
+                            {Default("use_nesterov", T::kBool, false)}));
+  // lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
+  // m = beta1 * m + (1 - beta1) * grad; v = beta2 * v + (1 - beta2) * grad^2
+  // var -= lr_t * m / (sqrt(v) + epsilon)
+  ops.push_back(MakeApplyOp("ApplyAdam",
+                            {{"var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1",
+                              "beta2", "epsilon", "grad"},
+                             3,
+                             {3, 4, 5, 6, 7, 8},
+                             9},
+                            {}));
+  // accum += grad^2; var -= lr * grad / sqrt(accum)
+  ops.push_back(MakeApplyOp("ApplyAdagrad", {{"var", "accum", "lr", "grad"}, 2, {2}, 3}, {}));
+  return ops;
+}
+
+[[maybe_unused]] const bool kTrainingOpsRegistered = [] {
+  for (OpDef& def : TrainingOpSet()) OpRegistration registration(std::move(def));
+  return true;
+}();
+
+// ===========================================================================
+// Runtime ops: inserted by graph partitioning (placement/partition.h) where a data or
+// control edge crosses devices, never written by users. The actor runtime implements
+// their kernels. A pair shares tensor_name (the edge key, "src:k" or "^src"),
+// send_device and recv_device.
+
+Status InferSend(InferenceContext&) { return Status::OK(); }
+
+Status InferRecv(InferenceContext& ctx) {
+  ctx.set_output(0, ctx.attr<DType>("dtype"),
+                 ctx.has_attr("shape") ? ctx.attr<Shape>("shape") : Shape::UnknownRank());
+  return Status::OK();
+}
+
+std::vector<OpDef> RuntimeOpSet() {
+  using T = AttrType;
+  const std::vector<AttrDef> endpoints = {Required("tensor_name", T::kString),
+                                          Required("send_device", T::kString),
+                                          Required("recv_device", T::kString)};
+  std::vector<AttrDef> recv_attrs = endpoints;
+  recv_attrs.push_back(Required("dtype", T::kType));
+  recv_attrs.push_back(Optional("shape", T::kShape));
+  // Both are stateful: each runs once per step for its side effect on the rendezvous.
+  return {Stateful(MakeOp("_Send", 1, 0, endpoints, InferSend)),
+          Stateful(MakeOp("_Recv", 0, 1, std::move(recv_attrs), InferRecv))};
+}
+
+[[maybe_unused]] const bool kRuntimeOpsRegistered = [] {
+  for (OpDef& def : RuntimeOpSet()) OpRegistration registration(std::move(def));
+  return true;
+}();
+
+}  // namespace
+}  // namespace actorflow
+
+// ===========================================================================
+// Dataset ops: the graph side of training/dataset.h (TensorFlow's tf.data).
+//
+// IteratorGetNext() -> one output per component of the dataset's elements.
+//   iterator_id: string: names the iterator resource in the step's ResourceManager
+//     and the dataset it iterates (training/iterator_ops.h keeps the registry).
+//   output_dtypes: string list of dtype names, one per component ("float32", ...).
+//   output_shapes: string list in Shape::ToString form, one per component: "[?,4]",
+//     "[]", "<unknown>" ("?" or -1 = unknown dim). Absent = every rank unknown.
+// Stateful: each run takes the next element; the end of the data is OutOfRange.
+// ===========================================================================
+
+namespace actorflow {
+namespace {
+
+// Parses Shape::ToString's output: "[2,?]", "[-1,3]", "[]", "<unknown>".
+StatusOr<Shape> ParseShapeString(const std::string& text) {
+  if (text == "<unknown>") return Shape::UnknownRank();
+  const auto bad = [&text] {
+    return InvalidArgument("'" + text +
+                           "' is not a shape: write \"[2,?]\", \"[]\" or \"<unknown>\"");
+  };
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return bad();
+  std::vector<int64_t> dims;
+  const std::string body = text.substr(1, text.size() - 2);
+  if (body.empty()) return Shape(dims);
+  size_t start = 0;
+  while (true) {
+    const size_t comma = body.find(',', start);
+    const std::string dim = body.substr(start, comma == std::string::npos ? std::string::npos
+                                                                         : comma - start);
+    if (dim == "?" || dim == "-1") {
+      dims.push_back(Shape::kUnknownDim);
+    } else {
+      if (dim.empty() || dim.find_first_not_of("0123456789") != std::string::npos ||
+          dim.size() > 18) {
+        return bad();
+      }
+      dims.push_back(std::stoll(dim));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return Shape(std::move(dims));
+}
+
+int IteratorGetNextNumOutputs(const AttrMap& attrs) {
+  auto it = attrs.find("output_dtypes");
+  if (it == attrs.end() || !it->second.Is<std::vector<std::string>>()) return 0;
+  return static_cast<int>(it->second.Get<std::vector<std::string>>().size());
+}
+
+Status InferIteratorGetNext(InferenceContext& ctx) {
+  const auto& dtypes = ctx.attr<std::vector<std::string>>("output_dtypes");
+  if (dtypes.empty()) {
+    return InvalidArgument(
+        "attr 'output_dtypes' is empty: an element has at least one component");
+  }
+  if (ctx.attr<std::string>("iterator_id").empty()) {
+    return InvalidArgument("attr 'iterator_id' is empty");
+  }
+  std::vector<std::string> shapes;
+  if (ctx.has_attr("output_shapes")) {
+    shapes = ctx.attr<std::vector<std::string>>("output_shapes");
+    if (shapes.size() != dtypes.size()) {
+      return InvalidArgument("attr 'output_shapes' has " + std::to_string(shapes.size()) +
+                             " entries but 'output_dtypes' has " +
+                             std::to_string(dtypes.size()) + ": give one per component");
+    }
+  }
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    StatusOr<DType> dtype = DTypeFromName(dtypes[i]);
+    if (!dtype.ok()) {
+      return dtype.status().WithContext("attr 'output_dtypes' entry " + std::to_string(i));
+    }
+    Shape shape = Shape::UnknownRank();
+    if (!shapes.empty()) {
+      StatusOr<Shape> parsed = ParseShapeString(shapes[i]);
+      if (!parsed.ok()) {
+        return parsed.status().WithContext("attr 'output_shapes' entry " + std::to_string(i));
+      }
+      shape = std::move(parsed).value();
+    }
+    ctx.set_output(static_cast<int>(i), *dtype, std::move(shape));
+  }
+  return Status::OK();
+}
+
+std::vector<OpDef> DatasetOpSet() {
+  using T = AttrType;
+  OpDef get_next = Stateful(MakeOp("IteratorGetNext", 0, 1,
+                                   {Required("iterator_id", T::kString),
+                                    Required("output_dtypes", T::kStringList),
+                                    Optional("output_shapes", T::kStringList)},
+                                   InferIteratorGetNext));
+  get_next.num_outputs_fn = IteratorGetNextNumOutputs;
+  return {std::move(get_next)};
+}
+
+[[maybe_unused]] const bool kDatasetOpsRegistered = [] {
+  for (OpDef& def : DatasetOpSet()) OpRegistration registration(std::move(def));
+  return true;
+}();
+
 }  // namespace
 }  // namespace actorflow

@@ -242,4 +242,71 @@ Output TruncatedNormal(const Scope& scope, const Shape& shape, DType dtype, int6
   return Single(scope, "TruncatedNormal", {}, std::move(attrs));
 }
 
+// --- Training ops ------------------------------------------------------------------
+
+Output ApplyGradientDescent(const Scope& scope, const Input& var, const Input& alpha,
+                            const Input& delta) {
+  return Single(scope, "ApplyGradientDescent", {var, alpha, delta});
+}
+
+Output ApplyMomentum(const Scope& scope, const Input& var, const Input& accum, const Input& lr,
+                     const Input& grad, const Input& momentum, bool use_nesterov) {
+  return Single(scope, "ApplyMomentum", {var, accum, lr, grad, momentum},
+                {{"use_nesterov", use_nesterov}});
+}
+
+Output ApplyAdam(const Scope& scope, const Input& var, const Input& m, const Input& v,
+                 const Input& beta1_power, const Input& beta2_power, const Input& lr,
+                 const Input& beta1, const Input& beta2, const Input& epsilon,
+                 const Input& grad) {
+  return Single(scope, "ApplyAdam",
+                {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad});
+}
+
+Output ApplyAdagrad(const Scope& scope, const Input& var, const Input& accum, const Input& lr,
+                    const Input& grad) {
+  return Single(scope, "ApplyAdagrad", {var, accum, lr, grad});
+}
+
+// --- Gradient helper ops -----------------------------------------------------------
+
+Output ReluGrad(const Scope& scope, const Input& dy, const Input& x) {
+  return Single(scope, "ReluGrad", {dy, x});
+}
+
+Output SigmoidGrad(const Scope& scope, const Input& y, const Input& dy) {
+  return Single(scope, "SigmoidGrad", {y, dy});
+}
+
+Output TanhGrad(const Scope& scope, const Input& y, const Input& dy) {
+  return Single(scope, "TanhGrad", {y, dy});
+}
+
+Output SumToShapeOf(const Scope& scope, const Input& grad, const Input& like) {
+  return Single(scope, "SumToShapeOf", {grad, like});
+}
+
+Output BroadcastToShapeOf(const Scope& scope, const Input& x, const Input& like,
+                          const std::optional<std::vector<int64_t>>& axis, bool keep_dims) {
+  AttrMap attrs = {{"keep_dims", keep_dims}};
+  if (axis) attrs["axis"] = *axis;
+  return Single(scope, "BroadcastToShapeOf", {x, like}, std::move(attrs));
+}
+
+Output PadToShapeOf(const Scope& scope, const Input& grad, const Input& like,
+                    const std::vector<int64_t>& begin) {
+  return Single(scope, "PadToShapeOf", {grad, like}, {{"begin", begin}});
+}
+
+Output SliceConcatPart(const Scope& scope, const Input& grad, const std::vector<Input>& parts,
+                       int64_t axis, int64_t index) {
+  std::vector<Input> inputs = {grad};
+  inputs.insert(inputs.end(), parts.begin(), parts.end());
+  return Single(scope, "SliceConcatPart", inputs, {{"axis", axis}, {"index", index}});
+}
+
+Output Size(const Scope& scope, const Input& x, DType out_type) {
+  return Single(scope, "Size", {x}, {{"out_type", out_type}});
+}
+
 }  // namespace actorflow

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <vector>
 
 #include "graph/scope.h"
@@ -173,6 +174,62 @@ Output RandomNormal(const Scope& scope, const Shape& shape, DType dtype, int64_t
 // Normal, with values more than 2 stddev from the mean re-drawn.
 Output TruncatedNormal(const Scope& scope, const Shape& shape, DType dtype, int64_t seed,
                        double mean = 0.0, double stddev = 1.0);
+
+// --- Training ops ------------------------------------------------------------------
+// In-place optimizer updates (TensorFlow's Apply* ops). `var` and the slots (accum,
+// m, v) must be Variable outputs of one float dtype; every other input has that
+// dtype too (a float literal is float32: pass a double for a float64 variable).
+// Hyper-parameters are scalars []; grad/delta has var's shape. Each returns var's new
+// value [var shape]. Stateful: the kernel fails with FailedPrecondition naming a
+// variable that is not initialized.
+
+// var -= alpha * delta.
+Output ApplyGradientDescent(const Scope& scope, const Input& var, const Input& alpha,
+                            const Input& delta);
+// accum = accum * momentum + grad; var -= lr * accum, or with use_nesterov
+// var -= lr * grad + lr * momentum * accum.
+Output ApplyMomentum(const Scope& scope, const Input& var, const Input& accum, const Input& lr,
+                     const Input& grad, const Input& momentum, bool use_nesterov = false);
+// lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power);
+// m = beta1 * m + (1 - beta1) * grad; v = beta2 * v + (1 - beta2) * grad^2;
+// var -= lr_t * m / (sqrt(v) + epsilon).
+Output ApplyAdam(const Scope& scope, const Input& var, const Input& m, const Input& v,
+                 const Input& beta1_power, const Input& beta2_power, const Input& lr,
+                 const Input& beta1, const Input& beta2, const Input& epsilon,
+                 const Input& grad);
+// accum += grad^2; var -= lr * grad / sqrt(accum).
+Output ApplyAdagrad(const Scope& scope, const Input& var, const Input& accum, const Input& lr,
+                    const Input& grad);
+
+// --- Gradient helper ops -----------------------------------------------------------
+// What the backward rules (graph/gradient_rules.cc) build; see graph/gradients.h.
+// Float dtypes only (Size: any). Shapes that depend on `like` are taken from like's
+// runtime shape, so they work when shapes are unknown at build time.
+
+// dy * (x > 0): Relu's gradient.
+Output ReluGrad(const Scope& scope, const Input& dy, const Input& x);
+// dy * y * (1 - y), with y = Sigmoid(x): Sigmoid's gradient.
+Output SigmoidGrad(const Scope& scope, const Input& y, const Input& dy);
+// dy * (1 - y * y), with y = Tanh(x): Tanh's gradient.
+Output TanhGrad(const Scope& scope, const Input& y, const Input& dy);
+// grad summed over the dimensions along which like was broadcast, so the result has
+// like's shape: grad [2,3] and like [3] -> [3]; like [2,1] -> [2,1]; like [] -> [].
+Output SumToShapeOf(const Scope& scope, const Input& grad, const Input& like);
+// The inverse of a reduction's shape change: x has the shape of a reduction of like
+// over `axis` (nullopt = every axis) with `keep_dims`; the result has like's shape
+// with x's values repeated along the reduced axes. x [2] and like [2,3] with axis {1}
+// -> [2,3].
+Output BroadcastToShapeOf(const Scope& scope, const Input& x, const Input& like,
+                          const std::optional<std::vector<int64_t>>& axis, bool keep_dims);
+// Zeros of like's shape with grad written at `begin`: Slice's gradient.
+Output PadToShapeOf(const Scope& scope, const Input& grad, const Input& like,
+                    const std::vector<int64_t>& begin);
+// The part of grad (shaped like ConcatV2(parts, axis)) that belongs to parts[index]:
+// ConcatV2's gradient for that input. Only the parts' shapes are read.
+Output SliceConcatPart(const Scope& scope, const Input& grad, const std::vector<Input>& parts,
+                       int64_t axis, int64_t index);
+// The number of elements of x, a scalar of out_type (int32 or int64).
+Output Size(const Scope& scope, const Input& x, DType out_type = DType::kInt32);
 
 }  // namespace actorflow
 

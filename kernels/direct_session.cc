@@ -58,10 +58,17 @@ class DirectSession : public Session {
       args.feed_values.push_back(feeds[i].second);
     }
 
+    const int64_t step_start = std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count();
     StepResult result = RunStep(executor, std::move(args), run_options.timeout_in_ms);
     if (metadata != nullptr) {
       metadata->executed_nodes = std::move(result.executed_nodes);
       metadata->step_stats = std::move(result.step_stats);
+      for (NodeExecStats& s : metadata->step_stats) {
+        s.start_micros -= step_start;
+        s.end_micros -= step_start;
+      }
     }
     AF_RETURN_IF_ERROR(result.status);
     if (outputs != nullptr) *outputs = std::move(result.fetches);

@@ -12,9 +12,9 @@ namespace actorflow {
 
 namespace {
 
-int64_t MicrosSince(std::chrono::steady_clock::time_point start) {
+int64_t SteadyMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now() - start)
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -40,7 +40,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
     }
     outstanding_ = static_cast<int>(ready_.size());
     result_.executed_nodes.reserve(infos.size());
-    start_ = std::chrono::steady_clock::now();
+    result_.executed_start_micros.reserve(infos.size());
   }
 
   void Start() {
@@ -75,7 +75,9 @@ class StepState : public std::enable_shared_from_this<StepState> {
       int i = ready_.front();
       ready_.pop_front();
       const Executor::NodeInfo& info = executor_->nodes()[i];
+      const int64_t start_us = SteadyMicros();
       result_.executed_nodes.push_back(info.node->name());
+      result_.executed_start_micros.push_back(start_us);
       std::vector<Tensor> inputs;
       Status gathered = GatherInputs(info, &inputs);
       if (!gathered.ok()) {
@@ -89,7 +91,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
 
       auto ctx = std::make_shared<KernelContext>(info.node, std::move(inputs), args_.resources,
                                                  args_.step_id);
-      int64_t start_us = args_.collect_stats ? MicrosSince(start_) : 0;
+      ctx->set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
       if (info.kernel->IsAsync()) {
         auto self = shared_from_this();
         info.kernel->ComputeAsync(ctx.get(), [self, i, ctx, start_us]() {
@@ -150,7 +152,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
       stats.op = info.node->op();
       stats.device = executor_->spec().device_name;
       stats.start_micros = start_us;
-      stats.end_micros = MicrosSince(start_);
+      stats.end_micros = SteadyMicros();
       stats.thread_id = std::hash<std::thread::id>()(std::this_thread::get_id());
       result_.step_stats.push_back(std::move(stats));
     }
@@ -204,7 +206,6 @@ class StepState : public std::enable_shared_from_this<StepState> {
   const Executor* executor_;
   StepArgs args_;
   Executor::DoneCallback done_;
-  std::chrono::steady_clock::time_point start_;
 
   std::mutex mu_;
   std::vector<int> pending_;

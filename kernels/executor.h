@@ -29,6 +29,7 @@
 #include "graph/status.h"
 #include "graph/tensor.h"
 #include "kernels/kernel.h"
+#include "kernels/rendezvous.h"
 #include "kernels/resource.h"
 #include "kernels/session.h"
 
@@ -53,7 +54,11 @@ struct StepResult {
   Status status;
   std::vector<Tensor> fetches;              // parallel to ExecutorSpec::fetches
   std::vector<std::string> executed_nodes;  // start order
-  std::vector<NodeExecStats> step_stats;    // when StepArgs::collect_stats
+  // Start times (steady clock, microseconds since its epoch), parallel to
+  // executed_nodes: lets a master merge the orders of several devices.
+  std::vector<int64_t> executed_start_micros;
+  // When StepArgs::collect_stats; times are steady-clock micros since its epoch.
+  std::vector<NodeExecStats> step_stats;
 };
 
 struct StepArgs {
@@ -61,6 +66,9 @@ struct StepArgs {
   ResourceManager* resources = nullptr;
   int64_t step_id = 0;
   bool collect_stats = false;
+  // The hosting runtime's services for Send/Recv and asynchronous kernels.
+  Rendezvous* rendezvous = nullptr;
+  AsyncScheduler* scheduler = nullptr;
 };
 
 class StepState;

@@ -25,6 +25,7 @@
 #include "graph/graph.h"
 #include "graph/status.h"
 #include "graph/tensor.h"
+#include "kernels/rendezvous.h"
 #include "kernels/resource.h"
 
 namespace actorflow {
@@ -68,6 +69,17 @@ class KernelContext {
 
   ResourceManager* resources() const { return resources_; }
   int64_t step_id() const { return step_id_; }
+  // The hosting runtime's services; nullptr where there are none (DirectSession).
+  Rendezvous* rendezvous() const { return rendezvous_; }
+  AsyncScheduler* scheduler() const { return scheduler_; }
+  // The full name of the device running the kernel.
+  const std::string& device_name() const { return device_name_; }
+  void set_runtime(Rendezvous* rendezvous, AsyncScheduler* scheduler,
+                   const std::string& device_name) {
+    rendezvous_ = rendezvous;
+    scheduler_ = scheduler;
+    device_name_ = device_name;
+  }
 
  private:
   const Node* node_;
@@ -75,6 +87,9 @@ class KernelContext {
   std::vector<Tensor> outputs_;
   ResourceManager* resources_;
   int64_t step_id_;
+  Rendezvous* rendezvous_ = nullptr;
+  AsyncScheduler* scheduler_ = nullptr;
+  std::string device_name_;
   Status status_;
 };
 

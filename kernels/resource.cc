@@ -39,9 +39,13 @@ void ResourceManager::Clear(const std::vector<std::string>& containers) {
   std::lock_guard<std::mutex> lock(mu_);
   if (containers.empty()) {
     containers_.clear();
+    resources_.clear();
     return;
   }
-  for (const std::string& c : containers) containers_.erase(c);
+  for (const std::string& c : containers) {
+    containers_.erase(c);
+    resources_.erase(c);
+  }
 }
 
 std::vector<std::string> ResourceManager::VariableNames(const std::string& container) const {

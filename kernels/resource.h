@@ -47,8 +47,32 @@ class VariableResource {
   Shape shape_;
 };
 
+// Base of non-variable resources (dataset iterators, queues, ...), shared by name
+// like variables. Implementations synchronize themselves.
+class Resource {
+ public:
+  virtual ~Resource() = default;
+  virtual std::string DebugString() const = 0;
+};
+
 class ResourceManager {
  public:
+  // The resource `name` in `container`, created with `create()` on first use.
+  // InvalidArgument when a resource of another type holds that name.
+  template <typename T, typename Create>
+  StatusOr<std::shared_ptr<T>> LookupOrCreate(const std::string& container,
+                                              const std::string& name, Create create) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = resources_[container][name];
+    if (!slot) slot = create();
+    auto typed = std::dynamic_pointer_cast<T>(slot);
+    if (!typed) {
+      return InvalidArgument("resource '" + name + "' in container '" + container +
+                             "' has another type: " + slot->DebugString());
+    }
+    return typed;
+  }
+
   // The variable `name` in `container` (empty = default), created on first use with
   // the given dtype and shape. InvalidArgument if it exists with another dtype.
   StatusOr<std::shared_ptr<VariableResource>> LookupOrCreateVariable(const std::string& container,
@@ -57,13 +81,14 @@ class ResourceManager {
   // NotFound if absent.
   StatusOr<std::shared_ptr<VariableResource>> LookupVariable(const std::string& container,
                                                      const std::string& name) const;
-  // Drops every variable of the given containers (all containers if empty).
+  // Drops every variable and resource of the given containers (all if empty).
   void Clear(const std::vector<std::string>& containers = {});
   std::vector<std::string> VariableNames(const std::string& container = "") const;
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::map<std::string, std::shared_ptr<VariableResource>>> containers_;
+  std::map<std::string, std::map<std::string, std::shared_ptr<Resource>>> resources_;
 };
 
 // The variable that a Variable node stands for: its "container" attr, and its

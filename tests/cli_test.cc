@@ -168,6 +168,16 @@ TEST(CliRunTest, AddOfThreeAndFiveIsEight) {
   EXPECT_EQ(r.at("fetches").at("add"), json::parse(R"({"dtype":"int32","shape":[],"data":[8]})"));
 }
 
+TEST(CliRunTest, JsonLineIsCompactWithFetchesFirst) {
+  ProcessResult r =
+      RunActorflow({"run", "--graph", Example("add.json"), "--fetch", "add", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind(R"({"fetches":{"add":{"dtype":"int32","shape":[],"data":[8]}},"executed":[)",
+                        0),
+            0u)
+      << r.out;
+}
+
 TEST(CliRunTest, WithoutJsonPrintsOneLinePerFetchInOrder) {
   ProcessResult r = RunActorflow({"run", "--graph", Example("add.json"), "--fetch", "add,a"});
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -159,10 +159,11 @@ Status LoadAndRun(const RunCommandOptions& options, const std::vector<FeedArg>& 
   }
 
   if (options.json) {
-    nlohmann::json result;
-    result["fetches"] = nlohmann::json::object();
+    // Ordered as documented: "fetches" then "executed"; tensors as dtype, shape, data.
+    nlohmann::ordered_json result;
+    result["fetches"] = nlohmann::ordered_json::object();
     for (size_t i = 0; i < outputs.size(); ++i) {
-      result["fetches"][options.fetches[i]] = TensorToJson(outputs[i]);
+      result["fetches"][options.fetches[i]] = TensorToOrderedJson(outputs[i]);
     }
     result["executed"] = metadata.executed_nodes;
     out << result.dump() << "\n";

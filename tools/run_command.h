@@ -11,7 +11,8 @@
 //   NAME is "node" or "node:k"; any node's output may be fed, not only placeholders.
 // - Without --json, one line per fetch: `sum = float32[2] [3, 7]`. With --json,
 //   exactly one line of compact JSON:
-//     {"executed": ["node", ...], "fetches": {"NAME": {"dtype", "shape", "data"}}}
+//     {"fetches": {"NAME": {"dtype": ..., "shape": [...], "data": [...]}},
+//      "executed": ["node", ...]}
 //   where NAME is the fetch as given and "executed" lists the nodes the fetch step
 //   ran (RunMetadata::executed_nodes).
 // - `--timeout-ms N` (default 30000) is every step's RunOptions::timeout_in_ms.

@@ -1,11 +1,15 @@
 // CPU kernels of the activations: Relu, Sigmoid, Tanh (element-wise) and Softmax,
 // LogSoftmax (along the last axis, each row shifted by its maximum so that exp never
-// overflows). Floating-point dtypes only.
+// overflows). Floating-point dtypes only; float32 uses the vectorizable exp and tanh
+// of fast_math.h.
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/fast_math.h"
 #include "kernels/cpu/kernel_util.h"
+#include "kernels/cpu/row_ops.h"
 #include "kernels/kernel.h"
 
 namespace actorflow {
@@ -19,23 +23,28 @@ struct ReluOp {
 // exp(-a) overflows to inf for very negative a, which correctly gives 0.
 template <typename T>
 struct SigmoidOp {
-  T operator()(T a) const { return T(1) / (T(1) + std::exp(-a)); }
+  T operator()(T a) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return 1.0f / (1.0f + FastExp(-a));
+    } else {
+      return T(1) / (T(1) + std::exp(-a));
+    }
+  }
 };
 template <typename T>
 struct TanhOp {
-  T operator()(T a) const { return std::tanh(a); }
+  T operator()(T a) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return FastTanh(a);
+    } else {
+      return std::tanh(a);
+    }
+  }
 };
 
 template <typename T> using ReluKernel = UnaryKernel<T, ReluOp<T>>;
 template <typename T> using SigmoidKernel = UnaryKernel<T, SigmoidOp<T>>;
 template <typename T> using TanhKernel = UnaryKernel<T, TanhOp<T>>;
-
-template <typename T>
-T RowMax(const T* __restrict row, int64_t n) {
-  T m = -INFINITY;
-  for (int64_t j = 0; j < n; ++j) m = row[j] > m ? row[j] : m;
-  return m;
-}
 
 // Input: logits [..., C] (rank >= 1); output: same shape. kLog selects LogSoftmax.
 template <typename T, bool kLog>
@@ -54,25 +63,18 @@ class SoftmaxKernelBase : public Kernel {
     const int64_t cols = x.dim(x.rank() - 1);
     if (x.NumElements() == 0) return;
     const int64_t rows = x.NumElements() / cols;
-    const T* in = x.data<T>();
-    T* out = y.data<T>();
     for (int64_t r = 0; r < rows; ++r) {
-      const T* __restrict xr = in + r * cols;
-      T* __restrict yr = out + r * cols;
+      const T* __restrict xr = x.data<T>() + r * cols;
+      T* __restrict yr = y.data<T>() + r * cols;
       const T m = RowMax(xr, cols);
-      double sum = 0;
+      ExpShifted(xr, m, yr, cols);
+      const double sum = RowSum(yr, cols);
       if constexpr (kLog) {
-        for (int64_t j = 0; j < cols; ++j) sum += std::exp(xr[j] - m);
         // (x - m) - lse rather than x - (m + lse): m + lse would round away lse's
         // low bits when |m| is large.
         const T lse = static_cast<T>(std::log(sum));
         for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - m) - lse;
       } else {
-        for (int64_t j = 0; j < cols; ++j) {
-          const T e = std::exp(xr[j] - m);
-          yr[j] = e;
-          sum += e;
-        }
         const T scale = static_cast<T>(1.0 / sum);
         for (int64_t j = 0; j < cols; ++j) yr[j] *= scale;
       }

@@ -3,13 +3,16 @@
 //
 // Integer Div truncates toward zero and fails on a zero divisor; integer Pow squares
 // and multiplies, and fails on a negative exponent unless the base is 1 or -1.
-// Maximum/Minimum on floats propagate NaN (like NumPy's maximum/minimum).
+// Maximum/Minimum on floats propagate NaN (like NumPy's maximum/minimum). float32 Exp
+// uses the vectorizable FastExp.
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/fast_math.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/kernel.h"
 
@@ -25,7 +28,13 @@ struct NegOp {
 };
 template <typename T>
 struct ExpOp {
-  T operator()(T a) const { return std::exp(a); }
+  T operator()(T a) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return FastExp(a);
+    } else {
+      return std::exp(a);
+    }
+  }
 };
 template <typename T>
 struct LogOp {

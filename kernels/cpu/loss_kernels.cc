@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/cpu/kernel_util.h"
+#include "kernels/cpu/row_ops.h"
 #include "kernels/kernel.h"
 
 namespace actorflow {
@@ -17,14 +18,9 @@ namespace {
 // and *lse = log(sum(exp(l - max))), so that log_softmax(l) = (l - *shift) - *lse.
 template <typename T>
 void SoftmaxRow(const T* __restrict l, int64_t cols, T* __restrict prob, T* shift, T* lse) {
-  T m = -INFINITY;
-  for (int64_t j = 0; j < cols; ++j) m = l[j] > m ? l[j] : m;
-  double sum = 0;
-  for (int64_t j = 0; j < cols; ++j) {
-    const T e = std::exp(l[j] - m);
-    prob[j] = e;
-    sum += e;
-  }
+  const T m = RowMax(l, cols);
+  ExpShifted(l, m, prob, cols);
+  const double sum = RowSum(prob, cols);
   const T scale = static_cast<T>(1.0 / sum);
   for (int64_t j = 0; j < cols; ++j) prob[j] *= scale;
   *shift = m;

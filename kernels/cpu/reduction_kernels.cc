@@ -9,11 +9,11 @@
 //   [R, K] / [K, R, K]  outer/reduce/inner: each reduced slice is combined into the
 //                 output row with a contiguous, vectorizable loop,
 //   anything else an odometer over the input's rows with the same two inner loops.
-// Contiguous float sums run in independent lanes with a double total per block, which
-// is both faster and more accurate than one running float sum.
+// Contiguous sums use RowSum (row_ops.h): independent lanes with a double total per
+// block for floats, both faster and more accurate than one running float sum.
 //
-// Empty reductions give the identity: 0 for Sum, NaN for a float Mean (0 for an
-// integer Mean), -inf/+inf for float Max/Min and lowest/max for integers.
+// Empty reductions give the identity: 0 for Sum, NaN for a float Mean (an integer Mean
+// fails with InvalidArgument), -inf/+inf for float Max/Min and lowest/max for integers.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -24,53 +24,33 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/kernel_util.h"
+#include "kernels/cpu/row_ops.h"
 #include "kernels/kernel.h"
 
 namespace actorflow {
 namespace cpu {
 namespace {
 
-constexpr int kLanes = 8;
-
 // Reducer policies: Identity(), Combine(acc, value), Row(p, n) = the reduction of a
-// contiguous run, Finalize(out, n, count) after all values were combined.
+// contiguous run, Finalize(out, n, count) after all values were combined (false when
+// the result is undefined).
 template <typename T>
 struct SumReducer {
   static T Identity() { return T(0); }
   static T Combine(T a, T b) { return WrapAdd(a, b); }
-  static T Row(const T* __restrict p, int64_t n) {
-    // Floats: blocks of lanes summed in T, block totals in double.
-    using Total = std::conditional_t<std::is_floating_point_v<T>, double, T>;
-    constexpr int64_t kBlock = 4096;
-    Total total = 0;
-    for (int64_t start = 0; start < n; start += kBlock) {
-      const int64_t end = start + kBlock < n ? start + kBlock : n;
-      T lanes[kLanes] = {};
-      int64_t i = start;
-      for (; i + kLanes <= end; i += kLanes) {
-        for (int l = 0; l < kLanes; ++l) lanes[l] = WrapAdd(lanes[l], p[i + l]);
-      }
-      for (; i < end; ++i) lanes[0] = WrapAdd(lanes[0], p[i]);
-      Total block = 0;
-      for (int l = 0; l < kLanes; ++l) block = WrapAdd(block, static_cast<Total>(lanes[l]));
-      total = WrapAdd(total, block);
-    }
-    return static_cast<T>(total);
-  }
-  static void Finalize(T*, int64_t, int64_t) {}
+  static T Row(const T* __restrict p, int64_t n) { return RowSum(p, n); }
+  static bool Finalize(T*, int64_t, int64_t) { return true; }
 };
 
 template <typename T>
 struct MeanReducer : SumReducer<T> {
-  static void Finalize(T* out, int64_t n, int64_t count) {
-    if constexpr (std::is_floating_point_v<T>) {
-      const T c = static_cast<T>(count);  // 0 gives 0/0 = NaN, the mean of nothing
-      for (int64_t i = 0; i < n; ++i) out[i] /= c;
-    } else {
-      if (count == 0) return;  // the sums are 0
-      const T c = static_cast<T>(count);
-      for (int64_t i = 0; i < n; ++i) out[i] /= c;
-    }
+  static bool Finalize(T* out, int64_t n, int64_t count) {
+    // Floats: a count of 0 gives 0/0 = NaN, the mean of nothing. Integers have no
+    // such value.
+    if (std::is_integral_v<T> && count == 0) return n == 0;
+    const T c = static_cast<T>(count);
+    for (int64_t i = 0; i < n; ++i) out[i] /= c;
+    return true;
   }
 };
 
@@ -87,16 +67,20 @@ struct ExtremumReducer {
   static T Combine(T a, T b) {
     const bool keep_a = kMax ? a > b : a < b;
     if constexpr (std::is_floating_point_v<T>) {
-      return (keep_a || a != a) ? a : b;
+      return (keep_a | (a != a)) ? a : b;  // `|`: no branch, so the select vectorizes
     } else {
       return keep_a ? a : b;
     }
   }
   static T Row(const T* __restrict p, int64_t n) {
+    constexpr int kLanes = 16;  // hides the compare-and-select latency
     T lanes[kLanes];
     for (int l = 0; l < kLanes; ++l) lanes[l] = Identity();
     int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes) {
+      // Kept as a loop: GCC vectorizes it, but not the select chain that full
+      // unrolling would leave.
+#pragma GCC unroll 1
       for (int l = 0; l < kLanes; ++l) lanes[l] = Combine(lanes[l], p[i + l]);
     }
     for (; i < n; ++i) lanes[0] = Combine(lanes[0], p[i]);
@@ -104,7 +88,7 @@ struct ExtremumReducer {
     for (int l = 1; l < kLanes; ++l) acc = Combine(acc, lanes[l]);
     return acc;
   }
-  static void Finalize(T*, int64_t, int64_t) {}
+  static bool Finalize(T*, int64_t, int64_t) { return true; }
 };
 template <typename T> using MaxReducer = ExtremumReducer<T, true>;
 template <typename T> using MinReducer = ExtremumReducer<T, false>;
@@ -250,7 +234,10 @@ class ReductionKernel : public Kernel {
     const T identity = R::Identity();
     for (int64_t i = 0; i < n; ++i) o[i] = identity;
     if (x.NumElements() > 0) ReduceInto<R>(x.data<T>(), dims, reduced, o);
-    R::Finalize(o, n, count);
+    if (!R::Finalize(o, n, count)) {
+      ctx->Fail(Code::kInvalidArgument, "integer mean of an empty reduction of shape " +
+                                            x.shape().ToString() + " is undefined");
+    }
   }
 
  private:

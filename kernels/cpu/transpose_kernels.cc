@@ -3,9 +3,9 @@
 // The permutation is first simplified: input dimensions of size 1 are dropped and
 // input dimensions that stay neighbours in the output merge. An identity permutation
 // then shares the input buffer. Otherwise, when the input's last (contiguous)
-// dimension stays last the kernel copies contiguous rows; when it moves, the two
-// output dimensions that meet it are transposed in cache-sized tiles so that both
-// reads and writes stay within a few cache lines.
+// dimension stays last the kernel copies contiguous rows; when it moves, the plane of
+// the two output dimensions involved is transposed tile by tile through a small
+// buffer, so that reads and writes both proceed in contiguous runs.
 //
 // Elements are moved as unsigned integers of the dtype's size, so one instantiation
 // per element size serves every dtype.
@@ -21,8 +21,6 @@
 namespace actorflow {
 namespace cpu {
 namespace {
-
-constexpr int64_t kTile = 32;
 
 // Calls fn(in_offset, out_offset) for every combination of the dimensions `dims`
 // (sizes), with the given input/output element strides per dimension.
@@ -99,15 +97,26 @@ void TransposeLoop(const E* in, const std::vector<int64_t>& in_dims,
     ins.push_back(src_strides[k]);
     outs.push_back(out_strides[k]);
   }
+  // One tile: read kTile input runs (contiguous over i) into a buffer that stays in
+  // L1, then write kTile output runs (contiguous over j). Going through the buffer
+  // avoids touching kTile lines of both tensors at once, which with power-of-two row
+  // lengths all map to the same cache set.
+  constexpr int64_t kTile = 128 / sizeof(E);  // one run = 128 bytes = two cache lines
   auto plane = [&](int64_t in_base, int64_t out_base) {
+    E buf[kTile * kTile];
     for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
-      const int64_t i1 = i0 + kTile < rows ? i0 + kTile : rows;
+      const int64_t ni = i0 + kTile < rows ? kTile : rows - i0;
       for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-        const int64_t j1 = j0 + kTile < cols ? j0 + kTile : cols;
-        for (int64_t i = i0; i < i1; ++i) {
-          const E* __restrict src = in + in_base + i;
-          E* __restrict dst = out + out_base + i * row_out_stride;
-          for (int64_t j = j0; j < j1; ++j) dst[j] = src[j * col_in_stride];
+        const int64_t nj = j0 + kTile < cols ? kTile : cols - j0;
+        for (int64_t j = 0; j < nj; ++j) {
+          const E* __restrict src = in + in_base + (j0 + j) * col_in_stride + i0;
+          E* __restrict b = buf + j * kTile;
+          for (int64_t i = 0; i < ni; ++i) b[i] = src[i];
+        }
+        for (int64_t i = 0; i < ni; ++i) {
+          E* __restrict dst = out + out_base + (i0 + i) * row_out_stride + j0;
+          const E* __restrict b = buf + i;
+          for (int64_t j = 0; j < nj; ++j) dst[j] = b[j * kTile];
         }
       }
     }

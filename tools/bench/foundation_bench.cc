@@ -151,7 +151,7 @@ MatMulResult BenchMatMul(int n, int threads, double budget_s) {
   r.n = n;
   r.threads = threads;
   r.reps = std::max(1, static_cast<int>(0.005 / one_call));  // samples of >= ~5 ms
-  r.samples = std::clamp(static_cast<int>(budget_s / (3 * r.reps * one_call)), 5, 60);
+  r.samples = std::clamp(static_cast<int>(budget_s / (3 * r.reps * one_call)), 9, 60);
   auto time_ms = [&](auto&& fn) {
     auto t0 = Clock::now();
     for (int i = 0; i < r.reps; ++i) fn();
@@ -240,20 +240,25 @@ void PrintTables(const std::vector<MatMulResult>& matmuls, const OverheadResult&
   if (!optimized) {
     std::printf("note: built without optimization; use `bazel run -c opt` for real figures\n\n");
   }
-  std::printf("(a) MatMul float32 [n,n]x[n,n], ms per call as min / median / max; "
-              "ratio = bare median / op median\n");
-  std::printf("%5s %3s %7s  %-26s %-26s %-26s %8s %9s %9s %9s %9s\n", "n", "thr", "samples",
-              "kernel (ms)", "bare sgemm (ms)", "session (ms)", "bare/krn", "bare/sess",
-              "GF/s krn", "GF/s bare", "GF/s sess");
+  std::printf("(a) MatMul float32 [n,n]x[n,n]: ms per call as min / median / max; "
+              "ratio = bare / op (medians, and minima in parentheses); GFLOP/s of medians\n");
+  std::printf("%5s %3s %8s  %-26s %-26s %-26s %-15s %-15s %6s %6s %6s\n", "n", "thr", "samples",
+              "kernel ms", "bare sgemm ms", "session ms", "bare/kernel", "bare/session",
+              "GF krn", "GF bare", "GF ses");
   for (const MatMulResult& r : matmuls) {
-    std::printf("%5d %3d %4dx%-2d  %-26s %-26s %-26s %8.3f %9.3f %9.1f %9.1f %9.1f\n", r.n,
-                r.threads, r.samples, r.reps, Triple(r.kernel_ms, "%.4f").c_str(),
-                Triple(r.bare_ms, "%.4f").c_str(), Triple(r.session_ms, "%.4f").c_str(),
-                r.bare_ms.median / r.kernel_ms.median, r.bare_ms.median / r.session_ms.median,
+    char samples[32], kernel_ratio[32], session_ratio[32];
+    std::snprintf(samples, sizeof(samples), "%dx%d", r.samples, r.reps);
+    std::snprintf(kernel_ratio, sizeof(kernel_ratio), "%.3f (%.3f)",
+                  r.bare_ms.median / r.kernel_ms.median, r.bare_ms.min / r.kernel_ms.min);
+    std::snprintf(session_ratio, sizeof(session_ratio), "%.3f (%.3f)",
+                  r.bare_ms.median / r.session_ms.median, r.bare_ms.min / r.session_ms.min);
+    std::printf("%5d %3d %8s  %-26s %-26s %-26s %-15s %-15s %6.1f %6.1f %6.1f\n", r.n, r.threads,
+                samples, Triple(r.kernel_ms, "%.4g").c_str(), Triple(r.bare_ms, "%.4g").c_str(),
+                Triple(r.session_ms, "%.4g").c_str(), kernel_ratio, session_ratio,
                 Gflops(r.n, r.kernel_ms.median), Gflops(r.n, r.bare_ms.median),
                 Gflops(r.n, r.session_ms.median));
   }
-  std::printf("(samples = samples x calls averaged per sample)\n\n");
+  std::printf("(samples: samples x calls averaged in each sample)\n\n");
   std::printf("(b) Session::Run overhead, %d-node scalar Add chain, 1 feed + 1 fetch, %d runs\n",
               overhead.nodes, overhead.runs);
   std::printf("    us per run: min %.2f  median %.2f  max %.2f  mean %.2f  "
@@ -277,6 +282,7 @@ void PrintJson(const std::vector<MatMulResult>& matmuls, const OverheadResult& o
                            {"session_ms", StatsJson(r.session_ms)},
                            {"ratio_bare_over_kernel", r.bare_ms.median / r.kernel_ms.median},
                            {"ratio_bare_over_session", r.bare_ms.median / r.session_ms.median},
+                           {"ratio_min_bare_over_kernel", r.bare_ms.min / r.kernel_ms.min},
                            {"gflops_kernel", Gflops(r.n, r.kernel_ms.median)},
                            {"gflops_bare", Gflops(r.n, r.bare_ms.median)},
                            {"gflops_session", Gflops(r.n, r.session_ms.median)},

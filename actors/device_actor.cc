@@ -1,0 +1,310 @@
+#include "actors/device_actor.h"
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "actors/messages.h"
+#include "graph/prune.h"
+#include "kernels/executor.h"
+#include "kernels/kernel.h"
+#include "kernels/rendezvous.h"
+
+namespace actorflow {
+namespace {
+
+int64_t SteadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A registered partition: its graph, kernels and executor.
+struct PartitionExec {
+  std::shared_ptr<const DevicePartition> partition;
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  std::unique_ptr<Executor> executor;
+};
+
+struct DeviceState;
+
+// The Rendezvous and AsyncScheduler of one device, backed by its actor. Called only
+// on the actor's thread (from kernels run by its executor).
+class DeviceRuntime : public Rendezvous, public AsyncScheduler {
+ public:
+  DeviceRuntime(caf::stateful_actor<DeviceState>* self) : self_(self) {}
+  Status Send(const RendezvousKey& key, const Tensor& value) override;
+  void RecvAsync(const RendezvousKey& key, RecvCallback done) override;
+  void RunAfter(int64_t delay_micros, std::function<void()> fn) override;
+
+ private:
+  caf::stateful_actor<DeviceState>* self_;
+};
+
+struct DeviceState {
+  DeviceConfig config;
+  std::unique_ptr<DeviceRuntime> runtime;
+  std::unordered_map<std::string, caf::actor> peers;  // device name -> actor
+  std::unordered_map<uint64_t, std::shared_ptr<PartitionExec>> partitions;
+
+  // Rendezvous: tensors that arrived before their Recv, and Recvs waiting for one.
+  std::map<std::string, Tensor> inbox;
+  std::map<std::string, Rendezvous::RecvCallback> pending;
+  std::map<std::string, int64_t> pending_step;  // key -> step id
+
+  // A step running here: its executor handle and the promise of its answer. An
+  // abort answers at once; the executor's own answer, if it comes later, is dropped.
+  struct ActiveStep {
+    std::unique_ptr<StepHandle> handle;
+    caf::response_promise promise;
+  };
+  std::unordered_map<int64_t, ActiveStep> active_steps;
+  // Recently aborted steps (bounded): their late tensors are dropped and their late
+  // Recvs fail at once.
+  std::unordered_map<int64_t, Status> aborted;
+  std::deque<int64_t> aborted_order;
+
+  const char* name = "actorflow_device";
+
+  bool IsAborted(int64_t step, Status* why) const {
+    auto it = aborted.find(step);
+    if (it == aborted.end()) return false;
+    if (why != nullptr) *why = it->second;
+    return true;
+  }
+
+  void Deliver(int64_t step, const std::string& key, const Tensor& value) {
+    if (IsAborted(step, nullptr)) return;
+    auto it = pending.find(key);
+    if (it == pending.end()) {
+      inbox[key] = value;
+      return;
+    }
+    Rendezvous::RecvCallback done = std::move(it->second);
+    pending.erase(it);
+    pending_step.erase(key);
+    done(Status::OK(), value);
+  }
+
+  // Fails every pending Recv of `step` and drops its early tensors.
+  void ReleaseStep(int64_t step, const Status& status) {
+    std::vector<Rendezvous::RecvCallback> to_fail;
+    for (auto it = pending_step.begin(); it != pending_step.end();) {
+      if (it->second == step) {
+        to_fail.push_back(std::move(pending[it->first]));
+        pending.erase(it->first);
+        it = pending_step.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    const std::string prefix = std::to_string(step) + ";";
+    for (auto it = inbox.lower_bound(prefix);
+         it != inbox.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+      it = inbox.erase(it);
+    }
+    for (auto& done : to_fail) done(status, Tensor());
+  }
+
+  void MarkAborted(int64_t step, const Status& status) {
+    if (aborted.emplace(step, status).second) {
+      aborted_order.push_back(step);
+      if (aborted_order.size() > 4096) {
+        aborted.erase(aborted_order.front());
+        aborted_order.pop_front();
+      }
+    }
+  }
+};
+
+Status DeviceRuntime::Send(const RendezvousKey& key, const Tensor& value) {
+  DeviceState& st = self_->state;
+  if (key.recv_device == st.config.name) {
+    st.Deliver(key.step_id, key.ToString(), value);
+    return Status::OK();
+  }
+  auto it = st.peers.find(key.recv_device);
+  if (it == st.peers.end()) {
+    return Unavailable("send of '" + key.tensor_name + "' to device " + key.recv_device +
+                       ": the receiving device is gone or unknown");
+  }
+  self_->send(it->second, tensor_atom::value, TensorDelivery{key.step_id, key.ToString(), value});
+  return Status::OK();
+}
+
+void DeviceRuntime::RecvAsync(const RendezvousKey& key, RecvCallback done) {
+  DeviceState& st = self_->state;
+  Status aborted;
+  if (st.IsAborted(key.step_id, &aborted)) return done(aborted, Tensor());
+  const std::string k = key.ToString();
+  auto it = st.inbox.find(k);
+  if (it != st.inbox.end()) {
+    Tensor value = std::move(it->second);
+    st.inbox.erase(it);
+    return done(Status::OK(), value);
+  }
+  st.pending[k] = std::move(done);
+  st.pending_step[k] = key.step_id;
+  if (st.config.operation_timeout_in_ms > 0) {
+    self_->delayed_send(self_, std::chrono::milliseconds(st.config.operation_timeout_in_ms),
+                        recv_timeout_atom::value, k);
+  }
+}
+
+void DeviceRuntime::RunAfter(int64_t delay_micros, std::function<void()> fn) {
+  self_->delayed_send(self_, std::chrono::microseconds(std::max<int64_t>(0, delay_micros)),
+                      resume_atom::value, Closure{std::move(fn)});
+}
+
+StatusOr<std::shared_ptr<PartitionExec>> BuildPartition(const DeviceConfig& config,
+                                                         std::shared_ptr<const DevicePartition> p) {
+  auto exec = std::make_shared<PartitionExec>();
+  exec->partition = p;
+  const Graph& g = *p->graph;
+  AF_ASSIGN_OR_RETURN(RunSignature sig, ResolveRunSignature(g, p->feed_inputs, p->fetches, p->targets));
+  AF_ASSIGN_OR_RETURN(std::vector<const Node*> nodes, PruneForRun(g, sig));
+  ExecutorSpec spec;
+  spec.graph = &g;
+  spec.nodes = std::move(nodes);
+  spec.feeds = sig.feeds;
+  spec.fetches = sig.fetches;
+  spec.device_name = config.name;
+  PartitionExec* raw = exec.get();
+  KernelLookup lookup = [raw, &config](const Node& node) -> StatusOr<Kernel*> {
+    AF_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> k,
+                        KernelRegistry::Global().CreateKernel(node, config.type));
+    raw->kernels.push_back(std::move(k));
+    return raw->kernels.back().get();
+  };
+  AF_ASSIGN_OR_RETURN(exec->executor, Executor::Create(std::move(spec), lookup));
+  return exec;
+}
+
+caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfig config) {
+  self->state.config = std::move(config);
+  self->state.runtime = std::make_unique<DeviceRuntime>(self);
+  self->set_down_handler([self](const caf::down_msg& down) {
+    for (auto it = self->state.peers.begin(); it != self->state.peers.end(); ++it) {
+      if (it->second.address() == down.source) {
+        self->state.peers.erase(it);
+        break;
+      }
+    }
+  });
+  return {
+      [self](peers_atom, const std::vector<DevicePeer>& peers) {
+        for (const DevicePeer& p : peers) {
+          if (p.name == self->state.config.name) continue;
+          self->state.peers[p.name] = p.actor;
+          self->monitor(p.actor);
+        }
+      },
+      [self](register_atom, const PartitionRegistration& reg) -> Status {
+        auto built = BuildPartition(self->state.config, reg.partition);
+        if (!built.ok()) return built.status();
+        self->state.partitions[reg.partition_id] = *built;
+        return Status::OK();
+      },
+      [self](run_atom, RunPartitionRequest& req) -> caf::result<RunPartitionResult> {
+        DeviceState& st = self->state;
+        auto it = st.partitions.find(req.partition_id);
+        if (it == st.partitions.end()) {
+          RunPartitionResult r;
+          r.status = Internal("device " + st.config.name + ": unknown partition " +
+                              std::to_string(req.partition_id));
+          return r;
+        }
+        Status aborted;
+        if (st.IsAborted(req.step_id, &aborted)) {
+          RunPartitionResult r;
+          r.status = aborted;
+          return r;
+        }
+        auto rp = self->make_response_promise();
+        std::shared_ptr<PartitionExec> exec = it->second;
+        StepArgs args;
+        args.feed_values = std::move(req.feed_values);
+        args.resources = st.config.resources.get();
+        args.step_id = req.step_id;
+        args.collect_stats = req.collect_stats;
+        args.rendezvous = st.runtime.get();
+        args.scheduler = st.runtime.get();
+        const int64_t step = req.step_id;
+        // The slot exists before the step starts: a step may end inside RunAsync.
+        st.active_steps[step].promise = rp;
+        StepHandle handle = exec->executor->RunAsync(
+            std::move(args), [self, rp, exec, step](StepResult result) mutable {
+              auto active = self->state.active_steps.find(step);
+              if (active == self->state.active_steps.end()) return;  // answered by abort
+              self->state.active_steps.erase(active);
+              // Leftover early tensors of a finished step are never received.
+              self->state.ReleaseStep(step, Cancelled("step finished"));
+              RunPartitionResult r;
+              r.status = std::move(result.status);
+              r.fetches = std::move(result.fetches);
+              r.executed_nodes = std::move(result.executed_nodes);
+              r.executed_start_micros = std::move(result.executed_start_micros);
+              r.step_stats = std::move(result.step_stats);
+              rp.deliver(std::move(r));
+            });
+        auto slot = st.active_steps.find(step);
+        if (slot != st.active_steps.end()) {
+          slot->second.handle = std::make_unique<StepHandle>(std::move(handle));
+        }
+        return rp;
+      },
+      [self](tensor_atom, const TensorDelivery& d) {
+        self->state.Deliver(d.step_id, d.key, d.value);
+      },
+      [self](abort_atom, const AbortRequest& req) {
+        DeviceState& st = self->state;
+        st.MarkAborted(req.step_id, req.status);
+        auto it = st.active_steps.find(req.step_id);
+        if (it != st.active_steps.end()) {
+          // Answer now: kernels still in flight (a timer, a GPU event) finish on
+          // their own and their step's late answer is dropped.
+          DeviceState::ActiveStep active = std::move(it->second);
+          st.active_steps.erase(it);
+          if (active.handle) active.handle->Abort(req.status);
+          RunPartitionResult r;
+          r.status = req.status;
+          active.promise.deliver(std::move(r));
+        }
+        st.ReleaseStep(req.step_id, req.status);
+      },
+      [self](resume_atom, Closure& c) { c.fn(); },
+      [self](recv_timeout_atom, const std::string& key) {
+        DeviceState& st = self->state;
+        auto it = st.pending.find(key);
+        if (it == st.pending.end()) return;
+        Rendezvous::RecvCallback done = std::move(it->second);
+        st.pending.erase(it);
+        st.pending_step.erase(key);
+        done(DeadlineExceeded("a blocking receive on device " + st.config.name +
+                              " exceeded operation_timeout_in_ms (" +
+                              std::to_string(st.config.operation_timeout_in_ms) +
+                              " ms); key " + key),
+             Tensor());
+      },
+      [self](stats_atom) -> DeviceStats {
+        const DeviceState& st = self->state;
+        DeviceStats s;
+        s.device = st.config.name;
+        s.pending_recvs = static_cast<int64_t>(st.pending.size());
+        s.inbox_tensors = static_cast<int64_t>(st.inbox.size());
+        s.active_steps = static_cast<int64_t>(st.active_steps.size());
+        s.partitions = static_cast<int64_t>(st.partitions.size());
+        return s;
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor SpawnDeviceActor(caf::actor_system& system, DeviceConfig config) {
+  return system.spawn(DeviceBehavior, std::move(config));
+}
+
+}  // namespace actorflow

@@ -1,0 +1,39 @@
+// The device actor: one per device (CPU:n, later GPU:n). It owns the variables placed
+// on its device, runs the partitions registered with it using the foundation's
+// Executor, and is the receiving end of every Send addressed to its device.
+//
+// Protocol (atoms in actors/messages.h):
+//   (register_atom, PartitionRegistration)      -> Status
+//   (run_atom, RunPartitionRequest)             -> RunPartitionResult (when the step ends)
+//   (tensor_atom, TensorDelivery)               a Send's tensor; early ones wait in an inbox
+//   (abort_atom, AbortRequest)                  ends a step: releases its pending Recvs
+//   (peers_atom, vector<DevicePeer>)            the other devices, for Sends
+//   (stats_atom)                                -> DeviceStats
+// The actor never blocks its thread: a Recv that has no tensor yet parks a callback
+// that the tensor's arrival (or the step's abort) fires.
+#ifndef ACTORFLOW_ACTORS_DEVICE_ACTOR_H_
+#define ACTORFLOW_ACTORS_DEVICE_ACTOR_H_
+
+#include <memory>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "kernels/resource.h"
+
+namespace actorflow {
+
+struct DeviceConfig {
+  std::string name;  // full device name
+  std::string type;  // "CPU", "GPU", ...
+  // Variables of this device; shared so that they can outlive a session (servers).
+  std::shared_ptr<ResourceManager> resources;
+  // Deadline for each blocking op (Recv) in ms; 0 = none.
+  int64_t operation_timeout_in_ms = 0;
+};
+
+caf::actor SpawnDeviceActor(caf::actor_system& system, DeviceConfig config);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTORS_DEVICE_ACTOR_H_

@@ -1,0 +1,166 @@
+#include "actors/local_session.h"
+
+#include <chrono>
+#include <thread>
+
+#include "actors/device_actor.h"
+#include "actors/master_actor.h"
+#include "actors/messages.h"
+#include "placement/placer.h"
+
+namespace actorflow {
+namespace {
+
+class LocalActorSession : public ActorSession {
+ public:
+  LocalActorSession(const Graph* graph, const SessionOptions& options, size_t num_cpus)
+      : graph_(graph), options_(options) {
+    // The sharing scheduler wakes a parked worker at once; work stealing's sleep
+    // phase would add tens of microseconds to every step (see TOOLCHAIN.md).
+    cfg_.set("scheduler.policy", caf::atom("sharing"));
+    size_t threads = options.inter_op_parallelism_threads > 0
+                         ? static_cast<size_t>(options.inter_op_parallelism_threads)
+                         : std::max<size_t>(2, std::thread::hardware_concurrency());
+    cfg_.set("scheduler.max-threads", threads);
+    cfg_.set("logger.console", caf::atom("none"));
+    system_ = std::make_unique<caf::actor_system>(cfg_);
+
+    resources_ = std::make_shared<ResourceManager>();
+    std::vector<DevicePeer> peers;
+    for (size_t i = 0; i < num_cpus; ++i) {
+      DeviceConfig dc;
+      dc.name = std::string(kLocalTask) + "/device:CPU:" + std::to_string(i);
+      dc.type = "CPU";
+      // Each device keeps its own variables.
+      dc.resources = std::make_shared<ResourceManager>();
+      dc.operation_timeout_in_ms = options.operation_timeout_in_ms;
+      devices_.push_back(DeviceInfo{dc.name, dc.type});
+      device_actors_.push_back(SpawnDeviceActor(*system_, dc));
+      peers.push_back(DevicePeer{dc.name, device_actors_.back()});
+    }
+    for (const caf::actor& d : device_actors_) caf::anon_send(d, peers_atom::value, peers);
+    MasterConfig mc;
+    mc.graph = graph;
+    mc.devices = devices_;
+    mc.device_actors = device_actors_;
+    mc.default_device = devices_.front().name;
+    mc.allow_soft_placement = options.allow_soft_placement;
+    mc.log_device_placement = options.log_device_placement;
+    master_ = SpawnMasterActor(*system_, mc);
+  }
+
+  ~LocalActorSession() override {
+    Close();
+    for (const caf::actor& d : device_actors_) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(master_, caf::exit_reason::user_shutdown);
+    master_ = nullptr;
+    device_actors_.clear();
+    system_.reset();  // waits for every actor to terminate
+  }
+
+  Status Run(const RunOptions& run_options, const FeedList& feeds,
+             const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+             std::vector<Tensor>* outputs, RunMetadata* metadata) override {
+    if (closed_) return FailedPrecondition("Run on a closed session");
+    auto req = std::make_shared<StepRequest>();
+    req->feeds = feeds;
+    req->fetches = fetches;
+    req->targets = targets;
+    req->options = run_options;
+    req->reply = std::make_shared<StepReply>();
+    std::shared_ptr<StepReply> reply = req->reply;
+    caf::anon_send(master_, step_atom::value, std::move(req));
+
+    std::unique_lock<std::mutex> lock(reply->mu);
+    if (run_options.timeout_in_ms > 0) {
+      // The master enforces the deadline; this margin only guards against a bug.
+      auto limit = std::chrono::milliseconds(run_options.timeout_in_ms + 10000);
+      if (!reply->cv.wait_for(lock, limit, [&] { return reply->done; })) {
+        return Internal("the master did not answer within the step's deadline plus 10 s");
+      }
+    } else {
+      reply->cv.wait(lock, [&] { return reply->done; });
+    }
+    if (metadata != nullptr) *metadata = std::move(reply->metadata);
+    AF_RETURN_IF_ERROR(reply->status);
+    if (outputs != nullptr) *outputs = std::move(reply->outputs);
+    return Status::OK();
+  }
+
+  Status Close() override {
+    closed_ = true;
+    return Status::OK();
+  }
+
+  std::vector<std::string> DeviceNames() const override {
+    std::vector<std::string> names;
+    for (const DeviceInfo& d : devices_) names.push_back(d.name);
+    return names;
+  }
+
+  StatusOr<std::string> ExplainPlacement() const override {
+    std::vector<const Node*> nodes;
+    for (int i = 0; i < graph_->num_nodes(); ++i) nodes.push_back(graph_->node(i));
+    PlacerOptions popts;
+    popts.devices = devices_;
+    popts.default_device = devices_.front().name;
+    popts.allow_soft_placement = options_.allow_soft_placement;
+    AF_ASSIGN_OR_RETURN(auto placement, PlaceNodes(*graph_, nodes, popts));
+    return actorflow::ExplainPlacement(*graph_, placement);
+  }
+
+  StatusOr<std::vector<DeviceStatus>> DeviceStatuses(int64_t timeout_ms) override {
+    caf::scoped_actor self{*system_};
+    std::vector<DeviceStatus> out;
+    for (const caf::actor& d : device_actors_) {
+      Status status;
+      self->request(d, std::chrono::milliseconds(timeout_ms), stats_atom::value)
+          .receive(
+              [&](const DeviceStats& s) {
+                out.push_back(DeviceStatus{s.device, s.pending_recvs, s.inbox_tensors,
+                                           s.active_steps});
+              },
+              [&](caf::error& e) {
+                status = Unavailable("device did not report its state: " + caf::to_string(e));
+              });
+      AF_RETURN_IF_ERROR(status);
+    }
+    return out;
+  }
+
+ private:
+  const Graph* graph_;
+  SessionOptions options_;
+  caf::actor_system_config cfg_;
+  std::unique_ptr<caf::actor_system> system_;
+  std::shared_ptr<ResourceManager> resources_;
+  std::vector<DeviceInfo> devices_;
+  std::vector<caf::actor> device_actors_;
+  caf::actor master_;
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ActorSession>> NewActorSession(const Graph* graph,
+                                                        const SessionOptions& options) {
+  if (graph == nullptr) return InvalidArgument("NewActorSession: no graph");
+  int cpus = 1;
+  for (const auto& [type, count] : options.device_count) {
+    if (count < 0) {
+      return InvalidArgument("device_count for " + type + " is negative (" +
+                             std::to_string(count) + ")");
+    }
+    if (type == "CPU" || type == "cpu") {
+      cpus = count;
+    } else if (type != "GPU" && type != "gpu") {
+      return InvalidArgument("device_count names an unknown device type '" + type +
+                             "' (known: CPU, GPU)");
+    }
+  }
+  if (cpus < 1) return InvalidArgument("device_count needs at least one CPU device");
+  return std::unique_ptr<ActorSession>(
+      new LocalActorSession(graph, options, static_cast<size_t>(cpus)));
+}
+
+}  // namespace actorflow

@@ -1,0 +1,131 @@
+// The actor runtime's message vocabulary: atoms and payloads exchanged between the
+// client, the master actor and device actors. Included only by actors/*.cc (CAF).
+//
+// Payloads travel in-process by reference: requests are shared_ptr<const T>, and a
+// Tensor shares its buffer, so no tensor is ever copied by a message. Cross-process
+// serialization (one raw byte block per tensor) is added where a protocol crosses
+// nodes.
+#ifndef ACTORFLOW_ACTORS_MESSAGES_H_
+#define ACTORFLOW_ACTORS_MESSAGES_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "graph/status.h"
+#include "graph/tensor.h"
+#include "kernels/session.h"
+#include "placement/partition.h"
+
+namespace actorflow {
+
+// Device protocol.
+using register_atom = caf::atom_constant<caf::atom("register")>;  // partition -> ok
+using run_atom = caf::atom_constant<caf::atom("run")>;             // run one partition step
+using tensor_atom = caf::atom_constant<caf::atom("tensor")>;       // a Send's tensor
+using abort_atom = caf::atom_constant<caf::atom("abort")>;         // end a step everywhere
+using resume_atom = caf::atom_constant<caf::atom("resume")>;       // scheduled callback
+using recv_timeout_atom = caf::atom_constant<caf::atom("recvtmo")>;  // operation timeout
+using peers_atom = caf::atom_constant<caf::atom("peers")>;         // the other devices
+using stats_atom = caf::atom_constant<caf::atom("stats")>;         // introspection
+// Master protocol.
+using step_atom = caf::atom_constant<caf::atom("step")>;
+
+// A partition registered once with its device, then run step after step.
+struct PartitionRegistration {
+  uint64_t partition_id = 0;
+  std::shared_ptr<const DevicePartition> partition;
+};
+
+struct RunPartitionRequest {
+  int64_t step_id = 0;
+  uint64_t partition_id = 0;
+  std::vector<Tensor> feed_values;  // parallel to the partition's feeds
+  bool collect_stats = false;
+};
+
+struct RunPartitionResult {
+  Status status;
+  std::vector<Tensor> fetches;  // parallel to the partition's fetches
+  std::vector<std::string> executed_nodes;
+  std::vector<int64_t> executed_start_micros;  // steady clock, parallel to executed_nodes
+  std::vector<NodeExecStats> step_stats;       // steady-clock micros
+};
+
+struct AbortRequest {
+  int64_t step_id = 0;
+  Status status;
+};
+
+// A tensor sent from one device to another for a (step, edge) key.
+struct TensorDelivery {
+  int64_t step_id = 0;
+  std::string key;  // RendezvousKey::ToString()
+  Tensor value;
+};
+
+struct Closure {
+  std::function<void()> fn;
+};
+
+// What a device reports about itself (tests assert nothing is left pending).
+struct DeviceStats {
+  std::string device;
+  int64_t pending_recvs = 0;
+  int64_t inbox_tensors = 0;
+  int64_t active_steps = 0;
+  int64_t partitions = 0;
+};
+
+struct DevicePeer {
+  std::string name;
+  caf::actor actor;
+};
+
+// A client's step: filled by the session, answered by the master through `reply`.
+struct StepReply {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
+  std::vector<Tensor> outputs;
+  RunMetadata metadata;
+
+  void Deliver(Status s, std::vector<Tensor> out, RunMetadata meta) {
+    std::lock_guard<std::mutex> lock(mu);
+    status = std::move(s);
+    outputs = std::move(out);
+    metadata = std::move(meta);
+    done = true;
+    cv.notify_all();
+  }
+};
+
+struct StepRequest {
+  FeedList feeds;
+  std::vector<std::string> fetches;
+  std::vector<std::string> targets;
+  RunOptions options;
+  std::shared_ptr<StepReply> reply;
+};
+
+}  // namespace actorflow
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::PartitionRegistration)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::RunPartitionRequest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::RunPartitionResult)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::AbortRequest)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::TensorDelivery)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::Closure)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::DeviceStats)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<actorflow::DevicePeer>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<actorflow::StepRequest>)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::Status)
+
+#endif  // ACTORFLOW_ACTORS_MESSAGES_H_
