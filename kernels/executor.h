@@ -11,7 +11,8 @@
 // Variable node's output reads the variable when it starts, not when the Variable
 // node would run; so `Identity(v)` with a control dependency on `Assign(v, ...)`
 // sees the assigned value. A Variable node runs as a node only when its value is
-// fetched or it has control consumers.
+// fetched or it has control consumers. Across devices the _Send is the consumer: a
+// remote reader sees the value as of the Send, also as in TensorFlow 1.x.
 //
 // Errors: the first failing node's Status ends the step; nodes already running
 // finish, nothing new starts, and `done` gets that Status. Abort() does the same from

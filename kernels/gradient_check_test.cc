@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -207,45 +208,26 @@ std::vector<std::pair<Shape, Shape>> BinaryShapes(Rng& rng) {
 }
 
 TEST(GradientCheckTest, BroadcastingBinaryOpsMatchCentralDifferences) {
+  using Draw = std::function<Tensor(Rng&, const Shape&)>;
+  const Draw uniform = [](Rng& r, const Shape& s) { return r.Uniform(s); };
+  const Draw divisor = [](Rng& r, const Shape& s) { return r.AwayFromZero(s, 0.5, 2); };
+  const Draw base = [](Rng& r, const Shape& s) { return r.Uniform(s, 0.5, 2); };
+  const Draw grid_x = [](Rng& r, const Shape& s) { return r.Grid(s, 0.025); };
+  const Draw grid_y = [](Rng& r, const Shape& s) { return r.Grid(s, 0.075); };
   struct Op {
     const char* name;
     BinaryBuilder build;
-    std::function<std::vector<Tensor>(Rng&, const Shape&, const Shape&)> inputs;
+    Draw x, y;
   };
   const std::vector<Op> ops = {
-      {"Add", Add,
-       [](Rng& r, const Shape& a, const Shape& b) {
-         return std::vector<Tensor>{r.Uniform(a), r.Uniform(b)};
-       }},
-      {"Sub", Sub,
-       [](Rng& r, const Shape& a, const Shape& b) {
-         return std::vector<Tensor>{r.Uniform(a), r.Uniform(b)};
-       }},
-      {"Mul", Mul,
-       [](Rng& r, const Shape& a, const Shape& b) {
-         return std::vector<Tensor>{r.Uniform(a), r.Uniform(b)};
-       }},
-      {"Div", Div,
-       [](Rng& r, const Shape& a, const Shape& b) {
-         return std::vector<Tensor>{r.Uniform(a), r.AwayFromZero(b, 0.5, 2)};
-       }},
-      {"Pow", Pow,
-       [](Rng& r, const Shape& a, const Shape& b) {
-         return std::vector<Tensor>{r.Uniform(a, 0.5, 2), r.Uniform(b, -2, 2)};
-       }},
-      {"Maximum", Maximum,
-       [](Rng& r, const Shape& a, const Shape& b) {
-         return std::vector<Tensor>{r.Grid(a, 0.025), r.Grid(b, 0.075)};
-       }},
-      {"Minimum", Minimum,
-       [](Rng& r, const Shape& a, const Shape& b) {
-         return std::vector<Tensor>{r.Grid(a, 0.025), r.Grid(b, 0.075)};
-       }},
-  };
+      {"Add", Add, uniform, uniform},      {"Sub", Sub, uniform, uniform},
+      {"Mul", Mul, uniform, uniform},      {"Div", Div, uniform, divisor},
+      {"Pow", Pow, base, uniform},         {"Maximum", Maximum, grid_x, grid_y},
+      {"Minimum", Minimum, grid_x, grid_y}};
   Rng rng(11);
   for (const Op& op : ops) {
     for (const auto& [a, b] : BinaryShapes(rng)) {
-      const auto inputs = op.inputs(rng, a, b);
+      const std::vector<Tensor> inputs = {op.x(rng, a), op.y(rng, b)};
       BinaryBuilder build = op.build;
       CheckGradients(
           std::string(op.name) + "(" + ShapesOf(inputs) + ")", inputs,
@@ -719,6 +701,42 @@ TEST(GradientsTest, DifferentiatingACrossEntropyBackpropOutputIsUnimplemented) {
   EXPECT_EQ(grads.status().code(), Code::kUnimplemented);
   EXPECT_NE(grads.status().message().find(xent.backprop.node->name()), std::string::npos)
       << grads.status();
+}
+
+// The rules build their constants in the dtype they meet: the float32 gradient of a
+// function made of every rule with a constant agrees with the float64 one.
+TEST(GradientsTest, Float32GradientsAgreeWithFloat64) {
+  Rng rng(21);
+  const Tensor x64 = rng.AwayFromZero({2, 3}, 0.2, 1.5);
+  std::vector<float> values(x64.data<double>(), x64.data<double>() + 6);
+  const Tensor x32 = Tensor::FromVector(values, {2, 3});
+  std::vector<std::vector<double>> grads;
+  for (const Tensor& value : {x32, x64}) {
+    Scope root = Scope::NewRootScope();
+    const DType t = value.dtype();
+    const Output x = Placeholder(root.WithOpName("x"), t);  // unknown shape: Mean uses Size
+    const Output two = Cast(root, Const(root, 2.0), t);
+    const std::vector<Output> terms = {Sqrt(root, Abs(root, x)),
+                                       Square(root, x),
+                                       Pow(root, Abs(root, x), two),
+                                       Pow(root, two, x),
+                                       Maximum(root, x, two),
+                                       Mean(root, x, int64_t{1}),
+                                       Min(root, Sigmoid(root, x), int64_t{0}),
+                                       Softmax(root, Tanh(root, x))};
+    Output loss = Sum(root, Relu(root, x));
+    for (const Output& term : terms) loss = Add(root, loss, Sum(root, term));
+    auto g = Gradients(root, {loss}, {x});
+    ASSERT_TRUE(g.ok()) << g.status();
+    ASSERT_EQ((*g)[0].dtype(), t);
+    auto session = NewDirectSession(root.graph());
+    std::vector<Tensor> out;
+    ASSERT_TRUE(session->Run({{"x", value}}, {(*g)[0].name()}, {}, &out).ok());
+    grads.push_back(Values(out[0]));
+  }
+  for (size_t i = 0; i < grads[1].size(); ++i) {
+    EXPECT_NEAR(grads[0][i], grads[1][i], 1e-4 * std::max(1.0, std::abs(grads[1][i]))) << i;
+  }
 }
 
 TEST(GradientsTest, EveryDifferentiableOpHasARuleAndOthersHaveNone) {

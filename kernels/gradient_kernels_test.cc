@@ -4,7 +4,9 @@
 // shape errors they promise.
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/shape.h"
