@@ -1,0 +1,160 @@
+// Device actor protocol, driven directly: a Send whose receiving device is gone is
+// an error (Unavailable naming it), not a hang; a tensor that arrives before its
+// Recv waits in the inbox; an abort releases a parked Recv.
+
+#include "actors/device_actor.h"
+
+#include <gtest/gtest.h>
+
+#include "actors/messages.h"
+#include "graph/graph.h"
+
+namespace actorflow {
+namespace {
+
+const char kCpu0[] = "/job:localhost/replica:0/task:0/device:CPU:0";
+const char kCpu1[] = "/job:localhost/replica:0/task:0/device:CPU:1";
+
+std::shared_ptr<const DevicePartition> SendPartition() {
+  auto p = std::make_shared<DevicePartition>();
+  p->device = kCpu0;
+  p->graph = std::make_unique<Graph>();
+  EXPECT_TRUE(p->graph->AddNode(NodeDef{"x", "Const", {}, {{"value", Tensor::Scalar(2.0f)}}, kCpu0}).ok());
+  EXPECT_TRUE(p->graph
+                  ->AddNode(NodeDef{"_send/x_0/to_cpu1",
+                                    "_Send",
+                                    {"x"},
+                                    {{"tensor_name", AttrValue("x:0")},
+                                     {"send_device", AttrValue(kCpu0)},
+                                     {"recv_device", AttrValue(kCpu1)}},
+                                    kCpu0})
+                  .ok());
+  p->targets = {"_send/x_0/to_cpu1"};
+  return p;
+}
+
+std::shared_ptr<const DevicePartition> RecvPartition() {
+  auto p = std::make_shared<DevicePartition>();
+  p->device = kCpu1;
+  p->graph = std::make_unique<Graph>();
+  EXPECT_TRUE(p->graph
+                  ->AddNode(NodeDef{"_recv/x_0/to_cpu1",
+                                    "_Recv",
+                                    {},
+                                    {{"tensor_name", AttrValue("x:0")},
+                                     {"send_device", AttrValue(kCpu0)},
+                                     {"recv_device", AttrValue(kCpu1)},
+                                     {"dtype", AttrValue(DType::kFloat32)}},
+                                    kCpu1})
+                  .ok());
+  EXPECT_TRUE(p->graph->AddNode(NodeDef{"y", "Neg", {"_recv/x_0/to_cpu1"}, {}, kCpu1}).ok());
+  p->fetches = {"y"};
+  return p;
+}
+
+class DeviceActorTest : public ::testing::Test {
+ protected:
+  DeviceActorTest() : system_(cfg_) {}
+
+  caf::actor Spawn(const std::string& name) {
+    DeviceConfig c;
+    c.name = name;
+    c.type = "CPU";
+    c.resources = std::make_shared<ResourceManager>();
+    return SpawnDeviceActor(system_, c);
+  }
+
+  Status Register(caf::scoped_actor& self, const caf::actor& dev, uint64_t id,
+                  std::shared_ptr<const DevicePartition> p) {
+    Status out = Internal("no answer");
+    self->request(dev, std::chrono::seconds(10), register_atom::value,
+                  PartitionRegistration{id, std::move(p)})
+        .receive([&](Status& s) { out = s; },
+                 [&](caf::error& e) { out = Unavailable(caf::to_string(e)); });
+    return out;
+  }
+
+  RunPartitionResult Run(caf::scoped_actor& self, const caf::actor& dev, int64_t step,
+                         uint64_t id) {
+    RunPartitionResult out;
+    out.status = Internal("no answer");
+    self->request(dev, std::chrono::seconds(10), run_atom::value,
+                  RunPartitionRequest{step, id, {}, false})
+        .receive([&](RunPartitionResult& r) { out = std::move(r); },
+                 [&](caf::error& e) { out.status = Unavailable(caf::to_string(e)); });
+    return out;
+  }
+
+  DeviceStats Stats(caf::scoped_actor& self, const caf::actor& dev) {
+    DeviceStats out;
+    self->request(dev, std::chrono::seconds(10), stats_atom::value)
+        .receive([&](DeviceStats& s) { out = s; }, [&](caf::error&) {});
+    return out;
+  }
+
+  caf::actor_system_config cfg_;
+  caf::actor_system system_;
+};
+
+TEST_F(DeviceActorTest, ASendWhoseReceiverIsGoneFailsNamingTheDevice) {
+  caf::scoped_actor self{system_};
+  caf::actor sender = Spawn(kCpu0);
+  caf::actor receiver = Spawn(kCpu1);
+  caf::anon_send(sender, peers_atom::value,
+                 std::vector<DevicePeer>{{kCpu0, sender}, {kCpu1, receiver}});
+  ASSERT_TRUE(Register(self, sender, 1, SendPartition()).ok());
+
+  self->monitor(receiver);
+  self->send_exit(receiver, caf::exit_reason::user_shutdown);
+  self->receive([](const caf::down_msg&) {});
+  // The sender saw the same down message before it handles this request: both were
+  // sent while the receiver terminated, this request only afterwards.
+  RunPartitionResult r = Run(self, sender, 7, 1);
+  EXPECT_EQ(r.status.code(), Code::kUnavailable) << r.status;
+  EXPECT_NE(r.status.message().find("CPU:1"), std::string::npos) << r.status;
+  self->send_exit(sender, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(DeviceActorTest, ATensorSentBeforeItsRecvWaitsInTheInbox) {
+  caf::scoped_actor self{system_};
+  caf::actor sender = Spawn(kCpu0);
+  caf::actor receiver = Spawn(kCpu1);
+  std::vector<DevicePeer> peers{{kCpu0, sender}, {kCpu1, receiver}};
+  caf::anon_send(sender, peers_atom::value, peers);
+  caf::anon_send(receiver, peers_atom::value, peers);
+  ASSERT_TRUE(Register(self, sender, 1, SendPartition()).ok());
+  ASSERT_TRUE(Register(self, receiver, 2, RecvPartition()).ok());
+
+  ASSERT_TRUE(Run(self, sender, 5, 1).status.ok());
+  // The sender's step is over; its tensor waits at the receiver until step 5 runs.
+  EXPECT_EQ(Stats(self, receiver).inbox_tensors, 1);
+  RunPartitionResult r = Run(self, receiver, 5, 2);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.fetches[0].data<float>()[0], -2.0f);
+  DeviceStats after = Stats(self, receiver);
+  EXPECT_EQ(after.inbox_tensors, 0);
+  EXPECT_EQ(after.pending_recvs, 0);
+  self->send_exit(sender, caf::exit_reason::user_shutdown);
+  self->send_exit(receiver, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(DeviceActorTest, AnAbortAnswersTheStepAndReleasesItsParkedRecv) {
+  caf::scoped_actor self{system_};
+  caf::actor receiver = Spawn(kCpu1);
+  ASSERT_TRUE(Register(self, receiver, 2, RecvPartition()).ok());
+  auto pending = self->request(receiver, std::chrono::seconds(10), run_atom::value,
+                               RunPartitionRequest{9, 2, {}, false});
+  EXPECT_EQ(Stats(self, receiver).pending_recvs, 1);
+  caf::anon_send(receiver, abort_atom::value, AbortRequest{9, Cancelled("test abort")});
+  Status status = Internal("no answer");
+  pending.receive([&](RunPartitionResult& r) { status = r.status; },
+                  [&](caf::error& e) { status = Unavailable(caf::to_string(e)); });
+  EXPECT_EQ(status.code(), Code::kCancelled) << status;
+  DeviceStats after = Stats(self, receiver);
+  EXPECT_EQ(after.pending_recvs, 0);
+  EXPECT_EQ(after.active_steps, 0);
+  self->send_exit(receiver, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+}  // namespace actorflow
