@@ -108,6 +108,18 @@ struct DeviceState {
     for (auto& done : to_fail) done(status, Tensor());
   }
 
+  // Devices that Sends may address; a newer actor for a name (a restarted task)
+  // replaces the old one.
+  void AddPeers(caf::stateful_actor<DeviceState>* self, const std::vector<DevicePeer>& list) {
+    for (const DevicePeer& p : list) {
+      if (p.name == config.name || !p.actor) continue;
+      auto it = peers.find(p.name);
+      if (it != peers.end() && it->second == p.actor) continue;
+      peers[p.name] = p.actor;
+      self->monitor(p.actor);
+    }
+  }
+
   void MarkAborted(int64_t step, const Status& status) {
     if (aborted.emplace(step, status).second) {
       aborted_order.push_back(step);
@@ -195,13 +207,15 @@ caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfi
   });
   return {
       [self](peers_atom, const std::vector<DevicePeer>& peers) {
-        for (const DevicePeer& p : peers) {
-          if (p.name == self->state.config.name) continue;
-          self->state.peers[p.name] = p.actor;
-          self->monitor(p.actor);
-        }
+        self->state.AddPeers(self, peers);
       },
+      [self](devices_atom) -> std::vector<DevicePeer> {
+        return {DevicePeer{self->state.config.name, self->state.config.type,
+                           caf::actor_cast<caf::actor>(self)}};
+      },
+      [self](ping_atom) -> std::string { return "actorflow device " + self->state.config.name; },
       [self](register_atom, const PartitionRegistration& reg) -> Status {
+        self->state.AddPeers(self, reg.peers);
         auto built = BuildPartition(self->state.config, reg.partition);
         if (!built.ok()) return built.status();
         self->state.partitions[reg.partition_id] = *built;

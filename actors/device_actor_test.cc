@@ -68,7 +68,7 @@ class DeviceActorTest : public ::testing::Test {
                   std::shared_ptr<const DevicePartition> p) {
     Status out = Internal("no answer");
     self->request(dev, std::chrono::seconds(10), register_atom::value,
-                  PartitionRegistration{id, std::move(p)})
+                  PartitionRegistration{id, std::move(p), {}})
         .receive([&](Status& s) { out = s; },
                  [&](caf::error& e) { out = Unavailable(caf::to_string(e)); });
     return out;
@@ -101,7 +101,7 @@ TEST_F(DeviceActorTest, ASendWhoseReceiverIsGoneFailsNamingTheDevice) {
   caf::actor sender = Spawn(kCpu0);
   caf::actor receiver = Spawn(kCpu1);
   caf::anon_send(sender, peers_atom::value,
-                 std::vector<DevicePeer>{{kCpu0, sender}, {kCpu1, receiver}});
+                 std::vector<DevicePeer>{{kCpu0, "CPU", sender}, {kCpu1, "CPU", receiver}});
   ASSERT_TRUE(Register(self, sender, 1, SendPartition()).ok());
 
   self->monitor(receiver);
@@ -119,7 +119,7 @@ TEST_F(DeviceActorTest, ATensorSentBeforeItsRecvWaitsInTheInbox) {
   caf::scoped_actor self{system_};
   caf::actor sender = Spawn(kCpu0);
   caf::actor receiver = Spawn(kCpu1);
-  std::vector<DevicePeer> peers{{kCpu0, sender}, {kCpu1, receiver}};
+  std::vector<DevicePeer> peers{{kCpu0, "CPU", sender}, {kCpu1, "CPU", receiver}};
   caf::anon_send(sender, peers_atom::value, peers);
   caf::anon_send(receiver, peers_atom::value, peers);
   ASSERT_TRUE(Register(self, sender, 1, SendPartition()).ok());

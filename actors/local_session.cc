@@ -23,6 +23,7 @@ class LocalActorSession : public ActorSession {
                          : std::max<size_t>(2, std::thread::hardware_concurrency());
     cfg_.set("scheduler.max-threads", threads);
     cfg_.set("logger.console", caf::atom("none"));
+    RegisterMessageTypes(cfg_);
     system_ = std::make_unique<caf::actor_system>(cfg_);
 
     resources_ = std::make_shared<ResourceManager>();
@@ -36,7 +37,7 @@ class LocalActorSession : public ActorSession {
       dc.operation_timeout_in_ms = options.operation_timeout_in_ms;
       devices_.push_back(DeviceInfo{dc.name, dc.type});
       device_actors_.push_back(SpawnDeviceActor(*system_, dc));
-      peers.push_back(DevicePeer{dc.name, device_actors_.back()});
+      peers.push_back(DevicePeer{dc.name, dc.type, device_actors_.back()});
     }
     for (const caf::actor& d : device_actors_) caf::anon_send(d, peers_atom::value, peers);
     MasterConfig mc;

@@ -2,16 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iostream>
-#include <map>
-#include <memory>
-#include <unordered_map>
 
-#include "actors/messages.h"
-#include "graph/prune.h"
-#include "placement/partition.h"
+#include "actors/connect.h"
+#include "actors/master_state.h"
 
 namespace actorflow {
+
+using connect_atom = caf::atom_constant<caf::atom("connect")>;
+
 namespace {
 
 int64_t SteadyMicros() {
@@ -19,55 +17,6 @@ int64_t SteadyMicros() {
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
-
-std::string Canonical(const Endpoint& e) { return e.ToString(); }
-
-std::string CanonicalTensorName(const std::string& name) {
-  auto parsed = ParseTensorName(name);
-  if (!parsed.ok()) return name;
-  return parsed->second == 0 ? parsed->first : parsed->first + ":" + std::to_string(parsed->second);
-}
-
-// One partition of a plan, registered with one device.
-struct PlanPart {
-  size_t device_index = 0;
-  uint64_t partition_id = 0;
-  std::vector<int> feed_sources;  // per partition feed: index into the client's feeds
-  std::vector<int> fetch_targets;  // per partition fetch: index into the client's fetches
-};
-
-struct Plan {
-  RunSignature signature;
-  std::vector<PlanPart> parts;
-  // Client fetches answered straight from a feed: fetch index -> feed index.
-  std::vector<std::pair<int, int>> fed_fetches;
-  int registrations_pending = 0;
-  Status registration_status;
-  std::vector<std::shared_ptr<StepRequest>> waiting;  // steps that came before registration
-};
-
-// A step in flight: what has come back from its devices so far.
-struct StepInFlight {
-  int64_t step_id = 0;
-  int64_t start_micros = 0;
-  std::shared_ptr<StepRequest> request;
-  std::shared_ptr<Plan> plan;
-  int remaining = 0;
-  Status status;
-  std::vector<Tensor> outputs;
-  std::vector<std::pair<int64_t, std::string>> executed;  // (start, node)
-  std::vector<NodeExecStats> stats;
-};
-
-struct MasterState {
-  MasterConfig config;
-  std::unordered_map<std::string, std::shared_ptr<Plan>> plans;
-  uint64_t next_partition_id = 1;
-  int64_t next_step_id = 1;
-  const char* name = "actorflow_master";
-};
-
-using MasterActor = caf::stateful_actor<MasterState>;
 
 std::string SignatureKey(const StepRequest& req) {
   std::string key;
@@ -77,6 +26,20 @@ std::string SignatureKey(const StepRequest& req) {
   key += '|';
   for (const auto& t : req.targets) key += t + ',';
   return key;
+}
+
+void Reply(const std::shared_ptr<StepRequest>& req, Status status, std::vector<Tensor> out = {},
+           RunMetadata meta = RunMetadata()) {
+  if (req->reply) {
+    req->reply->Deliver(std::move(status), std::move(out), std::move(meta));
+    return;
+  }
+  RemoteStepResult r;
+  r.status = std::move(status);
+  r.outputs = std::move(out);
+  r.executed_nodes = std::move(meta.executed_nodes);
+  r.step_stats = std::move(meta.step_stats);
+  req->promise.deliver(std::move(r));
 }
 
 Status ValidateFeeds(const StepRequest& req, const RunSignature& sig) {
@@ -99,108 +62,12 @@ Status ValidateFeeds(const StepRequest& req, const RunSignature& sig) {
   return Status::OK();
 }
 
-StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterActor* self, const StepRequest& req) {
-  MasterState& st = self->state;
-  const Graph& graph = *st.config.graph;
-  std::vector<std::string> feed_names;
-  for (const auto& f : req.feeds) feed_names.push_back(f.first);
-  auto plan = std::make_shared<Plan>();
-  AF_ASSIGN_OR_RETURN(plan->signature,
-                      ResolveRunSignature(graph, feed_names, req.fetches, req.targets));
-  const RunSignature& sig = plan->signature;
-  AF_ASSIGN_OR_RETURN(std::vector<const Node*> nodes, PruneForRun(graph, sig));
-  PlacerOptions popts;
-  popts.devices = st.config.devices;
-  popts.default_device = st.config.default_device;
-  popts.allow_soft_placement = st.config.allow_soft_placement;
-  AF_ASSIGN_OR_RETURN(auto placement, PlaceNodes(graph, nodes, popts));
-  if (st.config.log_device_placement) std::cerr << ExplainPlacement(graph, placement);
-  AF_ASSIGN_OR_RETURN(std::vector<DevicePartition> partitions,
-                      Partition(graph, nodes, placement, sig.feeds, sig.fetches, sig.targets));
-
-  std::vector<std::string> feed_keys, fetch_keys;
-  for (const Endpoint& e : sig.feeds) feed_keys.push_back(Canonical(e));
-  for (const Endpoint& e : sig.fetches) fetch_keys.push_back(Canonical(e));
-  std::vector<bool> fetch_covered(fetch_keys.size(), false);
-  for (size_t f = 0; f < fetch_keys.size(); ++f) {
-    auto it = std::find(feed_keys.begin(), feed_keys.end(), fetch_keys[f]);
-    if (it != feed_keys.end()) {
-      plan->fed_fetches.emplace_back(static_cast<int>(f), static_cast<int>(it - feed_keys.begin()));
-      fetch_covered[f] = true;
-    }
-  }
-  for (DevicePartition& p : partitions) {
-    PlanPart part;
-    auto dev = std::find_if(st.config.devices.begin(), st.config.devices.end(),
-                            [&](const DeviceInfo& d) { return d.name == p.device; });
-    if (dev == st.config.devices.end()) {
-      return Internal("partition for unknown device " + p.device);
-    }
-    part.device_index = static_cast<size_t>(dev - st.config.devices.begin());
-    for (const std::string& name : p.feeds) {
-      auto it = std::find(feed_keys.begin(), feed_keys.end(), CanonicalTensorName(name));
-      if (it == feed_keys.end()) return Internal("partition feed '" + name + "' is not a feed");
-      part.feed_sources.push_back(static_cast<int>(it - feed_keys.begin()));
-    }
-    for (const std::string& name : p.fetches) {
-      const std::string key = CanonicalTensorName(name);
-      int target = -1;
-      for (size_t f = 0; f < fetch_keys.size(); ++f) {
-        if (fetch_keys[f] == key && !fetch_covered[f]) {
-          target = static_cast<int>(f);
-          break;
-        }
-      }
-      if (target < 0) {
-        // The same tensor fetched twice: later duplicates copy the first slot.
-        for (size_t f = 0; f < fetch_keys.size(); ++f) {
-          if (fetch_keys[f] == key) target = static_cast<int>(f);
-        }
-      }
-      if (target < 0) return Internal("partition fetch '" + name + "' is not a fetch");
-      fetch_covered[target] = true;
-      part.fetch_targets.push_back(target);
-    }
-    part.partition_id = st.next_partition_id++;
-    plan->parts.push_back(part);
-  }
-  // Register every partition with its device; steps wait until all answered.
-  plan->registrations_pending = static_cast<int>(partitions.size());
-  for (size_t i = 0; i < partitions.size(); ++i) {
-    PartitionRegistration reg;
-    reg.partition_id = plan->parts[i].partition_id;
-    reg.partition = std::make_shared<DevicePartition>(std::move(partitions[i]));
-    const caf::actor& dev = st.config.device_actors[plan->parts[i].device_index];
-    std::weak_ptr<Plan> weak = plan;
-    auto on_registered = [self, weak](Status s) {
-      auto plan = weak.lock();
-      if (!plan) return;
-      if (!s.ok() && plan->registration_status.ok()) plan->registration_status = s;
-      if (--plan->registrations_pending > 0) return;
-      std::vector<std::shared_ptr<StepRequest>> waiting;
-      waiting.swap(plan->waiting);
-      for (auto& req : waiting) self->send(self, step_atom::value, req);
-    };
-    self->request(dev, caf::infinite, register_atom::value, std::move(reg))
-        .then([on_registered](Status& s) { on_registered(s); },
-              [on_registered](caf::error& e) {
-                on_registered(Unavailable("device did not register a partition: " +
-                                          caf::to_string(e)));
-              });
-  }
-  return plan;
-}
-
-void Reply(const std::shared_ptr<StepRequest>& req, Status status, std::vector<Tensor> out = {},
-           RunMetadata meta = RunMetadata()) {
-  req->reply->Deliver(std::move(status), std::move(out), std::move(meta));
-}
-
 void FinishStep(MasterActor* self, const std::shared_ptr<StepInFlight>& step) {
+  self->state.in_flight.erase(step->step_id);
   if (!step->status.ok()) return Reply(step->request, step->status);
   RunMetadata meta;
   std::sort(step->executed.begin(), step->executed.end());
-  const Graph& graph = *self->state.config.graph;
+  const Graph& graph = *self->state.graph;
   for (auto& [start, name] : step->executed) {
     if (graph.FindNode(name) != nullptr) meta.executed_nodes.push_back(name);
   }
@@ -213,23 +80,26 @@ void FinishStep(MasterActor* self, const std::shared_ptr<StepInFlight>& step) {
   for (const auto& [fetch, feed] : step->plan->fed_fetches) {
     step->outputs[fetch] = step->request->feeds[feed].second;
   }
+  for (const auto& [fetch, first] : step->plan->duplicate_fetches) {
+    step->outputs[fetch] = step->outputs[first];
+  }
   Reply(step->request, Status::OK(), std::move(step->outputs), std::move(meta));
 }
 
 void AbortStep(MasterActor* self, const StepInFlight& step, const Status& status) {
   for (const PlanPart& part : step.plan->parts) {
-    self->send(self->state.config.device_actors[part.device_index], abort_atom::value,
-               AbortRequest{step.step_id, status});
+    self->send(part.device_actor, abort_atom::value, AbortRequest{step.step_id, status});
   }
 }
 
 void PartDone(MasterActor* self, const std::shared_ptr<StepInFlight>& step, size_t part_index,
               RunPartitionResult result) {
+  if (step->part_done[part_index]) return;  // already settled (its device went down)
+  step->part_done[part_index] = true;
   const PlanPart& part = step->plan->parts[part_index];
   if (!result.status.ok()) {
     if (step->status.ok()) {
-      const std::string& device = self->state.config.devices[part.device_index].name;
-      step->status = result.status.WithContext("on device " + device);
+      step->status = result.status.WithContext("on device " + part.device);
       AbortStep(self, *step, step->status);
     }
   } else {
@@ -237,8 +107,8 @@ void PartDone(MasterActor* self, const std::shared_ptr<StepInFlight>& step, size
       step->outputs[part.fetch_targets[k]] = std::move(result.fetches[k]);
     }
     for (size_t k = 0; k < result.executed_nodes.size(); ++k) {
-      step->executed.emplace_back(result.executed_start_micros[k],
-                                  std::move(result.executed_nodes[k]));
+      int64_t start = k < result.executed_start_micros.size() ? result.executed_start_micros[k] : 0;
+      step->executed.emplace_back(start, std::move(result.executed_nodes[k]));
     }
     for (NodeExecStats& s : result.step_stats) step->stats.push_back(std::move(s));
   }
@@ -256,8 +126,10 @@ void LaunchStep(MasterActor* self, const std::shared_ptr<Plan>& plan,
   step->request = req;
   step->plan = plan;
   step->remaining = static_cast<int>(plan->parts.size());
+  step->part_done.assign(plan->parts.size(), false);
   step->outputs.resize(req->fetches.size());
   if (plan->parts.empty()) return FinishStep(self, step);
+  self->state.in_flight[step->step_id] = step;
 
   const int64_t timeout_ms = req->options.timeout_in_ms;
   caf::duration timeout = timeout_ms > 0 ? caf::duration{std::chrono::milliseconds(timeout_ms)}
@@ -270,9 +142,8 @@ void LaunchStep(MasterActor* self, const std::shared_ptr<Plan>& plan,
     run.partition_id = part.partition_id;
     run.collect_stats = trace;
     for (int src : part.feed_sources) run.feed_values.push_back(req->feeds[src].second);
-    const std::string device = self->state.config.devices[part.device_index].name;
-    self->request(self->state.config.device_actors[part.device_index], timeout,
-                  run_atom::value, std::move(run))
+    const std::string device = part.device;
+    self->request(part.device_actor, timeout, run_atom::value, std::move(run))
         .then([self, step, i](RunPartitionResult& r) { PartDone(self, step, i, std::move(r)); },
               [self, step, i, device, timeout_ms](caf::error& e) {
                 RunPartitionResult r;
@@ -282,40 +153,158 @@ void LaunchStep(MasterActor* self, const std::shared_ptr<Plan>& plan,
                                               " ms (RunOptions.timeout_in_ms) while device " +
                                               device + " was still running");
                 } else {
-                  r.status = Unavailable("device " + device +
-                                         " did not answer: " + caf::to_string(e));
+                  r.status = Unavailable("task " + TaskOfDevice(device) + " (device " + device +
+                                         ") did not answer: " + caf::to_string(e));
                 }
                 PartDone(self, step, i, std::move(r));
               });
   }
 }
 
+// Connects to `tasks` (lazily, retrying until the deadline), then calls `done`.
+void EnsureTasks(MasterActor* self, const std::vector<TaskId>& tasks, int64_t timeout_ms,
+                 std::function<void(const Status&)> done) {
+  auto remaining = std::make_shared<int>(static_cast<int>(tasks.size()));
+  auto first_error = std::make_shared<Status>();
+  auto one_done = [remaining, first_error, done](const Status& s) {
+    if (!s.ok() && first_error->ok()) *first_error = s;
+    if (--*remaining == 0) done(*first_error);
+  };
+  for (const TaskId& task : tasks) {
+    const std::string name = ClusterSpec::TaskName(task);
+    TaskEntry& entry = self->state.tasks[name];
+    if (entry.state == TaskEntry::State::kConnected) {
+      one_done(Status::OK());
+      continue;
+    }
+    entry.waiters.push_back(one_done);
+    if (entry.state == TaskEntry::State::kConnecting) continue;
+    entry.state = TaskEntry::State::kConnecting;
+    auto settle = [self, name](const Status& s, std::vector<DevicePeer> devices) {
+      TaskEntry& e = self->state.tasks[name];
+      if (s.ok()) {
+        e.state = TaskEntry::State::kConnected;
+        e.devices = std::move(devices);
+        for (const DevicePeer& d : e.devices) self->monitor(d.actor);
+      } else {
+        e.state = TaskEntry::State::kUnknown;
+      }
+      auto waiters = std::move(e.waiters);
+      e.waiters.clear();
+      for (auto& w : waiters) w(s);
+    };
+    auto address = self->state.config.cluster->Address(task);
+    if (!address.ok()) {
+      settle(address.status(), {});
+      continue;
+    }
+    const std::string who = "/job:" + task.job + "/task:" + std::to_string(task.index);
+    caf::actor connector = SpawnConnector(self->system());
+    self->request(connector, caf::infinite, connect_atom::value, address->host, address->port,
+                  timeout_ms, who)
+        .then(
+            [self, settle, timeout_ms, who](Status& status, caf::actor& front) {
+              if (!status.ok()) return settle(status, {});
+              self->request(front, std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 1)),
+                            devices_atom::value)
+                  .then([settle](std::vector<DevicePeer>& devices) { settle(Status::OK(), devices); },
+                        [settle, who](caf::error& e) {
+                          settle(Unavailable(who + " did not list its devices: " +
+                                             caf::to_string(e)),
+                                 {});
+                        });
+            },
+            [settle, who](caf::error& e) {
+              settle(Unavailable("cannot reach " + who + ": " + caf::to_string(e)), {});
+            });
+  }
+}
+
+void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req) {
+  MasterState& st = self->state;
+  const std::string key = SignatureKey(*req);
+  auto it = st.plans.find(key);
+  if (it != st.plans.end()) {
+    std::shared_ptr<Plan> plan = it->second;
+    if (plan->registrations_pending > 0) {
+      plan->waiting.push_back(req);
+      return;
+    }
+    if (!plan->registration_status.ok()) st.plans.erase(key);  // a later step retries
+    return LaunchStep(self, plan, req);
+  }
+  std::vector<std::string> feed_names;
+  for (const auto& f : req->feeds) feed_names.push_back(f.first);
+  auto sig = ResolveRunSignature(*st.graph, feed_names, req->fetches, req->targets);
+  if (!sig.ok()) return Reply(req, sig.status());
+  auto nodes = PruneForRun(*st.graph, *sig);
+  if (!nodes.ok()) return Reply(req, nodes.status());
+  auto missing = TasksToConnect(st, *nodes);
+  if (!missing.ok()) return Reply(req, missing.status());
+  if (!missing->empty()) {
+    int64_t timeout = req->options.timeout_in_ms > 0 ? req->options.timeout_in_ms
+                                                     : st.config.connect_timeout_ms;
+    EnsureTasks(self, *missing, timeout, [self, req](const Status& s) {
+      if (!s.ok()) return Reply(req, s);
+      self->send(self, step_atom::value, req);  // plan it now that the devices are known
+    });
+    return;
+  }
+  auto plan = BuildPlan(self, *req, *sig, *nodes);
+  if (!plan.ok()) return Reply(req, plan.status());
+  st.plans.emplace(key, *plan);
+  if ((*plan)->registrations_pending > 0) {
+    (*plan)->waiting.push_back(req);
+    return;
+  }
+  LaunchStep(self, *plan, req);
+}
+
+// A device went down: fail what runs on it, forget what refers to it.
+void DeviceDown(MasterActor* self, const caf::actor_addr& source) {
+  MasterState& st = self->state;
+  std::string device;
+  for (auto& [name, task] : st.tasks) {
+    for (const DevicePeer& d : task.devices) {
+      if (d.actor.address() == source) device = d.name;
+    }
+    if (!device.empty()) {
+      task.state = TaskEntry::State::kUnknown;
+      task.devices.clear();
+      break;
+    }
+  }
+  for (size_t i = 0; i < st.config.device_actors.size() && device.empty(); ++i) {
+    if (st.config.device_actors[i].address() == source) device = st.config.devices[i].name;
+  }
+  if (device.empty()) return;
+  const Status lost = Unavailable("task " + TaskOfDevice(device) + " went down (device " + device +
+                                  " is gone)");
+  for (auto it = st.plans.begin(); it != st.plans.end();) {
+    bool uses = false;
+    for (const PlanPart& p : it->second->parts) uses = uses || p.device == device;
+    it = uses ? st.plans.erase(it) : std::next(it);
+  }
+  std::vector<std::shared_ptr<StepInFlight>> affected;
+  for (auto& [id, step] : st.in_flight) affected.push_back(step);
+  for (auto& step : affected) {
+    for (size_t i = 0; i < step->plan->parts.size(); ++i) {
+      if (step->plan->parts[i].device != device || step->part_done[i]) continue;
+      RunPartitionResult r;
+      r.status = lost;
+      PartDone(self, step, i, std::move(r));
+    }
+  }
+}
+
 caf::behavior MasterBehavior(MasterActor* self, MasterConfig config) {
   self->state.config = std::move(config);
+  self->state.graph = self->state.config.owned_graph ? self->state.config.owned_graph.get()
+                                                     : self->state.config.graph;
+  for (const caf::actor& d : self->state.config.device_actors) self->monitor(d);
+  self->set_down_handler([self](caf::down_msg& down) { DeviceDown(self, down.source); });
   return {
-      [self](step_atom, std::shared_ptr<StepRequest>& req) {
-        MasterState& st = self->state;
-        const std::string key = SignatureKey(*req);
-        auto it = st.plans.find(key);
-        std::shared_ptr<Plan> plan;
-        if (it != st.plans.end()) {
-          plan = it->second;
-        } else {
-          auto built = BuildPlan(self, *req);
-          if (!built.ok()) return Reply(req, built.status());
-          plan = *built;
-          st.plans.emplace(key, plan);
-        }
-        if (plan->registrations_pending > 0) {
-          plan->waiting.push_back(req);
-          return;
-        }
-        if (!plan->registration_status.ok()) {
-          // Do not keep a plan whose registration failed: a later step retries.
-          st.plans.erase(key);
-        }
-        LaunchStep(self, plan, req);
-      },
+      [self](step_atom, std::shared_ptr<StepRequest>& req) { HandleStep(self, std::move(req)); },
   };
 }
 

@@ -1,10 +1,11 @@
 // The actor runtime's message vocabulary: atoms and payloads exchanged between the
 // client, the master actor and device actors. Included only by actors/*.cc (CAF).
 //
-// Payloads travel in-process by reference: requests are shared_ptr<const T>, and a
-// Tensor shares its buffer, so no tensor is ever copied by a message. Cross-process
-// serialization (one raw byte block per tensor) is added where a protocol crosses
-// nodes.
+// Payloads travel in-process by reference (CAF does not serialize local messages,
+// and a Tensor shares its buffer), so no tensor is copied by a message. Every type
+// that can cross processes has an `inspect` overload (actors/wire.h) that writes a
+// tensor as dtype, shape and one raw byte block; types marked unsafe below are
+// local-only (closures, the client's reply handle).
 #ifndef ACTORFLOW_ACTORS_MESSAGES_H_
 #define ACTORFLOW_ACTORS_MESSAGES_H_
 
@@ -36,11 +37,25 @@ using peers_atom = caf::atom_constant<caf::atom("peers")>;         // the other 
 using stats_atom = caf::atom_constant<caf::atom("stats")>;         // introspection
 // Master protocol.
 using step_atom = caf::atom_constant<caf::atom("step")>;
+// Server (front actor) protocol: worker service and master service of a task.
+using devices_atom = caf::atom_constant<caf::atom("devices")>;  // -> vector<DevicePeer>
+using open_atom = caf::atom_constant<caf::atom("open")>;        // graph -> session id
+using close_atom = caf::atom_constant<caf::atom("close")>;      // session id
+using reset_atom = caf::atom_constant<caf::atom("reset")>;      // containers
+using ping_atom = caf::atom_constant<caf::atom("ping")>;        // -> identity string
 
-// A partition registered once with its device, then run step after step.
+struct DevicePeer {
+  std::string name;
+  std::string type;
+  caf::actor actor;
+};
+
+// A partition registered once with its device, then run step after step. `peers`
+// are the devices its Sends go to.
 struct PartitionRegistration {
   uint64_t partition_id = 0;
   std::shared_ptr<const DevicePartition> partition;
+  std::vector<DevicePeer> peers;
 };
 
 struct RunPartitionRequest {
@@ -83,11 +98,6 @@ struct DeviceStats {
   int64_t partitions = 0;
 };
 
-struct DevicePeer {
-  std::string name;
-  caf::actor actor;
-};
-
 // A client's step: filled by the session, answered by the master through `reply`.
 struct StepReply {
   std::mutex mu;
@@ -107,25 +117,54 @@ struct StepReply {
   }
 };
 
+// A step as it travels from a remote client to a master.
+struct RemoteStep {
+  uint64_t session_id = 0;
+  std::vector<std::string> feed_names;
+  std::vector<Tensor> feed_values;
+  std::vector<std::string> fetches;
+  std::vector<std::string> targets;
+  int64_t timeout_in_ms = 0;
+  bool trace = false;
+};
+
+struct RemoteStepResult {
+  Status status;
+  std::vector<Tensor> outputs;
+  std::vector<std::string> executed_nodes;
+  std::vector<NodeExecStats> step_stats;
+};
+
+// What a client asks a master for: a session over a graph.
+struct OpenSessionRequest {
+  std::string graph_json;
+  bool allow_soft_placement = false;
+  bool log_device_placement = false;
+};
+
+struct OpenSessionResult {
+  Status status;
+  uint64_t session_id = 0;
+};
+
+// A step inside a task: from the in-process session (answered through `reply`, a
+// condition variable the client thread waits on) or from the front actor for a
+// remote client (answered through `promise`).
 struct StepRequest {
   FeedList feeds;
   std::vector<std::string> fetches;
   std::vector<std::string> targets;
   RunOptions options;
   std::shared_ptr<StepReply> reply;
+  caf::response_promise promise;
 };
 
 }  // namespace actorflow
 
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::PartitionRegistration)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::RunPartitionRequest)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::RunPartitionResult)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::AbortRequest)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::TensorDelivery)
+// Local-only payloads.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::Closure)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::DeviceStats)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::vector<actorflow::DevicePeer>)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<actorflow::StepRequest>)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::Status)
+
+#include "actors/wire.h"
 
 #endif  // ACTORFLOW_ACTORS_MESSAGES_H_

@@ -1,6 +1,7 @@
 #include "actors/session_factory.h"
 
 #include "actors/local_session.h"
+#include "actors/remote_session.h"
 #include "kernels/direct_session.h"
 
 namespace actorflow {
@@ -12,9 +13,7 @@ StatusOr<std::unique_ptr<Session>> NewSession(const Graph* graph, const SessionO
     return std::unique_ptr<Session>(std::move(session));
   }
   if (target == "direct") return NewDirectSession(graph, options);
-  if (target.rfind("actorflow://", 0) == 0) {
-    return Unimplemented("remote target '" + target + "': this build has no cluster support yet");
-  }
+  if (target.rfind("actorflow://", 0) == 0) return NewRemoteSession(graph, options);
   return InvalidArgument("unknown session target '" + target +
                          "' (expected \"\", \"local\", \"direct\" or actorflow://HOST:PORT)");
 }

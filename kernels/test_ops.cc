@@ -8,6 +8,9 @@
 //   thread (bounded by timeout_ms, then DeadlineExceeded): that is the point, it
 //   proves that two devices run at once, since one thread can never satisfy it.
 //
+// TestNotify(x; name): returns x and counts one arrival for `name`, which a test
+//   thread can wait for (kernels/test_ops.h): "the step has reached this node".
+//
 // Linked only into tests (testonly, alwayslink).
 
 #include <chrono>
@@ -18,6 +21,7 @@
 #include "graph/op_registry.h"
 #include "graph/types.h"
 #include "kernels/kernel.h"
+#include "kernels/test_ops.h"
 
 namespace actorflow {
 namespace {
@@ -40,6 +44,34 @@ const OpRegistration kBarrierOp(OpDef{"TestBarrier",
                                        {"timeout_ms", AttrType::kInt, AttrValue(int64_t{5000})}},
                                       true,
                                       SameAsInput});
+
+const OpRegistration kNotifyOp(OpDef{"TestNotify", 1, 1, {}, 1,
+                                     {{"name", AttrType::kString, std::nullopt}}, true,
+                                     SameAsInput});
+
+struct Notifications {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, int64_t> count;
+};
+Notifications& GlobalNotifications() {
+  static Notifications* n = new Notifications();
+  return *n;
+}
+
+class NotifyKernel : public Kernel {
+ public:
+  using Kernel::Kernel;
+  void Compute(KernelContext* ctx) override {
+    Notifications& n = GlobalNotifications();
+    {
+      std::lock_guard<std::mutex> lock(n.mu);
+      n.count[ctx->node().attr<std::string>("name")]++;
+    }
+    n.cv.notify_all();
+    ctx->set_output(0, ctx->input(0));
+  }
+};
 
 class DelayKernel : public Kernel {
  public:
@@ -99,6 +131,7 @@ bool RegisterTestKernels() {
     KernelRegistry::Global().Register("TestDelay", kDeviceCpu, dt, MakeKernelFactory<DelayKernel>());
     KernelRegistry::Global().Register("TestBarrier", kDeviceCpu, dt,
                                       MakeKernelFactory<BarrierKernel>());
+    KernelRegistry::Global().Register("TestNotify", kDeviceCpu, dt, MakeKernelFactory<NotifyKernel>());
   }
   return true;
 }
@@ -106,4 +139,12 @@ bool RegisterTestKernels() {
 const bool registered = RegisterTestKernels();
 
 }  // namespace
+
+bool WaitForNotifications(const std::string& name, int64_t count, int64_t timeout_ms) {
+  Notifications& n = GlobalNotifications();
+  std::unique_lock<std::mutex> lock(n.mu);
+  return n.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                       [&] { return n.count[name] >= count; });
+}
+
 }  // namespace actorflow

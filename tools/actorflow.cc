@@ -8,7 +8,9 @@
 
 #include "graph/status.h"
 #include "tools/cli_common.h"
+#include "tools/predict_command.h"
 #include "tools/run_command.h"
+#include "tools/train_command.h"
 
 namespace actorflow {
 namespace cli {
@@ -17,6 +19,8 @@ namespace {
 std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
   return {
       AddRunSubcommand(app),
+      AddTrainSubcommand(app),
+      AddPredictSubcommand(app),
   };
 }
 

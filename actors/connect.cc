@@ -1,0 +1,126 @@
+#include "actors/connect.h"
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <caf/io/all.hpp>
+
+#include "actors/messages.h"
+
+namespace actorflow {
+
+using connect_atom = caf::atom_constant<caf::atom("connect")>;
+
+namespace {
+
+// One attempt, bounded by `wait`: the blocking remote_actor call runs on a thread
+// that outlives the wait if it must (it ends when its socket does).
+struct Attempt {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  caf::expected<caf::actor> result{caf::sec::none};
+};
+
+caf::expected<caf::actor> TryOnce(caf::actor_system& system, const std::string& host,
+                                  uint16_t port, std::chrono::milliseconds wait, bool* timed_out) {
+  auto attempt = std::make_shared<Attempt>();
+  caf::actor_system* sys = &system;
+  std::thread([attempt, sys, host, port] {
+    auto r = sys->middleman().remote_actor(host, port);
+    std::lock_guard<std::mutex> lock(attempt->mu);
+    attempt->result = std::move(r);
+    attempt->done = true;
+    attempt->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(attempt->mu);
+  *timed_out = !attempt->cv.wait_for(lock, wait, [&] { return attempt->done; });
+  if (*timed_out) return caf::make_error(caf::sec::request_timeout);
+  return attempt->result;
+}
+
+}  // namespace
+
+StatusOr<caf::actor> ConnectToServer(caf::actor_system& system, const std::string& host,
+                                     uint16_t port, std::chrono::milliseconds timeout,
+                                     const std::string& who) {
+  const std::string where = who + " at " + host + ":" + std::to_string(port);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string last_error = "no attempt";
+  auto backoff = std::chrono::milliseconds(10);
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    bool timed_out = false;
+    auto front = TryOnce(system, host, port, left, &timed_out);
+    if (front) {
+      // Something CAF-speaking answered; make sure it is an actorflow server.
+      caf::scoped_actor self{system};
+      std::string identity;
+      Status status;
+      auto ping_wait = std::max<int64_t>(
+          1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                 deadline - std::chrono::steady_clock::now()).count());
+      self->request(*front, std::chrono::milliseconds(ping_wait), ping_atom::value)
+          .receive([&](const std::string& id) { identity = id; },
+                   [&](caf::error& e) {
+                     status = FailedPrecondition(where + " is not an actorflow server (" +
+                                                 caf::to_string(e) + ")");
+                   });
+      AF_RETURN_IF_ERROR(status);
+      if (identity.rfind("actorflow server", 0) != 0) {
+        return FailedPrecondition(where + " is not an actorflow server (it answered '" +
+                                  identity + "')");
+      }
+      return *front;
+    }
+    last_error = timed_out ? "no handshake before the deadline" : caf::to_string(front.error());
+    if (timed_out) break;
+    std::this_thread::sleep_until(std::min(deadline, std::chrono::steady_clock::now() + backoff));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+  }
+  return Unavailable("cannot reach " + where + " within " + std::to_string(timeout.count()) +
+                     " ms: " + last_error);
+}
+
+caf::actor SpawnConnector(caf::actor_system& system) {
+  return system.spawn<caf::detached>([](caf::event_based_actor* self) -> caf::behavior {
+    return {
+        [self](connect_atom, const std::string& host, uint16_t port, int64_t timeout_ms,
+               const std::string& who) -> caf::result<Status, caf::actor> {
+          auto front = ConnectToServer(self->system(), host, port,
+                                       std::chrono::milliseconds(timeout_ms), who);
+          self->quit();
+          if (!front.ok()) return {front.status(), caf::actor{}};
+          return {Status::OK(), *front};
+        },
+    };
+  });
+}
+
+Status ParseTarget(const std::string& target, std::string* host, uint16_t* port) {
+  const std::string prefix = "actorflow://";
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("bad target '" + target + "': " + why +
+                           " (expected actorflow://HOST:PORT)");
+  };
+  if (target.rfind(prefix, 0) != 0) return bad("missing actorflow://");
+  std::string rest = target.substr(prefix.size());
+  auto colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0) return bad("missing host or port");
+  std::string port_text = rest.substr(colon + 1);
+  if (port_text.empty() || port_text.size() > 5 ||
+      port_text.find_first_not_of("0123456789") != std::string::npos) {
+    return bad("port is not a number");
+  }
+  int p = std::stoi(port_text);
+  if (p < 1 || p > 65535) return bad("port out of range");
+  *host = rest.substr(0, colon);
+  *port = static_cast<uint16_t>(p);
+  return Status::OK();
+}
+
+}  // namespace actorflow

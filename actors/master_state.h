@@ -1,0 +1,95 @@
+// Internal to the master actor (actors/master_*.cc): its plans, steps in flight and
+// the directory of tasks and devices it knows.
+#ifndef ACTORFLOW_ACTORS_MASTER_STATE_H_
+#define ACTORFLOW_ACTORS_MASTER_STATE_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "actors/master_actor.h"
+#include "actors/messages.h"
+#include "graph/prune.h"
+
+namespace actorflow {
+
+// One partition of a plan, registered with one device.
+struct PlanPart {
+  std::string device;
+  caf::actor device_actor;
+  uint64_t partition_id = 0;
+  std::vector<int> feed_sources;   // per partition feed: index into the client's feeds
+  std::vector<int> fetch_targets;  // per partition fetch: index into the client's fetches
+};
+
+struct Plan {
+  RunSignature signature;
+  std::vector<PlanPart> parts;
+  // Client fetches answered straight from a feed: (fetch index, feed index).
+  std::vector<std::pair<int, int>> fed_fetches;
+  // A tensor fetched again: (fetch index, index of its first fetch).
+  std::vector<std::pair<int, int>> duplicate_fetches;
+  int registrations_pending = 0;
+  Status registration_status;
+  std::vector<std::shared_ptr<StepRequest>> waiting;  // steps that came before registration
+};
+
+// A step in flight: what has come back from its devices so far.
+struct StepInFlight {
+  int64_t step_id = 0;
+  int64_t start_micros = 0;
+  std::shared_ptr<StepRequest> request;
+  std::shared_ptr<Plan> plan;
+  std::vector<bool> part_done;
+  int remaining = 0;
+  Status status;
+  std::vector<Tensor> outputs;
+  std::vector<std::pair<int64_t, std::string>> executed;  // (start, node)
+  std::vector<NodeExecStats> stats;
+};
+
+// Another task of the cluster, as far as this master knows it.
+struct TaskEntry {
+  enum class State { kUnknown, kConnecting, kConnected } state = State::kUnknown;
+  std::vector<DevicePeer> devices;
+  std::vector<std::function<void(const Status&)>> waiters;
+};
+
+struct MasterState {
+  MasterConfig config;
+  const Graph* graph = nullptr;
+  std::unordered_map<std::string, std::shared_ptr<Plan>> plans;
+  std::map<int64_t, std::shared_ptr<StepInFlight>> in_flight;
+  std::map<std::string, TaskEntry> tasks;  // by task name, other tasks only
+  uint64_t next_partition_id = 1;
+  int64_t next_step_id = 1;
+  const char* name = "actorflow_master";
+
+  // Every device known now: the local task's and those of connected tasks.
+  std::vector<DevicePeer> KnownDevices() const;
+};
+
+using MasterActor = caf::stateful_actor<MasterState>;
+
+// "/job:worker/replica:0/task:1" from a full device name.
+std::string TaskOfDevice(const std::string& device);
+
+// The other tasks that `nodes` name in their device specs and that are not
+// connected yet; InvalidArgument naming the node for a job or task the cluster
+// lacks.
+StatusOr<std::vector<TaskId>> TasksToConnect(const MasterState& st,
+                                             const std::vector<const Node*>& nodes);
+
+// Prunes, places and partitions for `req`, and registers the partitions with their
+// devices (the plan becomes ready when all have answered).
+StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterActor* self, const StepRequest& req,
+                                          const RunSignature& sig,
+                                          const std::vector<const Node*>& nodes);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTORS_MASTER_STATE_H_

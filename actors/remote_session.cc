@@ -1,0 +1,170 @@
+#include "actors/remote_session.h"
+
+#include <caf/io/all.hpp>
+
+#include "actors/connect.h"
+#include "actors/messages.h"
+#include "graph/graph_json.h"
+#include "placement/cluster_spec.h"
+
+namespace actorflow {
+namespace {
+
+void ConfigureClient(caf::actor_system_config& cfg) {
+  cfg.load<caf::io::middleman>();
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+  cfg.set("logger.console", caf::atom("none"));
+  cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
+  RegisterMessageTypes(cfg);
+}
+
+class RemoteSession : public Session {
+ public:
+  RemoteSession(const Graph* graph, const SessionOptions& options)
+      : graph_(graph), options_(options) {
+    ConfigureClient(cfg_);
+    system_ = std::make_unique<caf::actor_system>(cfg_);
+  }
+
+  ~RemoteSession() override {
+    Close();
+    front_ = nullptr;
+    system_.reset();
+  }
+
+  Status Connect(int64_t timeout_ms) {
+    std::string host;
+    uint16_t port = 0;
+    AF_RETURN_IF_ERROR(ParseTarget(options_.target, &host, &port));
+    AF_ASSIGN_OR_RETURN(front_, ConnectToServer(*system_, host, port,
+                                                std::chrono::milliseconds(timeout_ms),
+                                                options_.target));
+    return OpenSession(timeout_ms);
+  }
+
+  Status Run(const RunOptions& run_options, const FeedList& feeds,
+             const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+             std::vector<Tensor>* outputs, RunMetadata* metadata) override {
+    if (closed_) return FailedPrecondition("Run on a closed session");
+    if (graph_->num_nodes() != sent_nodes_) AF_RETURN_IF_ERROR(OpenSession(30000));
+    RemoteStep step;
+    step.session_id = session_id_;
+    for (const auto& [name, value] : feeds) {
+      step.feed_names.push_back(name);
+      step.feed_values.push_back(value);
+    }
+    step.fetches = fetches;
+    step.targets = targets;
+    step.timeout_in_ms = run_options.timeout_in_ms;
+    step.trace = run_options.trace_level == RunOptions::TraceLevel::kFullTrace;
+    // The master enforces the step's deadline; the margin covers the network.
+    caf::duration wait = run_options.timeout_in_ms > 0
+                             ? caf::duration{std::chrono::milliseconds(run_options.timeout_in_ms + 5000)}
+                             : caf::duration{caf::infinite};
+    caf::scoped_actor self{*system_};
+    Status status = Internal("no answer from " + options_.target);
+    self->request(front_, wait, step_atom::value, std::move(step))
+        .receive(
+            [&](RemoteStepResult& r) {
+              status = r.status;
+              if (status.ok() && outputs != nullptr) *outputs = std::move(r.outputs);
+              if (metadata != nullptr) {
+                metadata->executed_nodes = std::move(r.executed_nodes);
+                metadata->step_stats = std::move(r.step_stats);
+              }
+            },
+            [&](caf::error& e) {
+              status = e == caf::sec::request_timeout
+                           ? DeadlineExceeded("no answer from " + options_.target +
+                                              " within the step's deadline")
+                           : Unavailable("lost the master at " + options_.target + ": " +
+                                         system_->render(e));
+            });
+    return status;
+  }
+
+  Status Close() override {
+    if (closed_.exchange(true)) return Status::OK();
+    if (front_ && session_id_ != 0) caf::anon_send(front_, close_atom::value, session_id_);
+    return Status::OK();
+  }
+
+ private:
+  Status OpenSession(int64_t timeout_ms) {
+    if (front_ && session_id_ != 0) caf::anon_send(front_, close_atom::value, session_id_);
+    OpenSessionRequest req;
+    req.graph_json = GraphToJson(*graph_);
+    req.allow_soft_placement = options_.allow_soft_placement;
+    req.log_device_placement = options_.log_device_placement;
+    const int nodes = graph_->num_nodes();
+    caf::scoped_actor self{*system_};
+    Status status = Internal("no answer");
+    self->request(front_, std::chrono::milliseconds(timeout_ms), open_atom::value, std::move(req))
+        .receive(
+            [&](OpenSessionResult& r) {
+              status = r.status;
+              session_id_ = r.session_id;
+            },
+            [&](caf::error& e) {
+              status = Unavailable("cannot open a session on " + options_.target + ": " +
+                                   system_->render(e));
+            });
+    if (status.ok()) sent_nodes_ = nodes;
+    return status;
+  }
+
+  const Graph* graph_;
+  SessionOptions options_;
+  caf::actor_system_config cfg_;
+  std::unique_ptr<caf::actor_system> system_;
+  caf::actor front_;
+  uint64_t session_id_ = 0;
+  int sent_nodes_ = -1;
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Session>> NewRemoteSession(const Graph* graph,
+                                                    const SessionOptions& options,
+                                                    int64_t connect_timeout_ms) {
+  if (graph == nullptr) return InvalidArgument("NewRemoteSession: no graph");
+  auto session = std::make_unique<RemoteSession>(graph, options);
+  AF_RETURN_IF_ERROR(session->Connect(connect_timeout_ms));
+  return std::unique_ptr<Session>(std::move(session));
+}
+
+Status ResetCluster(const std::string& target, const std::vector<std::string>& containers,
+                    int64_t timeout_ms) {
+  std::string host;
+  uint16_t port = 0;
+  AF_RETURN_IF_ERROR(ParseTarget(target, &host, &port));
+  caf::actor_system_config cfg;
+  ConfigureClient(cfg);
+  caf::actor_system system{cfg};
+  auto reset_one = [&](const std::string& h, uint16_t p, const std::string& who,
+                       std::string* cluster_json) -> Status {
+    AF_ASSIGN_OR_RETURN(caf::actor front, ConnectToServer(system, h, p,
+                                                          std::chrono::milliseconds(timeout_ms), who));
+    caf::scoped_actor self{system};
+    Status status;
+    self->request(front, std::chrono::milliseconds(timeout_ms), reset_atom::value, containers)
+        .receive([&](std::string& json) { *cluster_json = std::move(json); },
+                 [&](caf::error& e) { status = Unavailable(who + ": reset failed: " + system.render(e)); });
+    return status;
+  };
+  std::string cluster_json;
+  AF_RETURN_IF_ERROR(reset_one(host, port, target, &cluster_json));
+  if (cluster_json.empty()) return Status::OK();
+  AF_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpec::FromJson(cluster_json));
+  for (const TaskId& task : cluster.AllTasks()) {
+    auto address = cluster.Address(task);
+    if (!address.ok()) return address.status();
+    if (address->host == host && address->port == port) continue;
+    std::string ignored;
+    AF_RETURN_IF_ERROR(reset_one(address->host, address->port, task.ToString(), &ignored));
+  }
+  return Status::OK();
+}
+
+}  // namespace actorflow

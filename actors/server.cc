@@ -1,0 +1,184 @@
+#include "actors/server.h"
+
+#include <map>
+#include <mutex>
+
+#include <caf/io/all.hpp>
+
+#include "actors/device_actor.h"
+#include "actors/master_actor.h"
+#include "actors/messages.h"
+#include "graph/graph_json.h"
+
+namespace actorflow {
+namespace {
+
+struct FrontState {
+  std::string task_name;
+  std::vector<DevicePeer> devices;
+  std::vector<std::shared_ptr<ResourceManager>> resources;  // parallel to devices
+  // Shared with the Server object, which may replace it (LocalCluster) before use.
+  std::shared_ptr<std::mutex> cluster_mu;
+  std::shared_ptr<std::shared_ptr<const ClusterSpec>> cluster;
+  std::map<uint64_t, caf::actor> sessions;
+  uint64_t next_session = 1;
+  const char* name = "actorflow_front";
+};
+
+caf::behavior FrontBehavior(caf::stateful_actor<FrontState>* self, FrontState init) {
+  self->state = std::move(init);
+  return {
+      [self](ping_atom) -> std::string { return "actorflow server " + self->state.task_name; },
+      [self](devices_atom) -> std::vector<DevicePeer> { return self->state.devices; },
+      [self](open_atom, const OpenSessionRequest& req) -> OpenSessionResult {
+        FrontState& st = self->state;
+        OpenSessionResult result;
+        auto graph = GraphFromJson(req.graph_json);
+        if (!graph.ok()) {
+          result.status = graph.status();
+          return result;
+        }
+        MasterConfig mc;
+        mc.owned_graph = std::shared_ptr<const Graph>(std::move(graph).value());
+        for (const DevicePeer& d : st.devices) {
+          mc.devices.push_back(DeviceInfo{d.name, d.type});
+          mc.device_actors.push_back(d.actor);
+        }
+        mc.default_device = st.devices.front().name;
+        mc.allow_soft_placement = req.allow_soft_placement;
+        mc.log_device_placement = req.log_device_placement;
+        {
+          std::lock_guard<std::mutex> lock(*st.cluster_mu);
+          mc.cluster = *st.cluster;
+        }
+        mc.local_task = st.task_name;
+        uint64_t id = st.next_session++;
+        st.sessions[id] = SpawnMasterActor(self->system(), std::move(mc));
+        result.session_id = id;
+        return result;
+      },
+      [self](step_atom, RemoteStep& step) -> caf::result<RemoteStepResult> {
+        auto it = self->state.sessions.find(step.session_id);
+        if (it == self->state.sessions.end()) {
+          RemoteStepResult r;
+          r.status = FailedPrecondition("session " + std::to_string(step.session_id) +
+                                        " is not open on " + self->state.task_name);
+          return r;
+        }
+        auto req = std::make_shared<StepRequest>();
+        for (size_t i = 0; i < step.feed_names.size() && i < step.feed_values.size(); ++i) {
+          req->feeds.emplace_back(step.feed_names[i], std::move(step.feed_values[i]));
+        }
+        req->fetches = std::move(step.fetches);
+        req->targets = std::move(step.targets);
+        req->options.timeout_in_ms = step.timeout_in_ms;
+        if (step.trace) req->options.trace_level = RunOptions::TraceLevel::kFullTrace;
+        auto rp = self->make_response_promise<RemoteStepResult>();
+        req->promise = caf::response_promise(rp);
+        self->send(it->second, step_atom::value, std::move(req));
+        return rp;
+      },
+      [self](close_atom, uint64_t session_id) {
+        auto it = self->state.sessions.find(session_id);
+        if (it == self->state.sessions.end()) return;
+        self->send_exit(it->second, caf::exit_reason::user_shutdown);
+        self->state.sessions.erase(it);
+      },
+      [self](reset_atom, const std::vector<std::string>& containers) -> std::string {
+        for (auto& r : self->state.resources) r->Clear(containers);
+        std::lock_guard<std::mutex> lock(*self->state.cluster_mu);
+        return *self->state.cluster ? (*self->state.cluster)->ToJson() : std::string();
+      },
+      [self](stats_atom) -> std::vector<DevicePeer> { return self->state.devices; },
+  };
+}
+
+class ServerImpl : public Server {
+ public:
+  ServerImpl() = default;
+  ~ServerImpl() override { Stop(); }
+
+  Status Init(const ServerOptions& options) {
+    auto address = options.cluster.Address(options.task);
+    if (!address.ok()) return address.status();
+    host_ = address->host;
+    const uint16_t want_port =
+        options.port_override >= 0 ? static_cast<uint16_t>(options.port_override) : address->port;
+    task_name_ = ClusterSpec::TaskName(options.task);
+    cfg_.load<caf::io::middleman>();
+    cfg_.set("scheduler.policy", caf::atom("sharing"));
+    cfg_.set("logger.console", caf::atom("none"));
+    // Notice a dead peer's connection within seconds rather than never.
+    cfg_.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
+    RegisterMessageTypes(cfg_);
+    system_ = std::make_unique<caf::actor_system>(cfg_);
+
+    FrontState init;
+    init.task_name = task_name_;
+    init.cluster_mu = cluster_mu_;
+    init.cluster = cluster_;
+    *cluster_ = std::make_shared<const ClusterSpec>(options.cluster);
+    for (int i = 0; i < std::max(1, options.cpus); ++i) {
+      DeviceConfig dc;
+      dc.name = task_name_ + "/device:CPU:" + std::to_string(i);
+      dc.type = "CPU";
+      dc.resources = std::make_shared<ResourceManager>();
+      caf::actor dev = SpawnDeviceActor(*system_, dc);
+      init.devices.push_back(DevicePeer{dc.name, dc.type, dev});
+      init.resources.push_back(dc.resources);
+      devices_.push_back(dev);
+    }
+    std::vector<DevicePeer> peers = init.devices;
+    for (const caf::actor& d : devices_) caf::anon_send(d, peers_atom::value, peers);
+    front_ = system_->spawn(FrontBehavior, std::move(init));
+    // SO_REUSEADDR: a restarted task binds its port again at once; a port with a live
+    // listener still fails, so "port in use" is still reported.
+    auto published = system_->middleman().publish(front_, want_port, host_.c_str(), true);
+    if (!published) {
+      return Unavailable("cannot listen on " + host_ + ":" + std::to_string(want_port) + " for " +
+                         task_name_ + " (port in use?): " + system_->render(published.error()));
+    }
+    port_ = *published;
+    return Status::OK();
+  }
+
+  uint16_t port() const override { return port_; }
+  std::string host() const override { return host_; }
+
+  void SetCluster(const ClusterSpec& cluster) override {
+    std::lock_guard<std::mutex> lock(*cluster_mu_);
+    *cluster_ = std::make_shared<const ClusterSpec>(cluster);
+  }
+
+  void Stop() override {
+    if (!system_) return;
+    if (port_ != 0) system_->middleman().unpublish(front_, port_);
+    caf::anon_send_exit(front_, caf::exit_reason::user_shutdown);
+    for (const caf::actor& d : devices_) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+    front_ = nullptr;
+    devices_.clear();
+    system_.reset();
+  }
+
+ private:
+  caf::actor_system_config cfg_;
+  std::unique_ptr<caf::actor_system> system_;
+  caf::actor front_;
+  std::vector<caf::actor> devices_;
+  std::shared_ptr<std::mutex> cluster_mu_ = std::make_shared<std::mutex>();
+  std::shared_ptr<std::shared_ptr<const ClusterSpec>> cluster_ =
+      std::make_shared<std::shared_ptr<const ClusterSpec>>();
+  std::string host_;
+  std::string task_name_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  auto server = std::make_unique<ServerImpl>();
+  AF_RETURN_IF_ERROR(server->Init(options));
+  return std::unique_ptr<Server>(std::move(server));
+}
+
+}  // namespace actorflow

@@ -1,0 +1,24 @@
+#include "actors/messages.h"
+
+namespace actorflow {
+
+void RegisterMessageTypes(caf::actor_system_config& cfg) {
+  cfg.add_message_type<Status>("actorflow.Status");
+  cfg.add_message_type<Tensor>("actorflow.Tensor");
+  cfg.add_message_type<std::vector<Tensor>>("std::vector<actorflow.Tensor>");
+  cfg.add_message_type<NodeExecStats>("actorflow.NodeExecStats");
+  cfg.add_message_type<DevicePeer>("actorflow.DevicePeer");
+  cfg.add_message_type<std::vector<DevicePeer>>("std::vector<actorflow.DevicePeer>");
+  cfg.add_message_type<PartitionRegistration>("actorflow.PartitionRegistration");
+  cfg.add_message_type<RunPartitionRequest>("actorflow.RunPartitionRequest");
+  cfg.add_message_type<RunPartitionResult>("actorflow.RunPartitionResult");
+  cfg.add_message_type<AbortRequest>("actorflow.AbortRequest");
+  cfg.add_message_type<TensorDelivery>("actorflow.TensorDelivery");
+  cfg.add_message_type<DeviceStats>("actorflow.DeviceStats");
+  cfg.add_message_type<RemoteStep>("actorflow.RemoteStep");
+  cfg.add_message_type<RemoteStepResult>("actorflow.RemoteStepResult");
+  cfg.add_message_type<OpenSessionRequest>("actorflow.OpenSessionRequest");
+  cfg.add_message_type<OpenSessionResult>("actorflow.OpenSessionResult");
+}
+
+}  // namespace actorflow

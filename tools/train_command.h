@@ -1,0 +1,87 @@
+// `actorflow train`: trains a DNNClassifier (training/dnn_classifier.h) on a labelled
+// CSV file in the actor runtime and evaluates it on a test file.
+//
+//   actorflow train [--train FILE] [--test FILE] [--label COLUMN] [--hidden 10,10]
+//                   [--classes N] [--optimizer sgd|momentum|adam|adagrad] [--lr X]
+//                   [--batch N] [--steps N] [--epochs N] [--seed N] [--normalize]
+//                   [--checkpoint-dir DIR] [--timeout-ms N] [--json]
+//
+// - With no flags it trains a DNN [10, 10] on the Iris split bundled in
+//   examples/data and ends with the test accuracy. The bundled files are found under
+//   `bazel run` ($BUILD_WORKSPACE_DIRECTORY, the runfiles) and from the repository
+//   root.
+// - The label is the --label column (default: the last one), an integer class index;
+//   every other column is a float feature. --classes defaults to the training file's
+//   largest label + 1.
+// - --normalize z-scores each feature with the training file's mean and standard
+//   deviation (a constant column is only centred).
+// - Training runs --steps batches of --batch rows, reshuffled (with --seed) on every
+//   pass; --epochs N runs N whole passes instead (and overrides --steps). The same
+//   seed gives the same accuracy bit for bit.
+// - --checkpoint-dir DIR saves a checkpoint and model.json there at the end (and
+//   resumes from DIR's latest checkpoint when it has one); `actorflow predict
+//   --checkpoint-dir DIR` needs nothing else.
+// - Progress goes to stdout: a bar redrawn in place on a terminal, else a line every
+//   ~10% of the steps. The result is the last line of stdout: `test accuracy ...`, or
+//   with --json one JSON object with at least "accuracy", "loss" (the mean test
+//   cross-entropy), "global_step" and "seconds" (training and evaluation wall time).
+// - `--timeout-ms N` (default 30000) is every step's RunOptions::timeout_in_ms.
+//
+// Errors are one line `actorflow: <Status>` on stderr naming the culprit (the CSV
+// file:line:column, the label and its row, the flag); see cli_common.h for the
+// exit codes.
+#ifndef ACTORFLOW_TOOLS_TRAIN_COMMAND_H_
+#define ACTORFLOW_TOOLS_TRAIN_COMMAND_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "graph/status.h"
+#include "tools/cli_common.h"
+
+namespace actorflow {
+namespace cli {
+
+struct TrainCommandOptions {
+  // CSV files; empty: the bundled Iris split. Relative paths go through
+  // ResolveUserPath.
+  std::string train_path;
+  std::string test_path;
+  // The label column's name; empty: the last column.
+  std::string label;
+  // Comma-separated layer sizes, as written on the command line.
+  std::string hidden = "10,10";
+  // 0: the training file's largest label + 1.
+  int64_t classes = 0;
+  std::string optimizer = "adam";
+  double learning_rate = 0.01;
+  int64_t batch = 32;
+  int64_t steps = 1000;
+  // > 0: passes over the training set (overrides steps).
+  int64_t epochs = 0;
+  uint64_t seed = 1;
+  bool normalize = false;
+  std::string checkpoint_dir;
+  int64_t timeout_ms = 30000;
+  bool json = false;
+};
+
+// Runs the command: progress and results go to `out` (a bar when `interactive`),
+// an error line to `err`. Returns the exit code. Never throws.
+int TrainCommand(const TrainCommandOptions& options, std::ostream& out, std::ostream& err,
+                 bool interactive);
+
+// The path of a file bundled in examples/data (e.g. "iris_training.csv"): under
+// $BUILD_WORKSPACE_DIRECTORY, the binary's runfiles, or the working directory.
+// NotFound listing where it looked.
+StatusOr<std::string> FindBundledData(const std::string& file);
+
+// Declares `train` on `parent`; the returned main runs TrainCommand on std::cout /
+// std::cerr, with a progress bar when stdout is a terminal.
+Subcommand AddTrainSubcommand(CLI::App* parent);
+
+}  // namespace cli
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_TOOLS_TRAIN_COMMAND_H_

@@ -1,0 +1,358 @@
+#include "training/checkpoint.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "graph/ops.h"
+#include "graph/scope.h"
+#include "training/checkpoint_file.h"
+#include "training/checkpoint_format.h"
+
+namespace actorflow {
+
+using checkpoint_file::DurableFile;
+using checkpoint_file::JoinPath;
+
+namespace {
+
+constexpr char kTempMarker[] = ".tmp.";
+
+// ".<name>.tmp.<pid>.<n>": hidden, and never "ckpt-<step>.json", so no reader takes it
+// for a checkpoint; the pid lets a later Save tell a dead writer's leftovers.
+std::string TempPath(const std::string& dir, const std::string& name) {
+  static std::atomic<uint64_t> counter{0};
+  return JoinPath(dir, "." + name + kTempMarker + std::to_string(::getpid()) + "." +
+                           std::to_string(counter.fetch_add(1)));
+}
+
+// Removes the temporary files of a failed Save.
+class TempFiles {
+ public:
+  ~TempFiles() {
+    for (const auto& path : paths_) checkpoint_file::RemoveFile(path);
+  }
+  void Add(const std::string& path) { paths_.push_back(path); }
+  void Forget(const std::string& path) {
+    paths_.erase(std::remove(paths_.begin(), paths_.end(), path), paths_.end());
+  }
+
+ private:
+  std::vector<std::string> paths_;
+};
+
+// The test hook's byte count, if the environment variable is set.
+StatusOr<std::optional<uint64_t>> CrashAfterBytes() {
+  const char* value = std::getenv(kCheckpointCrashEnvVar);
+  if (value == nullptr) return std::optional<uint64_t>();
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(value, &end, 10);
+  if (*value == '\0' || *value == '-' || *end != '\0' || errno != 0) {
+    return InvalidArgument(std::string(kCheckpointCrashEnvVar) + "='" + value +
+                           "' is not a non-negative integer");
+  }
+  return std::optional<uint64_t>(n);
+}
+
+Status KillSelf() {
+  ::raise(SIGKILL);
+  return Internal("the checkpoint crash hook could not kill its process");
+}
+
+// Appends `size` bytes, first dying by SIGKILL when that would pass `crash_after`
+// bytes of the file (after writing up to exactly that many).
+Status AppendOrCrash(DurableFile* file, const void* data, size_t size,
+                     const std::optional<uint64_t>& crash_after) {
+  if (crash_after && file->bytes_written() + size > *crash_after) {
+    AF_RETURN_IF_ERROR(file->Append(data, *crash_after - file->bytes_written()));
+    return KillSelf();
+  }
+  return file->Append(data, size);
+}
+
+Status WriteTempFile(const std::string& path, const std::string& text, TempFiles* temps) {
+  AF_ASSIGN_OR_RETURN(DurableFile file, DurableFile::Create(path));
+  temps->Add(path);
+  AF_RETURN_IF_ERROR(file.Append(text.data(), text.size()));
+  return file.SyncAndClose();
+}
+
+// Points "latest" at `basename`: temporary file, fsync, rename, directory fsync.
+Status UpdateLatest(const std::string& dir, const std::string& basename) {
+  TempFiles temps;
+  const std::string temp = TempPath(dir, kLatestCheckpointFile);
+  AF_RETURN_IF_ERROR(WriteTempFile(temp, basename + "\n", &temps));
+  AF_RETURN_IF_ERROR(checkpoint_file::Rename(temp, JoinPath(dir, kLatestCheckpointFile)));
+  temps.Forget(temp);
+  return checkpoint_file::SyncDirectory(dir);
+}
+
+// The steps of the complete checkpoints (those with a manifest) in `names`, ascending.
+std::vector<int64_t> CompleteCheckpointSteps(const std::vector<std::string>& names) {
+  const std::string suffix = kCheckpointManifestSuffix;
+  std::vector<int64_t> steps;
+  for (const auto& name : names) {
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    auto step = ParseCheckpointBasename(std::string_view(name).substr(0, name.size() - suffix.size()));
+    if (step) steps.push_back(*step);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+// Deletes the lowest-step checkpoints beyond `max_to_keep`, never `keep_step`: the
+// manifest first, so that a crash in between leaves an orphan data file, not a
+// checkpoint without data.
+Status Prune(const std::string& dir, int max_to_keep, int64_t keep_step) {
+  if (max_to_keep <= 0) return Status::OK();
+  AF_ASSIGN_OR_RETURN(std::vector<std::string> names, checkpoint_file::ListDirectory(dir));
+  std::vector<int64_t> steps = CompleteCheckpointSteps(names);
+  size_t excess = steps.size() > static_cast<size_t>(max_to_keep) ? steps.size() - max_to_keep : 0;
+  for (size_t i = 0; i < steps.size() && excess > 0; ++i) {
+    if (steps[i] == keep_step) continue;
+    const std::string prefix = JoinPath(dir, CheckpointBasename(steps[i]));
+    Status s = checkpoint_file::RemoveFile(prefix + kCheckpointManifestSuffix);
+    if (s.ok()) s = checkpoint_file::RemoveFile(prefix + kCheckpointDataSuffix);
+    if (!s.ok()) return s.WithContext("deleting old checkpoint '" + prefix + "'");
+    --excess;
+  }
+  return checkpoint_file::SyncDirectory(dir);
+}
+
+// Best effort: removes temporary files left by Saves whose process no longer exists
+// (killed mid-write). Files of live processes, this one included, are left alone.
+void RemoveDeadWritersTempFiles(const std::string& dir, const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    if (name.empty() || name[0] != '.') continue;
+    size_t marker = name.rfind(kTempMarker);
+    if (marker == std::string::npos) continue;
+    size_t pid_begin = marker + sizeof(kTempMarker) - 1;
+    size_t pid_end = name.find('.', pid_begin);
+    if (pid_end == std::string::npos || pid_end == pid_begin) continue;
+    std::string pid_text = name.substr(pid_begin, pid_end - pid_begin);
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9) continue;
+    pid_t pid = static_cast<pid_t>(std::stol(pid_text));
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) != 0 && errno == ESRCH) checkpoint_file::RemoveFile(JoinPath(dir, name));
+  }
+}
+
+// A checkpoint argument (prefix or directory) as a prefix.
+StatusOr<std::string> ResolveCheckpoint(const std::string& checkpoint) {
+  if (checkpoint.empty()) return InvalidArgument("the checkpoint path is empty");
+  if (checkpoint_file::IsDirectory(checkpoint)) return LatestCheckpoint(checkpoint);
+  return checkpoint;
+}
+
+StatusOr<CheckpointManifest> ReadManifest(const std::string& prefix) {
+  const std::string path = prefix + kCheckpointManifestSuffix;
+  auto text = checkpoint_file::ReadFileToString(path);
+  if (!text.ok()) {
+    if (text.status().code() == Code::kNotFound) {
+      return NotFound("no checkpoint '" + prefix + "': its manifest '" + path + "' does not exist");
+    }
+    return text.status();
+  }
+  return ParseManifest(*text, path);
+}
+
+}  // namespace
+
+Saver::Saver(SaverOptions options, std::vector<SavedVariable> variables, std::string restore_op)
+    : options_(std::move(options)), variables_(std::move(variables)), restore_op_(std::move(restore_op)) {
+  for (const auto& v : variables_) var_names_.push_back(v.name);
+}
+
+StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions options) {
+  if (graph == nullptr) return InvalidArgument("Saver::Create: the graph is null");
+  const std::vector<std::string> names =
+      options.var_names.empty() ? graph->GetCollection(kVariablesCollection) : options.var_names;
+  if (names.empty()) {
+    return InvalidArgument("Saver::Create: no variables to save (SaverOptions.var_names is empty "
+                           "and so is the graph's \"" + std::string(kVariablesCollection) +
+                           "\" collection)");
+  }
+  std::vector<SavedVariable> variables;
+  std::set<std::string> seen;
+  for (const auto& name : names) {
+    const Node* node = graph->FindNode(name);
+    if (node == nullptr) return NotFound("Saver::Create: variable '" + name + "' is not a node of the graph");
+    if (node->op() != "Variable") {
+      return InvalidArgument("Saver::Create: " + node->Describe() + " is not a Variable");
+    }
+    if (!seen.insert(name).second) {
+      return InvalidArgument("Saver::Create: variable '" + name + "' is listed twice");
+    }
+    variables.push_back({name, node->output_dtype(0), node->output_shape(0), ""});
+  }
+
+  // "save", else "save_1", ...: the first name scope none of whose nodes exist yet.
+  std::string scope_name = "save";
+  auto taken = [&](const std::string& prefix) {
+    if (graph->FindNode(prefix + "/restore_all") != nullptr) return true;
+    for (const auto& v : variables) {
+      if (graph->FindNode(prefix + "/" + v.name + "/value") != nullptr ||
+          graph->FindNode(prefix + "/" + v.name + "/Assign") != nullptr) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (int i = 1; taken(scope_name); ++i) scope_name = "save_" + std::to_string(i);
+
+  Scope root = Scope::ForGraph(graph).NewSubScope(scope_name);
+  std::vector<Output> assigns;
+  for (auto& v : variables) {
+    Output var(graph->FindNode(v.name));
+    Scope var_scope = root.NewSubScope(v.name).ColocateWith(var);
+    Output value = Placeholder(var_scope.WithOpName("value"), v.dtype, v.shape);
+    assigns.push_back(Assign(var_scope.WithOpName("Assign"), var, value));
+    if (!root.ok()) return root.status().WithContext("Saver::Create");
+    v.placeholder = value.name();
+  }
+  const Node* restore = NoOp(root.WithOpName("restore_all").WithControlDependencies(assigns));
+  if (!root.ok() || restore == nullptr) return root.status().WithContext("Saver::Create");
+  return std::unique_ptr<Saver>(new Saver(std::move(options), std::move(variables), restore->name()));
+}
+
+StatusOr<std::string> Saver::Save(Session* session, const std::string& dir, int64_t global_step) {
+  if (session == nullptr) return InvalidArgument("Saver::Save: the session is null");
+  AF_ASSIGN_OR_RETURN(std::optional<uint64_t> crash_after, CrashAfterBytes());
+  AF_RETURN_IF_ERROR(checkpoint_file::CreateDirectories(dir));
+  const std::string basename = CheckpointBasename(global_step);
+  const std::string prefix = JoinPath(dir, basename);
+  const std::string manifest_path = prefix + kCheckpointManifestSuffix;
+  const std::string data_path = prefix + kCheckpointDataSuffix;
+  if (checkpoint_file::IsRegularFile(manifest_path)) {
+    return AlreadyExists("Saver::Save: checkpoint '" + prefix + "' already exists (global step " +
+                         std::to_string(global_step) +
+                         " was saved before; advance the step or save into another directory)");
+  }
+
+  std::vector<Tensor> values;
+  Status fetched = session->Run({}, var_names_, {}, &values);
+  if (!fetched.ok()) return fetched.WithContext("Saver::Save: fetching the variables");
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (size_t i = 0; i < variables_.size(); ++i) {
+    const SavedVariable& v = variables_[i];
+    if (i >= values.size() || values[i].dtype() != v.dtype || values[i].shape() != v.shape) {
+      return Internal("Saver::Save: the session returned " +
+                      (i < values.size() ? values[i].DebugString() : std::string("nothing")) +
+                      " for variable '" + v.name + "', declared " + DTypeName(v.dtype) +
+                      v.shape.ToString());
+    }
+    tensors.emplace_back(v.name, values[i]);
+  }
+  const CheckpointManifest manifest = BuildManifest(global_step, tensors);
+
+  TempFiles temps;
+  const std::string data_temp = TempPath(dir, basename + kCheckpointDataSuffix);
+  {
+    auto created = DurableFile::Create(data_temp);
+    if (!created.ok()) return created.status().WithContext("Saver::Save: checkpoint directory '" + dir + "'");
+    DurableFile data = std::move(created).value();
+    temps.Add(data_temp);
+    for (const auto& [name, tensor] : tensors) {
+      AF_RETURN_IF_ERROR(AppendOrCrash(&data, tensor.raw_data(), tensor.TotalBytes(), crash_after));
+    }
+    if (crash_after) AF_RETURN_IF_ERROR(KillSelf());
+    AF_RETURN_IF_ERROR(data.SyncAndClose());
+  }
+  const std::string manifest_temp = TempPath(dir, basename + kCheckpointManifestSuffix);
+  AF_RETURN_IF_ERROR(WriteTempFile(manifest_temp, ManifestToJsonText(manifest), &temps));
+
+  // The data file first: a manifest must never be visible without its data.
+  AF_RETURN_IF_ERROR(checkpoint_file::Rename(data_temp, data_path));
+  temps.Forget(data_temp);
+  temps.Add(data_path);  // an orphan without its manifest if the next rename fails
+  AF_RETURN_IF_ERROR(checkpoint_file::Rename(manifest_temp, manifest_path));
+  temps.Forget(manifest_temp);
+  temps.Forget(data_path);
+  AF_RETURN_IF_ERROR(checkpoint_file::SyncDirectory(dir));
+
+  Status s = UpdateLatest(dir, basename);
+  if (s.ok()) s = Prune(dir, options_.max_to_keep, global_step);
+  if (!s.ok()) return s.WithContext("Saver::Save: checkpoint '" + prefix + "' was written, but");
+  if (auto names = checkpoint_file::ListDirectory(dir); names.ok()) {
+    RemoveDeadWritersTempFiles(dir, *names);
+  }
+  return prefix;
+}
+
+Status Saver::Restore(Session* session, const std::string& checkpoint) {
+  if (session == nullptr) return InvalidArgument("Saver::Restore: the session is null");
+  AF_ASSIGN_OR_RETURN(std::string prefix, ResolveCheckpoint(checkpoint));
+  AF_ASSIGN_OR_RETURN(auto tensors, ReadCheckpoint(prefix));
+  FeedList feeds;
+  for (const SavedVariable& v : variables_) {
+    auto it = tensors.find(v.name);
+    if (it == tensors.end()) {
+      return NotFound("Saver::Restore: checkpoint '" + prefix + "' has no tensor for variable '" +
+                      v.name + "'");
+    }
+    const Tensor& t = it->second;
+    if (t.dtype() != v.dtype) {
+      return InvalidArgument("Saver::Restore: variable '" + v.name + "' is " + DTypeName(v.dtype) +
+                             " in the graph but " + DTypeName(t.dtype()) + " in checkpoint '" +
+                             prefix + "'");
+    }
+    if (t.shape() != v.shape) {
+      return InvalidArgument("Saver::Restore: variable '" + v.name + "' has shape " +
+                             v.shape.ToString() + " in the graph but " + t.shape().ToString() +
+                             " in checkpoint '" + prefix + "'");
+    }
+    feeds.emplace_back(v.placeholder, t);
+  }
+  Status s = session->Run(feeds, {}, {restore_op_}, nullptr);
+  if (!s.ok()) return s.WithContext("Saver::Restore: assigning the variables from '" + prefix + "'");
+  return Status::OK();
+}
+
+StatusOr<std::string> LatestCheckpoint(const std::string& dir) {
+  if (!checkpoint_file::IsDirectory(dir)) {
+    return NotFound("no checkpoint directory '" + dir + "'");
+  }
+  const std::string latest_path = JoinPath(dir, kLatestCheckpointFile);
+  if (checkpoint_file::IsRegularFile(latest_path)) {
+    auto text = checkpoint_file::ReadFileToString(latest_path);
+    if (text.ok()) {
+      std::string name = *text;
+      while (!name.empty() && (name.back() == '\n' || name.back() == '\r' || name.back() == ' ')) {
+        name.pop_back();
+      }
+      if (ParseCheckpointBasename(name) &&
+          checkpoint_file::IsRegularFile(JoinPath(dir, name + kCheckpointManifestSuffix))) {
+        return JoinPath(dir, name);
+      }
+    }
+  }
+  // No usable "latest" (deleted, or a directory written by hand): the highest step.
+  AF_ASSIGN_OR_RETURN(std::vector<std::string> names, checkpoint_file::ListDirectory(dir));
+  std::vector<int64_t> steps = CompleteCheckpointSteps(names);
+  if (steps.empty()) return NotFound("no checkpoint in directory '" + dir + "'");
+  return JoinPath(dir, CheckpointBasename(steps.back()));
+}
+
+StatusOr<std::map<std::string, Tensor>> ReadCheckpoint(const std::string& checkpoint) {
+  AF_ASSIGN_OR_RETURN(std::string prefix, ResolveCheckpoint(checkpoint));
+  AF_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadManifest(prefix));
+  return ReadCheckpointTensors(manifest, prefix + kCheckpointDataSuffix);
+}
+
+StatusOr<int64_t> ReadCheckpointGlobalStep(const std::string& checkpoint) {
+  AF_ASSIGN_OR_RETURN(std::string prefix, ResolveCheckpoint(checkpoint));
+  AF_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadManifest(prefix));
+  return manifest.global_step;
+}
+
+}  // namespace actorflow

@@ -1,0 +1,400 @@
+#include "training/dnn_classifier.h"
+
+#include <cmath>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "graph/ops.h"
+#include "training/checkpoint.h"
+#include "training/variables.h"
+
+namespace actorflow {
+namespace {
+
+// Node names the classifier feeds and fetches.
+constexpr char kFeatures[] = "features";        // float32 [?, F]
+constexpr char kLabels[] = "labels";            // int32 [?]
+constexpr char kProbabilities[] = "probabilities";  // float32 [?, C]
+constexpr char kClassIds[] = "class_ids";       // int64 [?]
+constexpr char kExampleLoss[] = "example_loss";  // float32 [?]
+constexpr char kLoss[] = "loss";                // float32 []
+constexpr char kTrain[] = "train";
+constexpr char kInit[] = "init";
+
+// A well-mixed 63-bit seed for layer `layer` (splitmix64 of the classifier's seed and
+// the layer index), so that layers draw independent weights.
+int64_t LayerSeed(uint64_t seed, int layer) {
+  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(layer + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  z ^= z >> 31;
+  return static_cast<int64_t>(z >> 1);
+}
+
+Output Activate(const Scope& scope, const std::string& activation, const Output& x) {
+  if (activation == "tanh") return Tanh(scope, x);
+  if (activation == "sigmoid") return Sigmoid(scope, x);
+  return Relu(scope, x);
+}
+
+// A dense layer under `scope`: x [?, fan_in] -> x W + b [?, units], W ("kernel")
+// from a truncated normal with Glorot's stddev, b ("bias") from zeros.
+StatusOr<Output> Dense(const Scope& scope, const Output& x, int64_t fan_in, int64_t units,
+                       int64_t seed) {
+  const double stddev = std::sqrt(2.0 / static_cast<double>(fan_in + units));
+  Output initial =
+      TruncatedNormal(scope, Shape{fan_in, units}, DType::kFloat32, seed, 0.0, stddev);
+  AF_ASSIGN_OR_RETURN(Output w, CreateVariable(scope, "kernel", initial));
+  AF_ASSIGN_OR_RETURN(Output b,
+                      CreateVariable(scope, "bias", Tensor(DType::kFloat32, Shape{units})));
+  Output y = BiasAdd(scope, MatMul(scope, x, w), b);
+  if (!scope.ok()) return scope.status();
+  return y;
+}
+
+std::string DescribeSpecDifference(const DNNModelSpec& found, const DNNModelSpec& wanted) {
+  if (found.hidden_units != wanted.hidden_units) {
+    return "hidden units " + HiddenUnitsString(found.hidden_units) + " there, " +
+           HiddenUnitsString(wanted.hidden_units) + " here";
+  }
+  if (found.n_classes != wanted.n_classes) {
+    return "n_classes " + std::to_string(found.n_classes) + " there, " +
+           std::to_string(wanted.n_classes) + " here";
+  }
+  if (found.activation != wanted.activation) {
+    return "activation " + found.activation + " there, " + wanted.activation + " here";
+  }
+  if (found.label_column != wanted.label_column) {
+    return "label column '" + found.label_column + "' there, '" + wanted.label_column + "' here";
+  }
+  if (found.feature_columns.size() != wanted.feature_columns.size()) {
+    return std::to_string(found.feature_columns.size()) + " feature columns there, " +
+           std::to_string(wanted.feature_columns.size()) + " here";
+  }
+  for (size_t i = 0; i < found.feature_columns.size(); ++i) {
+    const NumericColumn& a = found.feature_columns[i];
+    const NumericColumn& b = wanted.feature_columns[i];
+    if (a.name != b.name) {
+      return "feature column " + std::to_string(i + 1) + " is '" + a.name + "' there, '" +
+             b.name + "' here";
+    }
+    if (a.normalization != b.normalization) {
+      return "feature column '" + a.name + "' has other normalization statistics";
+    }
+  }
+  return "the models differ";
+}
+
+StatusOr<std::shared_ptr<const Dataset>> CallInputFn(const InputFn& input_fn) {
+  if (!input_fn) return InvalidArgument("input_fn is empty");
+  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset, input_fn());
+  if (dataset == nullptr) return InvalidArgument("input_fn returned no dataset");
+  AF_RETURN_IF_ERROR(dataset->status());
+  if (dataset->num_components() < 1 || dataset->num_components() > 2) {
+    return InvalidArgument(
+        "input_fn's dataset has elements " +
+        ElementSpecString(dataset->output_dtypes(), dataset->output_shapes()) +
+        "; expected (features float32 [batch, F], labels int32 [batch])");
+  }
+  return dataset;
+}
+
+}  // namespace
+
+// The graph's nodes that runs name.
+struct DNNClassifier::Nodes {
+  Output global_step;
+  bool trainable = false;
+};
+
+DNNClassifier::DNNClassifier(DNNClassifierOptions options, DNNModelSpec spec)
+    : options_(std::move(options)),
+      spec_(std::move(spec)),
+      scope_(Scope::NewRootScope()),
+      graph_(scope_.graph_ptr()),
+      nodes_(std::make_unique<Nodes>()) {}
+
+DNNClassifier::~DNNClassifier() {
+  if (session_ != nullptr) session_->Close();
+}
+
+StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::Create(DNNClassifierOptions options) {
+  return CreateInternal(std::move(options), /*for_training=*/true);
+}
+
+StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::Load(const std::string& model_dir,
+                                                             SessionFactory session_factory,
+                                                             int64_t timeout_in_ms) {
+  if (model_dir.empty()) return InvalidArgument("Load: the model directory is empty");
+  AF_ASSIGN_OR_RETURN(DNNModelSpec spec, ReadModelSpec(model_dir));
+  DNNClassifierOptions options;
+  options.feature_columns = spec.feature_columns;
+  options.hidden_units = spec.hidden_units;
+  options.n_classes = spec.n_classes;
+  options.activation = spec.activation;
+  options.label_column = spec.label_column;
+  options.model_dir = model_dir;
+  options.session_factory = std::move(session_factory);
+  options.timeout_in_ms = timeout_in_ms;
+  return CreateInternal(std::move(options), /*for_training=*/false);
+}
+
+StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::CreateInternal(
+    DNNClassifierOptions options, bool for_training) {
+  DNNModelSpec spec;
+  spec.feature_columns = options.feature_columns;
+  spec.hidden_units = options.hidden_units;
+  spec.n_classes = options.n_classes;
+  spec.activation = options.activation;
+  spec.label_column = options.label_column;
+  AF_RETURN_IF_ERROR(ValidateModelSpec(spec));
+  if (!options.session_factory) {
+    return InvalidArgument("DNNClassifier: no session_factory given");
+  }
+  if (options.timeout_in_ms < 0) {
+    return InvalidArgument("DNNClassifier: timeout_in_ms " +
+                           std::to_string(options.timeout_in_ms) + " must be >= 0");
+  }
+  std::unique_ptr<DNNClassifier> classifier(new DNNClassifier(std::move(options), std::move(spec)));
+  AF_RETURN_IF_ERROR(classifier->Build(for_training));
+  if (for_training && !classifier->options_.model_dir.empty()) {
+    AF_RETURN_IF_ERROR(classifier->PrepareModelDir());
+  }
+  AF_ASSIGN_OR_RETURN(classifier->session_,
+                      classifier->options_.session_factory(classifier->graph_.get()));
+  if (classifier->session_ == nullptr) {
+    return Internal("DNNClassifier: the session factory returned no session");
+  }
+  AF_RETURN_IF_ERROR(classifier->InitializeOrRestore(/*require_checkpoint=*/!for_training));
+  return classifier;
+}
+
+Status DNNClassifier::Build(bool for_training) {
+  const Scope& root = scope_;
+  const int64_t num_features = static_cast<int64_t>(spec_.feature_columns.size());
+  Output features =
+      Placeholder(root.WithOpName(kFeatures), DType::kFloat32, Shape{-1, num_features});
+  Output labels = Placeholder(root.WithOpName(kLabels), DType::kInt32, Shape{-1});
+  if (!root.ok()) return root.status();
+  AF_ASSIGN_OR_RETURN(Output x, InputLayer(root, spec_.feature_columns, features));
+
+  Scope dnn = root.NewSubScope("dnn");
+  int64_t fan_in = num_features;
+  for (size_t i = 0; i < spec_.hidden_units.size(); ++i) {
+    Scope layer = dnn.NewSubScope("hiddenlayer_" + std::to_string(i));
+    const int64_t units = spec_.hidden_units[i];
+    AF_ASSIGN_OR_RETURN(Output z, Dense(layer, x, fan_in, units,
+                                        LayerSeed(options_.seed, static_cast<int>(i))));
+    x = Activate(layer, spec_.activation, z);
+    fan_in = units;
+  }
+  AF_ASSIGN_OR_RETURN(
+      Output logits,
+      Dense(dnn.NewSubScope("logits"), x, fan_in, spec_.n_classes,
+            LayerSeed(options_.seed, static_cast<int>(spec_.hidden_units.size()))));
+  Softmax(root.WithOpName(kProbabilities), logits);
+  ArgMax(root.WithOpName(kClassIds), logits, 1);
+  Output example_loss =
+      SparseSoftmaxCrossEntropyWithLogits(root.WithOpName(kExampleLoss), logits, labels).loss;
+  Output loss = Mean(root.WithOpName(kLoss), example_loss);
+  if (!root.ok()) return root.status();
+
+  AF_ASSIGN_OR_RETURN(nodes_->global_step, CreateGlobalStep(root));
+  if (for_training) {
+    if (options_.optimizer_factory) {
+      AF_ASSIGN_OR_RETURN(optimizer_, options_.optimizer_factory());
+      if (optimizer_ == nullptr) return InvalidArgument("optimizer_factory returned no optimizer");
+    } else {
+      AF_ASSIGN_OR_RETURN(optimizer_, MakeOptimizer(options_.optimizer, options_.learning_rate));
+    }
+    AF_RETURN_IF_ERROR(
+        optimizer_->Minimize(root.WithOpName(kTrain), loss, nodes_->global_step).status());
+    nodes_->trainable = true;
+  }
+  GlobalVariablesInitializer(root.WithOpName(kInit));
+  if (!root.ok()) return root.status();
+  // Every variable (optimizer slots and the global step included) is checkpointed;
+  // a prediction-only graph has only the model's, which a checkpoint of training has.
+  AF_ASSIGN_OR_RETURN(saver_, Saver::Create(graph_.get(), SaverOptions()));
+  return Status::OK();
+}
+
+Status DNNClassifier::PrepareModelDir() {
+  const std::string& dir = options_.model_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir, ec)) {
+    return Unavailable("model directory '" + dir + "' cannot be created" +
+                       (ec ? ": " + ec.message() : std::string()));
+  }
+  StatusOr<DNNModelSpec> existing = ReadModelSpec(dir);
+  if (existing.ok() && *existing != spec_) {
+    return FailedPrecondition("model directory '" + dir + "' holds another model (" +
+                              DescribeSpecDifference(*existing, spec_) +
+                              "): use another directory");
+  }
+  if (!existing.ok() && existing.status().code() != Code::kNotFound) return existing.status();
+  // Writing model.json now also shows that the directory is writable before any
+  // training step runs.
+  return WriteModelSpec(dir, spec_);
+}
+
+Status DNNClassifier::InitializeOrRestore(bool require_checkpoint) {
+  if (!options_.model_dir.empty()) {
+    StatusOr<std::string> latest = LatestCheckpoint(options_.model_dir);
+    if (latest.ok()) {
+      AF_RETURN_IF_ERROR(saver_->Restore(session_.get(), *latest));
+      AF_ASSIGN_OR_RETURN(checkpoint_step_, ReadCheckpointGlobalStep(*latest));
+      return Status::OK();
+    }
+    if (latest.status().code() != Code::kNotFound) return latest.status();
+    if (require_checkpoint) {
+      return NotFound("model directory '" + options_.model_dir +
+                      "' has no checkpoint: train a model into it first");
+    }
+  }
+  return RunStep({}, {}, {kInit}, nullptr);
+}
+
+Status DNNClassifier::RunStep(const FeedList& feeds, const std::vector<std::string>& fetches,
+                              const std::vector<std::string>& targets,
+                              std::vector<Tensor>* outputs) {
+  RunOptions run_options;
+  run_options.timeout_in_ms = options_.timeout_in_ms;
+  std::vector<Tensor> unused;
+  return session_->Run(run_options, feeds, fetches, targets, outputs ? outputs : &unused,
+                       nullptr);
+}
+
+StatusOr<FeedList> DNNClassifier::MakeFeeds(const Element& batch, int64_t batch_index,
+                                            bool with_labels) const {
+  const int64_t num_features = static_cast<int64_t>(spec_.feature_columns.size());
+  const std::string where = "batch " + std::to_string(batch_index);
+  if (batch.empty()) return InvalidArgument(where + " has no component");
+  const Tensor& features = batch[0];
+  if (features.dtype() != DType::kFloat32 || features.rank() != 2 ||
+      features.dim(1) != num_features) {
+    return InvalidArgument(where + ": features are " + features.DebugString() +
+                           ", expected float32 [batch, " + std::to_string(num_features) +
+                           "] (one column per feature column)");
+  }
+  FeedList feeds = {{kFeatures, features}};
+  if (!with_labels) return feeds;
+  if (batch.size() < 2) {
+    return InvalidArgument(where + " has no labels; training and evaluation need them");
+  }
+  const Tensor& labels = batch[1];
+  if (labels.dtype() != DType::kInt32 || labels.rank() != 1 ||
+      labels.dim(0) != features.dim(0)) {
+    return InvalidArgument(where + ": labels are " + labels.DebugString() +
+                           ", expected int32 [" + std::to_string(features.dim(0)) + "]");
+  }
+  const int32_t* y = labels.data<int32_t>();
+  for (int64_t i = 0; i < labels.dim(0); ++i) {
+    if (y[i] < 0 || y[i] >= spec_.n_classes) {
+      return InvalidArgument("label " + std::to_string(y[i]) + " (example " +
+                             std::to_string(i) + " of " + where + ") is outside [0, " +
+                             std::to_string(spec_.n_classes) + "): n_classes is " +
+                             std::to_string(spec_.n_classes));
+    }
+  }
+  feeds.emplace_back(kLabels, labels);
+  return feeds;
+}
+
+StatusOr<int64_t> DNNClassifier::GlobalStep() {
+  std::vector<Tensor> out;
+  AF_RETURN_IF_ERROR(RunStep({}, {nodes_->global_step.name()}, {}, &out));
+  return static_cast<int64_t>(out[0].ElementAsDouble(0));
+}
+
+StatusOr<TrainResult> DNNClassifier::Train(const InputFn& input_fn, int64_t steps,
+                                           const ProgressFn& progress) {
+  if (!nodes_->trainable) {
+    return FailedPrecondition("this classifier was loaded for prediction and cannot train");
+  }
+  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset, CallInputFn(input_fn));
+  TrainResult result;
+  // The step counter lives in the graph; reading it once and counting here avoids a
+  // read racing with the train op's increment.
+  AF_ASSIGN_OR_RETURN(result.global_step, GlobalStep());
+  std::unique_ptr<Iterator> it = dataset->MakeIterator();
+  while (steps < 0 || result.steps < steps) {
+    Element batch;
+    Status next = it->GetNext(&batch);
+    if (next.code() == Code::kOutOfRange) break;
+    AF_RETURN_IF_ERROR(next);
+    AF_ASSIGN_OR_RETURN(FeedList feeds, MakeFeeds(batch, result.steps, /*with_labels=*/true));
+    std::vector<Tensor> out;
+    Status step = RunStep(feeds, {kLoss}, {kTrain}, &out);
+    if (!step.ok()) return step.WithContext("training step " + std::to_string(result.global_step + 1));
+    ++result.steps;
+    ++result.global_step;
+    result.last_loss = out[0].ElementAsDouble(0);
+    if (progress) progress(TrainProgress{result.global_step, result.steps, result.last_loss});
+  }
+  if (!options_.model_dir.empty() && result.global_step != checkpoint_step_) {
+    AF_RETURN_IF_ERROR(saver_->Save(session_.get(), options_.model_dir, result.global_step).status());
+    checkpoint_step_ = result.global_step;
+    AF_RETURN_IF_ERROR(WriteModelSpec(options_.model_dir, spec_));
+  }
+  return result;
+}
+
+StatusOr<EvalResult> DNNClassifier::Evaluate(const InputFn& input_fn) {
+  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset, CallInputFn(input_fn));
+  std::unique_ptr<Iterator> it = dataset->MakeIterator();
+  EvalResult result;
+  double loss_sum = 0.0;
+  int64_t correct = 0;
+  for (int64_t batch_index = 0;; ++batch_index) {
+    Element batch;
+    Status next = it->GetNext(&batch);
+    if (next.code() == Code::kOutOfRange) break;
+    AF_RETURN_IF_ERROR(next);
+    AF_ASSIGN_OR_RETURN(FeedList feeds, MakeFeeds(batch, batch_index, /*with_labels=*/true));
+    std::vector<Tensor> out;
+    AF_RETURN_IF_ERROR(RunStep(feeds, {kExampleLoss, kClassIds}, {}, &out));
+    const Tensor& labels = batch[1];
+    const float* loss = out[0].data<float>();      // [batch]
+    const int64_t* classes = out[1].data<int64_t>();  // [batch]
+    for (int64_t i = 0; i < labels.dim(0); ++i) {
+      loss_sum += loss[i];
+      if (classes[i] == labels.data<int32_t>()[i]) ++correct;
+    }
+    result.num_examples += labels.dim(0);
+  }
+  if (result.num_examples == 0) return InvalidArgument("Evaluate: the dataset has no example");
+  result.accuracy = static_cast<double>(correct) / static_cast<double>(result.num_examples);
+  result.loss = loss_sum / static_cast<double>(result.num_examples);
+  AF_ASSIGN_OR_RETURN(result.global_step, GlobalStep());
+  return result;
+}
+
+StatusOr<std::vector<Prediction>> DNNClassifier::Predict(const InputFn& input_fn) {
+  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset, CallInputFn(input_fn));
+  std::unique_ptr<Iterator> it = dataset->MakeIterator();
+  std::vector<Prediction> predictions;
+  for (int64_t batch_index = 0;; ++batch_index) {
+    Element batch;
+    Status next = it->GetNext(&batch);
+    if (next.code() == Code::kOutOfRange) break;
+    AF_RETURN_IF_ERROR(next);
+    AF_ASSIGN_OR_RETURN(FeedList feeds, MakeFeeds(batch, batch_index, /*with_labels=*/false));
+    std::vector<Tensor> out;
+    AF_RETURN_IF_ERROR(RunStep(feeds, {kProbabilities, kClassIds}, {}, &out));
+    const int64_t n = out[0].dim(0);
+    const int64_t c = out[0].dim(1);
+    const float* p = out[0].data<float>();  // [n, c]
+    for (int64_t i = 0; i < n; ++i) {
+      Prediction prediction;
+      prediction.class_id = out[1].data<int64_t>()[i];
+      prediction.probabilities.assign(p + i * c, p + (i + 1) * c);
+      predictions.push_back(std::move(prediction));
+    }
+  }
+  return predictions;
+}
+
+}  // namespace actorflow
