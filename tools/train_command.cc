@@ -83,8 +83,9 @@ Status CheckFlags(const TrainCommandOptions& options) {
   }
   Status optimizer = MakeOptimizer(options.optimizer, options.learning_rate).status();
   if (!optimizer.ok()) {
-    return InvalidArgument("--optimizer " + options.optimizer + " --lr " +
-                           std::to_string(options.learning_rate) + ": " + optimizer.message());
+    // A name that works with a sane rate means the rate is what is wrong.
+    const bool name_ok = MakeOptimizer(options.optimizer, 0.01).ok();
+    return InvalidArgument((name_ok ? "--lr: " : "--optimizer: ") + optimizer.message());
   }
   return Status::OK();
 }
@@ -101,6 +102,21 @@ StatusOr<std::string> LastColumnName(const std::string& path) {
   return name;
 }
 
+// "path:LINE" of data row `row` (0-based) of a CSV file with a header, counting lines
+// as the loader does (blank lines hold no row); "path: data row N" if unreadable.
+std::string DataRowLocation(const std::string& path, int64_t row) {
+  std::ifstream in(path);
+  std::string line;
+  int64_t line_number = 0;
+  int64_t rows_seen = -1;  // the header is not a data row
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (rows_seen++ == row) return path + ":" + std::to_string(line_number);
+  }
+  return path + ": data row " + std::to_string(row + 1);
+}
+
 // Every label of `data` (read from `path`) in [0, classes); `why` says where classes
 // came from.
 Status CheckLabels(const CsvData& data, const std::string& path, int64_t classes,
@@ -108,9 +124,8 @@ Status CheckLabels(const CsvData& data, const std::string& path, int64_t classes
   const int32_t* labels = data.labels.data<int32_t>();
   for (int64_t i = 0; i < data.labels.NumElements(); ++i) {
     if (labels[i] < 0 || labels[i] >= classes) {
-      return InvalidArgument(path + ": data row " + std::to_string(i + 1) + ": label " +
-                             std::to_string(labels[i]) + " is outside [0, " +
-                             std::to_string(classes) + ") (" + why + ")");
+      return InvalidArgument(DataRowLocation(path, i) + ": label " + std::to_string(labels[i]) +
+                             " is outside [0, " + std::to_string(classes) + ") (" + why + ")");
     }
   }
   return Status::OK();

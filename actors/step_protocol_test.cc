@@ -1,0 +1,163 @@
+// The step protocol under CAF's deterministic test coordinator: a master with two
+// worker tasks, a tensor crossing tasks through Send/Recv, a deadline on the
+// virtual clock, and a worker dying in the middle of a step. No threads, no sockets,
+// no sleeps: every message is delivered by stepping the scheduler.
+//
+// Runs under CAF's own test engine (the DSL's fixtures need it).
+
+#define CAF_SUITE step_protocol
+#include <caf/test/dsl.hpp>
+#include <caf/test/unit_test_impl.hpp>
+
+#include "actors/device_actor.h"
+#include "actors/master_actor.h"
+#include "actors/messages.h"
+#include "graph/ops.h"
+#include "graph/scope.h"
+
+using namespace actorflow;
+
+namespace {
+
+const char kTask0[] = "/job:worker/replica:0/task:0/device:CPU:0";
+const char kTask1[] = "/job:worker/replica:0/task:1/device:CPU:0";
+
+struct fixture : test_coordinator_fixture<> {
+  Scope root = Scope::NewRootScope();
+  caf::actor task0;
+  caf::actor task1;
+  caf::actor master;
+
+  caf::actor Device(const std::string& name) {
+    DeviceConfig c;
+    c.name = name;
+    c.type = "CPU";
+    c.resources = std::make_shared<ResourceManager>();
+    return SpawnDeviceActor(sys, c);
+  }
+
+  // Builds the graph with `build`, then starts two worker tasks and a master.
+  void Start() {
+    task0 = Device(kTask0);
+    task1 = Device(kTask1);
+    std::vector<DevicePeer> peers{{kTask0, "CPU", task0}, {kTask1, "CPU", task1}};
+    caf::anon_send(task0, peers_atom::value, peers);
+    caf::anon_send(task1, peers_atom::value, peers);
+    MasterConfig mc;
+    mc.graph = root.graph();
+    mc.devices = {DeviceInfo{kTask0, "CPU"}, DeviceInfo{kTask1, "CPU"}};
+    mc.device_actors = {task0, task1};
+    mc.default_device = kTask0;
+    master = SpawnMasterActor(sys, mc);
+    Drain();
+  }
+
+  std::shared_ptr<StepReply> Step(std::vector<std::string> fetches, int64_t timeout_ms = 0) {
+    auto req = std::make_shared<StepRequest>();
+    req->fetches = std::move(fetches);
+    req->options.timeout_in_ms = timeout_ms;
+    req->reply = std::make_shared<StepReply>();
+    auto reply = req->reply;
+    caf::anon_send(master, step_atom::value, std::move(req));
+    return reply;
+  }
+
+  // Delivers every pending message without firing timers: time moves only when a
+  // test advances the virtual clock.
+  void Drain() {
+    while (sched.try_run_once()) {
+    }
+  }
+
+  DeviceStats Stats(const caf::actor& device) {
+    DeviceStats out;
+    self->send(device, stats_atom::value);
+    Drain();
+    self->receive([&](DeviceStats& s) { out = s; });
+    return out;
+  }
+
+  ~fixture() {
+    for (auto& a : {master, task0, task1}) {
+      if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    }
+    run();
+  }
+};
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+CAF_TEST_FIXTURE_SCOPE(step_protocol_tests, fixture)
+
+CAF_TEST(a tensor crosses tasks through send and recv) {
+  auto x = Const(root.WithDevice("/job:worker/task:0").WithOpName("x"), 21.0f);
+  auto y = Neg(root.WithDevice("/job:worker/task:1").WithOpName("y"), x);
+  Add(root.WithDevice("/job:worker/task:0").WithOpName("z"), y, y);
+  CAF_REQUIRE(root.ok());
+  Start();
+  auto reply = Step({"z"});
+  Drain();
+  CAF_REQUIRE(reply->done);
+  CAF_REQUIRE(reply->status.ok());
+  CAF_CHECK_EQUAL(reply->outputs[0].data<float>()[0], -42.0f);
+  CAF_CHECK_EQUAL(Stats(task0).pending_recvs, 0);
+  CAF_CHECK_EQUAL(Stats(task1).inbox_tensors, 0);
+}
+
+CAF_TEST(a deadline on the virtual clock aborts both tasks) {
+  auto x = Const(root.WithDevice("/job:worker/task:1").WithOpName("x"), 1.0f);
+  const Node* slow = root.WithDevice("/job:worker/task:1").WithOpName("slow").AddNode(
+      "TestDelay", {x}, {{"delay_ms", AttrValue(int64_t{60000})}});
+  Neg(root.WithDevice("/job:worker/task:0").WithOpName("waiting"), Output(slow));
+  Neg(root.WithDevice("/job:worker/task:0").WithOpName("quick"), x);
+  CAF_REQUIRE(root.ok());
+  Start();
+  auto reply = Step({"waiting"}, /*timeout_ms=*/100);
+  Drain();
+  CAF_CHECK(!reply->done);
+  CAF_CHECK_EQUAL(Stats(task0).pending_recvs, 1);
+  sched.advance_time(std::chrono::milliseconds(150));  // past the deadline only
+  Drain();
+  CAF_REQUIRE(reply->done);
+  CAF_CHECK_EQUAL(reply->status.code(), Code::kDeadlineExceeded);
+  CAF_CHECK_EQUAL(Stats(task0).pending_recvs, 0);
+  CAF_CHECK_EQUAL(Stats(task0).active_steps, 0);
+  CAF_CHECK_EQUAL(Stats(task1).active_steps, 0);
+  auto next = Step({"quick"}, 100);
+  Drain();
+  CAF_REQUIRE(next->done);
+  CAF_REQUIRE(next->status.ok());
+  CAF_CHECK_EQUAL(next->outputs[0].data<float>()[0], -1.0f);
+}
+
+CAF_TEST(a worker dying mid step fails that step naming it) {
+  auto x = Const(root.WithDevice("/job:worker/task:1").WithOpName("x"), 1.0f);
+  const Node* slow = root.WithDevice("/job:worker/task:1").WithOpName("slow").AddNode(
+      "TestDelay", {x}, {{"delay_ms", AttrValue(int64_t{60000})}});
+  Neg(root.WithDevice("/job:worker/task:0").WithOpName("waiting"), Output(slow));
+  Neg(root.WithDevice("/job:worker/task:0").WithOpName("local"),
+      Const(root.WithDevice("/job:worker/task:0").WithOpName("c"), 2.0f));
+  CAF_REQUIRE(root.ok());
+  Start();
+  auto reply = Step({"waiting"});
+  Drain();
+  CAF_CHECK(!reply->done);
+  caf::anon_send_exit(task1, caf::exit_reason::kill);
+  Drain();
+  CAF_REQUIRE(reply->done);
+  CAF_CHECK_EQUAL(reply->status.code(), Code::kUnavailable);
+  CAF_CHECK(Contains(reply->status.message(), "/job:worker/replica:0/task:1"));
+  CAF_CHECK_EQUAL(Stats(task0).pending_recvs, 0);
+  auto later = Step({"local"});
+  Drain();
+  CAF_REQUIRE(later->done);
+  CAF_REQUIRE(later->status.ok());
+  CAF_CHECK_EQUAL(later->outputs[0].data<float>()[0], -2.0f);
+  task1 = nullptr;
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
