@@ -66,7 +66,9 @@ void FinishStep(MasterActor* self, const std::shared_ptr<StepInFlight>& step) {
   self->state.in_flight.erase(step->step_id);
   if (!step->status.ok()) return Reply(step->request, step->status);
   RunMetadata meta;
-  std::sort(step->executed.begin(), step->executed.end());
+  // By start time; ties (same microsecond) keep each device's own order.
+  std::stable_sort(step->executed.begin(), step->executed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   const Graph& graph = *self->state.graph;
   for (auto& [start, name] : step->executed) {
     if (graph.FindNode(name) != nullptr) meta.executed_nodes.push_back(name);

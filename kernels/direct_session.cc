@@ -42,17 +42,14 @@ class DirectSession : public Session {
   Status Run(const RunOptions& run_options, const FeedList& feeds,
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs, RunMetadata* metadata) override {
-    std::vector<std::string> feed_names;
-    feed_names.reserve(feeds.size());
-    for (const auto& [name, value] : feeds) feed_names.push_back(name);
-
     AF_ASSIGN_OR_RETURN(std::shared_ptr<const Executor> executor,
-                        GetExecutor(feed_names, fetches, targets));
+                        GetExecutor(feeds, fetches, targets));
     StepArgs args;
     args.resources = &resources_;
     args.step_id = next_step_id_.fetch_add(1);
     args.collect_stats = run_options.trace_level == RunOptions::TraceLevel::kFullTrace;
     const auto& fed = executor->spec().feeds;
+    args.feed_values.reserve(feeds.size());
     for (size_t i = 0; i < feeds.size(); ++i) {
       AF_RETURN_IF_ERROR(ValidateFeed(feeds[i].first, fed[i], feeds[i].second));
       args.feed_values.push_back(feeds[i].second);
@@ -118,22 +115,33 @@ class DirectSession : public Session {
     return std::move(waiter->result);
   }
 
-  StatusOr<std::shared_ptr<const Executor>> GetExecutor(const std::vector<std::string>& feeds,
+  // The plan of a run signature, built on first use. The cache key is built in one
+  // buffer: this runs on every step.
+  StatusOr<std::shared_ptr<const Executor>> GetExecutor(const FeedList& feeds,
                                                         const std::vector<std::string>& fetches,
                                                         const std::vector<std::string>& targets) {
+    size_t length = 2;
+    for (const auto& f : feeds) length += f.first.size() + 1;
+    for (const auto& f : fetches) length += f.size() + 1;
+    for (const auto& t : targets) length += t.size() + 1;
     std::string key;
-    for (const auto& f : feeds) key += f + ',';
-    key += '|';
-    for (const auto& f : fetches) key += f + ',';
-    key += '|';
-    for (const auto& t : targets) key += t + ',';
+    key.reserve(length);
+    for (const auto& f : feeds) key.append(f.first).push_back(',');
+    key.push_back('|');
+    for (const auto& f : fetches) key.append(f).push_back(',');
+    key.push_back('|');
+    for (const auto& t : targets) key.append(t).push_back(',');
 
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return FailedPrecondition("Run on a closed session");
     auto it = executors_.find(key);
     if (it != executors_.end()) return it->second;
 
-    AF_ASSIGN_OR_RETURN(RunSignature sig, ResolveRunSignature(*graph_, feeds, fetches, targets));
+    std::vector<std::string> feed_names;
+    feed_names.reserve(feeds.size());
+    for (const auto& [name, value] : feeds) feed_names.push_back(name);
+    AF_ASSIGN_OR_RETURN(RunSignature sig,
+                        ResolveRunSignature(*graph_, feed_names, fetches, targets));
     AF_ASSIGN_OR_RETURN(std::vector<const Node*> nodes, PruneForRun(*graph_, sig));
     ExecutorSpec spec;
     spec.graph = graph_;

@@ -2,7 +2,7 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <deque>
+#include <algorithm>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -26,21 +26,34 @@ int64_t SteadyMicros() {
 // and `done_` is then called once, outside the lock.
 class StepState : public std::enable_shared_from_this<StepState> {
  public:
+  // A step allocates a handful of flat arrays, not one per node: on small graphs the
+  // allocator, not the kernels, would otherwise dominate the step.
   StepState(const Executor* executor, StepArgs args, Executor::DoneCallback done)
       : executor_(executor), args_(std::move(args)), done_(std::move(done)) {
     const auto& infos = executor_->nodes();
-    pending_.resize(infos.size());
-    outputs_.resize(infos.size());
-    uses_left_.resize(infos.size());
-    for (size_t i = 0; i < infos.size(); ++i) {
+    const size_t n = infos.size();
+    pending_.resize(n);
+    output_base_.resize(n + 1);
+    // Every node becomes ready at most once per step, so `ready_` never holds more
+    // than n entries and can be a vector consumed from ready_head_ (FIFO order).
+    ready_.reserve(n);
+    int total_outputs = 0;
+    for (size_t i = 0; i < n; ++i) {
       pending_[i] = infos[i].initial_pending;
-      outputs_[i].resize(infos[i].node->num_outputs());
-      uses_left_[i] = infos[i].uses_per_output;
+      output_base_[i] = total_outputs;
+      total_outputs += infos[i].node->num_outputs();
       if (pending_[i] == 0 && infos[i].scheduled) ready_.push_back(static_cast<int>(i));
     }
+    output_base_[n] = total_outputs;
+    outputs_.resize(total_outputs);
+    uses_left_.resize(total_outputs);
+    for (size_t i = 0; i < n; ++i) {
+      std::copy(infos[i].uses_per_output.begin(), infos[i].uses_per_output.end(),
+                uses_left_.begin() + output_base_[i]);
+    }
     outstanding_ = static_cast<int>(ready_.size());
-    result_.executed_nodes.reserve(infos.size());
-    result_.executed_start_micros.reserve(infos.size());
+    result_.executed_nodes.reserve(n);
+    result_.executed_start_micros.reserve(n);
   }
 
   void Start() {
@@ -58,8 +71,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
     if (finished_) return;
     if (result_.status.ok()) result_.status = status;
     // Ready nodes that have not started are dropped now; running ones finish.
-    outstanding_ -= static_cast<int>(ready_.size());
-    ready_.clear();
+    DropReady();
     if (outstanding_ == 0 && !running_loop_) Finish(lock);
   }
 
@@ -67,13 +79,12 @@ class StepState : public std::enable_shared_from_this<StepState> {
   // Precondition: lock held and running_loop_ set. Returns with the lock released.
   void RunLoop(std::unique_lock<std::mutex>& lock) {
     while (true) {
-      if (ready_.empty()) {
+      if (ReadyEmpty()) {
         running_loop_ = false;
         if (outstanding_ == 0) Finish(lock);
         return;
       }
-      int i = ready_.front();
-      ready_.pop_front();
+      int i = ready_[ready_head_++];
       const Executor::NodeInfo& info = executor_->nodes()[i];
       const int64_t start_us = SteadyMicros();
       result_.executed_nodes.push_back(info.node->name());
@@ -83,26 +94,36 @@ class StepState : public std::enable_shared_from_this<StepState> {
       if (!gathered.ok()) {
         --outstanding_;
         if (result_.status.ok()) result_.status = gathered;
-        outstanding_ -= static_cast<int>(ready_.size());
-        ready_.clear();
+        DropReady();
         continue;
       }
       lock.unlock();
 
-      auto ctx = std::make_shared<KernelContext>(info.node, std::move(inputs), args_.resources,
-                                                 args_.step_id);
-      ctx->set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
       if (info.kernel->IsAsync()) {
+        // The context must outlive this frame: `done` may fire on another thread.
+        auto ctx = std::make_shared<KernelContext>(info.node, std::move(inputs),
+                                                   args_.resources, args_.step_id);
+        ctx->set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
         auto self = shared_from_this();
         info.kernel->ComputeAsync(ctx.get(), [self, i, ctx, start_us]() {
           self->NodeDone(i, ctx.get(), start_us, /*from_loop=*/false);
         });
       } else {
-        info.kernel->Compute(ctx.get());
-        NodeDone(i, ctx.get(), start_us, /*from_loop=*/true);
+        KernelContext ctx(info.node, std::move(inputs), args_.resources, args_.step_id);
+        ctx.set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
+        info.kernel->Compute(&ctx);
+        NodeDone(i, &ctx, start_us, /*from_loop=*/true);
       }
       lock.lock();
     }
+  }
+
+  // Precondition: lock held.
+  bool ReadyEmpty() const { return ready_head_ == ready_.size(); }
+  // Precondition: lock held. Drops the ready nodes that have not started.
+  void DropReady() {
+    outstanding_ -= static_cast<int>(ready_.size() - ready_head_);
+    ready_head_ = ready_.size();
   }
 
   // Precondition: lock held. Fails when a variable read finds it uninitialized.
@@ -125,9 +146,14 @@ class StepState : public std::enable_shared_from_this<StepState> {
         }
         inputs[k] = (*var)->value;
       } else if (src.kind == Executor::InputSource::kNode) {
-        inputs[k] = outputs_[src.index][src.output];
-        // Drop the step's reference once the last consumer has taken it.
-        if (--uses_left_[src.index][src.output] == 0) outputs_[src.index][src.output] = Tensor();
+        const int slot = output_base_[src.index] + src.output;
+        // The last consumer takes the step's reference instead of sharing it.
+        if (--uses_left_[slot] == 0) {
+          inputs[k] = std::move(outputs_[slot]);
+          outputs_[slot] = Tensor();
+        } else {
+          inputs[k] = outputs_[slot];
+        }
       }
     }
     return Status::OK();
@@ -159,11 +185,12 @@ class StepState : public std::enable_shared_from_this<StepState> {
     --outstanding_;
     if (!status.ok()) {
       if (result_.status.ok()) result_.status = status;
-      outstanding_ -= static_cast<int>(ready_.size());
-      ready_.clear();
+      DropReady();
     } else if (result_.status.ok()) {
       for (int k = 0; k < info.node->num_outputs(); ++k) {
-        if (info.uses_per_output[k] > 0) outputs_[i][k] = std::move(ctx->outputs()[k]);
+        if (info.uses_per_output[k] > 0) {
+          outputs_[output_base_[i] + k] = std::move(ctx->outputs()[k]);
+        }
       }
       for (int consumer : info.consumers) {
         if (--pending_[consumer] == 0) {
@@ -174,7 +201,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
     }
     if (from_loop) return;  // the running loop picks up the new ready nodes
     if (running_loop_) return;
-    if (ready_.empty()) {
+    if (ReadyEmpty()) {
       if (outstanding_ == 0) Finish(lock);
       return;
     }
@@ -193,7 +220,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
         const Executor::InputSource& src = sources[f];
         result_.fetches[f] = src.kind == Executor::InputSource::kFeed
                                  ? args_.feed_values[src.index]
-                                 : outputs_[src.index][src.output];
+                                 : outputs_[output_base_[src.index] + src.output];
       }
     }
     outputs_.clear();
@@ -209,9 +236,13 @@ class StepState : public std::enable_shared_from_this<StepState> {
 
   std::mutex mu_;
   std::vector<int> pending_;
-  std::vector<std::vector<Tensor>> outputs_;
-  std::vector<std::vector<int>> uses_left_;
-  std::deque<int> ready_;
+  // Output k of node i is slot output_base_[i] + k of outputs_ and uses_left_.
+  std::vector<int> output_base_;
+  std::vector<Tensor> outputs_;
+  std::vector<int> uses_left_;
+  // FIFO of ready nodes: entries before ready_head_ have been taken.
+  std::vector<int> ready_;
+  size_t ready_head_ = 0;
   int outstanding_ = 0;
   bool running_loop_ = false;
   bool finished_ = false;

@@ -12,7 +12,7 @@
 extern char** environ;
 
 namespace actorflow {
-namespace testing {
+namespace subprocess {
 
 std::string Runfile(const std::string& relative) {
   const char* srcdir = std::getenv("TEST_SRCDIR");
@@ -106,5 +106,5 @@ ProcessResult RunProcess(const std::string& program, const std::vector<std::stri
   return result;
 }
 
-}  // namespace testing
+}  // namespace subprocess
 }  // namespace actorflow

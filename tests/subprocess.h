@@ -10,7 +10,7 @@
 #include <vector>
 
 namespace actorflow {
-namespace testing {
+namespace subprocess {
 
 struct ProcessResult {
   bool started = false;  // false when the program could not be spawned (see error)
@@ -30,7 +30,7 @@ ProcessResult RunProcess(const std::string& program, const std::vector<std::stri
 // The path of a runfile of the test: $TEST_SRCDIR/<workspace>/<relative>.
 std::string Runfile(const std::string& relative);
 
-}  // namespace testing
+}  // namespace subprocess
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_TESTS_SUBPROCESS_H_

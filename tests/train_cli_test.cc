@@ -20,15 +20,15 @@ namespace actorflow {
 namespace {
 
 using nlohmann::json;
-using testing::ProcessResult;
+using subprocess::ProcessResult;
 
 ProcessResult RunActorflow(const std::vector<std::string>& args) {
-  ProcessResult r = testing::RunProcess(testing::Runfile("tools/actorflow"), args);
+  ProcessResult r = subprocess::RunProcess(subprocess::Runfile("tools/actorflow"), args);
   EXPECT_TRUE(r.started) << r.error;
   return r;
 }
 
-std::string Data(const std::string& file) { return testing::Runfile("examples/data/" + file); }
+std::string Data(const std::string& file) { return subprocess::Runfile("examples/data/" + file); }
 
 std::string TempPath(const std::string& name) {
   const char* tmp = std::getenv("TEST_TMPDIR");
@@ -125,22 +125,22 @@ TEST(TrainCliTest, EpochsCountPassesAndOverrideSteps) {
 }
 
 TEST(TrainCliTest, DigitsWithNormalizationReachTheTarget) {
-  json r = RunJson({"train", "--train", Data("digits_training.csv"), "--test",
-                    Data("digits_test.csv"), "--hidden", "128", "--normalize", "--seed", "2",
-                    "--json"});
+  json r =
+      RunJson({"train", "--train", Data("digits_training.csv"), "--test", Data("digits_test.csv"),
+               "--hidden", "128", "--normalize", "--seed", "2", "--json"});
   EXPECT_GE(r.value("accuracy", 0.0), 0.96) << r.dump();
   EXPECT_EQ(r.value("classes", 0), 10);
 }
 
 TEST(TrainCliTest, PredictNeedsOnlyTheCheckpointDirectory) {
   const std::string dir = TempPath("iris_model");
-  json trained = RunJson({"train", "--steps", "300", "--normalize", "--checkpoint-dir", dir,
-                          "--json"});
+  json trained =
+      RunJson({"train", "--steps", "300", "--normalize", "--checkpoint-dir", dir, "--json"});
   EXPECT_TRUE(std::filesystem::exists(dir + "/model.json"));
   EXPECT_TRUE(std::filesystem::exists(dir + "/latest"));
 
-  json r = RunJson({"predict", "--checkpoint-dir", dir, "--input", Data("iris_test.csv"),
-                    "--json"});
+  json r =
+      RunJson({"predict", "--checkpoint-dir", dir, "--input", Data("iris_test.csv"), "--json"});
   ASSERT_TRUE(r.contains("predictions")) << r.dump();
   const json& predictions = r.at("predictions");
   ASSERT_EQ(predictions.size(), 30u);
@@ -159,8 +159,8 @@ TEST(TrainCliTest, PredictNeedsOnlyTheCheckpointDirectory) {
   EXPECT_EQ(predictions[1].at("class"), 1);
   EXPECT_EQ(predictions[3].at("class"), 2);
 
-  const ProcessResult text = RunActorflow({"predict", "--checkpoint-dir", dir, "--input",
-                                           Data("iris_test.csv")});
+  const ProcessResult text =
+      RunActorflow({"predict", "--checkpoint-dir", dir, "--input", Data("iris_test.csv")});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_EQ(Lines(text.out).size(), 30u);
   EXPECT_EQ(text.out.find("row 1: class 0  probabilities "), 0u) << text.out;
@@ -199,8 +199,8 @@ TEST(TrainCliTest, CheckpointDirectoryThatCannotBeWrittenIsNamed) {
 
 TEST(TrainCliTest, PredictWithoutAModelNamesTheDirectory) {
   const std::string dir = TempPath("no_model_here");
-  ExpectFailure(RunActorflow({"predict", "--checkpoint-dir", dir, "--input", Data("iris_test.csv")}),
-                {dir});
+  ExpectFailure(
+      RunActorflow({"predict", "--checkpoint-dir", dir, "--input", Data("iris_test.csv")}), {dir});
 }
 
 }  // namespace

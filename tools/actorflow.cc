@@ -10,6 +10,7 @@
 #include "tools/cli_common.h"
 #include "tools/predict_command.h"
 #include "tools/run_command.h"
+#include "tools/server_command.h"
 #include "tools/train_command.h"
 
 namespace actorflow {
@@ -19,6 +20,7 @@ namespace {
 std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
   return {
       AddRunSubcommand(app),
+      AddServerSubcommand(app),
       AddTrainSubcommand(app),
       AddPredictSubcommand(app),
   };

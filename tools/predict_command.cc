@@ -47,7 +47,8 @@ StatusOr<Tensor> ModelFeatures(const CsvData& data, const DNNModelSpec& spec,
     }
     if (found < 0) {
       std::string names;
-      for (const std::string& name : data.feature_names) names += (names.empty() ? "" : ", ") + name;
+      for (const std::string& name : data.feature_names)
+        names += (names.empty() ? "" : ", ") + name;
       return InvalidArgument(path + ": no column '" + column.name +
                              "', which the model needs (the file's features: " + names + ")");
     }
@@ -57,7 +58,8 @@ StatusOr<Tensor> ModelFeatures(const CsvData& data, const DNNModelSpec& spec,
   const float* in = data.features.data<float>();  // [rows, file_columns]
   float* out = features.data<float>();            // [rows, model_columns]
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < model_columns; ++c) out[r * model_columns + c] = in[r * file_columns + source[c]];
+    for (int64_t c = 0; c < model_columns; ++c)
+      out[r * model_columns + c] = in[r * file_columns + source[c]];
   }
   return features;
 }

@@ -44,7 +44,7 @@ class ProgressBar {
   std::chrono::steady_clock::time_point last_draw_;
   int64_t step_ = 0;
   int64_t next_report_step_ = 0;  // non-terminal: the step of the next line
-  double loss_sum_ = 0.0;          // since the previous report
+  double loss_sum_ = 0.0;         // since the previous report
   int64_t loss_count_ = 0;
   double shown_loss_ = 0.0;
   bool finished_ = false;

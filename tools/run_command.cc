@@ -1,5 +1,6 @@
 #include "tools/run_command.h"
 
+#include <cctype>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -12,7 +13,8 @@
 #include "graph/graph.h"
 #include "graph/graph_json.h"
 #include "graph/tensor_json.h"
-#include "kernels/direct_session.h"
+#include "actors/session_factory.h"
+#include "kernels/chrome_trace.h"
 #include "kernels/session.h"
 
 namespace actorflow {
@@ -54,6 +56,7 @@ Status CheckFetchesAndTargets(const RunCommandOptions& options) {
     return InvalidArgument("--timeout-ms " + std::to_string(options.timeout_ms) +
                            ": must be >= 0 (0 = no deadline)");
   }
+  if (!options.devices.empty()) AF_RETURN_IF_ERROR(ParseDeviceCounts(options.devices).status());
   return Status::OK();
 }
 
@@ -138,7 +141,15 @@ Status LoadAndRun(const RunCommandOptions& options, const std::vector<FeedArg>& 
                       LoadGraphFile(ResolveUserPath(options.graph_path)));
   AF_ASSIGN_OR_RETURN(FeedList feeds, BuildFeeds(*graph, feed_args));
 
-  std::unique_ptr<Session> session = NewDirectSession(graph.get());
+  SessionOptions session_options;
+  session_options.target = options.target;
+  if (!options.devices.empty()) {
+    AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
+  }
+  session_options.allow_soft_placement = options.soft_placement;
+  session_options.log_device_placement = options.log_placement;
+  AF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session,
+                      NewSession(graph.get(), session_options));
   RunOptions run_options;
   run_options.timeout_in_ms = options.timeout_ms;
 
@@ -150,8 +161,13 @@ Status LoadAndRun(const RunCommandOptions& options, const std::vector<FeedArg>& 
 
   std::vector<Tensor> outputs;
   RunMetadata metadata;
+  RunOptions fetch_options = run_options;
+  if (!options.trace_path.empty()) fetch_options.trace_level = RunOptions::TraceLevel::kFullTrace;
   AF_RETURN_IF_ERROR(
-      session->Run(run_options, feeds, options.fetches, {}, &outputs, &metadata));
+      session->Run(fetch_options, feeds, options.fetches, {}, &outputs, &metadata));
+  if (!options.trace_path.empty()) {
+    AF_RETURN_IF_ERROR(WriteChromeTrace(metadata, ResolveUserPath(options.trace_path)));
+  }
   AF_RETURN_IF_ERROR(session->Close());
   if (outputs.size() != options.fetches.size()) {
     return Internal("the session returned " + std::to_string(outputs.size()) +
@@ -177,6 +193,33 @@ Status LoadAndRun(const RunCommandOptions& options, const std::vector<FeedArg>& 
 }
 
 }  // namespace
+
+StatusOr<std::map<std::string, int>> ParseDeviceCounts(const std::string& text) {
+  std::map<std::string, int> counts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos
+                                                                    : comma - start);
+    auto eq = part.find('=');
+    std::string type = part.substr(0, eq);
+    std::string count = eq == std::string::npos ? "" : part.substr(eq + 1);
+    for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if ((type != "CPU" && type != "GPU") || count.empty() || count.size() > 4 ||
+        count.find_first_not_of("0123456789") != std::string::npos) {
+      return InvalidArgument("--devices '" + text + "': bad entry '" + part +
+                             "' (expected cpu=N[,gpu=M])");
+    }
+    if (counts.count(type)) return InvalidArgument("--devices '" + text + "': " + type + " given twice");
+    counts[type] = std::stoi(count);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (counts.count("CPU") && counts["CPU"] < 1) {
+    return InvalidArgument("--devices '" + text + "': at least one CPU device is needed");
+  }
+  return counts;
+}
 
 int RunGraphCommand(const RunCommandOptions& options, std::ostream& out, std::ostream& err) {
   try {
@@ -220,6 +263,14 @@ Subcommand AddRunSubcommand(CLI::App* parent) {
   app->add_flag("--json", options->json, "Print one line of JSON");
   // Range-checked in RunGraphCommand, whose message is shorter than CLI11's.
   app->add_option("--timeout-ms", options->timeout_ms, "Deadline of each step in ms (0 = none)");
+  app->add_option("--devices", options->devices, "Devices of the local task: cpu=N[,gpu=M]");
+  app->add_flag("--soft-placement", options->soft_placement,
+                "Place ops on the CPU when their requested device cannot run them");
+  app->add_flag("--log-placement", options->log_placement,
+                "Print each node's device and why to stderr");
+  app->add_option("--trace", options->trace_path, "Write the fetch step's Chrome trace here");
+  app->add_option("--target", options->target,
+                  "Run on a remote master: actorflow://HOST:PORT (default: in this process)");
   return Subcommand{app, [options]() { return RunGraphCommand(*options, std::cout, std::cerr); }};
 }
 

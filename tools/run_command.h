@@ -1,9 +1,15 @@
-// `actorflow run`: loads a graph JSON file, runs it once in a DirectSession and
-// prints the fetched tensors.
+// `actorflow run`: loads a graph JSON file, runs it once through the actor runtime
+// (or a remote master) and prints the fetched tensors.
 //
 //   actorflow run --graph FILE.json --fetch NAME[,NAME...] [--feed NAME=JSON]...
 //                 [--before TARGET]... [--json] [--timeout-ms N]
+//                 [--devices cpu=N[,gpu=M]] [--soft-placement] [--log-placement]
+//                 [--trace OUT.json] [--target actorflow://HOST:PORT]
 //
+// - Nodes' "device" fields are honoured; --devices sets the local task's devices
+//   (SessionOptions.device_count), --soft-placement and --log-placement the
+//   placement options, --trace writes the fetch step's Chrome trace (one track per
+//   device), --target runs on a remote master instead of in this process.
 // - Each `--before TARGET` runs as its own step (targets = {TARGET}), in the order
 //   given, before the fetch step: that is how variables get initialized.
 // - A feed's JSON is a number or nested lists; numbers convert to the fed output's
@@ -23,10 +29,12 @@
 #define ACTORFLOW_TOOLS_RUN_COMMAND_H_
 
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "graph/status.h"
 #include "tools/cli_common.h"
 
 namespace actorflow {
@@ -45,7 +53,18 @@ struct RunCommandOptions {
   bool json = false;
   // RunOptions::timeout_in_ms of every step; 0 = no deadline.
   int64_t timeout_ms = 30000;
+  // "cpu=N[,gpu=M]"; empty = one CPU.
+  std::string devices;
+  bool soft_placement = false;
+  bool log_placement = false;
+  // Chrome trace file for the fetch step; empty = none.
+  std::string trace_path;
+  // "" = this process; "actorflow://host:port" = a remote master.
+  std::string target;
 };
+
+// Parses "cpu=2,gpu=1" into SessionOptions.device_count keys ("CPU", "GPU").
+StatusOr<std::map<std::string, int>> ParseDeviceCounts(const std::string& text);
 
 // Runs the command: results go to `out`, an error line to `err`. Returns the exit
 // code (kExitOk, kExitRuntimeError or kExitUsageError). Never throws.

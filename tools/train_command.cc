@@ -169,10 +169,10 @@ StatusOr<Data> LoadData(const TrainCommandOptions& options) {
     const auto& b = data.test.feature_names;
     size_t i = 0;
     while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-    return InvalidArgument(
-        data.test_path + ": its feature columns differ from " + data.train_path + "'s at column " +
-        std::to_string(i + 1) + " ('" + (i < b.size() ? b[i] : "<none>") + "' instead of '" +
-        (i < a.size() ? a[i] : "<none>") + "')");
+    return InvalidArgument(data.test_path + ": its feature columns differ from " + data.train_path +
+                           "'s at column " + std::to_string(i + 1) + " ('" +
+                           (i < b.size() ? b[i] : "<none>") + "' instead of '" +
+                           (i < a.size() ? a[i] : "<none>") + "')");
   }
   std::string why = "--classes " + std::to_string(options.classes);
   data.classes = options.classes;
@@ -189,9 +189,8 @@ StatusOr<Data> LoadData(const TrainCommandOptions& options) {
 }
 
 // The --json line: the keys train_command.h promises first, then details.
-nlohmann::ordered_json ResultJson(const EvalResult& eval, const TrainResult& train,
-                                  double seconds, int64_t classes,
-                                  const std::string& checkpoint_dir) {
+nlohmann::ordered_json ResultJson(const EvalResult& eval, const TrainResult& train, double seconds,
+                                  int64_t classes, const std::string& checkpoint_dir) {
   nlohmann::ordered_json j;
   j["accuracy"] = eval.accuracy;
   j["loss"] = eval.loss;
@@ -233,18 +232,20 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, bool interac
 
   const int64_t rows = data.train.labels.NumElements();
   const int64_t batches_per_epoch = (rows + options.batch - 1) / options.batch;
-  const int64_t total_steps = options.epochs > 0 ? options.epochs * batches_per_epoch : options.steps;
+  const int64_t total_steps =
+      options.epochs > 0 ? options.epochs * batches_per_epoch : options.steps;
   const int64_t repeat = options.epochs > 0 ? options.epochs : -1;
   const CsvData& train = data.train;
-  InputFn train_input = [&train, &options, rows, repeat]() -> StatusOr<std::shared_ptr<const Dataset>> {
+  InputFn train_input = [&train, &options, rows,
+                         repeat]() -> StatusOr<std::shared_ptr<const Dataset>> {
     AF_ASSIGN_OR_RETURN(auto slices, Dataset::FromTensorSlices({train.features, train.labels}));
     // Batch before Repeat: every pass is whole and reshuffled with the seed.
     return slices->Shuffle(rows, options.seed)->Batch(options.batch)->Repeat(repeat);
   };
   ProgressBar bar(out, total_steps, interactive);
-  StatusOr<TrainResult> trained = classifier->Train(
-      train_input, options.epochs > 0 ? -1 : options.steps,
-      [&bar](const TrainProgress& p) { bar.Update(p.step, p.loss); });
+  StatusOr<TrainResult> trained =
+      classifier->Train(train_input, options.epochs > 0 ? -1 : options.steps,
+                        [&bar](const TrainProgress& p) { bar.Update(p.step, p.loss); });
   bar.Finish();
   AF_RETURN_IF_ERROR(trained.status());
 
@@ -262,11 +263,12 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, bool interac
   } else {
     char line[256];
     const int64_t correct = static_cast<int64_t>(eval.accuracy * eval.num_examples + 0.5);
-    std::snprintf(line, sizeof(line),
-                  "test accuracy %.4f (%lld/%lld), loss %.4f, global step %lld, %.2f s", eval.accuracy,
-                  static_cast<long long>(correct), static_cast<long long>(eval.num_examples),
-                  eval.loss, static_cast<long long>(eval.global_step), seconds);
-    if (!options.checkpoint_dir.empty()) out << "checkpoint saved in " << options.checkpoint_dir << "\n";
+    std::snprintf(
+        line, sizeof(line), "test accuracy %.4f (%lld/%lld), loss %.4f, global step %lld, %.2f s",
+        eval.accuracy, static_cast<long long>(correct), static_cast<long long>(eval.num_examples),
+        eval.loss, static_cast<long long>(eval.global_step), seconds);
+    if (!options.checkpoint_dir.empty())
+      out << "checkpoint saved in " << options.checkpoint_dir << "\n";
     out << line << "\n";
   }
   out.flush();

@@ -13,12 +13,12 @@ namespace actorflow {
 namespace {
 
 // Node names the classifier feeds and fetches.
-constexpr char kFeatures[] = "features";        // float32 [?, F]
-constexpr char kLabels[] = "labels";            // int32 [?]
+constexpr char kFeatures[] = "features";            // float32 [?, F]
+constexpr char kLabels[] = "labels";                // int32 [?]
 constexpr char kProbabilities[] = "probabilities";  // float32 [?, C]
-constexpr char kClassIds[] = "class_ids";       // int64 [?]
-constexpr char kExampleLoss[] = "example_loss";  // float32 [?]
-constexpr char kLoss[] = "loss";                // float32 []
+constexpr char kClassIds[] = "class_ids";           // int64 [?]
+constexpr char kExampleLoss[] = "example_loss";     // float32 [?]
+constexpr char kLoss[] = "loss";                    // float32 []
 constexpr char kTrain[] = "train";
 constexpr char kInit[] = "init";
 
@@ -43,8 +43,7 @@ Output Activate(const Scope& scope, const std::string& activation, const Output&
 StatusOr<Output> Dense(const Scope& scope, const Output& x, int64_t fan_in, int64_t units,
                        int64_t seed) {
   const double stddev = std::sqrt(2.0 / static_cast<double>(fan_in + units));
-  Output initial =
-      TruncatedNormal(scope, Shape{fan_in, units}, DType::kFloat32, seed, 0.0, stddev);
+  Output initial = TruncatedNormal(scope, Shape{fan_in, units}, DType::kFloat32, seed, 0.0, stddev);
   AF_ASSIGN_OR_RETURN(Output w, CreateVariable(scope, "kernel", initial));
   AF_ASSIGN_OR_RETURN(Output b,
                       CreateVariable(scope, "bias", Tensor(DType::kFloat32, Shape{units})));
@@ -76,8 +75,8 @@ std::string DescribeSpecDifference(const DNNModelSpec& found, const DNNModelSpec
     const NumericColumn& a = found.feature_columns[i];
     const NumericColumn& b = wanted.feature_columns[i];
     if (a.name != b.name) {
-      return "feature column " + std::to_string(i + 1) + " is '" + a.name + "' there, '" +
-             b.name + "' here";
+      return "feature column " + std::to_string(i + 1) + " is '" + a.name + "' there, '" + b.name +
+             "' here";
     }
     if (a.normalization != b.normalization) {
       return "feature column '" + a.name + "' has other normalization statistics";
@@ -92,28 +91,20 @@ StatusOr<std::shared_ptr<const Dataset>> CallInputFn(const InputFn& input_fn) {
   if (dataset == nullptr) return InvalidArgument("input_fn returned no dataset");
   AF_RETURN_IF_ERROR(dataset->status());
   if (dataset->num_components() < 1 || dataset->num_components() > 2) {
-    return InvalidArgument(
-        "input_fn's dataset has elements " +
-        ElementSpecString(dataset->output_dtypes(), dataset->output_shapes()) +
-        "; expected (features float32 [batch, F], labels int32 [batch])");
+    return InvalidArgument("input_fn's dataset has elements " +
+                           ElementSpecString(dataset->output_dtypes(), dataset->output_shapes()) +
+                           "; expected (features float32 [batch, F], labels int32 [batch])");
   }
   return dataset;
 }
 
 }  // namespace
 
-// The graph's nodes that runs name.
-struct DNNClassifier::Nodes {
-  Output global_step;
-  bool trainable = false;
-};
-
 DNNClassifier::DNNClassifier(DNNClassifierOptions options, DNNModelSpec spec)
     : options_(std::move(options)),
       spec_(std::move(spec)),
       scope_(Scope::NewRootScope()),
-      graph_(scope_.graph_ptr()),
-      nodes_(std::make_unique<Nodes>()) {}
+      graph_(scope_.graph_ptr()) {}
 
 DNNClassifier::~DNNClassifier() {
   if (session_ != nullptr) session_->Close();
@@ -140,8 +131,8 @@ StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::Load(const std::string& 
   return CreateInternal(std::move(options), /*for_training=*/false);
 }
 
-StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::CreateInternal(
-    DNNClassifierOptions options, bool for_training) {
+StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::CreateInternal(DNNClassifierOptions options,
+                                                                       bool for_training) {
   DNNModelSpec spec;
   spec.feature_columns = options.feature_columns;
   spec.hidden_units = options.hidden_units;
@@ -153,8 +144,8 @@ StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::CreateInternal(
     return InvalidArgument("DNNClassifier: no session_factory given");
   }
   if (options.timeout_in_ms < 0) {
-    return InvalidArgument("DNNClassifier: timeout_in_ms " +
-                           std::to_string(options.timeout_in_ms) + " must be >= 0");
+    return InvalidArgument("DNNClassifier: timeout_in_ms " + std::to_string(options.timeout_in_ms) +
+                           " must be >= 0");
   }
   std::unique_ptr<DNNClassifier> classifier(new DNNClassifier(std::move(options), std::move(spec)));
   AF_RETURN_IF_ERROR(classifier->Build(for_training));
@@ -184,15 +175,14 @@ Status DNNClassifier::Build(bool for_training) {
   for (size_t i = 0; i < spec_.hidden_units.size(); ++i) {
     Scope layer = dnn.NewSubScope("hiddenlayer_" + std::to_string(i));
     const int64_t units = spec_.hidden_units[i];
-    AF_ASSIGN_OR_RETURN(Output z, Dense(layer, x, fan_in, units,
-                                        LayerSeed(options_.seed, static_cast<int>(i))));
+    AF_ASSIGN_OR_RETURN(
+        Output z, Dense(layer, x, fan_in, units, LayerSeed(options_.seed, static_cast<int>(i))));
     x = Activate(layer, spec_.activation, z);
     fan_in = units;
   }
-  AF_ASSIGN_OR_RETURN(
-      Output logits,
-      Dense(dnn.NewSubScope("logits"), x, fan_in, spec_.n_classes,
-            LayerSeed(options_.seed, static_cast<int>(spec_.hidden_units.size()))));
+  AF_ASSIGN_OR_RETURN(Output logits,
+                      Dense(dnn.NewSubScope("logits"), x, fan_in, spec_.n_classes,
+                            LayerSeed(options_.seed, static_cast<int>(spec_.hidden_units.size()))));
   Softmax(root.WithOpName(kProbabilities), logits);
   ArgMax(root.WithOpName(kClassIds), logits, 1);
   Output example_loss =
@@ -200,7 +190,7 @@ Status DNNClassifier::Build(bool for_training) {
   Output loss = Mean(root.WithOpName(kLoss), example_loss);
   if (!root.ok()) return root.status();
 
-  AF_ASSIGN_OR_RETURN(nodes_->global_step, CreateGlobalStep(root));
+  AF_ASSIGN_OR_RETURN(global_step_, CreateGlobalStep(root));
   if (for_training) {
     if (options_.optimizer_factory) {
       AF_ASSIGN_OR_RETURN(optimizer_, options_.optimizer_factory());
@@ -208,9 +198,8 @@ Status DNNClassifier::Build(bool for_training) {
     } else {
       AF_ASSIGN_OR_RETURN(optimizer_, MakeOptimizer(options_.optimizer, options_.learning_rate));
     }
-    AF_RETURN_IF_ERROR(
-        optimizer_->Minimize(root.WithOpName(kTrain), loss, nodes_->global_step).status());
-    nodes_->trainable = true;
+    AF_RETURN_IF_ERROR(optimizer_->Minimize(root.WithOpName(kTrain), loss, global_step_).status());
+    trainable_ = true;
   }
   GlobalVariablesInitializer(root.WithOpName(kInit));
   if (!root.ok()) return root.status();
@@ -263,8 +252,7 @@ Status DNNClassifier::RunStep(const FeedList& feeds, const std::vector<std::stri
   RunOptions run_options;
   run_options.timeout_in_ms = options_.timeout_in_ms;
   std::vector<Tensor> unused;
-  return session_->Run(run_options, feeds, fetches, targets, outputs ? outputs : &unused,
-                       nullptr);
+  return session_->Run(run_options, feeds, fetches, targets, outputs ? outputs : &unused, nullptr);
 }
 
 StatusOr<FeedList> DNNClassifier::MakeFeeds(const Element& batch, int64_t batch_index,
@@ -285,16 +273,15 @@ StatusOr<FeedList> DNNClassifier::MakeFeeds(const Element& batch, int64_t batch_
     return InvalidArgument(where + " has no labels; training and evaluation need them");
   }
   const Tensor& labels = batch[1];
-  if (labels.dtype() != DType::kInt32 || labels.rank() != 1 ||
-      labels.dim(0) != features.dim(0)) {
-    return InvalidArgument(where + ": labels are " + labels.DebugString() +
-                           ", expected int32 [" + std::to_string(features.dim(0)) + "]");
+  if (labels.dtype() != DType::kInt32 || labels.rank() != 1 || labels.dim(0) != features.dim(0)) {
+    return InvalidArgument(where + ": labels are " + labels.DebugString() + ", expected int32 [" +
+                           std::to_string(features.dim(0)) + "]");
   }
   const int32_t* y = labels.data<int32_t>();
   for (int64_t i = 0; i < labels.dim(0); ++i) {
     if (y[i] < 0 || y[i] >= spec_.n_classes) {
-      return InvalidArgument("label " + std::to_string(y[i]) + " (example " +
-                             std::to_string(i) + " of " + where + ") is outside [0, " +
+      return InvalidArgument("label " + std::to_string(y[i]) + " (example " + std::to_string(i) +
+                             " of " + where + ") is outside [0, " +
                              std::to_string(spec_.n_classes) + "): n_classes is " +
                              std::to_string(spec_.n_classes));
     }
@@ -305,13 +292,13 @@ StatusOr<FeedList> DNNClassifier::MakeFeeds(const Element& batch, int64_t batch_
 
 StatusOr<int64_t> DNNClassifier::GlobalStep() {
   std::vector<Tensor> out;
-  AF_RETURN_IF_ERROR(RunStep({}, {nodes_->global_step.name()}, {}, &out));
+  AF_RETURN_IF_ERROR(RunStep({}, {global_step_.name()}, {}, &out));
   return static_cast<int64_t>(out[0].ElementAsDouble(0));
 }
 
 StatusOr<TrainResult> DNNClassifier::Train(const InputFn& input_fn, int64_t steps,
                                            const ProgressFn& progress) {
-  if (!nodes_->trainable) {
+  if (!trainable_) {
     return FailedPrecondition("this classifier was loaded for prediction and cannot train");
   }
   AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset, CallInputFn(input_fn));
@@ -328,14 +315,16 @@ StatusOr<TrainResult> DNNClassifier::Train(const InputFn& input_fn, int64_t step
     AF_ASSIGN_OR_RETURN(FeedList feeds, MakeFeeds(batch, result.steps, /*with_labels=*/true));
     std::vector<Tensor> out;
     Status step = RunStep(feeds, {kLoss}, {kTrain}, &out);
-    if (!step.ok()) return step.WithContext("training step " + std::to_string(result.global_step + 1));
+    if (!step.ok())
+      return step.WithContext("training step " + std::to_string(result.global_step + 1));
     ++result.steps;
     ++result.global_step;
     result.last_loss = out[0].ElementAsDouble(0);
     if (progress) progress(TrainProgress{result.global_step, result.steps, result.last_loss});
   }
   if (!options_.model_dir.empty() && result.global_step != checkpoint_step_) {
-    AF_RETURN_IF_ERROR(saver_->Save(session_.get(), options_.model_dir, result.global_step).status());
+    AF_RETURN_IF_ERROR(
+        saver_->Save(session_.get(), options_.model_dir, result.global_step).status());
     checkpoint_step_ = result.global_step;
     AF_RETURN_IF_ERROR(WriteModelSpec(options_.model_dir, spec_));
   }
@@ -357,7 +346,7 @@ StatusOr<EvalResult> DNNClassifier::Evaluate(const InputFn& input_fn) {
     std::vector<Tensor> out;
     AF_RETURN_IF_ERROR(RunStep(feeds, {kExampleLoss, kClassIds}, {}, &out));
     const Tensor& labels = batch[1];
-    const float* loss = out[0].data<float>();      // [batch]
+    const float* loss = out[0].data<float>();         // [batch]
     const int64_t* classes = out[1].data<int64_t>();  // [batch]
     for (int64_t i = 0; i < labels.dim(0); ++i) {
       loss_sum += loss[i];

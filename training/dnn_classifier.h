@@ -96,7 +96,7 @@ using ProgressFn = std::function<void(const TrainProgress&)>;
 
 struct TrainResult {
   int64_t global_step = 0;
-  int64_t steps = 0;      // steps run by this call
+  int64_t steps = 0;       // steps run by this call
   double last_loss = 0.0;  // of the last step (0 when no step ran)
 };
 
@@ -131,8 +131,8 @@ class DNNClassifier {
   // Train: the model from its model.json, the variables from its latest checkpoint.
   // NotFound when the directory has no model.json or no checkpoint.
   static StatusOr<std::unique_ptr<DNNClassifier>> Load(const std::string& model_dir,
-                                                      SessionFactory session_factory,
-                                                      int64_t timeout_in_ms = 0);
+                                                       SessionFactory session_factory,
+                                                       int64_t timeout_in_ms = 0);
 
   // Runs training steps, one per batch of input_fn's dataset, until `steps` steps
   // ran or the dataset ends (steps < 0: until it ends). `progress`, when set, is
@@ -159,13 +159,12 @@ class DNNClassifier {
   const Graph& graph() const { return *graph_; }
 
  private:
-  struct Nodes;
   DNNClassifier(DNNClassifierOptions options, DNNModelSpec spec);
 
   // Create and Load: a classifier with a train op (for_training) or without one
   // (prediction only: no optimizer, nothing written to the model directory).
   static StatusOr<std::unique_ptr<DNNClassifier>> CreateInternal(DNNClassifierOptions options,
-                                                                bool for_training);
+                                                                 bool for_training);
   Status Build(bool for_training);
   // Restores the latest checkpoint of the model directory, else runs the
   // initializers (or fails with NotFound when require_checkpoint).
@@ -173,7 +172,6 @@ class DNNClassifier {
   // Prepares the model directory for training: creates it, checks its model.json
   // against this model and writes it.
   Status PrepareModelDir();
-  Status SaveModel();
   // Checks a batch and makes the feeds. with_labels: the labels are checked and fed.
   StatusOr<FeedList> MakeFeeds(const Element& batch, int64_t batch_index, bool with_labels) const;
   Status RunStep(const FeedList& feeds, const std::vector<std::string>& fetches,
@@ -183,7 +181,8 @@ class DNNClassifier {
   DNNModelSpec spec_;
   Scope scope_;
   std::shared_ptr<Graph> graph_;
-  std::unique_ptr<Nodes> nodes_;
+  Output global_step_;      // int64 [], the Variable
+  bool trainable_ = false;  // the graph has the train op
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<Saver> saver_;
   // The global step of the newest checkpoint written or restored; -1: none.

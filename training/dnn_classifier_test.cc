@@ -103,8 +103,9 @@ TEST_F(DNNClassifierTest, TrainsIrisToAtLeastNinetyPercentTestAccuracy) {
   auto classifier = DNNClassifier::Create(IrisOptions());
   ASSERT_TRUE(classifier.ok()) << classifier.status();
   std::vector<TrainProgress> progress;
-  auto trained = (*classifier)->Train(TrainInput(train_, 1), 400,
-                                      [&](const TrainProgress& p) { progress.push_back(p); });
+  auto trained = (*classifier)->Train(TrainInput(train_, 1), 400, [&](const TrainProgress& p) {
+    progress.push_back(p);
+  });
   ASSERT_TRUE(trained.ok()) << trained.status();
   EXPECT_EQ(trained->steps, 400);
   EXPECT_EQ(trained->global_step, 400);
@@ -156,8 +157,7 @@ TEST_F(DNNClassifierTest, SameSeedGivesBitIdenticalPredictions) {
   bool differs = false;
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_EQ(a[i].class_id, b[i].class_id);
-    EXPECT_EQ(std::memcmp(a[i].probabilities.data(), b[i].probabilities.data(),
-                          3 * sizeof(float)),
+    EXPECT_EQ(std::memcmp(a[i].probabilities.data(), b[i].probabilities.data(), 3 * sizeof(float)),
               0)
         << "example " << i;
     differs |= a[i].probabilities != other[i].probabilities;
@@ -205,8 +205,7 @@ TEST_F(DNNClassifierTest, ModelDirHoldsWhatPredictionNeeds) {
   for (size_t i = 0; i < predictions->size(); ++i) {
     EXPECT_EQ((*predictions)[i].probabilities, trained_predictions[i].probabilities);
   }
-  EXPECT_EQ((*loaded)->Train(TrainInput(train_, 1), 1).status().code(),
-            Code::kFailedPrecondition);
+  EXPECT_EQ((*loaded)->Train(TrainInput(train_, 1), 1).status().code(), Code::kFailedPrecondition);
 
   // A new classifier on the directory resumes from the checkpoint's global step.
   auto resumed = DNNClassifier::Create(options);

@@ -41,18 +41,18 @@ StatusOr<std::vector<Normalization>> ComputeNormalization(const Tensor& features
       const double d = x[i * f + j] - mean;
       squares += d * d;
     }
-    stats[static_cast<size_t>(j)] = Normalization{mean, std::sqrt(squares / static_cast<double>(n))};
+    stats[static_cast<size_t>(j)] =
+        Normalization{mean, std::sqrt(squares / static_cast<double>(n))};
   }
   return stats;
 }
 
 StatusOr<std::vector<NumericColumn>> NormalizedNumericColumns(const std::vector<std::string>& names,
-                                                             const Tensor& features) {
+                                                              const Tensor& features) {
   AF_ASSIGN_OR_RETURN(std::vector<Normalization> stats, ComputeNormalization(features));
   if (stats.size() != names.size()) {
     return InvalidArgument("normalized columns: " + std::to_string(names.size()) +
-                           " names for features with " + std::to_string(stats.size()) +
-                           " columns");
+                           " names for features with " + std::to_string(stats.size()) + " columns");
   }
   std::vector<NumericColumn> columns = NumericColumns(names);
   for (size_t i = 0; i < columns.size(); ++i) columns[i].normalization = stats[i];
@@ -90,16 +90,15 @@ StatusOr<Output> InputLayer(const Scope& scope, const std::vector<NumericColumn>
   AF_RETURN_IF_ERROR(ValidateFeatureColumns(columns));
   if (!features.valid()) return InvalidArgument("input layer: the features are not a valid output");
   if (features.dtype() != DType::kFloat32) {
-    return InvalidArgument("input layer: features of " + features.node->Describe() +
-                           " are " + DTypeName(features.dtype()) + ", expected float32");
+    return InvalidArgument("input layer: features of " + features.node->Describe() + " are " +
+                           DTypeName(features.dtype()) + ", expected float32");
   }
   const int64_t f = static_cast<int64_t>(columns.size());
   const Shape& shape = features.shape();
-  if (!shape.unknown_rank() &&
-      (shape.rank() != 2 || (shape.dim(1) >= 0 && shape.dim(1) != f))) {
-    return InvalidArgument("input layer: features of " + features.node->Describe() + " have shape " +
-                           shape.ToString() + ", expected [?, " + std::to_string(f) +
-                           "] (one column per feature column)");
+  if (!shape.unknown_rank() && (shape.rank() != 2 || (shape.dim(1) >= 0 && shape.dim(1) != f))) {
+    return InvalidArgument("input layer: features of " + features.node->Describe() +
+                           " have shape " + shape.ToString() + ", expected [?, " +
+                           std::to_string(f) + "] (one column per feature column)");
   }
   bool any = false;
   std::vector<float> means(columns.size(), 0.0f);

@@ -64,7 +64,7 @@ StatusOr<std::vector<Normalization>> ComputeNormalization(const Tensor& features
 // (float32 [N, F] with F == names.size()). Errors: ComputeNormalization's, and
 // InvalidArgument when F differs from the number of names.
 StatusOr<std::vector<NumericColumn>> NormalizedNumericColumns(const std::vector<std::string>& names,
-                                                             const Tensor& features);
+                                                              const Tensor& features);
 
 // OK when the columns can form an input layer: at least one, names non-empty and
 // unique, statistics finite with stddev >= 0. InvalidArgument naming the column.

@@ -52,8 +52,7 @@ TEST(NormalizedNumericColumnsTest, NamesEachColumnWithItsStatistics) {
   EXPECT_EQ((*columns)[0].name, "a");
   ASSERT_TRUE((*columns)[1].normalization.has_value());
   EXPECT_DOUBLE_EQ((*columns)[1].normalization->mean, 5.0);
-  EXPECT_EQ(NormalizedNumericColumns({"a"}, ThreeRows()).status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(NormalizedNumericColumns({"a"}, ThreeRows()).status().code(), Code::kInvalidArgument);
 }
 
 TEST(ValidateFeatureColumnsTest, NamesTheBadColumn) {
@@ -138,7 +137,8 @@ TEST(ModelSpecTest, RejectsInvalidModelsNamingTheCulprit) {
   spec = IrisLikeSpec();
   spec.activation = "softsign";
   EXPECT_TRUE(Contains(ValidateModelSpec(spec).message(), "softsign"));
-  Status bad = ParseModelSpec("{\"format\": \"actorflow.dnn_classifier/1\"}", "d/model.json").status();
+  Status bad =
+      ParseModelSpec("{\"format\": \"actorflow.dnn_classifier/1\"}", "d/model.json").status();
   EXPECT_EQ(bad.code(), Code::kInvalidArgument);
   EXPECT_TRUE(Contains(bad.message(), "d/model.json")) << bad;
   EXPECT_TRUE(Contains(bad.message(), "feature_columns")) << bad;

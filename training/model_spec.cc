@@ -88,12 +88,11 @@ StatusOr<DNNModelSpec> ParseModelSpec(std::string_view text, const std::string& 
   if (!j.is_object()) return InvalidArgument(path + ": expected a JSON object");
   AF_ASSIGN_OR_RETURN(json format, Member(j, "format", &json::is_string, "a string", path));
   if (format.get<std::string>() != kModelSpecFormat) {
-    return InvalidArgument(path + ": format " + format.dump() + " is not \"" +
-                           kModelSpecFormat + "\"");
+    return InvalidArgument(path + ": format " + format.dump() + " is not \"" + kModelSpecFormat +
+                           "\"");
   }
   DNNModelSpec spec;
-  AF_ASSIGN_OR_RETURN(json columns,
-                      Member(j, "feature_columns", &json::is_array, "a list", path));
+  AF_ASSIGN_OR_RETURN(json columns, Member(j, "feature_columns", &json::is_array, "a list", path));
   for (size_t i = 0; i < columns.size(); ++i) {
     const std::string where = path + ": feature_columns[" + std::to_string(i) + "]";
     const json& c = columns[i];
@@ -117,8 +116,7 @@ StatusOr<DNNModelSpec> ParseModelSpec(std::string_view text, const std::string& 
   AF_ASSIGN_OR_RETURN(json classes,
                       Member(j, "n_classes", &json::is_number_integer, "an integer", path));
   spec.n_classes = classes.get<int64_t>();
-  AF_ASSIGN_OR_RETURN(json activation,
-                      Member(j, "activation", &json::is_string, "a string", path));
+  AF_ASSIGN_OR_RETURN(json activation, Member(j, "activation", &json::is_string, "a string", path));
   spec.activation = activation.get<std::string>();
   AF_ASSIGN_OR_RETURN(json label, Member(j, "label_column", &json::is_string, "a string", path));
   spec.label_column = label.get<std::string>();

@@ -39,8 +39,7 @@ struct DNNModelSpec {
 
   bool operator==(const DNNModelSpec& o) const {
     return feature_columns == o.feature_columns && hidden_units == o.hidden_units &&
-           n_classes == o.n_classes && activation == o.activation &&
-           label_column == o.label_column;
+           n_classes == o.n_classes && activation == o.activation && label_column == o.label_column;
   }
   bool operator!=(const DNNModelSpec& o) const { return !(*this == o); }
 };

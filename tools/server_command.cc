@@ -1,0 +1,85 @@
+#include "tools/server_command.h"
+
+#include <csignal>
+#include <iostream>
+#include <memory>
+#include <pthread.h>
+
+#include "actors/server.h"
+#include "placement/cluster_spec.h"
+#include "tools/run_command.h"
+
+namespace actorflow {
+namespace cli {
+namespace {
+
+struct ServerCommandOptions {
+  std::string cluster_path;
+  std::string job;
+  int task = -1;
+  std::string devices;
+};
+
+StatusOr<ServerOptions> ResolveOptions(const ServerCommandOptions& o) {
+  ServerOptions options;
+  if (o.cluster_path.empty()) {
+    auto tf_config = TfConfigFromEnv();
+    if (!tf_config.ok()) {
+      return InvalidArgument("no --cluster given and " + tf_config.status().message());
+    }
+    options.cluster = tf_config->cluster;
+    options.task = tf_config->task;
+  } else {
+    if (o.job.empty() || o.task < 0) return InvalidArgument("--cluster needs --job and --task");
+    AF_ASSIGN_OR_RETURN(options.cluster, ClusterSpec::FromFile(ResolveUserPath(o.cluster_path)));
+    options.task = TaskId{o.job, o.task};
+    AF_RETURN_IF_ERROR(options.cluster.Address(options.task).status());
+  }
+  if (!o.devices.empty()) {
+    AF_ASSIGN_OR_RETURN(auto counts, ParseDeviceCounts(o.devices));
+    if (counts.count("CPU")) options.cpus = counts["CPU"];
+  }
+  return options;
+}
+
+int ServeUntilSignalled(const ServerCommandOptions& o) {
+  auto options = ResolveOptions(o);
+  if (!options.ok()) {
+    PrintError(std::cerr, options.status());
+    return kExitUsageError;
+  }
+  // Block the shutdown signals in every thread (the actor system's threads inherit
+  // this mask), then wait for one of them here.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = Server::Start(*options);
+  if (!server.ok()) {
+    PrintError(std::cerr, server.status());
+    return kExitRuntimeError;
+  }
+  std::cout << "actorflow server ready: " << (*server)->target() << " job=" << options->task.job
+            << " task=" << options->task.index << std::endl;
+  int received = 0;
+  sigwait(&signals, &received);
+  (*server)->Stop();
+  return kExitOk;
+}
+
+}  // namespace
+
+Subcommand AddServerSubcommand(CLI::App* parent) {
+  auto options = std::make_shared<ServerCommandOptions>();
+  CLI::App* app = parent->add_subcommand("server", "Run one task of a cluster");
+  app->add_option("--cluster", options->cluster_path, "Cluster spec JSON file");
+  app->add_option("--job", options->job, "This task's job");
+  app->add_option("--task", options->task, "This task's index in its job");
+  app->add_option("--devices", options->devices, "Devices of this task: cpu=N");
+  return Subcommand{app, [options] { return ServeUntilSignalled(*options); }};
+}
+
+}  // namespace cli
+}  // namespace actorflow
