@@ -19,6 +19,7 @@
 
 #include <caf/fwd.hpp>
 
+#include "actors/task_services.h"
 #include "kernels/resource.h"
 
 namespace actorflow {
@@ -30,6 +31,9 @@ struct DeviceConfig {
   std::shared_ptr<ResourceManager> resources;
   // Deadline for each blocking op (Recv) in ms; 0 = none.
   int64_t operation_timeout_in_ms = 0;
+  // The task's shared registries (queues, parameter shards); never null once spawned
+  // by a session or server.
+  std::shared_ptr<TaskServices> services;
 };
 
 caf::actor SpawnDeviceActor(caf::actor_system& system, DeviceConfig config);

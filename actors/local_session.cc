@@ -27,6 +27,8 @@ class LocalActorSession : public ActorSession {
     system_ = std::make_unique<caf::actor_system>(cfg_);
 
     resources_ = std::make_shared<ResourceManager>();
+    services_ = std::make_shared<TaskServices>();
+    services_->task_name = kLocalTask;
     std::vector<DevicePeer> peers;
     for (size_t i = 0; i < num_cpus; ++i) {
       DeviceConfig dc;
@@ -35,6 +37,7 @@ class LocalActorSession : public ActorSession {
       // Each device keeps its own variables.
       dc.resources = std::make_shared<ResourceManager>();
       dc.operation_timeout_in_ms = options.operation_timeout_in_ms;
+      dc.services = services_;
       devices_.push_back(DeviceInfo{dc.name, dc.type});
       device_actors_.push_back(SpawnDeviceActor(*system_, dc));
       peers.push_back(DevicePeer{dc.name, dc.type, device_actors_.back()});
@@ -135,6 +138,7 @@ class LocalActorSession : public ActorSession {
   caf::actor_system_config cfg_;
   std::unique_ptr<caf::actor_system> system_;
   std::shared_ptr<ResourceManager> resources_;
+  std::shared_ptr<TaskServices> services_;
   std::vector<DeviceInfo> devices_;
   std::vector<caf::actor> device_actors_;
   caf::actor master_;

@@ -15,6 +15,7 @@ namespace {
 
 struct FrontState {
   std::string task_name;
+  std::shared_ptr<TaskServices> services;
   std::vector<DevicePeer> devices;
   std::vector<std::shared_ptr<ResourceManager>> resources;  // parallel to devices
   // Shared with the Server object, which may replace it (LocalCluster) before use.
@@ -118,11 +119,14 @@ class ServerImpl : public Server {
     init.cluster_mu = cluster_mu_;
     init.cluster = cluster_;
     *cluster_ = std::make_shared<const ClusterSpec>(options.cluster);
+    init.services = std::make_shared<TaskServices>();
+    init.services->task_name = task_name_;
     for (int i = 0; i < std::max(1, options.cpus); ++i) {
       DeviceConfig dc;
       dc.name = task_name_ + "/device:CPU:" + std::to_string(i);
       dc.type = "CPU";
       dc.resources = std::make_shared<ResourceManager>();
+      dc.services = init.services;
       caf::actor dev = SpawnDeviceActor(*system_, dc);
       init.devices.push_back(DevicePeer{dc.name, dc.type, dev});
       init.resources.push_back(dc.resources);

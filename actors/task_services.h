@@ -1,0 +1,28 @@
+// Per-task registries shared by a task's actors (its device actors, its front
+// actor): named queue actors and parameter shard actors live here, so that every
+// device of the task, and every remote client through the front actor, reaches the
+// same one by name. Created once per task (a Server, or an in-process session).
+//
+// Thread safety: guarded by `mu`; entries are actor handles, cheap to copy out.
+#ifndef ACTORFLOW_ACTORS_TASK_SERVICES_H_
+#define ACTORFLOW_ACTORS_TASK_SERVICES_H_
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include <caf/actor.hpp>
+
+namespace actorflow {
+
+struct TaskServices {
+  std::string task_name;  // "/job:ps/replica:0/task:0", or the local task
+  std::mutex mu;
+  // Keyed by "container/name".
+  std::map<std::string, caf::actor> queues;
+  std::map<std::string, caf::actor> shards;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTORS_TASK_SERVICES_H_
