@@ -106,15 +106,18 @@ class StepState : public std::enable_shared_from_this<StepState> {
         ctx->set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
         auto self = shared_from_this();
         info.kernel->ComputeAsync(ctx.get(), [self, i, ctx, start_us]() {
-          self->NodeDone(i, ctx.get(), start_us, /*from_loop=*/false);
+          self->NodeDone(i, ctx.get(), start_us);
         });
+        lock.lock();
       } else {
         KernelContext ctx(info.node, std::move(inputs), args_.resources, args_.step_id);
         ctx.set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
         info.kernel->Compute(&ctx);
-        NodeDone(i, &ctx, start_us, /*from_loop=*/true);
+        const Status status = CheckOutputs(info, ctx);
+        // One lock for the bookkeeping and the next iteration.
+        lock.lock();
+        RecordDone(i, &ctx, start_us, status);
       }
-      lock.lock();
     }
   }
 
@@ -159,19 +162,22 @@ class StepState : public std::enable_shared_from_this<StepState> {
     return Status::OK();
   }
 
-  void NodeDone(int i, KernelContext* ctx, int64_t start_us, bool from_loop) {
-    const Executor::NodeInfo& info = executor_->nodes()[i];
-    Status status = ctx->status();
-    if (status.ok()) {
-      for (int k = 0; k < info.node->num_outputs(); ++k) {
-        if (!ctx->outputs()[k].IsInitialized() && info.uses_per_output[k] > 0) {
-          status = Internal(info.node->Describe() + ": kernel produced no output " +
-                            std::to_string(k));
-          break;
-        }
+  // Ok, or Internal when the kernel left an output that something uses unset.
+  static Status CheckOutputs(const Executor::NodeInfo& info, KernelContext& ctx) {
+    if (!ctx.status().ok()) return ctx.status();
+    for (int k = 0; k < info.node->num_outputs(); ++k) {
+      if (!ctx.outputs()[k].IsInitialized() && info.uses_per_output[k] > 0) {
+        return Internal(info.node->Describe() + ": kernel produced no output " +
+                        std::to_string(k));
       }
     }
-    std::unique_lock<std::mutex> lock(mu_);
+    return Status::OK();
+  }
+
+  // Precondition: lock held. Records node i's completion: its outputs, the consumers
+  // it makes ready, or the step's error.
+  void RecordDone(int i, KernelContext* ctx, int64_t start_us, const Status& status) {
+    const Executor::NodeInfo& info = executor_->nodes()[i];
     if (args_.collect_stats) {
       NodeExecStats stats;
       stats.node_name = info.node->name();
@@ -199,8 +205,14 @@ class StepState : public std::enable_shared_from_this<StepState> {
         }
       }
     }
-    if (from_loop) return;  // the running loop picks up the new ready nodes
-    if (running_loop_) return;
+  }
+
+  // The completion of an asynchronous kernel, on whatever thread it fired.
+  void NodeDone(int i, KernelContext* ctx, int64_t start_us) {
+    const Status status = CheckOutputs(executor_->nodes()[i], *ctx);
+    std::unique_lock<std::mutex> lock(mu_);
+    RecordDone(i, ctx, start_us, status);
+    if (running_loop_) return;  // the running loop picks up the new ready nodes
     if (ReadyEmpty()) {
       if (outstanding_ == 0) Finish(lock);
       return;

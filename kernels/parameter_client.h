@@ -1,0 +1,94 @@
+// ParameterClient: what a data-parallel worker sees of the parameter servers. The
+// variables of a model live in parameter shard actors on the ps tasks (actors/
+// implements this interface); a worker pulls a snapshot, computes gradients on its
+// own mini-batch, and pushes them. How pushes become updates is the shards' mailbox
+// protocol, chosen by UpdateMode:
+//   kAsync  a pushed gradient is applied on arrival; a pull returns the latest values.
+//   kSync   for version v, the shard averages `replicas_to_aggregate` gradients
+//           computed on v (out of `total_replicas`; the rest are backup workers),
+//           applies once, bumps v and releases the waiting pushes. A gradient computed
+//           on an older version is dropped and its push says by how many versions.
+//   kStaleSynchronous (SSP, bound s): like async, but a worker more than s pushes
+//           ahead of the slowest live worker waits (its request parked, not a thread).
+// Workers that die are noticed (the shards monitor registered workers) and no longer
+// hold back SSP or count as lost in the stats.
+//
+// Lives beside Session (kernels/) because both sides use it: training/ drives it,
+// actors/ implements it.
+//
+// Thread safety: one client per worker thread.
+#ifndef ACTORFLOW_KERNELS_PARAMETER_CLIENT_H_
+#define ACTORFLOW_KERNELS_PARAMETER_CLIENT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/status.h"
+#include "graph/tensor.h"
+
+namespace actorflow {
+
+enum class UpdateMode { kAsync, kSync, kStaleSynchronous };
+
+// "sync", "async", "ssp:S" -> mode and staleness bound; InvalidArgument otherwise.
+Status ParseUpdateMode(const std::string& text, UpdateMode* mode, int* staleness_bound);
+
+struct ParameterServerOptions {
+  UpdateMode mode = UpdateMode::kSync;
+  int total_replicas = 1;         // workers pushing gradients
+  int replicas_to_aggregate = 1;  // kSync: gradients averaged per version (<= total)
+  int staleness_bound = 0;        // kStaleSynchronous
+  // The update rule the shards apply: "sgd", "momentum", "adam", "adagrad".
+  std::string optimizer = "sgd";
+  double learning_rate = 0.1;
+};
+
+// A consistent view of the parameters, and the versions it was taken at (one per
+// shard, opaque to drivers: hand it back to Push).
+struct ParameterSnapshot {
+  std::map<std::string, Tensor> values;
+  std::vector<int64_t> shard_versions;
+  // Updates applied so far (the global step as the shards see it).
+  int64_t global_step = 0;
+};
+
+struct PushResult {
+  bool applied = true;     // false: dropped as stale (kSync)
+  int64_t staleness = 0;   // versions between the snapshot and the update it joined
+  int64_t global_step = 0;
+};
+
+struct ParameterStats {
+  int64_t updates_applied = 0;
+  int64_t gradients_dropped_stale = 0;
+  double mean_staleness = 0;
+  std::vector<int> workers_lost;  // worker indices the shards saw die
+};
+
+class ParameterClient {
+ public:
+  virtual ~ParameterClient() = default;
+
+  // Joins as worker `worker` (0 = chief); the shards monitor the worker from now on.
+  virtual Status Register(int worker) = 0;
+  // Chief only: creates the variables on their shards with these values (shard
+  // assignment is deterministic: every worker agrees). Other workers' pulls wait
+  // for it (parked, bounded by their timeout).
+  virtual Status Initialize(const std::map<std::string, Tensor>& initial_values) = 0;
+  // The current values of every variable. DeadlineExceeded after `timeout_ms`;
+  // Unavailable naming the ps task when one is unreachable.
+  virtual StatusOr<ParameterSnapshot> Pull(int64_t timeout_ms) = 0;
+  // Pushes gradients (one per variable, same shapes: a wrong shape is rejected,
+  // naming the variable, and nothing is applied) computed on `base`.
+  virtual StatusOr<PushResult> Push(const ParameterSnapshot& base,
+                                    const std::map<std::string, Tensor>& gradients,
+                                    int64_t timeout_ms) = 0;
+  // Aggregated over the shards.
+  virtual StatusOr<ParameterStats> Stats(int64_t timeout_ms) = 0;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_KERNELS_PARAMETER_CLIENT_H_
