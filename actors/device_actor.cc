@@ -34,13 +34,16 @@ struct DeviceState;
 // on the actor's thread (from kernels run by its executor).
 class DeviceRuntime : public Rendezvous, public AsyncScheduler {
  public:
-  DeviceRuntime(caf::stateful_actor<DeviceState>* self) : self_(self) {}
+  explicit DeviceRuntime(caf::stateful_actor<DeviceState>* self);
   Status Send(const RendezvousKey& key, const Tensor& value) override;
   void RecvAsync(const RendezvousKey& key, RecvCallback done) override;
   void RunAfter(int64_t delay_micros, std::function<void()> fn) override;
+  void Post(std::function<void()> fn) override;
 
  private:
   caf::stateful_actor<DeviceState>* self_;
+  // A weak handle: Post may run on any thread, after the actor is gone.
+  caf::actor_addr self_address_;
 };
 
 struct DeviceState {
@@ -168,6 +171,15 @@ void DeviceRuntime::RecvAsync(const RendezvousKey& key, RecvCallback done) {
 void DeviceRuntime::RunAfter(int64_t delay_micros, std::function<void()> fn) {
   self_->delayed_send(self_, std::chrono::microseconds(std::max<int64_t>(0, delay_micros)),
                       resume_atom::value, Closure{std::move(fn)});
+}
+
+DeviceRuntime::DeviceRuntime(caf::stateful_actor<DeviceState>* self)
+    : self_(self), self_address_(self->address()) {}
+
+void DeviceRuntime::Post(std::function<void()> fn) {
+  if (auto self = caf::actor_cast<caf::actor>(self_address_)) {
+    caf::anon_send(self, resume_atom::value, Closure{std::move(fn)});
+  }
 }
 
 StatusOr<std::shared_ptr<PartitionExec>> BuildPartition(const DeviceConfig& config,

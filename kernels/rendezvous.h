@@ -50,6 +50,10 @@ class AsyncScheduler {
   virtual ~AsyncScheduler() = default;
   // Calls `fn` on the executor's thread after `delay_micros` (>= 0).
   virtual void RunAfter(int64_t delay_micros, std::function<void()> fn) = 0;
+  // Calls `fn` on the executor's thread soon. Unlike everything else here, Post is
+  // thread-safe: a completion that fires on a foreign thread (a GPU stream's
+  // callback, a helper thread) hands its continuation back through it.
+  virtual void Post(std::function<void()> fn) = 0;
 };
 
 }  // namespace actorflow
