@@ -15,12 +15,6 @@
 namespace actorflow {
 namespace {
 
-int64_t SteadyMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // A registered partition: its graph, kernels and executor.
 struct PartitionExec {
   std::shared_ptr<const DevicePartition> partition;

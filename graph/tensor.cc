@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <type_traits>
 
@@ -17,12 +18,28 @@ TensorBuffer::TensorBuffer(size_t bytes) : bytes_(bytes) {
   std::memset(data_, 0, rounded);
 }
 
-TensorBuffer::~TensorBuffer() { std::free(data_); }
+TensorBuffer::TensorBuffer(void* data, size_t bytes, std::function<void(void*)> deleter,
+                           MemoryKind kind)
+    : data_(data), bytes_(bytes), deleter_(std::move(deleter)), kind_(kind) {}
+
+TensorBuffer::~TensorBuffer() {
+  if (deleter_) {
+    deleter_(data_);
+  } else {
+    std::free(data_);
+  }
+}
 
 Tensor::Tensor(DType dtype, const Shape& shape)
     : dtype_(dtype), shape_(shape), num_elements_(shape.num_elements()) {
   assert(shape.IsFullyDefined());
   buffer_ = std::make_shared<TensorBuffer>(TotalBytes());
+}
+
+Tensor::Tensor(DType dtype, const Shape& shape, std::shared_ptr<TensorBuffer> buffer)
+    : dtype_(dtype), shape_(shape), num_elements_(shape.num_elements()), buffer_(std::move(buffer)) {
+  assert(shape.IsFullyDefined());
+  assert(buffer_ != nullptr && buffer_->size() >= TotalBytes());
 }
 
 StatusOr<Tensor> Tensor::Reshaped(const Shape& shape) const {
@@ -37,12 +54,14 @@ StatusOr<Tensor> Tensor::Reshaped(const Shape& shape) const {
 
 Tensor Tensor::DeepCopy() const {
   if (!IsInitialized()) return *this;
+  if (IsOnDevice()) return Tensor();
   Tensor t(dtype_, shape_);
   std::memcpy(t.raw_data(), raw_data(), TotalBytes());
   return t;
 }
 
 double Tensor::ElementAsDouble(int64_t i) const {
+  if (IsOnDevice()) return std::numeric_limits<double>::quiet_NaN();
   return VisitDType(dtype_, [&](auto zero) -> double {
     using T = decltype(zero);
     return static_cast<double>(data<T>()[i]);
@@ -50,11 +69,12 @@ double Tensor::ElementAsDouble(int64_t i) const {
 }
 
 std::string Tensor::DebugString() const {
-  return std::string(DTypeName(dtype_)) + shape_.ToString();
+  return std::string(DTypeName(dtype_)) + shape_.ToString() + (IsOnDevice() ? "@device" : "");
 }
 
 bool TensorsEqual(const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  if (a.IsOnDevice() || b.IsOnDevice()) return false;
   return VisitDType(a.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* x = a.data<T>();

@@ -21,7 +21,7 @@ bool Contains(const std::string& haystack, const std::string& needle) {
 
 TEST(DirectSessionTest, AddOfThreeAndFiveIsEight) {
   Scope root = Scope::NewRootScope();
-  auto sum = Add(root.WithOpName("add"), Const(root, 3), Const(root, 5));
+  Add(root.WithOpName("add"), Const(root, 3), Const(root, 5));
   ASSERT_TRUE(root.ok()) << root.status();
   auto session = NewDirectSession(root.graph());
   std::vector<Tensor> out;
@@ -37,7 +37,7 @@ TEST(DirectSessionTest, PowOfSumAndProductRunsOnlyWhatTheFetchNeeds) {
   auto add_op = Add(root.WithOpName("add_op"), x, y);
   auto mul_op = Mul(root.WithOpName("mul_op"), x, y);
   auto useless = Mul(root.WithOpName("useless"), x, add_op);
-  auto pow_op = Pow(root.WithOpName("pow_op"), add_op, mul_op);
+  Pow(root.WithOpName("pow_op"), add_op, mul_op);
   ASSERT_TRUE(root.ok()) << root.status();
   auto session = NewDirectSession(root.graph());
   std::vector<Tensor> out;
@@ -93,7 +93,7 @@ TEST(DirectSessionTest, ControlDependenciesRunFirstAndFetchingAFedTensorReturnsT
   auto v = Variable(root.WithOpName("v"), Shape{}, DType::kFloat32);
   auto init = Assign(root.WithOpName("init"), v, 5.0f);
   auto read = Identity(root.WithOpName("read").WithControlDependencies({init}), v);
-  auto p = Placeholder(root.WithOpName("p"), DType::kFloat32, Shape{});
+  Placeholder(root.WithOpName("p"), DType::kFloat32, Shape{});
   ASSERT_TRUE(root.ok()) << root.status();
   auto session = NewDirectSession(root.graph());
   std::vector<Tensor> out;

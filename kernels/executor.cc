@@ -104,6 +104,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
         auto ctx = std::make_shared<KernelContext>(info.node, std::move(inputs),
                                                    args_.resources, args_.step_id);
         ctx->set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
+        ctx->set_queues(args_.queues);
         auto self = shared_from_this();
         info.kernel->ComputeAsync(ctx.get(), [self, i, ctx, start_us]() {
           self->NodeDone(i, ctx.get(), start_us);
@@ -112,6 +113,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
       } else {
         KernelContext ctx(info.node, std::move(inputs), args_.resources, args_.step_id);
         ctx.set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
+        ctx.set_queues(args_.queues);
         info.kernel->Compute(&ctx);
         const Status status = CheckOutputs(info, ctx);
         // One lock for the bookkeeping and the next iteration.

@@ -70,6 +70,8 @@ struct StepArgs {
   // The hosting runtime's services for Send/Recv and asynchronous kernels.
   Rendezvous* rendezvous = nullptr;
   AsyncScheduler* scheduler = nullptr;
+  // The task's queues, for queue kernels; nullptr where there are none.
+  QueueService* queues = nullptr;
 };
 
 class StepState;

@@ -25,6 +25,7 @@
 #include "graph/graph.h"
 #include "graph/status.h"
 #include "graph/tensor.h"
+#include "kernels/queue_service.h"
 #include "kernels/rendezvous.h"
 #include "kernels/resource.h"
 
@@ -72,6 +73,9 @@ class KernelContext {
   // The hosting runtime's services; nullptr where there are none (DirectSession).
   Rendezvous* rendezvous() const { return rendezvous_; }
   AsyncScheduler* scheduler() const { return scheduler_; }
+  // The task's queues (kernels/queue_service.h); nullptr where there are none.
+  QueueService* queues() const { return queues_; }
+  void set_queues(QueueService* queues) { queues_ = queues; }
   // The full name of the device running the kernel.
   const std::string& device_name() const { return device_name_; }
   void set_runtime(Rendezvous* rendezvous, AsyncScheduler* scheduler,
@@ -89,6 +93,7 @@ class KernelContext {
   int64_t step_id_;
   Rendezvous* rendezvous_ = nullptr;
   AsyncScheduler* scheduler_ = nullptr;
+  QueueService* queues_ = nullptr;
   std::string device_name_;
   Status status_;
 };

@@ -1,56 +1,26 @@
 #include "training/dnn_classifier.h"
 
-#include <cmath>
 #include <filesystem>
 #include <system_error>
 #include <utility>
 
 #include "graph/ops.h"
 #include "training/checkpoint.h"
+#include "training/dnn_model.h"
 #include "training/variables.h"
 
 namespace actorflow {
 namespace {
 
-// Node names the classifier feeds and fetches.
-constexpr char kFeatures[] = "features";            // float32 [?, F]
-constexpr char kLabels[] = "labels";                // int32 [?]
-constexpr char kProbabilities[] = "probabilities";  // float32 [?, C]
-constexpr char kClassIds[] = "class_ids";           // int64 [?]
-constexpr char kExampleLoss[] = "example_loss";     // float32 [?]
-constexpr char kLoss[] = "loss";                    // float32 []
+// Node names the classifier feeds and fetches (training/dnn_model.h), and its own.
+constexpr const char* kFeatures = kDNNFeatures;            // float32 [?, F]
+constexpr const char* kLabels = kDNNLabels;                // int32 [?]
+constexpr const char* kProbabilities = kDNNProbabilities;  // float32 [?, C]
+constexpr const char* kClassIds = kDNNClassIds;            // int64 [?]
+constexpr const char* kExampleLoss = kDNNExampleLoss;      // float32 [?]
+constexpr const char* kLoss = kDNNLoss;                    // float32 []
 constexpr char kTrain[] = "train";
 constexpr char kInit[] = "init";
-
-// A well-mixed 63-bit seed for layer `layer` (splitmix64 of the classifier's seed and
-// the layer index), so that layers draw independent weights.
-int64_t LayerSeed(uint64_t seed, int layer) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(layer + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z ^= z >> 31;
-  return static_cast<int64_t>(z >> 1);
-}
-
-Output Activate(const Scope& scope, const std::string& activation, const Output& x) {
-  if (activation == "tanh") return Tanh(scope, x);
-  if (activation == "sigmoid") return Sigmoid(scope, x);
-  return Relu(scope, x);
-}
-
-// A dense layer under `scope`: x [?, fan_in] -> x W + b [?, units], W ("kernel")
-// from a truncated normal with Glorot's stddev, b ("bias") from zeros.
-StatusOr<Output> Dense(const Scope& scope, const Output& x, int64_t fan_in, int64_t units,
-                       int64_t seed) {
-  const double stddev = std::sqrt(2.0 / static_cast<double>(fan_in + units));
-  Output initial = TruncatedNormal(scope, Shape{fan_in, units}, DType::kFloat32, seed, 0.0, stddev);
-  AF_ASSIGN_OR_RETURN(Output w, CreateVariable(scope, "kernel", initial));
-  AF_ASSIGN_OR_RETURN(Output b,
-                      CreateVariable(scope, "bias", Tensor(DType::kFloat32, Shape{units})));
-  Output y = BiasAdd(scope, MatMul(scope, x, w), b);
-  if (!scope.ok()) return scope.status();
-  return y;
-}
 
 std::string DescribeSpecDifference(const DNNModelSpec& found, const DNNModelSpec& wanted) {
   if (found.hidden_units != wanted.hidden_units) {
@@ -163,32 +133,8 @@ StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::CreateInternal(DNNClassi
 
 Status DNNClassifier::Build(bool for_training) {
   const Scope& root = scope_;
-  const int64_t num_features = static_cast<int64_t>(spec_.feature_columns.size());
-  Output features =
-      Placeholder(root.WithOpName(kFeatures), DType::kFloat32, Shape{-1, num_features});
-  Output labels = Placeholder(root.WithOpName(kLabels), DType::kInt32, Shape{-1});
-  if (!root.ok()) return root.status();
-  AF_ASSIGN_OR_RETURN(Output x, InputLayer(root, spec_.feature_columns, features));
-
-  Scope dnn = root.NewSubScope("dnn");
-  int64_t fan_in = num_features;
-  for (size_t i = 0; i < spec_.hidden_units.size(); ++i) {
-    Scope layer = dnn.NewSubScope("hiddenlayer_" + std::to_string(i));
-    const int64_t units = spec_.hidden_units[i];
-    AF_ASSIGN_OR_RETURN(
-        Output z, Dense(layer, x, fan_in, units, LayerSeed(options_.seed, static_cast<int>(i))));
-    x = Activate(layer, spec_.activation, z);
-    fan_in = units;
-  }
-  AF_ASSIGN_OR_RETURN(Output logits,
-                      Dense(dnn.NewSubScope("logits"), x, fan_in, spec_.n_classes,
-                            LayerSeed(options_.seed, static_cast<int>(spec_.hidden_units.size()))));
-  Softmax(root.WithOpName(kProbabilities), logits);
-  ArgMax(root.WithOpName(kClassIds), logits, 1);
-  Output example_loss =
-      SparseSoftmaxCrossEntropyWithLogits(root.WithOpName(kExampleLoss), logits, labels).loss;
-  Output loss = Mean(root.WithOpName(kLoss), example_loss);
-  if (!root.ok()) return root.status();
+  AF_ASSIGN_OR_RETURN(DNNModel model, BuildDNNModel(root, spec_, options_.seed));
+  Output loss = model.loss;
 
   AF_ASSIGN_OR_RETURN(global_step_, CreateGlobalStep(root));
   if (for_training) {

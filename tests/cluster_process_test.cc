@@ -1,0 +1,315 @@
+// Clusters of real processes on 127.0.0.1: `actorflow server` tasks (1 ps, 2
+// workers) on free ports, driven by clients in this process (NewSession on
+// actorflow://...) and by `actorflow run --target`. The same scenarios as
+// actors/local_cluster_test.cc, where a lost task is a killed process (SIGKILL):
+// the slides' ps/worker example across two clients, a worker killed mid-step, an
+// unreachable task, and bad input to the server and the client.
+//
+// Every wait is bounded; no sleeps, no fixed ports. Steps that must wait inside a
+// server run on //tests:test_server (the server plus the test-only ops), and
+// TestSignalFifo tells this process that a step has reached a node over there.
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <future>
+
+#include "actors/remote_session.h"
+#include "actors/session_factory.h"
+#include "graph/graph_json.h"
+#include "graph/ops.h"
+#include "graph/scope.h"
+#include "tests/process_cluster.h"
+#include "tests/subprocess.h"
+
+namespace actorflow {
+namespace {
+
+using subprocess::ChildProcess;
+using subprocess::ProcessCluster;
+using subprocess::ProcessClusterOptions;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string TmpDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+std::string ActorflowBinary() { return subprocess::Runfile("tools/actorflow"); }
+std::string TestServerBinary() { return subprocess::Runfile("tests/test_server"); }
+
+std::string WriteTmpFile(const std::string& name, const std::string& text) {
+  std::string path = TmpDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::unique_ptr<ProcessCluster> StartCluster(const std::string& binary,
+                                             ProcessClusterOptions options = {}) {
+  options.binary = binary;
+  options.shape = {{"ps", 1}, {"worker", 2}};
+  options.dir = TmpDir();
+  auto cluster = ProcessCluster::Start(std::move(options));
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  return cluster.ok() ? std::move(cluster).value() : nullptr;
+}
+
+std::unique_ptr<Session> Open(const Graph* graph, const std::string& target) {
+  SessionOptions options;
+  options.target = target;
+  auto session = NewSession(graph, options);
+  EXPECT_TRUE(session.ok()) << session.status();
+  return session.ok() ? std::move(session).value() : nullptr;
+}
+
+// Runs a command to its end, at most `timeout`; a child still running then is
+// killed (and the test fails).
+std::unique_ptr<ChildProcess> RunToEnd(const std::string& binary,
+                                       const std::vector<std::string>& args,
+                                       milliseconds timeout = milliseconds(60000)) {
+  std::string error;
+  auto child = ChildProcess::Start(binary, args, &error);
+  EXPECT_NE(child, nullptr) << error;
+  if (child == nullptr) return nullptr;
+  EXPECT_TRUE(child->WaitForExit(timeout)) << binary << " did not end within "
+                                           << timeout.count() << " ms";
+  child->Kill();
+  return child;
+}
+
+// The slides' example: the weights live on the ps task, each worker computes.
+void BuildSlidesModel(const Scope& root) {
+  Scope ps = root.WithDevice("/job:ps/task:0");
+  auto w = Variable(ps.WithOpName("w"), Shape{2}, DType::kFloat32);
+  Assign(ps.WithOpName("w_init"), w, Const(ps.WithOpName("w0"), Tensor::FromVector<float>({1, 2})));
+  auto x = Placeholder(root.WithOpName("x"), DType::kFloat32, Shape{2});
+  Scope w0 = root.WithDevice("/job:worker/task:0");
+  Scope w1 = root.WithDevice("/job:worker/task:1");
+  auto y0 = Mul(w0.WithOpName("y0"), w, x);
+  auto y1 = Add(w1.WithOpName("y1"), w, x);
+  AssignAdd(ps.WithOpName("w_update"), w, Add(w1.WithOpName("delta"), y0, y1));
+}
+
+TEST(ClusterProcessTest, SlidesExampleRunsAndASecondClientSeesTheFirstOnesUpdates) {
+  auto cluster = StartCluster(ActorflowBinary());
+  ASSERT_NE(cluster, nullptr);
+  Scope root = Scope::NewRootScope();
+  BuildSlidesModel(root);
+  ASSERT_TRUE(root.ok()) << root.status();
+  const FeedList feed = {{"x", Tensor::FromVector<float>({10, 20})}};
+  {
+    auto first = Open(root.graph(), cluster->Target("worker", 0));
+    ASSERT_NE(first, nullptr);
+    ASSERT_TRUE(first->Run({}, {}, {"w_init"}, nullptr).ok());
+    std::vector<Tensor> out;
+    RunMetadata meta;
+    Status s = first->Run(RunOptions(), feed, {"y0", "y1"}, {"w_update"}, &out, &meta);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_TRUE(TensorsEqual(out[0], Tensor::FromVector<float>({10, 40})));
+    EXPECT_TRUE(TensorsEqual(out[1], Tensor::FromVector<float>({11, 22})));
+  }
+  // Another client, on another task's master: the variable (on the ps process)
+  // kept the first client's update.
+  auto second = Open(root.graph(), cluster->Target("worker", 1));
+  ASSERT_NE(second, nullptr);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(second->Run({}, {"w"}, {}, &out).ok());
+  // w + (w*x + w + x) = [1,2] + ([10,40] + [11,22])
+  EXPECT_TRUE(TensorsEqual(out[0], Tensor::FromVector<float>({22, 64})));
+}
+
+TEST(ClusterProcessTest, TheRunCommandRunsAGraphWithDeviceFieldsOnTheCluster) {
+  auto cluster = StartCluster(ActorflowBinary());
+  ASSERT_NE(cluster, nullptr);
+  Scope root = Scope::NewRootScope();
+  BuildSlidesModel(root);
+  ASSERT_TRUE(root.ok()) << root.status();
+  const std::string graph_json = GraphToJson(*root.graph(), /*pretty=*/true);
+  ASSERT_TRUE(Contains(graph_json, "\"device\": \"/job:ps/task:0\"")) << graph_json;
+  const std::string graph_path = WriteTmpFile("slides_graph.json", graph_json);
+
+  // Client 1 (worker 0's master): initialize, then compute on both workers.
+  auto first = RunToEnd(ActorflowBinary(),
+                        {"run", "--target", cluster->Target("worker", 0), "--graph", graph_path,
+                         "--before", "w_init", "--feed", "x=[10,20]", "--fetch", "y0,y1", "--json"});
+  ASSERT_NE(first, nullptr);
+  ASSERT_EQ(first->exit_code(), 0) << first->err();
+  auto result = nlohmann::json::parse(first->out(), nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(result.is_discarded()) << first->out();
+  EXPECT_EQ(result["fetches"]["y0"]["data"], nlohmann::json::parse("[10, 40]")) << first->out();
+  EXPECT_EQ(result["fetches"]["y1"]["data"], nlohmann::json::parse("[11, 22]")) << first->out();
+
+  // Client 2 (worker 1's master) updates the variable client 1 initialized.
+  auto second = RunToEnd(ActorflowBinary(),
+                         {"run", "--target", cluster->Target("worker", 1), "--graph", graph_path,
+                          "--feed", "x=[10,20]", "--before", "w_update", "--fetch", "w"});
+  ASSERT_NE(second, nullptr);
+  ASSERT_EQ(second->exit_code(), 0) << second->err();
+  EXPECT_EQ(second->out(), "w = float32[2] [22, 64]\n");
+}
+
+TEST(ClusterProcessTest, KillingAWorkerMidStepFailsThatStepAndARestartHealsIt) {
+  auto cluster = StartCluster(TestServerBinary());
+  ASSERT_NE(cluster, nullptr);
+  subprocess::SignalFifo fifo(TmpDir() + "/w1_started.fifo");
+  ASSERT_TRUE(fifo.ok()) << fifo.path();
+
+  Scope root = Scope::NewRootScope();
+  Scope w0 = root.WithDevice("/job:worker/task:0");
+  Scope w1 = root.WithDevice("/job:worker/task:1");
+  auto x = Const(w1.WithOpName("x"), 3.0f);
+  const Node* started = w1.WithOpName("started").AddNode(
+      "TestSignalFifo", {x}, {{"path", AttrValue(fifo.path())}, {"text", AttrValue("w1_started")}});
+  const Node* slow = w1.WithOpName("slow").AddNode("TestDelay", {Output(started)},
+                                                    {{"delay_ms", AttrValue(int64_t{20000})}});
+  Neg(w0.WithOpName("needs_w1"), Output(slow));
+  Neg(w0.WithOpName("needs_w1_quickly"), x);
+  Neg(w0.WithOpName("local_only"), Const(w0.WithOpName("c"), 1.0f));
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto session = Open(root.graph(), cluster->Target("worker", 0));
+  ASSERT_NE(session, nullptr);
+
+  RunOptions options;
+  options.timeout_in_ms = 15000;
+  auto step = std::async(std::launch::async, [&] {
+    return session->Run(options, {}, {"needs_w1"}, {}, nullptr, nullptr);
+  });
+  ASSERT_TRUE(fifo.WaitFor("w1_started", milliseconds(10000))) << "the step never reached worker 1";
+  ASSERT_TRUE(cluster->Kill("worker", 1).ok());
+  const auto killed = Clock::now();
+  ASSERT_EQ(step.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "the step hung after its worker's process died";
+  Status lost = step.get();
+  EXPECT_EQ(lost.code(), Code::kUnavailable) << lost;
+  EXPECT_TRUE(Contains(lost.message(), "/job:worker/replica:0/task:1")) << lost;
+  EXPECT_LT(Clock::now() - killed, std::chrono::seconds(5)) << "noticed the loss only late";
+
+  std::vector<Tensor> out;
+  Status local = session->Run(options, {}, {"local_only"}, {}, &out, nullptr);
+  ASSERT_TRUE(local.ok()) << local;
+  EXPECT_EQ(out[0].data<float>()[0], -1.0f);
+
+  ASSERT_TRUE(cluster->Restart("worker", 1).ok());
+  Status healed = session->Run(options, {}, {"needs_w1_quickly"}, {}, &out, nullptr);
+  ASSERT_TRUE(healed.ok()) << healed;
+  EXPECT_EQ(out[0].data<float>()[0], -3.0f);
+}
+
+TEST(ClusterProcessTest, AnUnreachableTaskIsUnavailableWithinTheDeadlineNamingIt) {
+  ProcessClusterOptions options;
+  options.not_started = {{"ps", 0}};  // in the spec, but no process listens there
+  auto cluster = StartCluster(ActorflowBinary(), options);
+  ASSERT_NE(cluster, nullptr);
+  Scope root = Scope::NewRootScope();
+  Neg(root.WithDevice("/job:ps/task:0").WithOpName("on_ps"), Const(root, 1.0f));
+  auto session = Open(root.graph(), cluster->Target("worker", 0));
+  ASSERT_NE(session, nullptr);
+  RunOptions run_options;
+  run_options.timeout_in_ms = 500;
+  const auto start = Clock::now();
+  Status s = session->Run(run_options, {}, {"on_ps"}, {}, nullptr, nullptr);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(s.code(), Code::kUnavailable) << s;
+  EXPECT_TRUE(Contains(s.message(), "/job:ps/task:0")) << s;
+  EXPECT_TRUE(Contains(s.message(), cluster->Address("ps", 0))) << s;
+}
+
+// ---- Bad input: the server refuses it with a one-line reason and a non-zero exit.
+
+TEST(ClusterProcessBadInputTest, AMalformedClusterFileEndsTheServerWithLineAndColumn) {
+  const std::string path = WriteTmpFile("malformed_cluster.json", "{\"ps\": [\"127.0.0.1:1\",\n  ]");
+  auto server = RunToEnd(ActorflowBinary(),
+                         {"server", "--cluster", path, "--job", "ps", "--task", "0"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_TRUE(server->exited());
+  EXPECT_EQ(server->exit_code(), 2) << server->err();
+  EXPECT_TRUE(Contains(server->err(), "malformed_cluster.json")) << server->err();
+  EXPECT_TRUE(Contains(server->err(), "line 2, column 3")) << server->err();
+  EXPECT_EQ(server->out(), "") << "a server that cannot start must not claim to be ready";
+}
+
+TEST(ClusterProcessBadInputTest, ATaskIndexOutOfRangeEndsTheServerSayingTheTaskCount) {
+  const std::string path = WriteTmpFile(
+      "two_workers.json", "{\"worker\": [\"127.0.0.1:1\", \"127.0.0.1:2\"]}");
+  auto server = RunToEnd(ActorflowBinary(),
+                         {"server", "--cluster", path, "--job", "worker", "--task", "5"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_TRUE(server->exited());
+  EXPECT_EQ(server->exit_code(), 2) << server->err();
+  EXPECT_TRUE(Contains(server->err(), "/job:worker/task:5")) << server->err();
+  EXPECT_TRUE(Contains(server->err(), "2 tasks")) << server->err();
+}
+
+TEST(ClusterProcessBadInputTest, APortAlreadyInUseEndsTheServerNamingIt) {
+  subprocess::PortHolder taken;
+  ASSERT_NE(taken.port(), 0);
+  const std::string address = "127.0.0.1:" + std::to_string(taken.port());
+  const std::string path = WriteTmpFile("taken_port.json", "{\"worker\": [\"" + address + "\"]}");
+  auto server = RunToEnd(ActorflowBinary(),
+                         {"server", "--cluster", path, "--job", "worker", "--task", "0"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_TRUE(server->exited());
+  EXPECT_EQ(server->exit_code(), 1) << server->err();
+  EXPECT_TRUE(Contains(server->err(), "Unavailable")) << server->err();
+  EXPECT_TRUE(Contains(server->err(), address)) << server->err();
+  EXPECT_EQ(server->out(), "");
+}
+
+// A port where something else answers (it writes bytes that are not CAF's
+// handshake and hangs up): the client gets an error naming the address within its
+// connect timeout, never a hang or a crash.
+TEST(ClusterProcessBadInputTest, AClientOfAPortThatIsNotAnActorflowServerFailsInBoundedTime) {
+  subprocess::GarbageListener impostor("HTTP/1.1 400 Bad Request\r\n\r\n" + std::string(512, '\x7f'));
+  ASSERT_NE(impostor.port(), 0);
+  const std::string address = "127.0.0.1:" + std::to_string(impostor.port());
+  Scope root = Scope::NewRootScope();
+  Neg(root.WithOpName("n"), Const(root, 1.0f));
+  SessionOptions options;
+  options.target = "actorflow://" + address;
+  const auto start = Clock::now();
+  auto session = NewRemoteSession(root.graph(), options, /*connect_timeout_ms=*/2000);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  ASSERT_FALSE(session.ok());
+  EXPECT_TRUE(session.status().code() == Code::kUnavailable ||
+              session.status().code() == Code::kFailedPrecondition)
+      << session.status();
+  EXPECT_TRUE(Contains(session.status().message(), address)) << session.status();
+  EXPECT_GE(impostor.connections(), 1);
+}
+
+// The same impostor as a task of the cluster: a worker's master that needs it fails
+// the step with Unavailable naming the task, within the step's deadline.
+TEST(ClusterProcessBadInputTest, ATaskAddressWhereSomethingElseListensFailsTheStepNamingIt) {
+  subprocess::GarbageListener impostor(std::string(256, '\x01'));
+  ASSERT_NE(impostor.port(), 0);
+  ProcessClusterOptions options;
+  options.fixed_ports = {{{"ps", 0}, impostor.port()}};
+  options.not_started = {{"ps", 0}};
+  auto cluster = StartCluster(ActorflowBinary(), options);
+  ASSERT_NE(cluster, nullptr);
+  Scope root = Scope::NewRootScope();
+  Neg(root.WithDevice("/job:ps/task:0").WithOpName("on_ps"), Const(root, 1.0f));
+  auto session = Open(root.graph(), cluster->Target("worker", 0));
+  ASSERT_NE(session, nullptr);
+  RunOptions run_options;
+  run_options.timeout_in_ms = 1000;
+  const auto start = Clock::now();
+  Status s = session->Run(run_options, {}, {"on_ps"}, {}, nullptr, nullptr);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(8));
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(Contains(s.message(), "/job:ps/task:0")) << s;
+  EXPECT_TRUE(Contains(s.message(), cluster->Address("ps", 0))) << s;
+  // The worker survived the impostor.
+  EXPECT_FALSE(cluster->process("worker", 0)->HasExited());
+}
+
+}  // namespace
+}  // namespace actorflow
