@@ -44,20 +44,7 @@ void Reply(const std::shared_ptr<StepRequest>& req, Status status, std::vector<T
 
 Status ValidateFeeds(const StepRequest& req, const RunSignature& sig) {
   for (size_t i = 0; i < req.feeds.size(); ++i) {
-    const std::string& name = req.feeds[i].first;
-    const Tensor& value = req.feeds[i].second;
-    const Endpoint& e = sig.feeds[i];
-    if (!value.IsInitialized()) return InvalidArgument("feed '" + name + "' has no value");
-    DType want = e.node->output_dtype(e.index);
-    if (value.dtype() != want) {
-      return InvalidArgument("feed '" + name + "' has dtype " + DTypeName(value.dtype()) +
-                             ", but '" + e.ToString() + "' expects " + DTypeName(want));
-    }
-    const Shape& shape = e.node->output_shape(e.index);
-    if (!shape.IsCompatibleWith(value.shape())) {
-      return InvalidArgument("feed '" + name + "' has shape " + value.shape().ToString() +
-                             ", but '" + e.ToString() + "' accepts " + shape.ToString());
-    }
+    AF_RETURN_IF_ERROR(ValidateFeed(req.feeds[i].first, sig.feeds[i], req.feeds[i].second));
   }
   return Status::OK();
 }

@@ -49,6 +49,21 @@ StatusOr<RunSignature> ResolveRunSignature(const Graph& graph,
   return sig;
 }
 
+Status ValidateFeed(const std::string& name, const Endpoint& fed, const Tensor& value) {
+  if (!value.IsInitialized()) return InvalidArgument("feed '" + name + "' has no value");
+  DType want = fed.node->output_dtype(fed.index);
+  if (value.dtype() != want) {
+    return InvalidArgument("feed '" + name + "' has dtype " + DTypeName(value.dtype()) +
+                           ", but '" + fed.ToString() + "' expects " + DTypeName(want));
+  }
+  const Shape& shape = fed.node->output_shape(fed.index);
+  if (!shape.IsCompatibleWith(value.shape())) {
+    return InvalidArgument("feed '" + name + "' has shape " + value.shape().ToString() +
+                           ", but '" + fed.ToString() + "' accepts " + shape.ToString());
+  }
+  return Status::OK();
+}
+
 StatusOr<std::vector<const Node*>> PruneForRun(const Graph& graph, const RunSignature& sig) {
   auto is_fed = [&](const Node* node, int index) {
     for (const Endpoint& f : sig.feeds) {

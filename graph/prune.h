@@ -28,6 +28,10 @@ StatusOr<RunSignature> ResolveRunSignature(const Graph& graph,
                                            const std::vector<std::string>& fetches,
                                            const std::vector<std::string>& targets);
 
+// Checks a fed value against the dtype and (possibly partial) shape of the output it
+// replaces. InvalidArgument naming the feed otherwise.
+Status ValidateFeed(const std::string& name, const Endpoint& fed, const Tensor& value);
+
 // The nodes to run, in graph (topological) order. InvalidArgument naming the
 // placeholder when a needed Placeholder is not fed.
 StatusOr<std::vector<const Node*>> PruneForRun(const Graph& graph, const RunSignature& sig);

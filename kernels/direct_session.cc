@@ -15,23 +15,6 @@
 namespace actorflow {
 namespace {
 
-// Checks a fed tensor against the dtype and (possibly partial) shape of the output
-// it replaces.
-Status ValidateFeed(const std::string& name, const Endpoint& e, const Tensor& value) {
-  if (!value.IsInitialized()) return InvalidArgument("feed '" + name + "' has no value");
-  DType want = e.node->output_dtype(e.index);
-  if (value.dtype() != want) {
-    return InvalidArgument("feed '" + name + "' has dtype " + DTypeName(value.dtype()) +
-                           ", but '" + e.ToString() + "' expects " + DTypeName(want));
-  }
-  const Shape& shape = e.node->output_shape(e.index);
-  if (!shape.IsCompatibleWith(value.shape())) {
-    return InvalidArgument("feed '" + name + "' has shape " + value.shape().ToString() +
-                           ", but '" + e.ToString() + "' accepts " + shape.ToString());
-  }
-  return Status::OK();
-}
-
 class DirectSession : public Session {
  public:
   DirectSession(const Graph* graph, const SessionOptions& options)
