@@ -139,6 +139,22 @@ TEST(LocalClusterTest, AnUnreachableTaskIsUnavailableWithinTheDeadlineNamingIt) 
   EXPECT_LT(took, std::chrono::seconds(5));
 }
 
+TEST(LocalClusterTest, ANodeColocatedWithARemoteVariableReachesItsTaskOnTheFirstStep) {
+  auto cluster = StartCluster();
+  ASSERT_NE(cluster, nullptr);
+  Scope root = Scope::NewRootScope();
+  auto v = Variable(root.WithDevice("/job:ps/task:0").WithOpName("v"), Shape{}, DType::kFloat32);
+  // No device of its own: the Assign follows its variable to the ps task.
+  Assign(root.WithOpName("v_init"), v, Const(root.WithOpName("seven"), 7.0f));
+  auto session = Open(root.graph(), *cluster->Target("worker", 0));
+  ASSERT_NE(session, nullptr);
+  Status s = session->Run({}, {}, {"v_init"}, nullptr);
+  ASSERT_TRUE(s.ok()) << s;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {"v"}, {}, &out).ok());
+  EXPECT_EQ(out[0].data<float>()[0], 7.0f);
+}
+
 TEST(LocalClusterBadInputTest, AGraphNamingAJobTheClusterLacksIsInvalidArgument) {
   auto cluster = StartCluster();
   ASSERT_NE(cluster, nullptr);

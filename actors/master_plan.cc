@@ -50,28 +50,49 @@ StatusOr<std::vector<TaskId>> TasksToConnect(const MasterState& st,
     if (it != st.tasks.end() && it->second.state == TaskEntry::State::kConnected) return;
     if (std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
   };
-  for (const Node* node : nodes) {
-    if (node->requested_device().empty()) continue;
-    AF_ASSIGN_OR_RETURN(DeviceSpec spec, ParseDeviceSpec(node->requested_device()));
-    if (!spec.job) continue;
+  // A node's task comes from its own device spec, or from the node it is colocated
+  // with (a ref input's Variable, a "_class" loc:@node), as the placer will decide.
+  auto specs_of = [&](const Node* node) {
+    std::vector<const Node*> sources{node};
+    for (int k = 0; k < node->num_inputs(); ++k) {
+      if (node->IsRefInput(k)) sources.push_back(node->input(k).node);
+    }
+    auto cls = node->attrs().find("_class");
+    if (cls != node->attrs().end() && cls->second.Is<std::vector<std::string>>()) {
+      for (const std::string& loc : cls->second.Get<std::vector<std::string>>()) {
+        if (loc.rfind("loc:@", 0) != 0) continue;
+        if (const Node* other = st.graph->FindNode(loc.substr(5))) sources.push_back(other);
+      }
+    }
+    return sources;
+  };
+  auto tasks_of = [&](const Node* source) -> Status {
+    if (source->requested_device().empty()) return Status::OK();
+    AF_ASSIGN_OR_RETURN(DeviceSpec spec, ParseDeviceSpec(source->requested_device()));
+    if (!spec.job) return Status::OK();
     int count = cluster.num_tasks(*spec.job);
     if (count == 0) {
       std::string jobs;
       for (const std::string& j : cluster.jobs()) jobs += (jobs.empty() ? "" : ", ") + j;
-      return InvalidArgument(node->Describe() + ": its device '" + node->requested_device() +
+      return InvalidArgument(source->Describe() + ": its device '" + source->requested_device() +
                              "' names job '" + *spec.job + "', which the cluster lacks (jobs: " +
                              jobs + ")");
     }
     if (spec.task) {
       if (*spec.task < 0 || *spec.task >= count) {
-        return InvalidArgument(node->Describe() + ": its device '" + node->requested_device() +
-                               "' names task " + std::to_string(*spec.task) + " of job '" +
-                               *spec.job + "', which has " + std::to_string(count) + " task(s)");
+        return InvalidArgument(source->Describe() + ": its device '" +
+                               source->requested_device() + "' names task " +
+                               std::to_string(*spec.task) + " of job '" + *spec.job +
+                               "', which has " + std::to_string(count) + " task(s)");
       }
       add(TaskId{*spec.job, *spec.task});
     } else {
       for (int i = 0; i < count; ++i) add(TaskId{*spec.job, i});
     }
+    return Status::OK();
+  };
+  for (const Node* node : nodes) {
+    for (const Node* source : specs_of(node)) AF_RETURN_IF_ERROR(tasks_of(source));
   }
   return out;
 }
