@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "actors/device_queue_client.h"
 #include "actors/messages.h"
 #include "graph/prune.h"
 #include "kernels/executor.h"
@@ -43,6 +44,8 @@ class DeviceRuntime : public Rendezvous, public AsyncScheduler {
 struct DeviceState {
   DeviceConfig config;
   std::unique_ptr<DeviceRuntime> runtime;
+  // The QueueService of this device's kernels: requests to the task's queue actors.
+  std::unique_ptr<DeviceQueueClient> queues;
   std::unordered_map<std::string, caf::actor> peers;  // device name -> actor
   std::unordered_map<uint64_t, std::shared_ptr<PartitionExec>> partitions;
 
@@ -203,6 +206,9 @@ StatusOr<std::shared_ptr<PartitionExec>> BuildPartition(const DeviceConfig& conf
 caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfig config) {
   self->state.config = std::move(config);
   self->state.runtime = std::make_unique<DeviceRuntime>(self);
+  self->state.queues = std::make_unique<DeviceQueueClient>(
+      self, self->state.config.services, self->state.config.name,
+      self->state.config.operation_timeout_in_ms);
   self->set_down_handler([self](const caf::down_msg& down) {
     for (auto it = self->state.peers.begin(); it != self->state.peers.end(); ++it) {
       if (it->second.address() == down.source) {
@@ -251,6 +257,7 @@ caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfi
         args.collect_stats = req.collect_stats;
         args.rendezvous = st.runtime.get();
         args.scheduler = st.runtime.get();
+        args.queues = st.queues.get();
         const int64_t step = req.step_id;
         // The slot exists before the step starts: a step may end inside RunAsync.
         st.active_steps[step].promise = rp;
@@ -293,6 +300,8 @@ caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfi
           active.promise.deliver(std::move(r));
         }
         st.ReleaseStep(req.step_id, req.status);
+        // Waiting queue requests are withdrawn; their queues stay usable.
+        st.queues->AbortStep(req.step_id, req.status);
       },
       [self](resume_atom, Closure& c) { c.fn(); },
       [self](recv_timeout_atom, const std::string& key) {

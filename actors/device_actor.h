@@ -11,6 +11,10 @@
 //   (stats_atom)                                -> DeviceStats
 // The actor never blocks its thread: a Recv that has no tensor yet parks a callback
 // that the tensor's arrival (or the step's abort) fires.
+// Queue ops: the device is its kernels' QueueService (actors/device_queue_client.h):
+// it creates and finds the task's queue actors in DeviceConfig::services and waits
+// for their answers as messages; an abort withdraws the step's waiting queue
+// requests (their queues stay usable), operation_timeout_in_ms bounds each wait.
 #ifndef ACTORFLOW_ACTORS_DEVICE_ACTOR_H_
 #define ACTORFLOW_ACTORS_DEVICE_ACTOR_H_
 
@@ -29,7 +33,7 @@ struct DeviceConfig {
   std::string type;  // "CPU", "GPU", ...
   // Variables of this device; shared so that they can outlive a session (servers).
   std::shared_ptr<ResourceManager> resources;
-  // Deadline for each blocking op (Recv) in ms; 0 = none.
+  // Deadline for each blocking op (Recv, queue ops without their own) in ms; 0 = none.
   int64_t operation_timeout_in_ms = 0;
   // The task's shared registries (queues, parameter shards); never null once spawned
   // by a session or server.

@@ -1,11 +1,13 @@
 #include "actors/local_session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "actors/device_actor.h"
 #include "actors/master_actor.h"
 #include "actors/messages.h"
+#include "kernels/gpu_runtime.h"
 #include "placement/placer.h"
 
 namespace actorflow {
@@ -13,7 +15,8 @@ namespace {
 
 class LocalActorSession : public ActorSession {
  public:
-  LocalActorSession(const Graph* graph, const SessionOptions& options, size_t num_cpus)
+  LocalActorSession(const Graph* graph, const SessionOptions& options, size_t num_cpus,
+                    size_t num_gpus)
       : graph_(graph), options_(options) {
     // The sharing scheduler wakes a parked worker at once; work stealing's sleep
     // phase would add tens of microseconds to every step (see TOOLCHAIN.md).
@@ -30,10 +33,12 @@ class LocalActorSession : public ActorSession {
     services_ = std::make_shared<TaskServices>();
     services_->task_name = kLocalTask;
     std::vector<DevicePeer> peers;
-    for (size_t i = 0; i < num_cpus; ++i) {
+    for (size_t i = 0; i < num_cpus + num_gpus; ++i) {
+      const bool gpu = i >= num_cpus;
+      const size_t id = gpu ? i - num_cpus : i;
       DeviceConfig dc;
-      dc.name = std::string(kLocalTask) + "/device:CPU:" + std::to_string(i);
-      dc.type = "CPU";
+      dc.type = gpu ? "GPU" : "CPU";
+      dc.name = std::string(kLocalTask) + "/device:" + dc.type + ":" + std::to_string(id);
       // Each device keeps its own variables.
       dc.resources = std::make_shared<ResourceManager>();
       dc.operation_timeout_in_ms = options.operation_timeout_in_ms;
@@ -43,11 +48,14 @@ class LocalActorSession : public ActorSession {
       peers.push_back(DevicePeer{dc.name, dc.type, device_actors_.back()});
     }
     for (const caf::actor& d : device_actors_) caf::anon_send(d, peers_atom::value, peers);
+    // As in TensorFlow, nodes without a requested device prefer the first GPU; the
+    // placer puts those that have no GPU kernel on the CPU.
+    default_device_ = num_gpus > 0 ? devices_[num_cpus].name : devices_.front().name;
     MasterConfig mc;
     mc.graph = graph;
     mc.devices = devices_;
     mc.device_actors = device_actors_;
-    mc.default_device = devices_.front().name;
+    mc.default_device = default_device_;
     mc.allow_soft_placement = options.allow_soft_placement;
     mc.log_device_placement = options.log_device_placement;
     master_ = SpawnMasterActor(*system_, mc);
@@ -87,7 +95,16 @@ class LocalActorSession : public ActorSession {
     }
     if (metadata != nullptr) *metadata = std::move(reply->metadata);
     AF_RETURN_IF_ERROR(reply->status);
-    if (outputs != nullptr) *outputs = std::move(reply->outputs);
+    if (outputs != nullptr) {
+      *outputs = std::move(reply->outputs);
+      // A GPU partition returns its fetches in device memory; this thread may wait
+      // for their copies (the device actors never do).
+      for (Tensor& t : *outputs) {
+        if (t.IsOnDevice()) {
+          AF_ASSIGN_OR_RETURN(t, ToHostTensor(t));
+        }
+      }
+    }
     return Status::OK();
   }
 
@@ -107,7 +124,7 @@ class LocalActorSession : public ActorSession {
     for (int i = 0; i < graph_->num_nodes(); ++i) nodes.push_back(graph_->node(i));
     PlacerOptions popts;
     popts.devices = devices_;
-    popts.default_device = devices_.front().name;
+    popts.default_device = default_device_;
     popts.allow_soft_placement = options_.allow_soft_placement;
     AF_ASSIGN_OR_RETURN(auto placement, PlaceNodes(*graph_, nodes, popts));
     return actorflow::ExplainPlacement(*graph_, placement);
@@ -140,6 +157,7 @@ class LocalActorSession : public ActorSession {
   std::shared_ptr<ResourceManager> resources_;
   std::shared_ptr<TaskServices> services_;
   std::vector<DeviceInfo> devices_;
+  std::string default_device_;
   std::vector<caf::actor> device_actors_;
   caf::actor master_;
   std::atomic<bool> closed_{false};
@@ -151,6 +169,8 @@ StatusOr<std::unique_ptr<ActorSession>> NewActorSession(const Graph* graph,
                                                         const SessionOptions& options) {
   if (graph == nullptr) return InvalidArgument("NewActorSession: no graph");
   int cpus = 1;
+  // Every GPU found unless device_count caps it (as TensorFlow's device_count).
+  int gpus = GpuDeviceCount();
   for (const auto& [type, count] : options.device_count) {
     if (count < 0) {
       return InvalidArgument("device_count for " + type + " is negative (" +
@@ -158,14 +178,16 @@ StatusOr<std::unique_ptr<ActorSession>> NewActorSession(const Graph* graph,
     }
     if (type == "CPU" || type == "cpu") {
       cpus = count;
-    } else if (type != "GPU" && type != "gpu") {
+    } else if (type == "GPU" || type == "gpu") {
+      gpus = std::min(gpus, count);
+    } else {
       return InvalidArgument("device_count names an unknown device type '" + type +
                              "' (known: CPU, GPU)");
     }
   }
   if (cpus < 1) return InvalidArgument("device_count needs at least one CPU device");
   return std::unique_ptr<ActorSession>(
-      new LocalActorSession(graph, options, static_cast<size_t>(cpus)));
+      new LocalActorSession(graph, options, static_cast<size_t>(cpus), static_cast<size_t>(gpus)));
 }
 
 }  // namespace actorflow

@@ -1,7 +1,11 @@
 // The in-process actor session: one task (/job:localhost/replica:0/task:0) with the
 // devices SessionOptions.device_count asks for (CPU:0..n-1 as virtual CPU devices;
-// GPUs only where a GPU runtime finds them), a device actor per device and a master
-// actor, in an actor system owned by the session. CAF stays out of this header.
+// GPU:0..m-1 for the GPUs that the GPU runtime (kernels/gpu_runtime.h) finds, all of
+// them unless device_count caps them, none in a build without one), a device actor
+// per device and a master actor, in an actor system owned by the session. Nodes
+// without a requested device default to GPU:0 when there is one (the placer moves
+// those without a GPU kernel to CPU:0), else to CPU:0. Fetched tensors always come
+// back in host memory. CAF stays out of this header.
 #ifndef ACTORFLOW_ACTORS_LOCAL_SESSION_H_
 #define ACTORFLOW_ACTORS_LOCAL_SESSION_H_
 

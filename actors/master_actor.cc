@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 
 #include "actors/connect.h"
 #include "actors/master_state.h"
@@ -288,6 +289,13 @@ void DeviceDown(MasterActor* self, const caf::actor_addr& source) {
 
 caf::behavior MasterBehavior(MasterActor* self, MasterConfig config) {
   self->state.config = std::move(config);
+  // Every client of a cluster has its own master, and their steps and partitions
+  // meet on shared devices (a ps task): ids start at a random base per master so
+  // that two masters' step 1 (or partition 1) are not one step on such a device.
+  std::random_device random;
+  const uint64_t base = ((static_cast<uint64_t>(random()) << 10) ^ random()) & ((1ull << 40) - 1);
+  self->state.next_step_id = static_cast<int64_t>(base << 20) + 1;
+  self->state.next_partition_id = (base << 20) + 1;
   self->state.graph = self->state.config.owned_graph ? self->state.config.owned_graph.get()
                                                      : self->state.config.graph;
   for (const caf::actor& d : self->state.config.device_actors) self->monitor(d);

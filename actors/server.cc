@@ -8,6 +8,9 @@
 #include "actors/device_actor.h"
 #include "actors/master_actor.h"
 #include "actors/messages.h"
+#include "actors/parameter_shard.h"
+#include "actors/queue_actor.h"
+#include "actors/shard_messages.h"
 #include "graph/graph_json.h"
 
 namespace actorflow {
@@ -87,10 +90,16 @@ caf::behavior FrontBehavior(caf::stateful_actor<FrontState>* self, FrontState in
       },
       [self](reset_atom, const std::vector<std::string>& containers) -> std::string {
         for (auto& r : self->state.resources) r->Clear(containers);
+        ClearQueues(*self->state.services, containers);
+        ClearShards(*self->state.services, containers);
         std::lock_guard<std::mutex> lock(*self->state.cluster_mu);
         return *self->state.cluster ? (*self->state.cluster)->ToJson() : std::string();
       },
       [self](stats_atom) -> std::vector<DevicePeer> { return self->state.devices; },
+      [self](shard_atom, const std::string& name,
+             const ShardConfig& config) -> caf::result<Status, caf::actor> {
+        return GetOrCreateShard(self, *self->state.services, name, config);
+      },
   };
 }
 
@@ -121,6 +130,7 @@ class ServerImpl : public Server {
     *cluster_ = std::make_shared<const ClusterSpec>(options.cluster);
     init.services = std::make_shared<TaskServices>();
     init.services->task_name = task_name_;
+    services_ = init.services;
     for (int i = 0; i < std::max(1, options.cpus); ++i) {
       DeviceConfig dc;
       dc.name = task_name_ + "/device:CPU:" + std::to_string(i);
@@ -159,6 +169,7 @@ class ServerImpl : public Server {
     if (port_ != 0) system_->middleman().unpublish(front_, port_);
     caf::anon_send_exit(front_, caf::exit_reason::user_shutdown);
     for (const caf::actor& d : devices_) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+    if (services_) ClearShards(*services_, {});
     front_ = nullptr;
     devices_.clear();
     system_.reset();
@@ -169,6 +180,7 @@ class ServerImpl : public Server {
   std::unique_ptr<caf::actor_system> system_;
   caf::actor front_;
   std::vector<caf::actor> devices_;
+  std::shared_ptr<TaskServices> services_;
   std::shared_ptr<std::mutex> cluster_mu_ = std::make_shared<std::mutex>();
   std::shared_ptr<std::shared_ptr<const ClusterSpec>> cluster_ =
       std::make_shared<std::shared_ptr<const ClusterSpec>>();

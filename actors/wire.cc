@@ -1,4 +1,5 @@
 #include "actors/messages.h"
+#include "actors/shard_messages.h"
 
 namespace actorflow {
 
@@ -19,6 +20,12 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<RemoteStepResult>("actorflow.RemoteStepResult");
   cfg.add_message_type<OpenSessionRequest>("actorflow.OpenSessionRequest");
   cfg.add_message_type<OpenSessionResult>("actorflow.OpenSessionResult");
+  // Parameter shards (actors/shard_messages.h).
+  cfg.add_message_type<ShardConfig>("actorflow.ShardConfig");
+  cfg.add_message_type<ShardPushArgs>("actorflow.ShardPushArgs");
+  cfg.add_message_type<ParameterShardState::PullReply>("actorflow.ShardPullReply");
+  cfg.add_message_type<ParameterShardState::PushReply>("actorflow.ShardPushReply");
+  cfg.add_message_type<ParameterShardState::Stats>("actorflow.ShardStats");
 }
 
 }  // namespace actorflow

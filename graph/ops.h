@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "graph/scope.h"
@@ -230,6 +231,64 @@ Output SliceConcatPart(const Scope& scope, const Input& grad, const std::vector<
                        int64_t axis, int64_t index);
 // The number of elements of x, a scalar of out_type (int32 or int64).
 Output Size(const Scope& scope, const Input& x, DType out_type = DType::kInt32);
+
+// --- Queues and readers ---------------------------------------------------------------
+// TensorFlow's queues (implemented in graph/queue_ops.cc). A queue lives in the task
+// that runs its node, shared there by (container, shared_name); the functions below
+// place every op on the queue node's device (its requested device, colocated), so a
+// queue pinned to /job:ps/task:0 is used from any worker's graph. Running any of them
+// runs the queue node first (a control dependency), which creates the queue on first
+// use. Waiting (full queue, empty queue) happens inside the queue actor, never in a
+// thread; timeout_ms > 0 bounds one op's wait (DeadlineExceeded, the queue stays
+// usable), 0 = SessionOptions::operation_timeout_in_ms.
+//
+//   Queue q = FIFOQueue(root.WithDevice("/job:ps/task:0"), {DType::kFloat32}, {Shape{4}}, 100);
+//   const Node* enqueue = QueueEnqueue(root, q, {x});          // x float32 [4]
+//   std::vector<Output> batch = QueueDequeueMany(root, q, 32);  // {float32 [32,4]}
+
+struct Queue {
+  const Node* node = nullptr;  // the FIFOQueue / RandomShuffleQueue node
+  std::string container;
+  std::string shared_name;
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;  // empty = unknown
+  bool valid() const { return node != nullptr; }
+};
+
+// capacity -1 = unbounded; shared_name "" = the node's name. `shapes`: empty, or one
+// per component (fully defined ones let DequeueMany stack any elements).
+Queue FIFOQueue(const Scope& scope, const std::vector<DType>& dtypes,
+                const std::vector<Shape>& shapes, int64_t capacity,
+                const std::string& shared_name = "", const std::string& container = "");
+// Hands out uniformly chosen elements, keeping min_after_dequeue behind until closed.
+Queue RandomShuffleQueue(const Scope& scope, const std::vector<DType>& dtypes,
+                         const std::vector<Shape>& shapes, int64_t capacity,
+                         int64_t min_after_dequeue, int64_t seed = 0,
+                         const std::string& shared_name = "", const std::string& container = "");
+// One element: one input per component.
+const Node* QueueEnqueue(const Scope& scope, const Queue& queue,
+                         const std::vector<Input>& components, int64_t timeout_ms = 0);
+// n elements: each component [n, ...].
+const Node* QueueEnqueueMany(const Scope& scope, const Queue& queue,
+                             const std::vector<Input>& components, int64_t timeout_ms = 0);
+// One element: one output per component.
+std::vector<Output> QueueDequeue(const Scope& scope, const Queue& queue, int64_t timeout_ms = 0);
+// n elements stacked: component i is [n, shapes[i]...].
+std::vector<Output> QueueDequeueMany(const Scope& scope, const Queue& queue, int64_t n,
+                                     int64_t timeout_ms = 0);
+const Node* QueueClose(const Scope& scope, const Queue& queue,
+                       bool cancel_pending_enqueues = false);
+// int32 []: the number of elements now.
+Output QueueSize(const Scope& scope, const Queue& queue);
+// The next line of the files that `filename_queue` (elements int32 [] indexing
+// `filenames`) hands out, decoded as CSV into one scalar per record_types entry
+// (float32, float64, int32, int64): TensorFlow's TextLineReader + decode_csv. The
+// reader runs on the filename queue's device; its position is kept there under
+// the node's name. OutOfRange once the filename queue is closed and exhausted.
+std::vector<Output> CsvReaderRead(const Scope& scope, const std::vector<std::string>& filenames,
+                                  const Queue& filename_queue,
+                                  const std::vector<DType>& record_types,
+                                  int64_t skip_header_lines = 0);
 
 }  // namespace actorflow
 

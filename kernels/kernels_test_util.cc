@@ -3,12 +3,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <functional>
 #include <future>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <type_traits>
 
 #include "graph/op_registry.h"
+#include "kernels/gpu_runtime.h"
 #include "kernels/reference/reference.h"
 #include "kernels/resource.h"
 
@@ -53,6 +58,54 @@ std::string IndexString(const Shape& shape, int64_t flat) {
   for (size_t i = 0; i < index.size(); ++i) s += (i ? "," : "") + std::to_string(index[i]);
   return s + "]";
 }
+
+// The AsyncScheduler of a device kernel run by the harness: work posted from any
+// thread (a GPU stream's callback) runs on the test thread waiting in RunUntilDone.
+class HarnessScheduler : public AsyncScheduler {
+ public:
+  void RunAfter(int64_t delay_micros, std::function<void()> fn) override {
+    Push(std::chrono::steady_clock::now() + std::chrono::microseconds(delay_micros),
+         std::move(fn));
+  }
+  void Post(std::function<void()> fn) override {
+    Push(std::chrono::steady_clock::now(), std::move(fn));
+  }
+
+  // Runs due work until `finished` (set by that work on this thread) or `limit`
+  // passes; false on the limit.
+  bool RunUntilDone(const bool& finished, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!finished) {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto due = [&] {
+        return !work_.empty() && work_.begin()->first <= std::chrono::steady_clock::now();
+      };
+      while (!due()) {
+        auto wake = work_.empty() ? deadline : std::min(deadline, work_.begin()->first);
+        if (cv_.wait_until(lock, wake) == std::cv_status::timeout &&
+            std::chrono::steady_clock::now() >= deadline) {
+          return false;
+        }
+      }
+      std::function<void()> fn = std::move(work_.begin()->second);
+      work_.erase(work_.begin());
+      lock.unlock();
+      fn();
+    }
+    return true;
+  }
+
+ private:
+  void Push(std::chrono::steady_clock::time_point when, std::function<void()> fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    work_.emplace(when, std::move(fn));
+    cv_.notify_one();
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::multimap<std::chrono::steady_clock::time_point, std::function<void()>> work_;
+};
 
 bool Close(double want, double got, Tolerance tol) {
   if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got);
@@ -116,6 +169,28 @@ StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes
                       KernelRegistry::Global().CreateKernel(*run.node, c.device_type));
   ResourceManager resources;
   KernelContext ctx(run.node, c.inputs, &resources, /*step_id=*/1);
+  if (c.device_type != kDeviceCpu) {
+    // A device kernel resumes through the runtime's scheduler, on this thread.
+    HarnessScheduler scheduler;
+    ctx.set_runtime(nullptr, &scheduler,
+                    "/job:localhost/replica:0/task:0/device:" + c.device_type + ":0");
+    bool finished = false;
+    if (kernel->IsAsync()) {
+      kernel->ComputeAsync(&ctx, [&finished] { finished = true; });
+    } else {
+      kernel->Compute(&ctx);
+      finished = true;
+    }
+    if (!scheduler.RunUntilDone(finished, std::chrono::seconds(60))) {
+      return DeadlineExceeded(run.node->Describe() + ": device kernel never called done");
+    }
+    run.status = ctx.status();
+    for (const Tensor& out : ctx.outputs()) {
+      AF_ASSIGN_OR_RETURN(Tensor host, ToHostTensor(out));
+      run.outputs.push_back(std::move(host));
+    }
+    return StatusOr<KernelRun>(std::move(run));
+  }
   if (kernel->IsAsync()) {
     std::promise<void> done;
     std::future<void> finished = done.get_future();

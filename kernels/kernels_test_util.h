@@ -84,6 +84,9 @@ struct KernelRun {
 // `unknown_input_shapes`) and Consts for the inputs plus the node under test, creates
 // its kernel on c.device_type and computes it once. A graph-building or
 // kernel-creation error is returned as the Status; a Compute error is in run.status.
+// Off the CPU the kernel runs as on device 0 of its type ("...device:GPU:0") with an
+// AsyncScheduler whose posted work runs on the calling thread, and its outputs are
+// copied to host memory (kernels/gpu_runtime.h) before they are returned.
 StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes = false);
 
 // Compares dtype, shape and every element; the message lists the first mismatches.

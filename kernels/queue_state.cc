@@ -206,6 +206,18 @@ bool QueueState::Cancel(RequestId id, const Status& status) {
   return found;
 }
 
+void QueueState::CancelAll(const Status& status) {
+  for (PendingEnqueue& p : enqueues_) {
+    completed_.push_back([done = std::move(p.done), status] { done(status); });
+  }
+  for (PendingDequeue& p : dequeues_) {
+    completed_.push_back([done = std::move(p.done), status] { done(status, {}); });
+  }
+  enqueues_.clear();
+  dequeues_.clear();
+  RunCompleted();
+}
+
 void QueueState::Restore(std::vector<Tensor> components, bool many) {
   StatusOr<std::deque<Element>> elements = MakeElements(std::move(components), many);
   if (!elements.ok()) return;  // not this queue's elements: nothing to put back

@@ -63,6 +63,8 @@ class QueueState {
   void Close(bool cancel_pending_enqueues);
   // Answers the waiting request `id` with `status`; false when it does not wait.
   bool Cancel(RequestId id, const Status& status);
+  // Answers every waiting request with `status` (the queue is going away).
+  void CancelAll(const Status& status);
   // Puts back what a Dequeue handed out but its requester could not take (its step
   // ended first): they become the next elements out of a FIFOQueue.
   void Restore(std::vector<Tensor> components, bool many);

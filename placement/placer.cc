@@ -197,6 +197,21 @@ Status PlaceGroup(const std::vector<const Node*>& members,
   if (requests.empty()) {
     const Node* culprit = nullptr;
     std::string missing = MissingKernel(members, def.type, &culprit);
+    if (!missing.empty() && def.type != kDeviceCpu) {
+      // A GPU default is a preference, as in TensorFlow: a group it has no kernel
+      // for (integer ops) runs on the default task's CPU.
+      DeviceSpec cpu = def.spec.TaskPart();
+      cpu.type = kDeviceCpu;
+      std::string unused;
+      const Node* unused_culprit = nullptr;
+      if (const AvailableDevice* d = FirstWithKernels(Candidates(devices, cpu, def.spec), members,
+                                                      &unused, &unused_culprit)) {
+        const std::string reason = "default, on the CPU: " + missing + " (default device " +
+                                   def.name + ")";
+        assign(*d, [&](const Node*) { return reason; });
+        return Status::OK();
+      }
+    }
     if (!missing.empty()) {
       return InvalidArgument("cannot place " + culprit->Describe() + " on the default device " +
                              def.name + ": " + missing +

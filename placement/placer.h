@@ -17,7 +17,10 @@
 //     (else of the default task) if allow_soft_placement; otherwise InvalidArgument
 //     naming the node, the requested device and what is missing (the available
 //     devices, or the missing kernel), suggesting allow_soft_placement.
-//  5. Default. A group with no requested device goes to the default device.
+//  5. Default. A group with no requested device goes to the default device; when
+//     that is not a CPU and lacks a kernel for a member (a GPU and an integer op),
+//     the group goes to the default task's CPU instead (as in TensorFlow, a default
+//     is a preference, so this needs no allow_soft_placement).
 //
 // A group is decided from all its members in the graph, not only those in the step's
 // node set, so a node lands on the same device in every step (a variable's state
@@ -56,7 +59,9 @@ struct PlacerOptions {
 struct Placement {
   std::string device;  // a full device name from PlacerOptions::devices
   // Why: "requested /gpu:0", "colocated with v", "default",
-  // "soft placement: no GPU kernel for op Mul with dtype int32 (requested /gpu:0)".
+  // "soft placement: no GPU kernel for op Mul with dtype int32 (requested /gpu:0)",
+  // "default, on the CPU: no GPU kernel for op Mul with dtype int32 (default device
+  // /job:localhost/replica:0/task:0/device:GPU:0)".
   std::string reason;
 };
 

@@ -126,6 +126,24 @@ TEST(PlacerTest, NodesWithoutARequestGoToTheDefaultDevice) {
   }
 }
 
+TEST(PlacerTest, ANonCpuDefaultSendsOpsWithoutItsKernelToTheCpuAndSaysWhy) {
+  // As with a GPU default and integer ops; no soft placement is needed for this.
+  auto g = Build({FloatConst("a"), FloatConst("b"), Def("sum", "Add", {"a", "b"}), IntConst("x"),
+                  IntConst("y"), Def("m", "Mul", {"x", "y"})});
+  PlacerOptions options = LocalOptions();
+  options.default_device = kTestDev0;
+  auto p = PlaceAll(*g, options);
+  for (const char* name : {"a", "b", "sum"}) {
+    EXPECT_EQ(Of(*g, p, name).device, kTestDev0) << name;
+    EXPECT_EQ(Of(*g, p, name).reason, "default") << name;
+  }
+  for (const char* name : {"x", "y", "m"}) EXPECT_EQ(Of(*g, p, name).device, kCpu0) << name;
+  EXPECT_EQ(Of(*g, p, "m").reason,
+            std::string("default, on the CPU: no TESTDEV kernel for op Mul with dtype int32 "
+                        "(registered dtypes: float32) (default device ") +
+                kTestDev0 + ")");
+}
+
 TEST(PlacerTest, WithoutADeviceListTheDefaultDeviceIsTheOnlyCpu) {
   auto g = Build({FloatConst("a"), FloatConst("b", "/cpu:0")});
   auto p = PlaceAll(*g, PlacerOptions{});

@@ -25,8 +25,7 @@ const char* PsStrategyName(PsStrategy strategy) {
 StatusOr<PsAssignment> AssignVariablesToPs(const std::vector<VariableSize>& variables,
                                            int num_tasks, PsStrategy strategy) {
   if (num_tasks < 1) {
-    return InvalidArgument("variables need at least one ps task, got " +
-                           std::to_string(num_tasks));
+    return InvalidArgument("variables need at least one ps task, got " + std::to_string(num_tasks));
   }
   std::set<std::string> seen;
   for (const VariableSize& v : variables) {

@@ -36,7 +36,7 @@ struct VariableSize {
 };
 
 struct PsAssignment {
-  std::map<std::string, int> task_of;              // variable -> ps task index
+  std::map<std::string, int> task_of;               // variable -> ps task index
   std::vector<std::vector<std::string>> variables;  // per task, in sorted name order
   std::vector<int64_t> bytes;                       // per task, the sum of its variables
 };

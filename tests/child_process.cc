@@ -6,9 +6,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,7 +97,8 @@ std::unique_ptr<ChildProcess> ChildProcess::Start(const std::string& program,
   child->out_fd_ = out_pipe[0];
   child->err_fd_ = err_pipe[0];
   // Readable once the child has exited: lets the waits poll for the exit too.
-  child->pid_fd_ = pidfd_open(pid, 0);
+  // (glibc 2.36's <sys/pidfd.h> lacks C linkage for C++, hence the raw syscall.)
+  child->pid_fd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   return child;
 }
 

@@ -15,6 +15,7 @@
 #ifndef ACTORFLOW_TESTS_CHILD_PROCESS_H_
 #define ACTORFLOW_TESTS_CHILD_PROCESS_H_
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -48,7 +49,7 @@ class ChildProcess {
   // `timeout` passed first.
   bool WaitForExit(std::chrono::milliseconds timeout);
   // Sends `signal`; for SIGKILL also reaps the child (it cannot outlive SIGKILL).
-  void Kill(int signal = 9);
+  void Kill(int signal = SIGKILL);
 
   pid_t pid() const { return pid_; }
   // Whether the child has ended (reaps it if so); never blocks.

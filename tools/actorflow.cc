@@ -12,6 +12,7 @@
 #include "tools/run_command.h"
 #include "tools/server_command.h"
 #include "tools/train_command.h"
+#include "tools/tune_command.h"
 
 namespace actorflow {
 namespace cli {
@@ -23,6 +24,7 @@ std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
       AddServerSubcommand(app),
       AddTrainSubcommand(app),
       AddPredictSubcommand(app),
+      AddTuneSubcommand(app),
   };
 }
 

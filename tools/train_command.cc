@@ -16,7 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/session_factory.h"
+#include "tools/in_graph_train.h"
 #include "tools/progress_bar.h"
+#include "tools/train_cluster.h"
 #include "training/csv_dataset.h"
 #include "training/dnn_classifier.h"
 
@@ -87,7 +89,7 @@ Status CheckFlags(const TrainCommandOptions& options) {
     const bool name_ok = MakeOptimizer(options.optimizer, 0.01).ok();
     return InvalidArgument((name_ok ? "--lr: " : "--optimizer: ") + optimizer.message());
   }
-  return Status::OK();
+  return CheckClusterFlags(options);
 }
 
 // The name of the last column in the header line of `path`.
@@ -216,6 +218,16 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, bool interac
   }
   AF_ASSIGN_OR_RETURN(model.hidden_units, ParseHiddenUnits(options.hidden));
   model.n_classes = data.classes;
+  if (!options.cluster.empty()) {
+    DNNModelSpec spec;
+    spec.feature_columns = model.feature_columns;
+    spec.hidden_units = model.hidden_units;
+    spec.n_classes = model.n_classes;
+    spec.activation = model.activation;
+    spec.label_column = data.label_column;
+    return TrainOnCluster(options, spec, {data.train.features, data.train.labels},
+                          {data.test.features, data.test.labels}, out);
+  }
   model.optimizer = options.optimizer;
   model.learning_rate = options.learning_rate;
   model.seed = options.seed;
@@ -347,10 +359,21 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
   app->add_option("--timeout-ms", options->timeout_ms, "Deadline of each step in ms (0 = none)")
       ->capture_default_str();
   app->add_flag("--json", options->json, "End with one line of JSON");
-  return Subcommand{app, [options]() {
-                      return TrainCommand(*options, std::cout, std::cerr,
-                                          isatty(STDOUT_FILENO) != 0);
-                    }};
+  app->add_option("--cluster", options->cluster,
+                  "Data-parallel: local:ps=P,worker=W (in this process) or a cluster JSON file");
+  app->add_option("--job", options->job, "With a cluster file: this process's job")
+      ->capture_default_str();
+  app->add_option("--task", options->task, "With a cluster file: this process's worker index");
+  app->add_option("--mode", options->mode, "sync, async or ssp:S (bounded staleness S)")
+      ->capture_default_str();
+  app->add_option("--replicas-to-aggregate", options->replicas_to_aggregate,
+                  "sync: gradients averaged per update (default: every worker)");
+  // --replication in-graph runs tools/in_graph_train.h instead.
+  return WithReplicationFlag(Subcommand{app, [options]() {
+                               return TrainCommand(*options, std::cout, std::cerr,
+                                                   isatty(STDOUT_FILENO) != 0);
+                             }},
+                             options);
 }
 
 }  // namespace cli

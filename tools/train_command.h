@@ -5,7 +5,11 @@
 //                   [--classes N] [--optimizer sgd|momentum|adam|adagrad] [--lr X]
 //                   [--batch N] [--steps N] [--epochs N] [--seed N] [--normalize]
 //                   [--checkpoint-dir DIR] [--timeout-ms N] [--json]
+//                   [--cluster local:ps=P,worker=W | --cluster FILE --job worker --task I]
+//                   [--mode sync|async|ssp:S] [--replicas-to-aggregate N]
 //
+// With --cluster it trains the same model data-parallel on a cluster of ps and
+// worker tasks: see tools/train_cluster.h. Without it:
 // - With no flags it trains a DNN [10, 10] on the Iris split bundled in
 //   examples/data and ends with the test accuracy. The bundled files are found under
 //   `bazel run` ($BUILD_WORKSPACE_DIRECTORY, the runfiles) and from the repository
@@ -65,6 +69,12 @@ struct TrainCommandOptions {
   std::string checkpoint_dir;
   int64_t timeout_ms = 30000;
   bool json = false;
+  // Data-parallel training (tools/train_cluster.h). Empty cluster: one process.
+  std::string cluster;
+  std::string job = "worker";
+  int task = -1;  // a cluster file's worker index
+  std::string mode = "sync";
+  int replicas_to_aggregate = 0;  // 0: every worker
 };
 
 // Runs the command: progress and results go to `out` (a bar when `interactive`),

@@ -15,6 +15,7 @@
 #include "graph/scope.h"
 #include "training/checkpoint_file.h"
 #include "training/checkpoint_format.h"
+#include "training/partitioned_variable.h"
 
 namespace actorflow {
 
@@ -147,6 +148,19 @@ void RemoveDeadWritersTempFiles(const std::string& dir, const std::vector<std::s
   }
 }
 
+// "a, b, c", at most 20 items then "... (N more)".
+std::string JoinList(const std::vector<std::string>& items, const std::string& separator = ", ") {
+  constexpr size_t kMaxItems = 20;
+  std::string text;
+  for (size_t i = 0; i < items.size() && i < kMaxItems; ++i) {
+    text += (i == 0 ? "" : separator) + items[i];
+  }
+  if (items.size() > kMaxItems) {
+    text += separator + "... (" + std::to_string(items.size() - kMaxItems) + " more)";
+  }
+  return text;
+}
+
 // A checkpoint argument (prefix or directory) as a prefix.
 StatusOr<std::string> ResolveCheckpoint(const std::string& checkpoint) {
   if (checkpoint.empty()) return InvalidArgument("the checkpoint path is empty");
@@ -170,7 +184,9 @@ StatusOr<CheckpointManifest> ReadManifest(const std::string& prefix) {
 
 Saver::Saver(SaverOptions options, std::vector<SavedVariable> variables, std::string restore_op)
     : options_(std::move(options)), variables_(std::move(variables)), restore_op_(std::move(restore_op)) {
-  for (const auto& v : variables_) var_names_.push_back(v.name);
+  for (const auto& v : variables_) {
+    for (const auto& part : v.parts) var_names_.push_back(part.node);
+  }
 }
 
 StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions options) {
@@ -182,8 +198,15 @@ StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions option
                            "and so is the graph's \"" + std::string(kVariablesCollection) +
                            "\" collection)");
   }
+  auto partitionings = GetVariablePartitionings(*graph);
+  if (!partitionings.ok()) return partitionings.status().WithContext("Saver::Create");
+  std::map<std::string, const VariablePartitioning*> partitioning_of;  // part -> whole
+  for (const VariablePartitioning& p : *partitionings) {
+    for (const std::string& part : p.parts) partitioning_of[part] = &p;
+  }
   std::vector<SavedVariable> variables;
   std::set<std::string> seen;
+  std::set<std::string> saved_whole;  // partitioned variables already added
   for (const auto& name : names) {
     const Node* node = graph->FindNode(name);
     if (node == nullptr) return NotFound("Saver::Create: variable '" + name + "' is not a node of the graph");
@@ -193,7 +216,17 @@ StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions option
     if (!seen.insert(name).second) {
       return InvalidArgument("Saver::Create: variable '" + name + "' is listed twice");
     }
-    variables.push_back({name, node->output_dtype(0), node->output_shape(0), ""});
+    auto whole = partitioning_of.find(name);
+    if (whole == partitioning_of.end()) {
+      variables.push_back({name, node->output_dtype(0), node->output_shape(0),
+                           {{name, node->output_shape(0), ""}}});
+      continue;
+    }
+    const VariablePartitioning& p = *whole->second;
+    if (!saved_whole.insert(p.name).second) continue;
+    SavedVariable v{p.name, p.dtype, p.shape, {}};
+    for (size_t k = 0; k < p.parts.size(); ++k) v.parts.push_back({p.parts[k], p.part_shapes[k], ""});
+    variables.push_back(std::move(v));
   }
 
   // "save", else "save_1", ...: the first name scope none of whose nodes exist yet.
@@ -201,9 +234,11 @@ StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions option
   auto taken = [&](const std::string& prefix) {
     if (graph->FindNode(prefix + "/restore_all") != nullptr) return true;
     for (const auto& v : variables) {
-      if (graph->FindNode(prefix + "/" + v.name + "/value") != nullptr ||
-          graph->FindNode(prefix + "/" + v.name + "/Assign") != nullptr) {
-        return true;
+      for (const auto& part : v.parts) {
+        if (graph->FindNode(prefix + "/" + part.node + "/value") != nullptr ||
+            graph->FindNode(prefix + "/" + part.node + "/Assign") != nullptr) {
+          return true;
+        }
       }
     }
     return false;
@@ -213,12 +248,17 @@ StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions option
   Scope root = Scope::ForGraph(graph).NewSubScope(scope_name);
   std::vector<Output> assigns;
   for (auto& v : variables) {
-    Output var(graph->FindNode(v.name));
-    Scope var_scope = root.NewSubScope(v.name).ColocateWith(var);
-    Output value = Placeholder(var_scope.WithOpName("value"), v.dtype, v.shape);
-    assigns.push_back(Assign(var_scope.WithOpName("Assign"), var, value));
-    if (!root.ok()) return root.status().WithContext("Saver::Create");
-    v.placeholder = value.name();
+    for (auto& part : v.parts) {
+      Output var(graph->FindNode(part.node));
+      // The variable's device as well as its colocation: a master connects to the
+      // tasks a step's nodes request, and a restore may be a fresh session's first step.
+      Scope var_scope =
+          root.NewSubScope(part.node).ColocateWith(var).WithDevice(var.node->requested_device());
+      Output value = Placeholder(var_scope.WithOpName("value"), v.dtype, part.shape);
+      assigns.push_back(Assign(var_scope.WithOpName("Assign"), var, value));
+      if (!root.ok()) return root.status().WithContext("Saver::Create");
+      part.placeholder = value.name();
+    }
   }
   const Node* restore = NoOp(root.WithOpName("restore_all").WithControlDependencies(assigns));
   if (!root.ok() || restore == nullptr) return root.status().WithContext("Saver::Create");
@@ -243,15 +283,25 @@ StatusOr<std::string> Saver::Save(Session* session, const std::string& dir, int6
   Status fetched = session->Run({}, var_names_, {}, &values);
   if (!fetched.ok()) return fetched.WithContext("Saver::Save: fetching the variables");
   std::vector<std::pair<std::string, Tensor>> tensors;
-  for (size_t i = 0; i < variables_.size(); ++i) {
-    const SavedVariable& v = variables_[i];
-    if (i >= values.size() || values[i].dtype() != v.dtype || values[i].shape() != v.shape) {
-      return Internal("Saver::Save: the session returned " +
-                      (i < values.size() ? values[i].DebugString() : std::string("nothing")) +
-                      " for variable '" + v.name + "', declared " + DTypeName(v.dtype) +
-                      v.shape.ToString());
+  size_t i = 0;  // into values: one per part, in var_names_ order
+  for (const SavedVariable& v : variables_) {
+    std::vector<Tensor> parts;
+    for (const SavedPart& part : v.parts) {
+      if (i >= values.size() || values[i].dtype() != v.dtype || values[i].shape() != part.shape) {
+        return Internal("Saver::Save: the session returned " +
+                        (i < values.size() ? values[i].DebugString() : std::string("nothing")) +
+                        " for variable '" + part.node + "', declared " + DTypeName(v.dtype) +
+                        part.shape.ToString());
+      }
+      parts.push_back(values[i++]);
     }
-    tensors.emplace_back(v.name, values[i]);
+    if (parts.size() == 1) {
+      tensors.emplace_back(v.name, parts.front());
+    } else {
+      auto whole = ConcatAlongDim0(parts);
+      if (!whole.ok()) return whole.status().WithContext("Saver::Save: variable '" + v.name + "'");
+      tensors.emplace_back(v.name, std::move(whole).value());
+    }
   }
   const CheckpointManifest manifest = BuildManifest(global_step, tensors);
 
@@ -293,25 +343,63 @@ Status Saver::Restore(Session* session, const std::string& checkpoint) {
   if (session == nullptr) return InvalidArgument("Saver::Restore: the session is null");
   AF_ASSIGN_OR_RETURN(std::string prefix, ResolveCheckpoint(checkpoint));
   AF_ASSIGN_OR_RETURN(auto tensors, ReadCheckpoint(prefix));
+  // Every difference is collected first, so that a checkpoint of another model is
+  // reported with all the variables that differ.
+  std::vector<std::string> missing;     // "no tensor for variable 'x'"
+  std::vector<std::string> mismatched;  // "variable 'x' has shape ... but ..."
+  std::set<std::string> restored;
   FeedList feeds;
   for (const SavedVariable& v : variables_) {
+    restored.insert(v.name);
     auto it = tensors.find(v.name);
     if (it == tensors.end()) {
-      return NotFound("Saver::Restore: checkpoint '" + prefix + "' has no tensor for variable '" +
-                      v.name + "'");
+      missing.push_back("no tensor for variable '" + v.name + "'");
+      continue;
     }
     const Tensor& t = it->second;
     if (t.dtype() != v.dtype) {
-      return InvalidArgument("Saver::Restore: variable '" + v.name + "' is " + DTypeName(v.dtype) +
-                             " in the graph but " + DTypeName(t.dtype()) + " in checkpoint '" +
-                             prefix + "'");
+      mismatched.push_back("variable '" + v.name + "' is " + DTypeName(v.dtype) +
+                           " in the graph but " + DTypeName(t.dtype()));
+      continue;
     }
     if (t.shape() != v.shape) {
-      return InvalidArgument("Saver::Restore: variable '" + v.name + "' has shape " +
-                             v.shape.ToString() + " in the graph but " + t.shape().ToString() +
-                             " in checkpoint '" + prefix + "'");
+      mismatched.push_back("variable '" + v.name + "' has shape " + v.shape.ToString() +
+                           " in the graph but " + t.shape().ToString());
+      continue;
     }
-    feeds.emplace_back(v.placeholder, t);
+    if (v.parts.size() == 1) {
+      feeds.emplace_back(v.parts.front().placeholder, t);
+      continue;
+    }
+    int64_t row = 0;
+    for (const SavedPart& part : v.parts) {
+      auto rows = SliceAlongDim0(t, row, part.shape.dim(0));
+      if (!rows.ok()) return rows.status().WithContext("Saver::Restore: variable '" + v.name + "'");
+      feeds.emplace_back(part.placeholder, std::move(rows).value());
+      row += part.shape.dim(0);
+    }
+  }
+  if (!missing.empty() || !mismatched.empty()) {
+    std::vector<std::string> extra;  // only the checkpoint has them
+    for (const auto& [name, tensor] : tensors) {
+      if (restored.count(name) == 0) extra.push_back("'" + name + "'");
+    }
+    const Code code = mismatched.empty() ? Code::kNotFound : Code::kInvalidArgument;
+    if (missing.size() + mismatched.size() == 1 && extra.empty()) {
+      // One difference: the message of that one variable.
+      if (!missing.empty()) {
+        return Status(code, "Saver::Restore: checkpoint '" + prefix + "' has " + missing.front());
+      }
+      return Status(code, "Saver::Restore: " + mismatched.front() + " in checkpoint '" + prefix + "'");
+    }
+    std::vector<std::string> problems = mismatched;
+    problems.insert(problems.end(), missing.begin(), missing.end());
+    if (!extra.empty()) {
+      problems.push_back("the checkpoint has variables the graph lacks: " + JoinList(extra));
+    }
+    return Status(code, "Saver::Restore: checkpoint '" + prefix +
+                            "' does not match the graph (a checkpoint of another model?): " +
+                            JoinList(problems, "; "));
   }
   Status s = session->Run(feeds, {}, {restore_op_}, nullptr);
   if (!s.ok()) return s.WithContext("Saver::Restore: assigning the variables from '" + prefix + "'");

@@ -64,7 +64,14 @@ class Saver {
   // "save/<var>/value" [var shape] and one Assign "save/<var>/Assign" per variable,
   // and the NoOp "save/restore_all" that runs every Assign. Errors: NotFound for a
   // name that is not a node; InvalidArgument for a node that is not a Variable, a
-  // duplicate name, or no variable at all; builder errors naming the node.
+  // duplicate name, or no variable at all; GetVariablePartitionings' errors; builder
+  // errors naming the node.
+  //
+  // Partitioned variables (training/partitioned_variable.h, their optimizer slots
+  // included): a listed part stands for its whole variable, which is checkpointed as
+  // one tensor under its whole name (the parts joined along dimension 0 on Save, the
+  // tensor split into the graph's parts on Restore), so a checkpoint restores into any
+  // number of shards, or into an unpartitioned variable of that name and shape.
   static StatusOr<std::unique_ptr<Saver>> Create(Graph* graph, SaverOptions options);
 
   // Fetches the variables through `session` (one Run, so the values are a consistent
@@ -80,20 +87,34 @@ class Saver {
   StatusOr<std::string> Save(Session* session, const std::string& dir, int64_t global_step);
 
   // Restores every variable from `checkpoint`: a path prefix from Save, or a directory
-  // (its LatestCheckpoint). Errors (nothing is assigned): NotFound when there is no
-  // such checkpoint or it lacks one of the variables (named); ReadCheckpoint's errors;
-  // InvalidArgument naming the variable when a tensor's dtype or shape differs from the
-  // graph's variable (expected vs found); the session's errors.
+  // (its LatestCheckpoint). Tensors of the checkpoint that the graph does not have are
+  // ignored (a prediction graph restores a training checkpoint). Errors (nothing is
+  // assigned): NotFound when there is no such checkpoint or it lacks variables;
+  // ReadCheckpoint's errors; InvalidArgument when a tensor's dtype or shape differs
+  // from the graph's variable (expected vs found); the session's errors. A checkpoint
+  // of another model names every variable that differs in one message: those it
+  // lacks, those of another dtype or shape, and (then) those only it has.
   Status Restore(Session* session, const std::string& checkpoint);
 
+  // The Variable nodes saved and restored (the parts of a partitioned variable
+  // included), in the order Save fetches them.
   const std::vector<std::string>& var_names() const { return var_names_; }
 
  private:
-  struct SavedVariable {
-    std::string name;         // the Variable node
-    DType dtype;
+  // One Variable node: fetched on Save, assigned from `placeholder` on Restore.
+  struct SavedPart {
+    std::string node;
     Shape shape;              // fully defined
     std::string placeholder;  // fed with the restored value
+  };
+  // One checkpoint tensor: a Variable node (one part, itself), or a partitioned
+  // variable (training/partitioned_variable.h) saved whole under its whole name, its
+  // parts in order along dimension 0.
+  struct SavedVariable {
+    std::string name;
+    DType dtype;
+    Shape shape;  // the whole shape
+    std::vector<SavedPart> parts;
   };
   Saver(SaverOptions options, std::vector<SavedVariable> variables, std::string restore_op);
 

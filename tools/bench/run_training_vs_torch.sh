@@ -13,6 +13,7 @@
 # Usage (from the repository root):
 #   tools/bench/run_training_vs_torch.sh [-r ROUNDS] [--inner N] [--peers DIR]
 #       [--bin PATH] [--no-build] [--out DIR] [--session direct|actor|both]
+#       [--tries N] [--quiet-wait S]
 #   -r ROUNDS   rounds (default 5)
 #   --inner N   repetitions inside each process per round (default 3)
 #   --peers DIR where torch_mlp_bench.py lives (default ../shared/peers, relative to
@@ -20,6 +21,9 @@
 #   --bin PATH  the training_bench binary (default: the -c opt build's, built with
 #               `bazel build -c opt` unless --no-build)
 #   --out DIR   where the raw JSON and logs go (default /tmp/training_vs_torch-<time>)
+#   --tries N, --quiet-wait S  passed to both sides: a sample taken while other
+#               processes used more than 0.25 cores is retaken (at most N attempts,
+#               default 3); each repetition first waits up to S s (default 10) for quiet
 # Needs Debian's /usr/bin/python3 with python3-torch and python3-sklearn.
 set -euo pipefail
 
@@ -30,6 +34,8 @@ peers="$repo/../shared/peers"
 bin=""
 build=1
 session=both
+tries=3
+quiet_wait=10
 out="/tmp/training_vs_torch-$(date +%Y%m%d-%H%M%S)"
 python=/usr/bin/python3
 
@@ -42,7 +48,9 @@ while [ $# -gt 0 ]; do
     --no-build) build=0; shift ;;
     --out) out="$2"; shift 2 ;;
     --session) session="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    --tries) tries="$2"; shift 2 ;;
+    --quiet-wait) quiet_wait="$2"; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "run_training_vs_torch.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -74,9 +82,11 @@ echo "rounds=$rounds inner=$inner session=$session peer=$peer out=$out" >&2
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for ((r = 1; r <= rounds; r++)); do
   echo "round $r/$rounds: ours" >&2
-  "$bin" --json --reps "$inner" --session "$session" > "$out/ours-$r.json" 2> "$out/ours-$r.log"
+  "$bin" --json --reps "$inner" --session "$session" --tries "$tries" \
+    --quiet-wait "$quiet_wait" > "$out/ours-$r.json" 2> "$out/ours-$r.log"
   echo "round $r/$rounds: torch" >&2
-  "$python" "$peer" --reps "$inner" --configs 1/1 1/2 > "$out/torch-$r.log" 2>&1
+  "$python" "$peer" --reps "$inner" --configs 1/1 1/2 --tries "$tries" \
+    --quiet-wait "$quiet_wait" > "$out/torch-$r.log" 2>&1
   cp /tmp/peers/torch_mlp_bench.json "$out/torch-$r.json"
 done
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >&2

@@ -183,8 +183,11 @@ int Main(int argc, char** argv) {
   add_trip("direct 10 nodes", ChainGraph(1), false, 1, "n9");
   const int per_round = flags.quick ? 300 : 2000;
   for (Case& c : trips) c.Warm(per_round / 2);
+  double foreign_trips = 0;
   for (int r = 0; r < flags.rounds; ++r) {
+    LoadWindow w;
     for (Case& c : trips) c.Sample(per_round);
+    foreign_trips = std::max(foreign_trips, w.Stop());
   }
   if (trips[2].out[0].data<float>()[0] != -1.0f) {
     Die(kProgram, "10-node chain", Internal("expected -1 from 1 and 9 Negs"));
@@ -210,9 +213,12 @@ int Main(int argc, char** argv) {
   const bool same_buffer = big.out[0].raw_data() == payload.raw_data();
   const bool same_values = TensorsEqual(big.out[0], payload);
   const int big_per_round = flags.quick ? 200 : 1000;
+  double foreign_big = 0;
   for (int r = 0; r < flags.rounds; ++r) {
+    LoadWindow w;
     big.Sample(big_per_round);
     small.Sample(big_per_round);
+    foreign_big = std::max(foreign_big, w.Stop());
   }
   const double bytes = static_cast<double>(payload.TotalBytes());
 
@@ -228,27 +234,43 @@ int Main(int argc, char** argv) {
   one.fetches = two.fetches = {"m0" + last, "m1" + last};
   one.Warm(1);
   two.Warm(1);
+  std::vector<double> mm_one_us, mm_two_us;  // one step per round each
   if (!TensorsEqual(one.out[0], two.out[0]) || !TensorsEqual(one.out[1], two.out[1])) {
     Die(kProgram, "MatMul chains", Internal("one and two devices computed different values"));
   }
+  // Two cores are needed for the two-device case: each round first waits for a quiet
+  // machine, and a step taken while other processes used > 0.25 cores is retaken.
   std::vector<double> foreign_mm, speedups;
+  int mm_retakes = 0;
   const int mm_rounds = flags.quick ? 3 : std::max(5, flags.rounds);
   for (int r = 0; r < mm_rounds; ++r) {
+    if (!flags.quick) WaitQuiet(0.15, 1.0, 10.0);
     double pair[2];
     int k = 0;
     for (Case* c : {&one, &two}) {
-      LoadWindow w;
-      c->Sample(flags.quick ? 1 : 3);
-      foreign_mm.push_back(w.Stop());
-      pair[k++] = c->us.back();
+      Measured m = MeasureRetaking(
+          [c] {
+            c->us.clear();
+            c->Sample(1);
+            return c->us.back();
+          },
+          0.25, flags.quick ? 1 : 3);
+      foreign_mm.push_back(m.foreign);
+      mm_retakes += m.attempts - 1;
+      pair[k++] = m.value;
     }
+    one.us.clear();
+    two.us.clear();
     speedups.push_back(pair[0] / pair[1]);
+    mm_one_us.push_back(pair[0]);
+    mm_two_us.push_back(pair[1]);
   }
   const double gflop = 2.0 * 2 * flags.chain * 1024.0 * 1024.0 * 1024.0 / 1e9;
 
   // ---- Output ------------------------------------------------------------------------
   const double load_after = LoadAverage1();
   if (flags.json) {
+    j["foreign_max"] = {foreign_trips, foreign_big};
     for (const Case& c : trips) j["round_trip_us"][c.name] = StatsJson(Summarize(c.us));
     const Stats bs = Summarize(big.us);
     j["send_recv_4mib"] = {{"us", StatsJson(bs)},
@@ -258,8 +280,9 @@ int Main(int argc, char** argv) {
                            {"gbps_median", bytes / (bs.median * 1e-6) / 1e9},
                            {"gbps_best", bytes / (bs.min * 1e-6) / 1e9}};
     j["matmul_chains"] = {{"chain", flags.chain},
-                          {"one_device_ms", StatsJson(Summarize(one.us))},
-                          {"two_devices_ms", StatsJson(Summarize(two.us))},
+                          {"one_device_us", StatsJson(Summarize(mm_one_us))},
+                          {"two_devices_us", StatsJson(Summarize(mm_two_us))},
+                          {"retakes", mm_retakes},
                           {"speedup", StatsJson(Summarize(speedups))}};
     j["loadavg"] = {load_before, load_after};
     std::printf("%s\n", j.dump().c_str());
@@ -270,8 +293,9 @@ int Main(int argc, char** argv) {
 #endif
   std::printf("runtime_bench: load average %.2f before, %.2f after (2 cores)\n\n", load_before,
               load_after);
-  std::printf("(a) Session::Run round trip, us per step (%d rounds x %d runs, interleaved)\n",
-              flags.rounds, per_round);
+  std::printf("(a) Session::Run round trip, us per step (%d rounds x %d runs, interleaved; "
+              "foreign load max %.2f cores)\n",
+              flags.rounds, per_round, foreign_trips);
   std::printf("  %-28s %-30s\n", "case", "min / median / max");
   for (const Case& c : trips) {
     std::printf("  %-28s %-30s\n", c.name.c_str(), Triple(Summarize(c.us), "%.2f").c_str());
@@ -279,7 +303,7 @@ int Main(int argc, char** argv) {
   const Stats bs = Summarize(big.us);
   const Stats ss = Summarize(small.us);
   std::printf("\n(b) Send/Recv of a 4 MiB float32 tensor, fed -> Identity (CPU:0) -> "
-              "Identity (CPU:1) -> fetched\n");
+              "Identity (CPU:1) -> fetched (foreign load max %.2f cores)\n", foreign_big);
   std::printf("  fetched buffer == fed buffer: %s (%p vs %p); values equal: %s\n",
               same_buffer ? "yes, no copy" : "NO, copied", big.out[0].raw_data(),
               payload.raw_data(), same_values ? "yes" : "NO");
@@ -290,7 +314,7 @@ int Main(int argc, char** argv) {
               "(target >= 10)\n",
               bytes / (bs.median * 1e-6) / 1e9, bytes / (bs.min * 1e-6) / 1e9,
               bytes / (bs.max * 1e-6) / 1e9);
-  const Stats o = Summarize(one.us), t = Summarize(two.us), sp = Summarize(speedups);
+  const Stats o = Summarize(mm_one_us), t = Summarize(mm_two_us), sp = Summarize(speedups);
   double fmax = 0;
   for (double f : foreign_mm) fmax = std::max(fmax, f);
   std::printf("\n(c) two chains of %d MatMuls [1024,1024]x[1024,1024], 1 BLAS thread each, "
@@ -302,8 +326,8 @@ int Main(int argc, char** argv) {
               Triple({t.min / 1e3, t.median / 1e3, t.max / 1e3}, "%.1f").c_str(),
               1e6 / t.median, gflop / (t.median * 1e-6));
   std::printf("  speed-up two/one devices: ratio of medians %.2f; per round min / median / max "
-              "%s  (target >= 1.8); foreign load max %.2f cores\n",
-              o.median / t.median, Triple(sp, "%.2f").c_str(), fmax);
+              "%s  (target >= 1.8)\n  %d rounds, foreign load max %.2f cores, %d steps retaken\n",
+              o.median / t.median, Triple(sp, "%.2f").c_str(), mm_rounds, fmax, mm_retakes);
   return 0;
 }
 

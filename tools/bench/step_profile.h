@@ -24,9 +24,12 @@ class StepProfile {
   int steps() const { return steps_; }
   double wall_us_per_step() const { return steps_ ? wall_us_ / steps_ : 0; }
   double node_us_per_step() const;
+  // From the first node's start to the last node's end: the time inside executors.
+  double span_us_per_step() const { return steps_ ? span_us_ / steps_ : 0; }
   int64_t nodes_per_step() const { return steps_ ? nodes_ / steps_ : 0; }
   // "  op  calls/step  us/step  share" lines, the most expensive op first; `top`
-  // lines at most, the rest summed in one line.
+  // lines at most, the rest summed in one line; then the time between nodes (the
+  // executor's own) and outside the span (Session::Run, messages, wake-ups).
   std::string Table(int top) const;
 
  private:
@@ -38,6 +41,7 @@ class StepProfile {
   int steps_ = 0;
   int64_t nodes_ = 0;
   double wall_us_ = 0;
+  double span_us_ = 0;
 };
 
 }  // namespace bench

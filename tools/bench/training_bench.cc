@@ -16,7 +16,12 @@
 //
 // Usage: training_bench [--session direct|actor|both] [--reps N] [--steps N]
 //          [--iris-steps N] [--threads 1,2] [--models mlp,iris] [--iris-csv PATH]
-//          [--json] [--profile] [--quick]
+//          [--tries N] [--threshold CORES] [--quiet-wait S] [--json] [--profile]
+//          [--quick]
+//   --tries, --threshold  a sample is retaken (at most `tries` attempts, default 2)
+//              while the foreign load exceeded `threshold` cores (default 0.25);
+//   --quiet-wait  before each repetition, wait at most this long (default 5 s) for
+//              the machine to be quiet. The same flags as the PyTorch peer's.
 //   --profile  afterwards, run traced steps (kFullTrace) per configuration and print
 //              node time per op type against the step's wall time.
 // Build with -c opt: `bazel build -c opt //tools/bench:training_bench`.
@@ -122,7 +127,8 @@ std::vector<int> ParseIntList(const std::string& s) {
   std::fprintf(stderr,
                "usage: training_bench [--session direct|actor|both] [--reps N] [--steps N]\n"
                "         [--iris-steps N] [--threads 1,2] [--models mlp,iris]\n"
-               "         [--iris-csv PATH] [--json] [--profile] [--quick]\n");
+               "         [--iris-csv PATH] [--tries N] [--threshold CORES]\n"
+               "         [--quiet-wait S] [--json] [--profile] [--quick]\n");
   std::exit(2);
 }
 
@@ -159,6 +165,12 @@ Flags ParseFlags(int argc, char** argv) {
       if (f.models.empty()) Usage();
     } else if (a == "--iris-csv") {
       f.iris_csv = value();
+    } else if (a == "--tries") {
+      f.tries = std::atoi(value().c_str());
+    } else if (a == "--threshold") {
+      f.threshold = std::atof(value().c_str());
+    } else if (a == "--quiet-wait") {
+      f.quiet_wait_s = std::atof(value().c_str());
     } else if (a == "--json") {
       f.json = true;
     } else if (a == "--profile") {
@@ -173,7 +185,7 @@ Flags ParseFlags(int argc, char** argv) {
       Usage();
     }
   }
-  if (f.reps < 1 || f.steps < 1 || f.iris_steps < 1) Usage();
+  if (f.reps < 1 || f.steps < 1 || f.iris_steps < 1 || f.tries < 1) Usage();
   return f;
 }
 
@@ -267,8 +279,8 @@ void PrintJson(const std::vector<Series>& series, const Flags& flags,
 }
 
 void Profile(const std::vector<Series>& series, int steps_mlp, int steps_iris) {
-  std::printf("\nprofile: traced steps (kFullTrace); node time per op type per step; "
-              "'outside nodes' = Session::Run wall time not spent in any node\n");
+  std::printf("\nprofile: traced steps (kFullTrace; tracing itself adds time per node); "
+              "node time per op type per step, share of the traced wall time\n");
   for (const Series& s : series) {
     openblas_set_num_threads(s.threads);
     Job& job = *s.job;
@@ -289,10 +301,10 @@ void Profile(const std::vector<Series>& series, int steps_mlp, int steps_iris) {
     }
     const double untraced_ms = 1e3 / job.Timed(n, 1.0);
     std::printf("  %s: %lld nodes/step; wall %.1f us/step traced (%.1f untraced); "
-                "nodes %.1f us\n%s",
+                "in nodes %.1f us, first start to last end %.1f us\n%s",
                 s.name.c_str(), static_cast<long long>(profile.nodes_per_step()),
                 profile.wall_us_per_step(), 1e3 * untraced_ms, profile.node_us_per_step(),
-                profile.Table(8).c_str());
+                profile.span_us_per_step(), profile.Table(8).c_str());
   }
 }
 

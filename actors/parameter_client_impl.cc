@@ -1,0 +1,363 @@
+#include "actors/parameter_client_impl.h"
+
+#include <algorithm>
+#include <caf/io/all.hpp>
+#include <set>
+
+#include "actors/connect.h"
+#include "actors/messages.h"
+#include "actors/shard_fanout.h"
+#include "actors/shard_messages.h"
+
+namespace actorflow {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using PullReply = ParameterShardState::PullReply;
+using PushReply = ParameterShardState::PushReply;
+using ShardStats = ParameterShardState::Stats;
+
+// Register and Initialize are not given a timeout by the interface.
+constexpr int64_t kMinSetupTimeoutMs = 10000;
+// A blocked call waits this much past its timeout, so that the shard's own
+// DeadlineExceeded (which says what the request waited for) usually arrives first.
+constexpr int64_t kDeadlineGraceMs = 250;
+// How long the destructor's leave may take.
+constexpr int64_t kLeaveTimeoutMs = 2000;
+
+struct Deadline {
+  bool bounded = false;
+  Clock::time_point at;
+
+  static Deadline After(int64_t timeout_ms) {
+    Deadline d;
+    d.bounded = timeout_ms > 0;
+    d.at = Clock::now() + std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 0));
+    return d;
+  }
+  // What is left for a shard to wait, in ms (0 = unbounded).
+  int64_t LeftMs() const {
+    if (!bounded) return 0;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at - Clock::now()).count();
+    return std::max<int64_t>(left, 1);
+  }
+  caf::duration RequestTimeout() const {
+    if (!bounded) return caf::infinite;
+    return caf::duration{std::chrono::milliseconds(LeftMs() + 5000)};
+  }
+  Clock::time_point WaitUntil() const { return at + std::chrono::milliseconds(kDeadlineGraceMs); }
+};
+
+class ParameterClientImpl : public ParameterClient {
+ public:
+  ParameterClientImpl(const ParameterServerOptions& options,
+                      const ParameterClientOptions& client_options, int64_t setup_timeout_ms)
+      : options_(options),
+        client_options_(client_options),
+        setup_timeout_ms_(std::max(setup_timeout_ms, kMinSetupTimeoutMs)) {
+    cfg_.load<caf::io::middleman>();
+    cfg_.set("scheduler.policy", caf::atom("sharing"));
+    cfg_.set("logger.console", caf::atom("none"));
+    cfg_.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
+    RegisterMessageTypes(cfg_);
+    system_ = std::make_unique<caf::actor_system>(cfg_);
+  }
+
+  ~ParameterClientImpl() override {
+    if (worker_ >= 0 && fanout_) {
+      auto call = Fan<Status>(AllShards(), Deadline::After(kLeaveTimeoutMs), [this](size_t) {
+        return std::make_tuple(shard_leave_atom::value, int32_t{worker_});
+      });
+      call->Wait(true, Clock::now() + std::chrono::milliseconds(kLeaveTimeoutMs), "leave");
+    }
+    if (worker_actor_) caf::anon_send_exit(worker_actor_, caf::exit_reason::user_shutdown);
+    if (fanout_) caf::anon_send_exit(fanout_, caf::exit_reason::user_shutdown);
+    worker_actor_ = nullptr;
+    fanout_ = nullptr;
+    system_.reset();
+  }
+
+  // Connects to the ps tasks and gets their shards.
+  Status Connect(const ClusterSpec& cluster, const std::string& ps_job, int64_t timeout_ms) {
+    const Deadline deadline = Deadline::After(timeout_ms);
+    const int tasks = cluster.num_tasks(ps_job);
+    std::vector<caf::actor> shards;
+    for (int i = 0; i < tasks; ++i) {
+      AF_ASSIGN_OR_RETURN(TaskAddress address, cluster.Address(TaskId{ps_job, i}));
+      const std::string who = TaskId{ps_job, i}.ToString();
+      names_.push_back(who + " at " + address.ToString());
+      auto left = std::chrono::milliseconds(std::max<int64_t>(1, deadline.LeftMs()));
+      AF_ASSIGN_OR_RETURN(caf::actor front,
+                          ConnectToServer(*system_, address.host, address.port, left, who));
+      caf::scoped_actor self{*system_};
+      Status status = Unavailable("no answer");
+      caf::actor shard;
+      self->request(front, std::chrono::milliseconds(std::max<int64_t>(1, deadline.LeftMs())),
+                    shard_atom::value, client_options_.shard_name, ShardConfigFrom(options_))
+          .receive(
+              [&](Status& s, caf::actor& a) {
+                status = std::move(s);
+                shard = std::move(a);
+              },
+              [&](caf::error& e) {
+                status = Unavailable(names_.back() +
+                                     " did not hand out its parameter shard: " + caf::to_string(e));
+              });
+      AF_RETURN_IF_ERROR(status);
+      shards.push_back(shard);
+    }
+    fanout_ = SpawnFanOut(*system_, std::move(shards), names_);
+    return Status::OK();
+  }
+
+  Status Register(int worker) override {
+    if (worker < 0 || worker >= options_.total_replicas) {
+      return InvalidArgument("worker " + std::to_string(worker) + " is not one of the " +
+                             std::to_string(options_.total_replicas) + " workers (total_replicas)");
+    }
+    if (worker_ >= 0 && worker_ != worker) {
+      return FailedPrecondition("this client is already registered as worker " +
+                                std::to_string(worker_) + "; use one client per worker");
+    }
+    if (!worker_actor_) {
+      worker_actor_ =
+          system_->spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int32_t) {}}; });
+    }
+    caf::actor who = worker_actor_;
+    auto call = Fan<Status>(AllShards(), Deadline::After(setup_timeout_ms_), [&](size_t) {
+      return std::make_tuple(shard_join_atom::value, int32_t{worker}, who);
+    });
+    AF_RETURN_IF_ERROR(WaitFor(call, Deadline::After(setup_timeout_ms_), "Register"));
+    for (const Status& s : call->replies()) AF_RETURN_IF_ERROR(s);
+    worker_ = worker;
+    next_sequence_ = 1;
+    return Status::OK();
+  }
+
+  Status Initialize(const std::map<std::string, Tensor>& initial_values) override {
+    std::vector<VariableSize> sizes;
+    for (const auto& [name, value] : initial_values) {
+      if (!value.IsInitialized() ||
+          (value.dtype() != DType::kFloat32 && value.dtype() != DType::kFloat64)) {
+        return InvalidArgument("variable '" + name + "' has initial value " +
+                               (value.IsInitialized() ? value.DebugString() : "<empty>") +
+                               "; parameter servers hold float32 or float64 variables");
+      }
+      sizes.push_back(VariableSize{name, static_cast<int64_t>(value.TotalBytes())});
+    }
+    AF_ASSIGN_OR_RETURN(PsAssignment assignment,
+                        AssignVariablesToPs(sizes, NumShards(), client_options_.strategy));
+    std::vector<std::vector<Tensor>> values(NumShards());
+    for (int t = 0; t < NumShards(); ++t) {
+      for (const std::string& name : assignment.variables[t]) {
+        values[t].push_back(initial_values.at(name));
+      }
+    }
+    const Deadline deadline = Deadline::After(setup_timeout_ms_);
+    auto call = Fan<Status>(AllShards(), deadline, [&](size_t t) {
+      return std::make_tuple(shard_init_atom::value, assignment.variables[t], values[t]);
+    });
+    AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Initialize"));
+    for (const Status& s : call->replies()) AF_RETURN_IF_ERROR(s);
+    for (const auto& [name, value] : initial_values) {
+      Remember(name, assignment.task_of.at(name), value);
+    }
+    return Status::OK();
+  }
+
+  StatusOr<ParameterSnapshot> Pull(int64_t timeout_ms) override {
+    const Deadline deadline = Deadline::After(timeout_ms);
+    ParameterSnapshot snapshot;
+    snapshot.shard_versions.assign(NumShards(), 0);
+    std::vector<bool> holds(NumShards(), false);
+    std::vector<int> targets = AllShards();
+    std::vector<int64_t> min_version(NumShards(), 0);
+    while (!targets.empty()) {
+      auto call = Fan<PullReply>(targets, deadline, [&](size_t pos) {
+        return std::make_tuple(shard_pull_atom::value, min_version[targets[pos]],
+                               deadline.LeftMs());
+      });
+      AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Pull"));
+      for (size_t pos = 0; pos < targets.size(); ++pos) {
+        PullReply& r = call->replies()[pos];
+        AF_RETURN_IF_ERROR(r.status);
+        const int t = targets[pos];
+        snapshot.shard_versions[t] = r.version;
+        holds[t] = !r.names.empty();
+        for (size_t i = 0; i < r.names.size() && i < r.values.size(); ++i) {
+          Remember(r.names[i], t, r.values[i]);
+          snapshot.values[r.names[i]] = r.values[i];
+        }
+      }
+      // Under kSync every shard must be at the same version: ask the ones behind
+      // again for the newest version seen.
+      int64_t newest = 0;
+      for (int t = 0; t < NumShards(); ++t) {
+        if (holds[t]) newest = std::max(newest, snapshot.shard_versions[t]);
+      }
+      snapshot.global_step = newest;
+      targets.clear();
+      if (options_.mode != UpdateMode::kSync) break;
+      for (int t = 0; t < NumShards(); ++t) {
+        if (holds[t] && snapshot.shard_versions[t] < newest) {
+          targets.push_back(t);
+          min_version[t] = newest;
+        }
+      }
+    }
+    return snapshot;
+  }
+
+  StatusOr<PushResult> Push(const ParameterSnapshot& base,
+                            const std::map<std::string, Tensor>& gradients,
+                            int64_t timeout_ms) override {
+    if (worker_ < 0) return FailedPrecondition("Push before Register: join as a worker first");
+    if (static_cast<int>(base.shard_versions.size()) != NumShards()) {
+      return InvalidArgument("the snapshot has " + std::to_string(base.shard_versions.size()) +
+                             " shard versions but there are " + std::to_string(NumShards()) +
+                             " ps tasks: push on a snapshot from this client's Pull");
+    }
+    std::vector<ShardPushArgs> pushes(NumShards());
+    for (const auto& [name, g] : gradients) {
+      auto where = location_.find(name);
+      if (where == location_.end()) {
+        return InvalidArgument("gradient for unknown variable '" + name +
+                               "' (not in the last Pull); nothing was pushed");
+      }
+      const Like& like = like_.at(name);
+      if (!g.IsInitialized() || g.dtype() != like.dtype || g.shape() != like.shape) {
+        return InvalidArgument("gradient for variable '" + name + "' is " +
+                               (g.IsInitialized() ? g.DebugString() : "<empty>") +
+                               " but the variable is " + DTypeName(like.dtype) +
+                               like.shape.ToString() + "; nothing was pushed");
+      }
+      pushes[where->second].names.push_back(name);
+      pushes[where->second].gradients.push_back(g);
+    }
+    for (const auto& [name, shard] : location_) {
+      if (!gradients.count(name)) {
+        return InvalidArgument("no gradient for variable '" + name +
+                               "': every variable needs one (push zeros for a variable the "
+                               "loss does not depend on); nothing was pushed");
+      }
+    }
+    std::vector<int> targets;
+    const uint64_t sequence = next_sequence_++;
+    for (int t = 0; t < NumShards(); ++t) {
+      if (pushes[t].names.empty()) continue;
+      targets.push_back(t);
+      pushes[t].worker = worker_;
+      pushes[t].sequence = sequence;
+      pushes[t].base_version = base.shard_versions[t];
+    }
+    const Deadline deadline = Deadline::After(timeout_ms);
+    auto call = Fan<PushReply>(targets, deadline, [&](size_t pos) {
+      return std::make_tuple(shard_push_atom::value, pushes[targets[pos]], deadline.LeftMs());
+    });
+    AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Push"));
+    PushResult result;
+    for (PushReply& r : call->replies()) {
+      AF_RETURN_IF_ERROR(r.status);
+      result.applied = result.applied && r.applied;
+      result.staleness = std::max(result.staleness, r.staleness);
+      result.global_step = std::max(result.global_step, r.version);
+    }
+    return result;
+  }
+
+  StatusOr<ParameterStats> Stats(int64_t timeout_ms) override {
+    const Deadline deadline = Deadline::After(timeout_ms);
+    auto call = Fan<ShardStats>(AllShards(), deadline,
+                                [](size_t) { return std::make_tuple(shard_stats_atom::value); });
+    AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Stats"));
+    ParameterStats stats;
+    int64_t staleness_sum = 0, staleness_count = 0;
+    std::set<int> lost;
+    for (const ShardStats& s : call->replies()) {
+      stats.updates_applied = std::max(stats.updates_applied, s.version);
+      stats.gradients_dropped_stale =
+          std::max(stats.gradients_dropped_stale, s.gradients_dropped_stale);
+      staleness_sum += s.staleness_sum;
+      staleness_count += s.staleness_count;
+      lost.insert(s.workers_lost.begin(), s.workers_lost.end());
+    }
+    stats.mean_staleness =
+        staleness_count > 0 ? static_cast<double>(staleness_sum) / staleness_count : 0.0;
+    stats.workers_lost.assign(lost.begin(), lost.end());
+    return stats;
+  }
+
+ private:
+  int NumShards() const { return static_cast<int>(names_.size()); }
+  std::vector<int> AllShards() const {
+    std::vector<int> all(NumShards());
+    for (int i = 0; i < NumShards(); ++i) all[i] = i;
+    return all;
+  }
+
+  void Remember(const std::string& name, int shard, const Tensor& value) {
+    location_[name] = shard;
+    like_[name] = Like{value.dtype(), value.shape()};
+  }
+
+  // Sends one request per target (args_of(position) -> tuple of the message) through
+  // the fan-out actor.
+  template <class Reply, class ArgsOf>
+  std::shared_ptr<Call<Reply>> Fan(const std::vector<int>& targets, const Deadline& deadline,
+                                   ArgsOf args_of) {
+    std::vector<std::string> names;
+    for (int t : targets) names.push_back(names_[t]);
+    auto call = std::make_shared<Call<Reply>>(targets, names);
+    using Args = decltype(args_of(size_t{0}));
+    std::vector<Args> args;
+    for (size_t pos = 0; pos < targets.size(); ++pos) args.push_back(args_of(pos));
+    const caf::duration timeout = deadline.RequestTimeout();
+    caf::anon_send(fanout_, FanOutTask{[call, args, timeout](FanOutActor* self) {
+                     SendToTargets<Reply>(self, call, timeout,
+                                          [&args](size_t pos) { return args[pos]; });
+                   }});
+    return call;
+  }
+
+  Status WaitFor(const std::shared_ptr<CallBase>& call, const Deadline& deadline,
+                 const std::string& what) {
+    return call->Wait(deadline.bounded, deadline.WaitUntil(), what);
+  }
+
+  ParameterServerOptions options_;
+  ParameterClientOptions client_options_;
+  int64_t setup_timeout_ms_;
+  caf::actor_system_config cfg_;
+  std::unique_ptr<caf::actor_system> system_;
+  caf::actor fanout_;
+  caf::actor worker_actor_;
+  std::vector<std::string> names_;  // per ps task: "/job:ps/task:i at host:port"
+  int worker_ = -1;
+  uint64_t next_sequence_ = 1;
+  // Where each variable lives and what it looks like (from Initialize or Pull).
+  struct Like {
+    DType dtype;
+    Shape shape;
+  };
+  std::map<std::string, int> location_;
+  std::map<std::string, Like> like_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ParameterClient>> ConnectParameterServers(
+    const ClusterSpec& cluster, const std::string& ps_job, const ParameterServerOptions& options,
+    int64_t timeout_ms, const ParameterClientOptions& client_options) {
+  AF_RETURN_IF_ERROR(ValidateShardConfig(ShardConfigFrom(options)));
+  if (cluster.num_tasks(ps_job) == 0) {
+    std::string jobs;
+    for (const std::string& j : cluster.jobs()) jobs += (jobs.empty() ? "" : ", ") + j;
+    return InvalidArgument("the cluster has no job '" + ps_job + "' for the parameter servers" +
+                           " (jobs: " + (jobs.empty() ? "none" : jobs) + ")");
+  }
+  auto client = std::make_unique<ParameterClientImpl>(options, client_options, timeout_ms);
+  AF_RETURN_IF_ERROR(client->Connect(cluster, ps_job, timeout_ms));
+  return std::unique_ptr<ParameterClient>(std::move(client));
+}
+
+}  // namespace actorflow

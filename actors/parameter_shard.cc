@@ -1,0 +1,257 @@
+#include "actors/parameter_shard.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "actors/messages.h"
+#include "actors/shard_messages.h"
+
+namespace actorflow {
+namespace {
+
+using RequestId = ParameterShardState::RequestId;
+constexpr int64_t kNoDeadline = ParameterShardState::kNoDeadline;
+
+struct ShardActorState {
+  std::unique_ptr<ParameterShardState> shard;
+  // Requests waiting for an answer, by the id the shard state knows them by.
+  std::map<RequestId, caf::response_promise> promises;
+  std::map<RequestId, caf::actor_addr> requester_of;
+  // Requesters with parked requests (monitored once each).
+  std::map<caf::actor_addr, std::set<RequestId>> parked_by;
+  // Registered workers' actors (monitored) <-> worker indices.
+  std::map<caf::actor_addr, int> worker_of;
+  std::map<int, caf::actor_addr> actor_of;
+  // Times (ms on the actor clock) at which a sweep message is on its way.
+  std::set<int64_t> sweeps;
+  RequestId next_id = 1;
+  const char* name = "parameter_shard";
+};
+
+using ShardActor = caf::stateful_actor<ShardActorState>;
+
+int64_t NowMs(ShardActor* self) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             self->clock().now().time_since_epoch())
+      .count();
+}
+
+int64_t DeadlineFor(ShardActor* self, int64_t timeout_ms) {
+  return timeout_ms > 0 ? NowMs(self) + timeout_ms : kNoDeadline;
+}
+
+// Delivers what a state call produced and forgets the answered requests.
+void Deliver(ShardActor* self, ParameterShardState::Replies& out) {
+  auto& st = self->state;
+  auto finish = [&](RequestId id, auto& reply) {
+    auto it = st.promises.find(id);
+    if (it == st.promises.end()) return;
+    it->second.deliver(std::move(reply));
+    st.promises.erase(it);
+    auto who = st.requester_of.find(id);
+    if (who != st.requester_of.end()) {
+      st.parked_by[who->second].erase(id);
+      st.requester_of.erase(who);
+    }
+  };
+  for (auto& r : out.pulls) finish(r.id, r);
+  for (auto& r : out.pushes) finish(r.id, r);
+  out = {};
+}
+
+// Keeps a sweep on its way for the earliest parked deadline.
+void ScheduleSweep(ShardActor* self) {
+  auto& st = self->state;
+  const int64_t next = st.shard->NextDeadline();
+  if (next == kNoDeadline || (!st.sweeps.empty() && *st.sweeps.begin() <= next)) return;
+  st.sweeps.insert(next);
+  const int64_t delay = std::max<int64_t>(0, next - NowMs(self));
+  self->delayed_send(self, std::chrono::milliseconds(delay), shard_sweep_atom::value, next);
+}
+
+// After a request was handed to the state: if it is still unanswered it is parked;
+// remember who asked (`sender`, taken before make_response_promise, which moves it
+// out of the message), so that its death cancels it, and bound it by its deadline.
+void TrackIfParked(ShardActor* self, RequestId id, const caf::actor& sender) {
+  auto& st = self->state;
+  if (!st.promises.count(id)) return;
+  if (sender) {
+    caf::actor_addr addr = sender.address();
+    if (!st.parked_by.count(addr)) self->monitor(sender);
+    st.parked_by[addr].insert(id);
+    st.requester_of[id] = addr;
+  }
+  ScheduleSweep(self);
+}
+
+caf::behavior ShardBehavior(ShardActor* self, std::string name, ShardConfig config) {
+  auto created = ParameterShardState::Create(std::move(name), std::move(config));
+  // SpawnParameterShard validated the config; nothing else can fail here.
+  self->state.shard = std::move(created).value();
+
+  self->set_down_handler([self](caf::down_msg& down) {
+    auto& st = self->state;
+    ParameterShardState::Replies out;
+    auto worker = st.worker_of.find(down.source);
+    if (worker != st.worker_of.end()) {
+      const int w = worker->second;
+      st.worker_of.erase(worker);
+      auto current = st.actor_of.find(w);
+      if (current != st.actor_of.end() && current->second == down.source) {
+        st.actor_of.erase(current);
+        st.shard->WorkerLost(w, &out);
+      }
+    }
+    auto parked = st.parked_by.find(down.source);
+    if (parked != st.parked_by.end()) {
+      for (RequestId id : parked->second) {
+        st.shard->Cancel(id);
+        st.promises.erase(id);
+        st.requester_of.erase(id);
+      }
+      st.parked_by.erase(parked);
+    }
+    Deliver(self, out);
+  });
+
+  return {
+      [self](shard_atom, const ShardConfig& wanted) -> Status {
+        const ParameterShardState& shard = *self->state.shard;
+        if (wanted == shard.config()) return Status::OK();
+        return FailedPrecondition(shard.name() + " was created for '" + shard.config().ToString() +
+                                  "' and cannot serve '" + wanted.ToString() +
+                                  "' (reset the cluster, or use the same options)");
+      },
+      [self](shard_init_atom, const std::vector<std::string>& names,
+             const std::vector<Tensor>& values) -> Status {
+        ParameterShardState::Replies out;
+        Status status = self->state.shard->Initialize(names, values, &out);
+        Deliver(self, out);
+        return status;
+      },
+      [self](shard_pull_atom, int64_t min_version,
+             int64_t timeout_ms) -> caf::result<ParameterShardState::PullReply> {
+        auto& st = self->state;
+        const RequestId id = st.next_id++;
+        auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+        auto promise = self->make_response_promise();
+        st.promises[id] = promise;
+        ParameterShardState::Replies out;
+        st.shard->Pull(id, min_version, DeadlineFor(self, timeout_ms), &out);
+        Deliver(self, out);
+        TrackIfParked(self, id, sender);
+        return promise;
+      },
+      [self](shard_push_atom, const ShardPushArgs& push,
+             int64_t timeout_ms) -> caf::result<ParameterShardState::PushReply> {
+        auto& st = self->state;
+        const RequestId id = st.next_id++;
+        auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+        auto promise = self->make_response_promise();
+        st.promises[id] = promise;
+        ParameterShardState::Replies out;
+        st.shard->Push(id, push, DeadlineFor(self, timeout_ms), &out);
+        Deliver(self, out);
+        TrackIfParked(self, id, sender);
+        return promise;
+      },
+      [self](shard_join_atom, int32_t worker, const caf::actor& who) -> Status {
+        auto& st = self->state;
+        ParameterShardState::Replies out;
+        Status status = st.shard->Join(worker, &out);
+        if (status.ok() && who) {
+          auto previous = st.actor_of.find(worker);
+          if (previous != st.actor_of.end()) st.worker_of.erase(previous->second);
+          st.actor_of[worker] = who.address();
+          st.worker_of[who.address()] = worker;
+          self->monitor(who);
+        }
+        Deliver(self, out);
+        return status;
+      },
+      [self](shard_leave_atom, int32_t worker) -> Status {
+        auto& st = self->state;
+        ParameterShardState::Replies out;
+        auto previous = st.actor_of.find(worker);
+        if (previous != st.actor_of.end()) {
+          st.worker_of.erase(previous->second);
+          st.actor_of.erase(previous);
+        }
+        st.shard->Leave(worker, &out);
+        Deliver(self, out);
+        return Status::OK();
+      },
+      [self](shard_stats_atom) -> ParameterShardState::Stats {
+        return self->state.shard->GetStats();
+      },
+      [self](shard_sweep_atom, int64_t at) {
+        auto& st = self->state;
+        st.sweeps.erase(at);
+        ParameterShardState::Replies out;
+        st.shard->Expire(NowMs(self), &out);
+        Deliver(self, out);
+        ScheduleSweep(self);
+      },
+  };
+}
+
+}  // namespace
+
+StatusOr<caf::actor> SpawnParameterShard(caf::actor_system& system, const std::string& name,
+                                         const ShardConfig& config) {
+  Status valid = ValidateShardConfig(config);
+  if (!valid.ok()) return valid.WithContext(name);
+  return system.spawn(ShardBehavior, name, config);
+}
+
+caf::result<Status, caf::actor> GetOrCreateShard(caf::event_based_actor* self,
+                                                 TaskServices& services, const std::string& name,
+                                                 const ShardConfig& config) {
+  const std::string who = services.task_name + " shard '" + name + "'";
+  Status valid = ValidateShardConfig(config);
+  if (!valid.ok()) return {valid.WithContext(who), caf::actor{}};
+  caf::actor shard;
+  {
+    std::lock_guard<std::mutex> lock(services.mu);
+    auto it = services.shards.find(name);
+    if (it == services.shards.end()) {
+      auto spawned = SpawnParameterShard(self->system(), who, config);
+      if (!spawned.ok()) return {spawned.status(), caf::actor{}};
+      services.shards[name] = *spawned;
+      return {Status::OK(), *spawned};
+    }
+    shard = it->second;
+  }
+  // It exists: it alone knows its config.
+  auto promise = self->make_response_promise();
+  self->request(shard, std::chrono::seconds(30), shard_atom::value, config)
+      .then(
+          [promise, shard](Status& status) mutable {
+            promise.deliver(status, status.ok() ? shard : caf::actor{});
+          },
+          [promise, who](caf::error& error) mutable {
+            promise.deliver(Unavailable(who + " did not answer: " + caf::to_string(error)),
+                            caf::actor{});
+          });
+  return promise;
+}
+
+void ClearShards(TaskServices& services, const std::vector<std::string>& containers) {
+  std::lock_guard<std::mutex> lock(services.mu);
+  for (auto it = services.shards.begin(); it != services.shards.end();) {
+    const std::string container = it->first.substr(0, it->first.find('/'));
+    const bool drop = containers.empty() || std::find(containers.begin(), containers.end(),
+                                                      container) != containers.end();
+    if (drop) {
+      caf::anon_send_exit(it->second, caf::exit_reason::user_shutdown);
+      it = services.shards.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace actorflow

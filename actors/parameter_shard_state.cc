@@ -1,0 +1,419 @@
+#include "actors/parameter_shard_state.h"
+
+#include <algorithm>
+
+namespace actorflow {
+namespace {
+
+std::string ListOf(const std::set<int>& xs) {
+  std::string out;
+  for (int x : xs) out += (out.empty() ? "" : ", ") + std::to_string(x);
+  return out;
+}
+
+template <typename T>
+void AddInto(Tensor* sum, const Tensor& x) {
+  T* s = sum->data<T>();
+  const T* v = x.data<T>();
+  for (int64_t i = 0; i < x.NumElements(); ++i) s[i] += v[i];
+}
+
+template <typename T>
+Tensor Scaled(const Tensor& x, double factor) {
+  Tensor out(x.dtype(), x.shape());
+  const T f = static_cast<T>(factor);
+  const T* in = x.data<T>();
+  T* o = out.data<T>();
+  for (int64_t i = 0; i < x.NumElements(); ++i) o[i] = in[i] * f;
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ParameterShardState>> ParameterShardState::Create(std::string name,
+                                                                           ShardConfig config) {
+  Status valid = ValidateShardConfig(config);
+  if (!valid.ok()) return valid.WithContext(name);
+  auto optimizer = ShardOptimizer::Create(config.optimizer, config.learning_rate);
+  if (!optimizer.ok()) return optimizer.status();
+  return std::unique_ptr<ParameterShardState>(
+      new ParameterShardState(std::move(name), std::move(config), std::move(optimizer).value()));
+}
+
+ParameterShardState::ParameterShardState(std::string name, ShardConfig config,
+                                         std::unique_ptr<ShardOptimizer> optimizer)
+    : name_(std::move(name)),
+      config_(std::move(config)),
+      optimizer_(std::move(optimizer)),
+      clocks_(config_.total_replicas, 0),
+      last_sequence_(config_.total_replicas, 0) {}
+
+Status ParameterShardState::Initialize(const std::vector<std::string>& names,
+                                       const std::vector<Tensor>& values, Replies* out) {
+  if (initialized_) {
+    return AlreadyExists(name_ + " is already initialized (version " + std::to_string(version_) +
+                         "): its values were kept");
+  }
+  if (names.size() != values.size()) {
+    return InvalidArgument(name_ + ": " + std::to_string(names.size()) + " names but " +
+                           std::to_string(values.size()) + " initial values");
+  }
+  std::map<std::string, Tensor> vars;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const Tensor& v = values[i];
+    if (names[i].empty()) return InvalidArgument(name_ + ": a variable has no name");
+    if (!v.IsInitialized() || (v.dtype() != DType::kFloat32 && v.dtype() != DType::kFloat64)) {
+      return InvalidArgument(name_ + ": variable '" + names[i] + "' has initial value " +
+                             (v.IsInitialized() ? v.DebugString() : std::string("<empty>")) +
+                             "; parameter servers hold float32 or float64 variables");
+    }
+    if (!vars.emplace(names[i], v).second) {
+      return InvalidArgument(name_ + ": variable '" + names[i] + "' is given twice");
+    }
+  }
+  variables_ = std::move(vars);
+  sum_.clear();
+  for (const auto& [name, value] : variables_) {
+    optimizer_->AddVariable(name, value);
+    sum_.emplace_back(value.dtype(), value.shape());
+  }
+  initialized_ = true;
+  ReleasePulls(out);
+  return Status::OK();
+}
+
+ParameterShardState::PullReply ParameterShardState::Snapshot(RequestId id) const {
+  PullReply r;
+  r.id = id;
+  r.version = version_;
+  for (const auto& [name, value] : variables_) {
+    r.names.push_back(name);
+    r.values.push_back(value);
+  }
+  return r;
+}
+
+void ParameterShardState::Pull(RequestId id, int64_t min_version, int64_t deadline, Replies* out) {
+  if (initialized_ && min_version <= version_) {
+    out->pulls.push_back(Snapshot(id));
+    return;
+  }
+  parked_pulls_[id] = ParkedPull{min_version, deadline};
+}
+
+Status ParameterShardState::CheckPush(const ShardPushArgs& push) const {
+  const std::string who = "push from worker " + std::to_string(push.worker);
+  if (push.names.size() != push.gradients.size()) {
+    return InvalidArgument(name_ + ": " + who + " has " + std::to_string(push.names.size()) +
+                           " names but " + std::to_string(push.gradients.size()) +
+                           " gradients; nothing was applied");
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < push.names.size(); ++i) {
+    const std::string& name = push.names[i];
+    auto it = variables_.find(name);
+    if (it == variables_.end()) {
+      return InvalidArgument(name_ + ": " + who + " has a gradient for variable '" + name +
+                             "', which this shard does not hold; nothing was applied");
+    }
+    if (!seen.insert(name).second) {
+      return InvalidArgument(name_ + ": " + who + " has two gradients for variable '" + name +
+                             "'; nothing was applied");
+    }
+    const Tensor& g = push.gradients[i];
+    const Tensor& v = it->second;
+    if (!g.IsInitialized() || g.dtype() != v.dtype() || g.shape() != v.shape()) {
+      return InvalidArgument(name_ + ": " + who + ": gradient for variable '" + name + "' is " +
+                             (g.IsInitialized() ? g.DebugString() : std::string("<empty>")) +
+                             " but the variable is " + v.DebugString() + "; nothing was applied");
+    }
+  }
+  for (const auto& [name, value] : variables_) {
+    if (!seen.count(name)) {
+      return InvalidArgument(name_ + ": " + who + " has no gradient for variable '" + name +
+                             "'; nothing was applied");
+    }
+  }
+  return Status::OK();
+}
+
+void ParameterShardState::Push(RequestId id, const ShardPushArgs& push, int64_t deadline,
+                               Replies* out) {
+  auto reply = [&](Status status, bool applied, int64_t staleness) {
+    out->pushes.push_back(PushReply{id, std::move(status), applied, staleness, version_});
+  };
+  const int w = push.worker;
+  const std::string who = "worker " + std::to_string(w);
+  if (!initialized_) {
+    return reply(FailedPrecondition(name_ + ": " + who +
+                                    " pushed before the variables were initialized (the "
+                                    "chief must Initialize them first)"),
+                 false, 0);
+  }
+  if (w < 0 || w >= config_.total_replicas) {
+    return reply(InvalidArgument(name_ + ": " + who + " is not one of the " +
+                                 std::to_string(config_.total_replicas) + " workers"),
+                 false, 0);
+  }
+  if (!IsLive(w)) {
+    return reply(FailedPrecondition(name_ + ": " + who + (lost_.count(w) ? " was lost" : " left") +
+                                    "; it must Register again before pushing"),
+                 false, 0);
+  }
+  if (push.sequence != 0 && push.sequence <= last_sequence_[w]) {
+    return reply(Aborted(name_ + ": duplicate push " + std::to_string(push.sequence) + " of " +
+                         who + " ignored"),
+                 false, 0);
+  }
+  Status valid = CheckPush(push);
+  if (!valid.ok()) return reply(valid, false, 0);
+  if (push.base_version > version_) {
+    return reply(FailedPrecondition(name_ + ": " + who + " pushed a gradient computed on version " +
+                                    std::to_string(push.base_version) + ", but the shard is at " +
+                                    std::to_string(version_) + " (was it restarted?)"),
+                 false, 0);
+  }
+  if (push.sequence != 0) last_sequence_[w] = push.sequence;
+  const int64_t staleness = version_ - push.base_version;
+
+  if (config_.mode == UpdateMode::kSync) {
+    if (staleness > 0) {
+      ++dropped_stale_;
+      return reply(Status::OK(), false, staleness);
+    }
+    Status coverage = SyncCoverage();
+    if (!coverage.ok()) return reply(coverage, false, 0);
+    AccumulateSync(push);
+    ++clocks_[w];
+    parked_pushes_[id] = ParkedPush{w, 0, deadline};
+    if (accumulated_ < config_.replicas_to_aggregate) return;
+    std::vector<Tensor> average;
+    for (const Tensor& s : sum_) {
+      const double f = 1.0 / accumulated_;
+      average.push_back(s.dtype() == DType::kFloat32 ? Scaled<float>(s, f) : Scaled<double>(s, f));
+    }
+    staleness_count_ += accumulated_;
+    ApplyUpdate(average);
+    for (Tensor& s : sum_) s = Tensor(s.dtype(), s.shape());
+    accumulated_ = 0;
+    for (const auto& [pid, parked] : parked_pushes_) {
+      out->pushes.push_back(PushReply{pid, Status::OK(), true, 0, version_});
+    }
+    parked_pushes_.clear();
+    ReleasePulls(out);
+    return;
+  }
+
+  // kAsync and kStaleSynchronous: apply now.
+  std::map<std::string, const Tensor*> by_name;
+  for (size_t i = 0; i < push.names.size(); ++i) by_name[push.names[i]] = &push.gradients[i];
+  std::vector<Tensor> ordered;
+  for (const auto& [name, value] : variables_) ordered.push_back(*by_name[name]);
+  ApplyUpdate(ordered);
+  ++clocks_[w];
+  staleness_sum_ += staleness;
+  ++staleness_count_;
+  max_staleness_ = std::max(max_staleness_, staleness);
+  if (config_.mode == UpdateMode::kStaleSynchronous &&
+      clocks_[w] - MinLiveClock() > config_.staleness_bound) {
+    parked_pushes_[id] = ParkedPush{w, staleness, deadline};
+  } else {
+    reply(Status::OK(), true, staleness);
+  }
+  ReleaseSsp(out);
+  ReleasePulls(out);
+}
+
+void ParameterShardState::AccumulateSync(const ShardPushArgs& push) {
+  std::map<std::string, const Tensor*> by_name;
+  for (size_t i = 0; i < push.names.size(); ++i) by_name[push.names[i]] = &push.gradients[i];
+  size_t i = 0;
+  for (const auto& [name, value] : variables_) {
+    const Tensor& g = *by_name[name];
+    if (g.dtype() == DType::kFloat32) {
+      AddInto<float>(&sum_[i], g);
+    } else {
+      AddInto<double>(&sum_[i], g);
+    }
+    ++i;
+  }
+  ++accumulated_;
+}
+
+void ParameterShardState::ApplyUpdate(const std::vector<Tensor>& gradients) {
+  size_t i = 0;
+  for (auto& [name, value] : variables_) optimizer_->Apply(name, &value, gradients[i++]);
+  optimizer_->FinishUpdate();
+  ++version_;
+}
+
+void ParameterShardState::ReleasePulls(Replies* out) {
+  if (!initialized_) return;
+  for (auto it = parked_pulls_.begin(); it != parked_pulls_.end();) {
+    if (it->second.min_version <= version_) {
+      out->pulls.push_back(Snapshot(it->first));
+      it = parked_pulls_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void ParameterShardState::ReleaseSsp(Replies* out) {
+  if (config_.mode != UpdateMode::kStaleSynchronous) return;
+  const int64_t slowest = MinLiveClock();
+  for (auto it = parked_pushes_.begin(); it != parked_pushes_.end();) {
+    const ParkedPush& p = it->second;
+    if (slowest < 0 || !IsLive(p.worker) ||
+        clocks_[p.worker] - slowest <= config_.staleness_bound) {
+      out->pushes.push_back(PushReply{it->first, Status::OK(), true, p.staleness, version_});
+      it = parked_pushes_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+Status ParameterShardState::SyncCoverage() const {
+  std::set<int> gone = lost_;
+  gone.insert(left_.begin(), left_.end());
+  const int live = config_.total_replicas - static_cast<int>(gone.size());
+  if (live >= config_.replicas_to_aggregate) return Status::OK();
+  std::string why;
+  if (!lost_.empty()) why += "lost: worker " + ListOf(lost_);
+  if (!left_.empty()) why += std::string(why.empty() ? "" : "; ") + "left: worker " + ListOf(left_);
+  return Unavailable(
+      name_ + ": only " + std::to_string(live) + " of " + std::to_string(config_.total_replicas) +
+      " workers remain (" + why +
+      "), fewer than replicas_to_aggregate=" + std::to_string(config_.replicas_to_aggregate) +
+      ": version " + std::to_string(version_) + " cannot complete");
+}
+
+void ParameterShardState::CheckSyncCoverage(Replies* out) {
+  if (config_.mode != UpdateMode::kSync) return;
+  Status coverage = SyncCoverage();
+  if (coverage.ok()) return;
+  for (const auto& [id, parked] : parked_pushes_) {
+    out->pushes.push_back(PushReply{id, coverage, false, 0, version_});
+  }
+  parked_pushes_.clear();
+  // Every contributor was told its push failed: none of it may be applied later.
+  for (Tensor& s : sum_) s = Tensor(s.dtype(), s.shape());
+  accumulated_ = 0;
+}
+
+bool ParameterShardState::IsLive(int worker) const {
+  return !lost_.count(worker) && !left_.count(worker);
+}
+
+int64_t ParameterShardState::MinLiveClock() const {
+  int64_t slowest = -1;
+  for (int w = 0; w < config_.total_replicas; ++w) {
+    if (IsLive(w) && (slowest < 0 || clocks_[w] < slowest)) slowest = clocks_[w];
+  }
+  return slowest;
+}
+
+Status ParameterShardState::Join(int worker, Replies* out) {
+  if (worker < 0 || worker >= config_.total_replicas) {
+    return InvalidArgument(name_ + ": worker " + std::to_string(worker) + " is not one of the " +
+                           std::to_string(config_.total_replicas) + " workers (total_replicas)");
+  }
+  if (!IsLive(worker)) {
+    const int64_t slowest = MinLiveClock();
+    if (slowest > clocks_[worker]) clocks_[worker] = slowest;
+    lost_.erase(worker);
+    left_.erase(worker);
+  }
+  last_sequence_[worker] = 0;
+  ReleaseSsp(out);
+  return Status::OK();
+}
+
+void ParameterShardState::Leave(int worker, Replies* out) {
+  if (worker < 0 || worker >= config_.total_replicas) return;
+  lost_.erase(worker);
+  left_.insert(worker);
+  CheckSyncCoverage(out);
+  ReleaseSsp(out);
+}
+
+void ParameterShardState::WorkerLost(int worker, Replies* out) {
+  if (worker < 0 || worker >= config_.total_replicas || left_.count(worker)) return;
+  lost_.insert(worker);
+  CheckSyncCoverage(out);
+  ReleaseSsp(out);
+}
+
+void ParameterShardState::Expire(int64_t now, Replies* out) {
+  for (auto it = parked_pulls_.begin(); it != parked_pulls_.end();) {
+    if (it->second.deadline > now) {
+      ++it;
+      continue;
+    }
+    PullReply r;
+    r.id = it->first;
+    r.version = version_;
+    r.status = DeadlineExceeded(
+        name_ + ": pull waited past its deadline: " +
+        (initialized_ ? "the shard is at version " + std::to_string(version_) + ", wanted " +
+                            std::to_string(it->second.min_version)
+                      : std::string("the variables are not initialized yet (the chief's "
+                                    "Initialize has not reached this shard)")));
+    out->pulls.push_back(std::move(r));
+    it = parked_pulls_.erase(it);
+  }
+  const int64_t slowest = MinLiveClock();
+  for (auto it = parked_pushes_.begin(); it != parked_pushes_.end();) {
+    const ParkedPush& p = it->second;
+    if (p.deadline > now) {
+      ++it;
+      continue;
+    }
+    std::string why = config_.mode == UpdateMode::kSync
+                          ? std::to_string(accumulated_) + " of " +
+                                std::to_string(config_.replicas_to_aggregate) +
+                                " gradients for version " + std::to_string(version_) + " arrived"
+                          : "it is " + std::to_string(clocks_[p.worker] - slowest) +
+                                " pushes ahead of the slowest live worker (bound " +
+                                std::to_string(config_.staleness_bound) + ")";
+    out->pushes.push_back(
+        PushReply{it->first,
+                  DeadlineExceeded(name_ + ": push of worker " + std::to_string(p.worker) +
+                                   " waited past its deadline: " + why),
+                  config_.mode != UpdateMode::kSync, p.staleness, version_});
+    it = parked_pushes_.erase(it);
+  }
+}
+
+void ParameterShardState::Cancel(RequestId id) {
+  parked_pulls_.erase(id);
+  parked_pushes_.erase(id);
+}
+
+int64_t ParameterShardState::NextDeadline() const {
+  int64_t next = kNoDeadline;
+  for (const auto& [id, p] : parked_pulls_) next = std::min(next, p.deadline);
+  for (const auto& [id, p] : parked_pushes_) next = std::min(next, p.deadline);
+  return next;
+}
+
+ParameterShardState::Stats ParameterShardState::GetStats() const {
+  Stats s;
+  s.initialized = initialized_;
+  s.variables = static_cast<int64_t>(variables_.size());
+  s.version = version_;
+  s.gradients_dropped_stale = dropped_stale_;
+  s.staleness_sum = staleness_sum_;
+  s.staleness_count = staleness_count_;
+  s.max_staleness = max_staleness_;
+  s.workers_lost.assign(lost_.begin(), lost_.end());
+  s.workers_left.assign(left_.begin(), left_.end());
+  s.clocks = clocks_;
+  s.parked_pulls = static_cast<int64_t>(parked_pulls_.size());
+  s.parked_pushes = static_cast<int64_t>(parked_pushes_.size());
+  s.accumulated = accumulated_;
+  return s;
+}
+
+}  // namespace actorflow

@@ -1,0 +1,193 @@
+// The protocol state of one parameter shard (a ps task's share of a model's
+// variables), kept apart from the actor (actors/parameter_shard.h) so that every rule
+// is testable without a scheduler. The actor turns messages into calls here and
+// delivers the replies these calls produce; a request that cannot be answered yet is
+// parked under the RequestId the actor gave it (the actor maps ids to response
+// promises), and is answered later by the call that releases it.
+//
+// The protocols (see kernels/parameter_client.h for the client's view):
+//   kAsync  a push is applied on arrival; version += 1; its staleness is
+//           version - base_version at arrival.
+//   kSync   a push computed on the current version v joins the accumulation of v and
+//           is parked; the replicas_to_aggregate-th one averages them (sum / R),
+//           applies the update once, bumps v and releases every parked push of v
+//           (applied, staleness 0). A push computed on an older version is dropped at
+//           once (not applied, staleness = v - base). A parked push whose deadline
+//           passes is answered DeadlineExceeded; its gradient stays accumulated.
+//   kStaleSynchronous (bound s)  applied as in kAsync; the worker's clock (its
+//           number of pushes) += 1; the reply is parked while its clock exceeds the
+//           smallest clock of the live workers by more than s.
+// Live workers are the indices 0..total_replicas-1 minus those lost (their actor
+// died) or gone (they left); a worker that never joined counts as live at clock 0.
+// Under kSync, when fewer live workers remain than replicas_to_aggregate, parked and
+// new pushes fail with Unavailable naming the missing workers (instead of stalling).
+// A pull waits (parked) until the chief's Initialize and until version >= its
+// min_version.
+//
+// Every push is checked whole before anything changes: one gradient per variable of
+// the shard, each with the variable's dtype and shape; otherwise InvalidArgument
+// naming the variable, and nothing is applied or accumulated.
+//
+// Times (deadlines, `now`) are milliseconds on whatever clock the owner uses;
+// kNoDeadline never passes. Thread safety: none (one actor owns it).
+#ifndef ACTORFLOW_ACTORS_PARAMETER_SHARD_STATE_H_
+#define ACTORFLOW_ACTORS_PARAMETER_SHARD_STATE_H_
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "actors/shard_config.h"
+#include "actors/shard_optimizer.h"
+#include "graph/status.h"
+#include "graph/tensor.h"
+#include "kernels/parameter_client.h"
+
+namespace actorflow {
+
+// One push as it reaches a shard. `sequence` > 0 numbers a worker's pushes (a repeat
+// of an already seen sequence is a duplicate and is not applied); 0 = unnumbered.
+struct ShardPushArgs {
+  int worker = 0;
+  uint64_t sequence = 0;
+  int64_t base_version = 0;
+  std::vector<std::string> names;
+  std::vector<Tensor> gradients;  // parallel to names
+};
+
+class ParameterShardState {
+ public:
+  using RequestId = uint64_t;
+  static constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
+
+  struct PullReply {
+    RequestId id = 0;
+    Status status;
+    int64_t version = 0;
+    std::vector<std::string> names;  // sorted
+    std::vector<Tensor> values;      // parallel to names; shared buffers, read-only
+  };
+  struct PushReply {
+    RequestId id = 0;
+    Status status;
+    bool applied = false;
+    int64_t staleness = 0;
+    int64_t version = 0;  // the shard's version when answered
+  };
+  // What a call produced: replies to deliver now (including released parked ones).
+  struct Replies {
+    std::vector<PullReply> pulls;
+    std::vector<PushReply> pushes;
+  };
+
+  struct Stats {
+    bool initialized = false;
+    int64_t variables = 0;
+    int64_t version = 0;  // = updates applied
+    int64_t gradients_dropped_stale = 0;
+    int64_t staleness_sum = 0;    // over applied gradients
+    int64_t staleness_count = 0;  // applied gradients
+    int64_t max_staleness = 0;
+    std::vector<int> workers_lost;  // sorted
+    std::vector<int> workers_left;  // sorted
+    std::vector<int64_t> clocks;    // pushes per worker, [total_replicas]
+    int64_t parked_pulls = 0;
+    int64_t parked_pushes = 0;
+    int64_t accumulated = 0;  // kSync: gradients accumulated for the current version
+  };
+
+  // `name` names the shard in every message ("/job:ps/replica:0/task:0 shard p").
+  static StatusOr<std::unique_ptr<ParameterShardState>> Create(std::string name,
+                                                               ShardConfig config);
+
+  // Creates the variables (float32/float64 only, distinct names) and releases the
+  // parked pulls. AlreadyExists when the shard was already initialized (its values
+  // and version are kept); InvalidArgument naming a bad variable.
+  Status Initialize(const std::vector<std::string>& names, const std::vector<Tensor>& values,
+                    Replies* out);
+  void Pull(RequestId id, int64_t min_version, int64_t deadline, Replies* out);
+  void Push(RequestId id, const ShardPushArgs& push, int64_t deadline, Replies* out);
+
+  // Worker membership. Join (re)admits a worker: a lost or gone one becomes live
+  // again with its SSP clock raised to the slowest live worker's (it must not hold
+  // the others back for the pushes it missed). InvalidArgument outside
+  // 0..total_replicas-1.
+  Status Join(int worker, Replies* out);
+  void Leave(int worker, Replies* out);
+  void WorkerLost(int worker, Replies* out);
+
+  // Answers every parked request whose deadline is <= now with DeadlineExceeded.
+  void Expire(int64_t now, Replies* out);
+  // Forgets a parked request without answering it (its requester is gone).
+  void Cancel(RequestId id);
+  // The earliest deadline of a parked request; kNoDeadline when none.
+  int64_t NextDeadline() const;
+
+  Stats GetStats() const;
+  const std::string& name() const { return name_; }
+  const ShardConfig& config() const { return config_; }
+  int64_t version() const { return version_; }
+  bool initialized() const { return initialized_; }
+
+ private:
+  struct ParkedPull {
+    int64_t min_version = 0;
+    int64_t deadline = kNoDeadline;
+  };
+  struct ParkedPush {
+    int worker = 0;
+    int64_t staleness = 0;
+    int64_t deadline = kNoDeadline;
+  };
+
+  ParameterShardState(std::string name, ShardConfig config,
+                      std::unique_ptr<ShardOptimizer> optimizer);
+
+  Status CheckPush(const ShardPushArgs& push) const;
+  PullReply Snapshot(RequestId id) const;
+  // Applies one update from per-variable gradients (parallel to variables_' order).
+  void ApplyUpdate(const std::vector<Tensor>& gradients);
+  void AccumulateSync(const ShardPushArgs& push);
+  // After the version moved: releases satisfied pulls (and, kSync, the waiters).
+  void ReleasePulls(Replies* out);
+  void ReleaseSsp(Replies* out);
+  // kSync: fails the parked pushes when the live workers cannot complete a version.
+  void CheckSyncCoverage(Replies* out);
+  Status SyncCoverage() const;
+  bool IsLive(int worker) const;
+  int64_t MinLiveClock() const;  // -1 when no worker is live
+
+  std::string name_;
+  ShardConfig config_;
+  std::unique_ptr<ShardOptimizer> optimizer_;
+
+  bool initialized_ = false;
+  std::map<std::string, Tensor> variables_;  // name -> value
+  int64_t version_ = 0;
+
+  // kSync: the sum of the gradients pushed for version_, by variable (same order as
+  // variables_), and how many pushes it holds.
+  std::vector<Tensor> sum_;
+  int accumulated_ = 0;
+
+  std::vector<int64_t> clocks_;          // [total_replicas]
+  std::vector<uint64_t> last_sequence_;  // [total_replicas]
+  std::set<int> lost_;
+  std::set<int> left_;
+
+  std::map<RequestId, ParkedPull> parked_pulls_;
+  std::map<RequestId, ParkedPush> parked_pushes_;  // kSync waiters or SSP-parked
+
+  int64_t dropped_stale_ = 0;
+  int64_t staleness_sum_ = 0;
+  int64_t staleness_count_ = 0;
+  int64_t max_staleness_ = 0;
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTORS_PARAMETER_SHARD_STATE_H_

@@ -1,0 +1,41 @@
+// ShardConfig: how a parameter shard updates its variables (the update protocol and
+// the optimizer), as the ParameterServerOptions of kernels/parameter_client.h reach a
+// ps task. Every client of one shard must pass an equal config: a shard created with
+// another one refuses the client (actors/parameter_shard.h).
+//
+// CAF-free. Thread safety: a plain value.
+#ifndef ACTORFLOW_ACTORS_SHARD_CONFIG_H_
+#define ACTORFLOW_ACTORS_SHARD_CONFIG_H_
+
+#include <string>
+
+#include "graph/status.h"
+#include "kernels/parameter_client.h"
+
+namespace actorflow {
+
+// How a shard updates; every client of one shard must agree on it.
+struct ShardConfig {
+  UpdateMode mode = UpdateMode::kAsync;
+  int total_replicas = 1;
+  int replicas_to_aggregate = 1;
+  int staleness_bound = 0;
+  std::string optimizer = "sgd";
+  double learning_rate = 0.1;
+
+  // For messages: "sync 2 of 3, sgd lr=0.1", "async with 2 workers, adam lr=0.01",
+  // "ssp:1 with 2 workers, sgd lr=0.1".
+  std::string ToString() const;
+  bool operator==(const ShardConfig& o) const;
+  bool operator!=(const ShardConfig& o) const { return !(*this == o); }
+};
+
+ShardConfig ShardConfigFrom(const ParameterServerOptions& options);
+
+// InvalidArgument for total_replicas < 1, replicas_to_aggregate outside
+// 1..total_replicas (kSync), a negative staleness bound, or a bad optimizer / rate.
+Status ValidateShardConfig(const ShardConfig& config);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTORS_SHARD_CONFIG_H_

@@ -1,0 +1,241 @@
+// GPU kernels for constants, placeholders, variables and their assignment, NoOp, and
+// the two ends of a cross-device edge (_Send, _Recv).
+//
+// Variables placed on a GPU hold device tensors in the device's ResourceManager,
+// like the CPU's: reading shares the buffer, Assign replaces it, the Apply kernels
+// update it in place after copy-on-write (gpu_kernel.h, MakeExclusiveOnDevice).
+//
+// Partition boundaries: tensors cross devices in host memory. A GPU _Send queues a
+// copy into pinned host memory and hands the host tensor to the rendezvous once the
+// stream has finished it (one copy, asynchronous); a GPU _Recv takes the host tensor
+// from the rendezvous and queues its copy to the device. Integer tensors cross too
+// (labels for a GPU loss), though no integer math runs on the GPU: the only integer
+// kernels here are _Send/_Recv, Placeholder (fed values stay in host memory) and an
+// int32 Const in host memory (see HostConstGpuKernel).
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "graph/types.h"
+#include "kernels/cuda/gpu_kernel.h"
+#include "kernels/rendezvous.h"
+#include "kernels/resource.h"
+
+namespace actorflow {
+namespace gpu {
+namespace {
+
+// The value attr, copied to the device on first use and shared by every step.
+class ConstGpuKernel : public GpuKernel {
+ public:
+  explicit ConstGpuKernel(const Node& node) : GpuKernel(node), host_(node.attr<Tensor>("value")) {}
+  Status Launch(GpuLaunch* l) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!device_value_.IsInitialized()) {
+      AF_ASSIGN_OR_RETURN(device_value_, CopyToDevice(l->device, host_));
+    }
+    l->ctx->set_output(0, device_value_);
+    return Status::OK();
+  }
+
+ private:
+  const Tensor host_;
+  std::mutex mu_;
+  Tensor device_value_;  // guarded by mu_
+};
+
+// An int32 constant stays in host memory: the partitioner puts one on the sending
+// device of every cross-device control edge (a _Send's dummy input), and nothing on
+// the GPU computes with integers. The placer sees this kernel, so an int32 Const
+// requested on a GPU stays there, harmlessly, in host memory.
+class HostConstGpuKernel : public Kernel {
+ public:
+  explicit HostConstGpuKernel(const Node& node) : Kernel(node), value_(node.attr<Tensor>("value")) {}
+  void Compute(KernelContext* ctx) override { ctx->set_output(0, value_); }
+
+ private:
+  const Tensor value_;
+};
+
+// Fed placeholders never run their kernel; an unfed one fails like the CPU's.
+class PlaceholderGpuKernel : public Kernel {
+ public:
+  using Kernel::Kernel;
+  void Compute(KernelContext* ctx) override {
+    const Node& n = ctx->node();
+    ctx->SetStatus(InvalidArgument("you must feed a value for placeholder '" + n.name() +
+                                   "' with dtype " + DTypeName(n.output_dtype(0)) +
+                                   " and shape " + n.output_shape(0).ToString()));
+  }
+};
+
+// Nothing to queue, so nothing to wait for: a synchronous kernel.
+class NoOpGpuKernel : public Kernel {
+ public:
+  using Kernel::Kernel;
+  void Compute(KernelContext*) override {}
+};
+
+Status Uninitialized(const VariableResource& var) {
+  return FailedPrecondition("attempting to use uninitialized value '" + var.name() +
+                            "': run its initializer (an Assign) first");
+}
+
+class VariableGpuKernel : public GpuKernel {
+ public:
+  using GpuKernel::GpuKernel;
+  Status Launch(GpuLaunch* l) override {
+    AF_ASSIGN_OR_RETURN(auto var, VariableForNode(l->ctx->resources(), l->ctx->node()));
+    std::lock_guard<std::mutex> lock(var->mu);
+    if (!var->initialized) return Uninitialized(*var);
+    // A value put there by host code (a restore) moves to the device once.
+    if (!var->value.IsOnDevice()) {
+      AF_ASSIGN_OR_RETURN(var->value, CopyToDevice(l->device, var->value));
+    }
+    l->ctx->set_output(0, var->value);
+    return Status::OK();
+  }
+};
+
+class AssignGpuKernel : public GpuKernel {
+ public:
+  using GpuKernel::GpuKernel;
+  Status Launch(GpuLaunch* l) override {
+    const Node& node = l->ctx->node();
+    AF_ASSIGN_OR_RETURN(auto var, VariableForNode(l->ctx->resources(), *node.input(0).node));
+    const Tensor& value = l->inputs[1];
+    if (node.attr<bool>("validate_shape") && !var->declared_shape().IsCompatibleWith(value.shape())) {
+      return InvalidArgument("cannot assign a value of shape " + value.shape().ToString() +
+                             " to variable '" + var->name() + "' of shape " +
+                             var->declared_shape().ToString());
+    }
+    std::lock_guard<std::mutex> lock(var->mu);
+    // Shared with the producer of `value`; in-place updates copy first.
+    var->value = value;
+    var->initialized = true;
+    l->ctx->set_output(0, value);
+    return Status::OK();
+  }
+};
+
+RendezvousKey KeyOf(const KernelContext& ctx) {
+  const Node& n = ctx.node();
+  return RendezvousKey{ctx.step_id(), n.attr<std::string>("tensor_name"),
+                       n.attr<std::string>("send_device"), n.attr<std::string>("recv_device")};
+}
+
+Status NoRendezvous(const Node& node) {
+  return FailedPrecondition(node.Describe() +
+                            ": cross-device edge in a session without a rendezvous "
+                            "(partitioned graphs run only in the actor runtime)");
+}
+
+// Input: a device tensor (or a host one, e.g. a feed passed through). Sends its host
+// copy once the stream has produced it.
+class SendGpuKernel : public Kernel {
+ public:
+  using Kernel::Kernel;
+  bool IsAsync() const override { return true; }
+  void Compute(KernelContext*) override {}
+  void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
+    if (ctx->rendezvous() == nullptr || ctx->scheduler() == nullptr) {
+      ctx->SetStatus(NoRendezvous(ctx->node()));
+      return done();
+    }
+    const Tensor& value = ctx->input(0);
+    if (!value.IsOnDevice()) {
+      Status s = ctx->rendezvous()->Send(KeyOf(*ctx), value);
+      if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
+      return done();
+    }
+    auto device = DeviceFromName(ctx->device_name());
+    Status status = device.status();
+    StatusOr<Tensor> host = Tensor();
+    if (status.ok()) status = MakeCurrent(*device).ok() ? Status::OK() : Internal("cudaSetDevice");
+    if (status.ok()) {
+      host = QueueCopyToHost(*device, value);
+      status = host.status();
+    }
+    if (!status.ok()) {
+      ctx->SetStatus(status.WithContext(ctx->node().Describe()));
+      return done();
+    }
+    Tensor copy = std::move(host).value();
+    FinishWhenQueuedWorkDone(
+        ctx, *device,
+        [ctx, copy] {
+          Status s = ctx->rendezvous()->Send(KeyOf(*ctx), copy);
+          if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
+        },
+        std::move(done));
+  }
+};
+
+// Output: the received tensor, copied to the device (queued; done once it is there).
+class RecvGpuKernel : public Kernel {
+ public:
+  using Kernel::Kernel;
+  bool IsAsync() const override { return true; }
+  void Compute(KernelContext*) override {}
+  void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
+    if (ctx->rendezvous() == nullptr || ctx->scheduler() == nullptr) {
+      ctx->SetStatus(NoRendezvous(ctx->node()));
+      return done();
+    }
+    // The rendezvous calls back on the executor's thread.
+    ctx->rendezvous()->RecvAsync(
+        KeyOf(*ctx), [ctx, done](const Status& status, const Tensor& value) {
+          if (!status.ok()) {
+            ctx->SetStatus(status.WithContext(ctx->node().Describe()));
+            return done();
+          }
+          auto device = DeviceFromName(ctx->device_name());
+          Status s = device.status();
+          StatusOr<Tensor> on_device = value;
+          if (s.ok()) s = MakeCurrent(*device).ok() ? Status::OK() : Internal("cudaSetDevice");
+          if (s.ok() && !value.IsOnDevice()) {
+            on_device = CopyToDevice(*device, value);
+            s = on_device.status();
+          }
+          if (!s.ok()) {
+            ctx->SetStatus(s.WithContext(ctx->node().Describe()));
+            return done();
+          }
+          ctx->set_output(0, std::move(on_device).value());
+          FinishWhenQueuedWorkDone(ctx, *device, nullptr, done);
+        });
+  }
+};
+
+template <typename T>
+void RegisterFloatType() {
+  constexpr DType dt = DTypeOf<T>::value;
+  KernelRegistry& r = KernelRegistry::Global();
+  r.Register("Const", kDeviceGpu, dt, MakeKernelFactory<ConstGpuKernel>());
+  r.Register("Variable", kDeviceGpu, dt, MakeKernelFactory<VariableGpuKernel>());
+  r.Register("Assign", kDeviceGpu, dt, MakeKernelFactory<AssignGpuKernel>());
+  r.Register("NoOp", kDeviceGpu, dt, MakeKernelFactory<NoOpGpuKernel>());
+}
+
+bool RegisterStateKernels() {
+  RegisterFloatType<float>();
+  RegisterFloatType<double>();
+  KernelRegistry::Global().Register("Const", kDeviceGpu, DType::kInt32,
+                                    MakeKernelFactory<HostConstGpuKernel>());
+  for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kBool}) {
+    // Every dtype: the partitioner gives a GPU partition a Placeholder for each fed
+    // tensor it consumes (int32 labels for a GPU loss); fed values arrive in host
+    // memory and the consumers copy them over.
+    KernelRegistry::Global().Register("Placeholder", kDeviceGpu, dt,
+                                      MakeKernelFactory<PlaceholderGpuKernel>());
+    KernelRegistry::Global().Register("_Send", kDeviceGpu, dt, MakeKernelFactory<SendGpuKernel>());
+    KernelRegistry::Global().Register("_Recv", kDeviceGpu, dt, MakeKernelFactory<RecvGpuKernel>());
+  }
+  return true;
+}
+
+const bool registered = RegisterStateKernels();
+
+}  // namespace
+}  // namespace gpu
+}  // namespace actorflow

@@ -1,0 +1,302 @@
+// One kernel suite for every device type: each GPU-capable op runs on CPU and GPU
+// and is checked against the reference kernels (kernels/reference), or, for the ops
+// the reference does not cover (gradient helpers, optimizers), against the CPU
+// kernel. Tolerances are per op and per dtype (OpCase). A device type that this
+// process has no device of is reported as skipped, with the reason, never as passed.
+//
+// The same source builds twice: //kernels:device_kernels_test (no GPU library: the
+// GPU cases skip with "this build has no GPU support") and
+// //kernels/cuda:device_kernels_test (--config=cuda: they run when a GPU is found,
+// and skip with the driver's answer otherwise).
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "graph/attr_value.h"
+#include "graph/tensor.h"
+#include "kernels/gpu_runtime.h"
+#include "kernels/kernel.h"
+#include "kernels/kernels_test_util.h"
+
+namespace actorflow {
+namespace {
+
+const std::vector<std::string> kDeviceTypes = {kDeviceCpu, kDeviceGpu};
+
+// Empty when the device type can run here, else why not.
+std::string Unavailable(const std::string& device_type) {
+  if (device_type == kDeviceCpu) return "";
+  if (GpuDeviceCount() > 0) return "";
+  return DescribeGpus();
+}
+
+using MakeCase = std::function<KernelTestCase(DType dtype, RandomTensors* random)>;
+
+struct OpCase {
+  std::string name;  // unique: "Add_broadcast"
+  MakeCase make;
+  // Off the CPU: float32 and float64 tolerances against the oracle.
+  Tolerance f32;
+  Tolerance f64;
+  // The oracle: the reference kernels, or (false) the CPU kernel, for ops the
+  // reference does not cover; such cases run on the other device types only.
+  bool reference = true;
+};
+
+constexpr Tolerance kElementwise32{1e-5, 1e-6};
+constexpr Tolerance kSumming32{1e-4, 1e-5};
+constexpr Tolerance kExact64{1e-12, 1e-12};
+
+KernelTestCase Case(const std::string& op, std::vector<Tensor> inputs, AttrMap attrs = {}) {
+  KernelTestCase c;
+  c.op = op;
+  c.inputs = std::move(inputs);
+  c.attrs = std::move(attrs);
+  return c;
+}
+
+std::vector<OpCase> AllCases() {
+  std::vector<OpCase> cases;
+  auto unary = [&](const std::string& op, double lo, double hi) {
+    cases.push_back({op, [=](DType t, RandomTensors* r) {
+                       return Case(op, {r->Uniform(t, Shape{3, 5}, lo, hi)});
+                     },
+                     kElementwise32, kExact64});
+  };
+  unary("Neg", -2, 2);
+  unary("Exp", -3, 3);
+  unary("Log", 0.1, 4);
+  unary("Sqrt", 0.0, 4);
+  unary("Square", -2, 2);
+  unary("Abs", -2, 2);
+  unary("Relu", -2, 2);
+  unary("Sigmoid", -4, 4);
+  unary("Tanh", -3, 3);
+
+  auto binary = [&](const std::string& op, double lo, double hi, bool away_from_zero) {
+    auto draw = [=](DType t, RandomTensors* r, const Shape& s) {
+      return away_from_zero ? r->AwayFromZero(t, s, 0.5, hi) : r->Uniform(t, s, lo, hi);
+    };
+    cases.push_back({op + "_same", [=](DType t, RandomTensors* r) {
+                       return Case(op, {r->Uniform(t, Shape{4, 5}, lo, hi), draw(t, r, Shape{4, 5})});
+                     },
+                     kElementwise32, kExact64});
+    cases.push_back({op + "_broadcast", [=](DType t, RandomTensors* r) {
+                       return Case(op, {r->Uniform(t, Shape{2, 3, 4}, lo, hi),
+                                        draw(t, r, Shape{3, 1})});
+                     },
+                     kElementwise32, kExact64});
+    cases.push_back({op + "_scalar", [=](DType t, RandomTensors* r) {
+                       return Case(op, {r->Uniform(t, Shape{}, lo, hi), draw(t, r, Shape{2, 3})});
+                     },
+                     kElementwise32, kExact64});
+  };
+  binary("Add", -2, 2, false);
+  binary("Sub", -2, 2, false);
+  binary("Mul", -2, 2, false);
+  binary("Div", -2, 2, true);
+  binary("Pow", 0.1, 2, false);
+  binary("Maximum", -2, 2, false);
+  binary("Minimum", -2, 2, false);
+
+  cases.push_back({"BiasAdd", [](DType t, RandomTensors* r) {
+                     return Case("BiasAdd", {r->Uniform(t, Shape{4, 3, 5}), r->Uniform(t, Shape{5})});
+                   },
+                   kElementwise32, kExact64});
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const std::string name = std::string("MatMul_") + (ta ? "T" : "N") + (tb ? "T" : "N");
+      cases.push_back({name, [=](DType t, RandomTensors* r) {
+                         Shape a = ta ? Shape{33, 17} : Shape{17, 33};
+                         Shape b = tb ? Shape{9, 33} : Shape{33, 9};
+                         return Case("MatMul", {r->Uniform(t, a), r->Uniform(t, b)},
+                                     {{"transpose_a", AttrValue(ta)}, {"transpose_b", AttrValue(tb)}});
+                       },
+                       kSumming32, kExact64});
+    }
+  }
+  for (const std::string op : {"Sum", "Mean", "Max", "Min"}) {
+    cases.push_back({op + "_all", [=](DType t, RandomTensors* r) {
+                       return Case(op, {r->Uniform(t, Shape{3, 4, 5})});
+                     },
+                     kSumming32, kExact64});
+    cases.push_back({op + "_axes_keep_dims", [=](DType t, RandomTensors* r) {
+                       return Case(op, {r->Uniform(t, Shape{3, 4, 5})},
+                                   {{"axis", AttrValue(std::vector<int64_t>{0, -1})},
+                                    {"keep_dims", AttrValue(true)}});
+                     },
+                     kSumming32, kExact64});
+    cases.push_back({op + "_middle_axis", [=](DType t, RandomTensors* r) {
+                       return Case(op, {r->Uniform(t, Shape{3, 4, 5})}, {{"axis", AttrValue(int64_t{1})}});
+                     },
+                     kSumming32, kExact64});
+  }
+  for (const std::string op : {"Softmax", "LogSoftmax"}) {
+    cases.push_back({op, [=](DType t, RandomTensors* r) {
+                       return Case(op, {r->Uniform(t, Shape{2, 3, 7}, -5, 5)});
+                     },
+                     kSumming32, kExact64});
+  }
+  cases.push_back({"SoftmaxCrossEntropyWithLogits", [](DType t, RandomTensors* r) {
+                     return Case("SoftmaxCrossEntropyWithLogits",
+                                 {r->Uniform(t, Shape{6, 4}, -3, 3), r->Probabilities(t, 6, 4)});
+                   },
+                   kSumming32, kExact64});
+  for (DType labels : {DType::kInt32, DType::kInt64}) {
+    cases.push_back({std::string("SparseSoftmaxCrossEntropyWithLogits_") + DTypeName(labels),
+                     [=](DType t, RandomTensors* r) {
+                       return Case("SparseSoftmaxCrossEntropyWithLogits",
+                                   {r->Uniform(t, Shape{6, 4}, -3, 3), r->Labels(labels, 6, 4)});
+                     },
+                     kSumming32, kExact64});
+  }
+  for (DType to : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kBool}) {
+    cases.push_back({std::string("Cast_to_") + DTypeName(to), [=](DType t, RandomTensors* r) {
+                       return Case("Cast", {r->Uniform(t, Shape{3, 4}, -3, 3)},
+                                   {{"dtype", AttrValue(to)}});
+                     },
+                     kElementwise32, kExact64});
+  }
+  cases.push_back({"Fill", [](DType t, RandomTensors*) {
+                     return Case("Fill", {}, {{"shape", AttrValue(Shape{2, 3})},
+                                              {"value", AttrValue(MakeTensor(t, Shape{}, {2.5}))}});
+                   },
+                   kExact64, kExact64});
+  for (const std::string op : {"ZerosLike", "OnesLike", "Identity"}) {
+    cases.push_back({op, [=](DType t, RandomTensors* r) {
+                       return Case(op, {r->Uniform(t, Shape{2, 3})});
+                     },
+                     kExact64, kExact64});
+  }
+
+  // Not covered by the reference: compared with the CPU kernel.
+  for (const std::string op : {"ReluGrad", "SigmoidGrad", "TanhGrad"}) {
+    cases.push_back({op, [=](DType t, RandomTensors* r) {
+                       return Case(op, {r->Uniform(t, Shape{4, 5}), r->Uniform(t, Shape{4, 5})});
+                     },
+                     kElementwise32, kExact64, false});
+  }
+  cases.push_back({"SumToShapeOf", [](DType t, RandomTensors* r) {
+                     return Case("SumToShapeOf",
+                                 {r->Uniform(t, Shape{2, 3, 4}), r->Uniform(t, Shape{3, 1})});
+                   },
+                   kSumming32, kExact64, false});
+  cases.push_back({"BroadcastToShapeOf", [](DType t, RandomTensors* r) {
+                     return Case("BroadcastToShapeOf",
+                                 {r->Uniform(t, Shape{3, 1}), r->Uniform(t, Shape{3, 4})},
+                                 {{"axis", AttrValue(int64_t{1})}, {"keep_dims", AttrValue(true)}});
+                   },
+                   kExact64, kExact64, false});
+  return cases;
+}
+
+const std::vector<OpCase>& Cases() {
+  static const std::vector<OpCase> cases = AllCases();
+  return cases;
+}
+
+struct DeviceOpParam {
+  std::string device;
+  size_t index;  // into Cases()
+  DType dtype;
+};
+
+std::vector<DeviceOpParam> AllParams() {
+  std::vector<DeviceOpParam> params;
+  for (const std::string& device : kDeviceTypes) {
+    for (size_t i = 0; i < Cases().size(); ++i) {
+      if (device == kDeviceCpu && !Cases()[i].reference) continue;  // CPU vs itself
+      for (DType dtype : kFloatDTypes) params.push_back({device, i, dtype});
+    }
+  }
+  return params;
+}
+
+std::string ParamName(const ::testing::TestParamInfo<DeviceOpParam>& info) {
+  return info.param.device + "_" + Cases()[info.param.index].name + "_" +
+         DTypeName(info.param.dtype);
+}
+
+// The CPU kernel's outputs for `c`, as the oracle of `c` on another device.
+::testing::AssertionResult MatchesCpuKernel(const KernelTestCase& c, Tolerance tol) {
+  KernelTestCase on_cpu = c;
+  on_cpu.device_type = kDeviceCpu;
+  auto want = RunKernel(on_cpu);
+  auto got = RunKernel(c);
+  if (!want.ok() || !want->status.ok()) {
+    return ::testing::AssertionFailure()
+           << "CPU: " << (want.ok() ? want->status : want.status());
+  }
+  if (!got.ok() || !got->status.ok()) {
+    return ::testing::AssertionFailure() << c.ToString() << ": "
+                                         << (got.ok() ? got->status : got.status());
+  }
+  if (got->outputs.size() != want->outputs.size()) {
+    return ::testing::AssertionFailure() << "output counts differ";
+  }
+  for (size_t i = 0; i < want->outputs.size(); ++i) {
+    auto close = TensorsClose(want->outputs[i], got->outputs[i], tol);
+    if (!close) return ::testing::AssertionFailure() << c.ToString() << ": output " << i << ": "
+                                                     << close.message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class DeviceKernelsTest : public ::testing::TestWithParam<DeviceOpParam> {};
+
+TEST_P(DeviceKernelsTest, MatchesTheOracleWithinTheOpsTolerance) {
+  const DeviceOpParam& p = GetParam();
+  const std::string why = Unavailable(p.device);
+  if (!why.empty()) GTEST_SKIP() << p.device << " case skipped: " << why;
+  const OpCase& op = Cases()[p.index];
+  RandomTensors random(1000 + p.index);
+  KernelTestCase c = op.make(p.dtype, &random);
+  c.device_type = p.device;
+  const Tolerance tol = p.dtype == DType::kFloat32 ? op.f32 : op.f64;
+  if (p.device != kDeviceCpu) c.tolerance = tol;
+  if (op.reference) {
+    EXPECT_TRUE(MatchesReference(c));
+  } else {
+    EXPECT_TRUE(MatchesCpuKernel(c, tol));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, DeviceKernelsTest, ::testing::ValuesIn(AllParams()),
+                         ParamName);
+
+class DeviceErrorsTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    const std::string why = Unavailable(GetParam());
+    if (!why.empty()) GTEST_SKIP() << GetParam() << " case skipped: " << why;
+  }
+};
+
+TEST_P(DeviceErrorsTest, ALabelOutOfRangeFailsNamingTheNodeAndTheLabel) {
+  KernelTestCase c = Case("SparseSoftmaxCrossEntropyWithLogits",
+                          {MakeTensor(DType::kFloat32, Shape{2, 3}, {1, 2, 3, 4, 5, 6}),
+                           MakeTensor(DType::kInt32, Shape{2}, {0, 7})});
+  c.device_type = GetParam();
+  EXPECT_TRUE(FailsWith(c, Code::kInvalidArgument, "label 7"));
+}
+
+TEST_P(DeviceErrorsTest, MatMulShapesThatOnlyMismatchAtRunTimeFailNamingTheNode) {
+  KernelTestCase c = Case("MatMul", {MakeTensor(DType::kFloat32, Shape{2, 3}, std::vector<double>(6, 1)),
+                                     MakeTensor(DType::kFloat32, Shape{2, 3}, std::vector<double>(6, 1))});
+  c.device_type = GetParam();
+  auto run = RunKernel(c, /*unknown_input_shapes=*/true);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->status.code(), Code::kInvalidArgument) << run->status;
+  EXPECT_NE(run->status.message().find(kNodeUnderTest), std::string::npos) << run->status;
+  EXPECT_NE(run->status.message().find("MatMul shape mismatch"), std::string::npos) << run->status;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, DeviceErrorsTest, ::testing::ValuesIn(kDeviceTypes),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
+
+}  // namespace
+}  // namespace actorflow

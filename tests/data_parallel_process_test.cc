@@ -1,0 +1,190 @@
+// Between-graph data-parallel training across real processes on 127.0.0.1: the ps
+// task is an `actorflow server` process, each worker an `actorflow train --cluster
+// FILE --job worker --task I` process. The three update modes train Iris; a worker
+// killed (SIGKILL) during async training is reported lost while the others finish;
+// one killed during sync training with a backup worker does not stop the others.
+//
+// Every wait is bounded; no sleeps, no fixed ports.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/child_process.h"
+#include "tests/process_cluster.h"
+#include "tests/subprocess.h"
+
+namespace actorflow {
+namespace {
+
+using nlohmann::json;
+using subprocess::ChildProcess;
+using subprocess::ProcessCluster;
+using subprocess::ProcessClusterOptions;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kRunTimeout(180000);
+
+std::string TmpDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+std::string Actorflow() { return subprocess::Runfile("tools/actorflow"); }
+std::string Data(const std::string& file) { return subprocess::Runfile("examples/data/" + file); }
+
+// A cluster of `workers` worker tasks and one ps task; only the ps task runs a
+// server: the workers are the train processes the tests start.
+std::unique_ptr<ProcessCluster> StartCluster(int workers) {
+  ProcessClusterOptions options;
+  options.binary = Actorflow();
+  options.shape = {{"ps", 1}, {"worker", workers}};
+  options.dir = TmpDir();
+  for (int i = 0; i < workers; ++i) options.not_started.insert({"worker", i});
+  auto cluster = ProcessCluster::Start(std::move(options));
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  return cluster.ok() ? std::move(cluster).value() : nullptr;
+}
+
+// Iris, normalized, [10, 10], SGD on the ps: the same run as
+// tests/data_parallel_cluster_test.cc.
+std::unique_ptr<ChildProcess> StartWorker(const ProcessCluster& cluster, int task,
+                                          const std::string& mode, int epochs,
+                                          const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {
+      "train",  "--cluster", cluster.spec_path(),          "--job",    "worker",
+      "--task", std::to_string(task), "--mode",            mode,       "--train",
+      Data("iris_training.csv"),      "--test",            Data("iris_test.csv"),
+      "--normalize", "--hidden",      "10,10",             "--optimizer", "sgd",
+      "--lr",   "0.2",     "--batch", "16",                "--epochs", std::to_string(epochs),
+      "--seed", "3",       "--timeout-ms", "30000",        "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::string error;
+  auto child = ChildProcess::Start(Actorflow(), args, &error);
+  EXPECT_NE(child, nullptr) << error;
+  return child;
+}
+
+// Waits for a worker's end and returns the JSON of its last stdout line (null JSON,
+// with a test failure, when it did not end well).
+json Finish(ChildProcess* worker, const std::string& name) {
+  if (worker == nullptr) return json();
+  const bool ended = worker->WaitForExit(kRunTimeout);
+  EXPECT_TRUE(ended) << name << " did not end within " << kRunTimeout.count() << " ms";
+  if (!ended) return json();
+  EXPECT_TRUE(worker->exited()) << name << " killed by signal " << worker->term_signal();
+  EXPECT_EQ(worker->exit_code(), 0) << name << " stderr: " << worker->err();
+  const std::string& out = worker->out();
+  const size_t end = out.find_last_not_of('\n');
+  if (end == std::string::npos) {
+    ADD_FAILURE() << name << " printed nothing; stderr: " << worker->err();
+    return json();
+  }
+  const size_t start = out.rfind('\n', end);
+  const std::string last = out.substr(start == std::string::npos ? 0 : start + 1, end + 1);
+  json parsed = json::parse(last, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(parsed.is_discarded()) << name << "'s last line is not JSON: " << out;
+  return parsed.is_discarded() ? json() : parsed;
+}
+
+// Every worker of a run to its end; their JSON results.
+std::vector<json> RunWorkers(const ProcessCluster& cluster, int workers, const std::string& mode,
+                             int epochs) {
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  for (int i = 0; i < workers; ++i) children.push_back(StartWorker(cluster, i, mode, epochs));
+  std::vector<json> results;
+  for (int i = 0; i < workers; ++i) {
+    results.push_back(Finish(children[i].get(), "worker " + std::to_string(i)));
+  }
+  return results;
+}
+
+constexpr int64_t kIrisStepsPerEpochOfTwo = 4;  // 60 rows each, batches of 16
+
+TEST(DataParallelProcessTest, SyncWorkersInSeparateProcessesStepInLockStepAndLearnIris) {
+  auto cluster = StartCluster(2);
+  ASSERT_NE(cluster, nullptr);
+  std::vector<json> results = RunWorkers(*cluster, 2, "sync", 30);
+  for (const json& r : results) {
+    ASSERT_TRUE(r.is_object());
+    EXPECT_EQ(r.at("global_step"), 30 * kIrisStepsPerEpochOfTwo) << r.dump();
+    EXPECT_EQ(r.at("dropped_stale"), 0) << r.dump();
+    EXPECT_GE(r.at("accuracy").get<double>(), 0.9) << r.dump();
+  }
+}
+
+TEST(DataParallelProcessTest, AsyncWorkersInSeparateProcessesApplyEveryPushAndLearnIris) {
+  auto cluster = StartCluster(2);
+  ASSERT_NE(cluster, nullptr);
+  std::vector<json> results = RunWorkers(*cluster, 2, "async", 30);
+  int64_t most_updates = 0;
+  for (const json& r : results) {
+    ASSERT_TRUE(r.is_object());
+    most_updates = std::max<int64_t>(most_updates, r.at("updates_applied").get<int64_t>());
+    EXPECT_GE(r.at("accuracy").get<double>(), 0.9) << r.dump();
+  }
+  // The worker that ended last saw every push applied.
+  EXPECT_EQ(most_updates, 2 * 30 * kIrisStepsPerEpochOfTwo);
+}
+
+TEST(DataParallelProcessTest, StaleSynchronousWorkersInSeparateProcessesLearnIris) {
+  auto cluster = StartCluster(2);
+  ASSERT_NE(cluster, nullptr);
+  std::vector<json> results = RunWorkers(*cluster, 2, "ssp:1", 30);
+  for (const json& r : results) {
+    ASSERT_TRUE(r.is_object());
+    EXPECT_LE(r.at("mean_staleness").get<double>(), 2.0) << r.dump();
+    EXPECT_GE(r.at("accuracy").get<double>(), 0.9) << r.dump();
+  }
+}
+
+// Kills worker 2 once it reported progress; returns the survivors' results.
+std::vector<json> RunKillingWorkerTwo(const ProcessCluster& cluster, const std::string& mode,
+                                      const std::vector<std::string>& extra) {
+  std::vector<std::unique_ptr<ChildProcess>> children;
+  for (int i = 0; i < 3; ++i) children.push_back(StartWorker(cluster, i, mode, 10, extra));
+  if (children[2] == nullptr) return {};
+  std::string line;
+  EXPECT_TRUE(children[2]->WaitForLine("worker 2: step", kRunTimeout, &line))
+      << "worker 2 reported no progress; stderr: " << children[2]->err();
+  children[2]->Kill(SIGKILL);
+  return {Finish(children[0].get(), "worker 0"), Finish(children[1].get(), "worker 1")};
+}
+
+TEST(DataParallelProcessTest, AWorkerKilledDuringAsyncTrainingIsReportedLostAndTheOthersFinish) {
+  auto cluster = StartCluster(3);
+  ASSERT_NE(cluster, nullptr);
+  std::vector<json> results = RunKillingWorkerTwo(*cluster, "async", {});
+  ASSERT_EQ(results.size(), 2u);
+  for (const json& r : results) {
+    ASSERT_TRUE(r.is_object());
+    EXPECT_EQ(r.at("worker_reports").at(0).at("steps"), 10 * 3) << r.dump();  // 40 rows: 3 batches
+  }
+  // The chief ends after worker 2 died: the shards report it.
+  const json& lost = results[0].at("workers_lost");
+  EXPECT_NE(std::find(lost.begin(), lost.end(), 2), lost.end()) << results[0].dump();
+}
+
+TEST(DataParallelProcessTest, AWorkerKilledDuringSyncTrainingWithABackupDoesNotStopTheOthers) {
+  auto cluster = StartCluster(3);
+  ASSERT_NE(cluster, nullptr);
+  std::vector<json> results =
+      RunKillingWorkerTwo(*cluster, "sync", {"--replicas-to-aggregate", "2"});
+  ASSERT_EQ(results.size(), 2u);
+  for (const json& r : results) {
+    ASSERT_TRUE(r.is_object());
+    // ceil(10 epochs x 3 batches x 3 workers / 2 aggregated)
+    EXPECT_EQ(r.at("global_step"), 45) << r.dump();
+  }
+}
+
+}  // namespace
+}  // namespace actorflow

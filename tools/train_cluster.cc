@@ -1,0 +1,264 @@
+#include "tools/train_cluster.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/local_cluster.h"
+#include "actors/parameter_client_impl.h"
+#include "actors/session_factory.h"
+#include "placement/cluster_spec.h"
+
+namespace actorflow {
+namespace cli {
+namespace {
+
+constexpr char kPsJob[] = "ps";
+constexpr char kLocalPrefix[] = "local:";
+
+bool IsLocal(const std::string& cluster) { return cluster.rfind(kLocalPrefix, 0) == 0; }
+
+// Prints one line per worker every ~10% of its planned steps (and its last step).
+// Called from the worker threads.
+class ProgressPrinter {
+ public:
+  explicit ProgressPrinter(std::ostream& out) : out_(out) {}
+
+  void Report(const WorkerProgress& p) {
+    const int64_t planned = std::max<int64_t>(p.planned_steps, 1);
+    const int64_t tenth = std::max<int64_t>(planned / 10, 1);
+    std::lock_guard<std::mutex> lock(mu_);
+    Window& w = windows_[p.worker];
+    w.loss_sum += p.loss;
+    ++w.count;
+    if (p.step % tenth != 0 && p.step != planned) return;
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  "worker %d: step %lld/%lld (epoch %lld), loss %.4f, global step %lld%s",
+                  p.worker, static_cast<long long>(p.step), static_cast<long long>(planned),
+                  static_cast<long long>(p.epoch + 1), w.loss_sum / w.count,
+                  static_cast<long long>(p.global_step), p.applied ? "" : " (dropped as stale)");
+    out_ << line << "\n";
+    out_.flush();
+    w = Window();
+  }
+
+ private:
+  struct Window {
+    double loss_sum = 0.0;
+    int64_t count = 0;
+  };
+  std::ostream& out_;
+  std::mutex mu_;
+  std::map<int, Window> windows_;
+};
+
+std::string LostList(const std::vector<int>& lost) {
+  if (lost.empty()) return "none";
+  std::string text;
+  for (int w : lost) text += (text.empty() ? "" : ", ") + std::to_string(w);
+  return text;
+}
+
+void PrintResult(const TrainCommandOptions& options, const DataParallelOptions& dp,
+                 const DataParallelResult& result, std::ostream& out) {
+  const ParameterStats& stats = result.stats;
+  if (options.json) {
+    nlohmann::ordered_json j;
+    j["accuracy"] = result.eval.accuracy;
+    j["loss"] = result.eval.loss;
+    j["global_step"] = result.eval.global_step;
+    j["seconds"] = result.seconds;
+    j["updates_applied"] = stats.updates_applied;
+    j["dropped_stale"] = stats.gradients_dropped_stale;
+    j["mean_staleness"] = stats.mean_staleness;
+    j["workers_lost"] = result.workers_lost;
+    j["mode"] = options.mode;
+    j["workers"] = dp.ps.total_replicas;
+    if (dp.ps.mode == UpdateMode::kSync) j["replicas_to_aggregate"] = dp.ps.replicas_to_aggregate;
+    j["epochs"] = dp.epochs;
+    j["examples"] = result.eval.num_examples;
+    nlohmann::ordered_json workers = nlohmann::ordered_json::array();
+    for (const WorkerReport& w : result.workers) {
+      nlohmann::ordered_json wj;
+      wj["worker"] = w.worker;
+      wj["steps"] = w.steps;
+      wj["dropped_stale"] = w.dropped_stale;
+      wj["seconds"] = w.seconds;
+      if (!w.status.ok()) wj["error"] = w.status.ToString();
+      workers.push_back(wj);
+    }
+    j["worker_reports"] = workers;
+    if (!result.checkpoint.empty()) j["checkpoint"] = result.checkpoint;
+    out << j.dump() << "\n";
+    out.flush();
+    return;
+  }
+  char line[320];
+  for (const WorkerReport& w : result.workers) {
+    std::snprintf(line, sizeof(line), "worker %d: %lld steps, %lld dropped as stale, %.2f s%s%s",
+                  w.worker, static_cast<long long>(w.steps),
+                  static_cast<long long>(w.dropped_stale), w.seconds,
+                  w.status.ok() ? "" : ", lost: ", w.status.ok() ? "" : w.status.ToString().c_str());
+    out << line << "\n";
+  }
+  std::snprintf(line, sizeof(line),
+                "updates applied %lld, gradients dropped as stale %lld, mean staleness %.2f, "
+                "workers lost: %s",
+                static_cast<long long>(stats.updates_applied),
+                static_cast<long long>(stats.gradients_dropped_stale), stats.mean_staleness,
+                LostList(result.workers_lost).c_str());
+  out << line << "\n";
+  if (!result.checkpoint.empty()) out << "checkpoint saved in " << options.checkpoint_dir << "\n";
+  const int64_t correct =
+      static_cast<int64_t>(result.eval.accuracy * result.eval.num_examples + 0.5);
+  std::snprintf(line, sizeof(line),
+                "test accuracy %.4f (%lld/%lld), loss %.4f, global step %lld, %.2f s",
+                result.eval.accuracy, static_cast<long long>(correct),
+                static_cast<long long>(result.eval.num_examples), result.eval.loss,
+                static_cast<long long>(result.eval.global_step), result.seconds);
+  out << line << "\n";
+  out.flush();
+}
+
+// --epochs, or the passes that --steps batches of --batch rows make (at least 1).
+int64_t Epochs(const TrainCommandOptions& options, int64_t rows) {
+  if (options.epochs > 0) return options.epochs;
+  const double passes = static_cast<double>(options.steps) * options.batch / rows;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::llround(passes)));
+}
+
+}  // namespace
+
+Status CheckClusterFlags(const TrainCommandOptions& options) {
+  if (options.cluster.empty()) {
+    if (options.task >= 0 || options.replicas_to_aggregate != 0 || options.mode != "sync") {
+      return InvalidArgument(
+          "--mode, --replicas-to-aggregate and --task need --cluster (e.g. --cluster "
+          "local:ps=1,worker=2)");
+    }
+    return Status::OK();
+  }
+  UpdateMode mode;
+  int staleness = 0;
+  AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &mode, &staleness));
+  if (options.replicas_to_aggregate < 0) {
+    return InvalidArgument("--replicas-to-aggregate " +
+                           std::to_string(options.replicas_to_aggregate) + ": must be >= 1");
+  }
+  if (options.replicas_to_aggregate > 0 && mode != UpdateMode::kSync) {
+    return InvalidArgument("--replicas-to-aggregate applies to --mode sync only, not '" +
+                           options.mode + "'");
+  }
+  if (!IsLocal(options.cluster)) {
+    if (options.task < 0) {
+      return InvalidArgument("--cluster " + options.cluster +
+                             ": a cluster file needs --task I (this process's worker index)");
+    }
+    return Status::OK();
+  }
+  if (options.task >= 0) {
+    return InvalidArgument("--task: a local cluster runs every worker itself; drop --task");
+  }
+  StatusOr<std::map<std::string, int>> shape = ParseLocalClusterShape(options.cluster);
+  if (!shape.ok()) return InvalidArgument("--cluster: " + shape.status().message());
+  for (const char* job : {kPsJob, "worker"}) {
+    if (shape->count(job) == 0) {
+      return InvalidArgument("--cluster " + options.cluster + ": needs a '" + job +
+                             "' job, e.g. local:ps=1,worker=2");
+    }
+  }
+  const int workers = shape->at("worker");
+  if (options.replicas_to_aggregate > workers) {
+    return InvalidArgument("--replicas-to-aggregate " +
+                           std::to_string(options.replicas_to_aggregate) + " is more than the " +
+                           std::to_string(workers) + " workers of --cluster " + options.cluster);
+  }
+  return Status::OK();
+}
+
+Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
+                      const LabeledData& train, const LabeledData& test, std::ostream& out) {
+  DataParallelOptions dp;
+  dp.spec = spec;
+  dp.seed = options.seed;
+  dp.batch_size = options.batch;
+  dp.epochs = Epochs(options, train.features.dim(0));
+  AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &dp.ps.mode, &dp.ps.staleness_bound));
+  dp.ps.optimizer = options.optimizer;
+  dp.ps.learning_rate = options.learning_rate;
+  dp.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
+  if (!options.checkpoint_dir.empty()) dp.model_dir = ResolveUserPath(options.checkpoint_dir);
+  dp.session_factory = [](const Graph* graph) {
+    return NewSession(graph, SessionOptions());  // target "": the actor runtime
+  };
+  ProgressPrinter printer(out);
+
+  ClusterSpec cluster;
+  std::unique_ptr<LocalCluster> local;
+  int workers = 0;
+  if (IsLocal(options.cluster)) {
+    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterShape(options.cluster));
+    workers = shape.at("worker");
+    // The workers are this process's threads; only the ps tasks need servers.
+    AF_ASSIGN_OR_RETURN(local, LocalCluster::Start({{kPsJob, shape.at(kPsJob)}}));
+    cluster = local->spec();
+  } else {
+    AF_ASSIGN_OR_RETURN(cluster, ClusterSpec::FromFile(ResolveUserPath(options.cluster)));
+    workers = cluster.num_tasks(options.job);
+    if (workers == 0) {
+      return InvalidArgument("--job " + options.job + ": cluster " + options.cluster +
+                             " has no such job");
+    }
+    if (options.task >= workers) {
+      return InvalidArgument("--task " + std::to_string(options.task) + ": job " + options.job +
+                             " has " + std::to_string(workers) + " tasks");
+    }
+    if (cluster.num_tasks(kPsJob) == 0) {
+      return InvalidArgument("cluster " + options.cluster + " has no '" + kPsJob +
+                             "' job for the variables");
+    }
+  }
+  dp.ps.total_replicas = workers;
+  dp.ps.replicas_to_aggregate =
+      options.replicas_to_aggregate > 0 ? options.replicas_to_aggregate : workers;
+  if (dp.ps.replicas_to_aggregate > workers) {
+    return InvalidArgument("--replicas-to-aggregate " +
+                           std::to_string(dp.ps.replicas_to_aggregate) + " is more than the " +
+                           std::to_string(workers) + " workers of job " + options.job);
+  }
+  AF_RETURN_IF_ERROR(ValidateDataParallelOptions(dp));
+  const ParameterServerOptions ps = dp.ps;
+  const int64_t timeout = dp.timeout_ms;
+
+  if (local != nullptr) {
+    DataParallelJob job(
+        dp,
+        [&cluster, ps, timeout](int) { return ConnectParameterServers(cluster, kPsJob, ps, timeout); },
+        train, test);
+    job.set_progress([&printer](const WorkerProgress& p) { printer.Report(p); });
+    AF_ASSIGN_OR_RETURN(DataParallelResult result, job.Run());
+    PrintResult(options, dp, result, out);
+    return Status::OK();
+  }
+  AF_ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
+                      ConnectParameterServers(cluster, kPsJob, ps, timeout));
+  WorkerOptions worker;
+  worker.worker = options.task;
+  worker.progress = [&printer](const WorkerProgress& p) { printer.Report(p); };
+  AF_ASSIGN_OR_RETURN(DataParallelResult result,
+                      RunDataParallelWorker(dp, worker, client.get(), train, test));
+  PrintResult(options, dp, result, out);
+  return Status::OK();
+}
+
+}  // namespace cli
+}  // namespace actorflow

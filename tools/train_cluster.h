@@ -1,0 +1,54 @@
+// `actorflow train --cluster ...`: between-graph data-parallel training
+// (training/data_parallel.h) of the same DNN classifier `actorflow train` trains
+// alone.
+//
+//   actorflow train --cluster local:ps=P,worker=W --mode sync|async|ssp:S
+//                   [--replicas-to-aggregate N] [the model and data flags of train]
+//   actorflow train --cluster FILE --job worker --task I --mode ... (one worker; the
+//                   ps tasks run `actorflow server --cluster FILE --job ps --task J`)
+//
+// - local: starts the P ps tasks as a LocalCluster in this process (real servers on
+//   127.0.0.1) and runs the W workers on W threads; each connects to the ps tasks
+//   with ConnectParameterServers.
+// - FILE: this process is worker I of the cluster's `--job` (default "worker"); the
+//   number of workers is that job's task count; the variables live on job "ps".
+// - --mode: sync (replicas_to_aggregate of the W workers' gradients per update, by
+//   default all of them; the others are backups), async, or ssp:S (bounded
+//   staleness S). The optimizer (--optimizer, --lr) runs on the ps tasks.
+// - An epoch is one pass over the training set by all workers together; --epochs N,
+//   or, without it, the passes that --steps batches of --batch rows make.
+// - Progress: one line per worker every ~10% of its steps. The end: one line per
+//   worker, one with the updates applied, the gradients dropped as stale, the mean
+//   staleness and the workers lost, then the test accuracy line; with --json the
+//   last line is one JSON object with "accuracy", "loss", "global_step", "seconds",
+//   "updates_applied", "dropped_stale", "mean_staleness" and "workers_lost".
+// - Worker 0 (the chief) initializes the variables and, with --checkpoint-dir, writes
+//   the checkpoint that `actorflow predict` reads.
+#ifndef ACTORFLOW_TOOLS_TRAIN_CLUSTER_H_
+#define ACTORFLOW_TOOLS_TRAIN_CLUSTER_H_
+
+#include <ostream>
+
+#include "graph/status.h"
+#include "tools/train_command.h"
+#include "training/data_parallel.h"
+#include "training/model_spec.h"
+
+namespace actorflow {
+namespace cli {
+
+// Checks the cluster flags without reading a file (a cluster FILE is read later):
+// InvalidArgument naming the flag for a bad --mode, a malformed local shape, a local
+// shape without "ps" or "worker", --replicas-to-aggregate outside [1, W] (W known for
+// local shapes), --job/--task given with a local cluster or --task missing with a
+// file, and cluster flags given without --cluster.
+Status CheckClusterFlags(const TrainCommandOptions& options);
+
+// Runs the cluster mode on loaded data; writes progress and the result to `out`.
+Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
+                      const LabeledData& train, const LabeledData& test, std::ostream& out);
+
+}  // namespace cli
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_TOOLS_TRAIN_CLUSTER_H_
