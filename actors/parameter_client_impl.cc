@@ -287,7 +287,102 @@ class ParameterClientImpl : public ParameterClient {
     return stats;
   }
 
+  StatusOr<ParameterSnapshot> Snapshot(int64_t version, int64_t timeout_ms) override {
+    const Deadline deadline = Deadline::After(timeout_ms);
+    const bool sync = options_.mode == UpdateMode::kSync;
+    if (!sync && version >= 0) {
+      return InvalidArgument("a snapshot at a chosen version (" + std::to_string(version) +
+                             ") needs sync mode: async cuts are taken where the shards are");
+    }
+    if (!sync) AF_RETURN_IF_ERROR(HoldAll(true, deadline));
+    StatusOr<ParameterSnapshot> cut = SnapshotAt(version, deadline);
+    if (!sync) {
+      Status released = HoldAll(false, Deadline::After(setup_timeout_ms_));
+      if (cut.ok() && !released.ok()) return released;
+    }
+    return cut;
+  }
+
+  Status Restore(const std::map<std::string, Tensor>& values, int64_t version,
+                 int64_t timeout_ms) override {
+    AF_ASSIGN_OR_RETURN(PsAssignment assignment, Assign(values));
+    std::vector<std::vector<Tensor>> per_shard(NumShards());
+    for (int t = 0; t < NumShards(); ++t) {
+      for (const std::string& name : assignment.variables[t]) {
+        per_shard[t].push_back(values.at(name));
+      }
+    }
+    const Deadline deadline = Deadline::After(timeout_ms);
+    auto call = Fan<Status>(AllShards(), deadline, [&](size_t t) {
+      return std::make_tuple(shard_restore_atom::value, assignment.variables[t], per_shard[t],
+                             version);
+    });
+    AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Restore"));
+    for (const Status& s : call->replies()) AF_RETURN_IF_ERROR(s);
+    for (const auto& [name, value] : values) Remember(name, assignment.task_of.at(name), value);
+    return Status::OK();
+  }
+
  private:
+  StatusOr<PsAssignment> Assign(const std::map<std::string, Tensor>& values) const {
+    std::vector<VariableSize> sizes;
+    for (const auto& [name, value] : values) {
+      if (!value.IsInitialized() ||
+          (value.dtype() != DType::kFloat32 && value.dtype() != DType::kFloat64)) {
+        return InvalidArgument("variable '" + name + "' has value " +
+                               (value.IsInitialized() ? value.DebugString() : "<empty>") +
+                               "; parameter servers hold float32 or float64 variables");
+      }
+      sizes.push_back(VariableSize{name, static_cast<int64_t>(value.TotalBytes())});
+    }
+    return AssignVariablesToPs(sizes, NumShards(), client_options_.strategy);
+  }
+
+  Status HoldAll(bool hold, const Deadline& deadline) {
+    auto call = Fan<Status>(AllShards(), deadline,
+                            [&](size_t) { return std::make_tuple(shard_hold_atom::value, hold); });
+    AF_RETURN_IF_ERROR(WaitFor(call, deadline, hold ? "Snapshot (hold)" : "Snapshot (release)"));
+    for (const Status& s : call->replies()) AF_RETURN_IF_ERROR(s);
+    return Status::OK();
+  }
+
+  // Every shard's values at `version` (< 0: each shard's (async) or the newest
+  // (sync) current version, read from the shards' stats).
+  StatusOr<ParameterSnapshot> SnapshotAt(int64_t version, const Deadline& deadline) {
+    std::vector<int64_t> at(NumShards(), version);
+    if (version < 0) {
+      auto call = Fan<ShardStats>(AllShards(), deadline,
+                                  [](size_t) { return std::make_tuple(shard_stats_atom::value); });
+      AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Snapshot (versions)"));
+      int64_t newest = 0;
+      for (size_t t = 0; t < call->replies().size(); ++t) {
+        const ShardStats& s = call->replies()[t];
+        if (!s.initialized) {
+          return FailedPrecondition(names_[t] + " holds no initialized variables: nothing to " +
+                                    "snapshot (restore or initialize it first)");
+        }
+        at[t] = s.version;
+        if (s.variables > 0) newest = std::max(newest, s.version);
+      }
+      if (options_.mode == UpdateMode::kSync) at.assign(NumShards(), newest);
+    }
+    auto call = Fan<PullReply>(AllShards(), deadline, [&](size_t t) {
+      return std::make_tuple(shard_snap_atom::value, at[t], deadline.LeftMs());
+    });
+    AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Snapshot"));
+    ParameterSnapshot snapshot;
+    for (size_t t = 0; t < call->replies().size(); ++t) {
+      PullReply& r = call->replies()[t];
+      AF_RETURN_IF_ERROR(r.status);
+      snapshot.shard_versions.push_back(r.version);
+      if (!r.names.empty()) snapshot.global_step = std::max(snapshot.global_step, r.version);
+      for (size_t i = 0; i < r.names.size() && i < r.values.size(); ++i) {
+        snapshot.values[r.names[i]] = r.values[i];
+      }
+    }
+    return snapshot;
+  }
+
   int NumShards() const { return static_cast<int>(names_.size()); }
   std::vector<int> AllShards() const {
     std::vector<int> all(NumShards());

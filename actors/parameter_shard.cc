@@ -184,6 +184,33 @@ caf::behavior ShardBehavior(ShardActor* self, std::string name, ShardConfig conf
         Deliver(self, out);
         return Status::OK();
       },
+      [self](shard_snap_atom, int64_t version,
+             int64_t timeout_ms) -> caf::result<ParameterShardState::PullReply> {
+        auto& st = self->state;
+        const RequestId id = st.next_id++;
+        auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+        auto promise = self->make_response_promise();
+        st.promises[id] = promise;
+        ParameterShardState::Replies out;
+        st.shard->SnapshotAt(id, version, DeadlineFor(self, timeout_ms), &out);
+        Deliver(self, out);
+        TrackIfParked(self, id, sender);
+        return promise;
+      },
+      [self](shard_restore_atom, const std::vector<std::string>& names,
+             const std::vector<Tensor>& values, int64_t version) -> Status {
+        ParameterShardState::Replies out;
+        Status status = self->state.shard->Restore(names, values, version, &out);
+        Deliver(self, out);
+        return status;
+      },
+      [self](shard_hold_atom, bool hold) -> Status {
+        ParameterShardState::Replies out;
+        self->state.shard->Hold(hold, &out);
+        Deliver(self, out);
+        ScheduleSweep(self);
+        return Status::OK();
+      },
       [self](shard_stats_atom) -> ParameterShardState::Stats {
         return self->state.shard->GetStats();
       },

@@ -48,29 +48,36 @@ ParameterShardState::ParameterShardState(std::string name, ShardConfig config,
       clocks_(config_.total_replicas, 0),
       last_sequence_(config_.total_replicas, 0) {}
 
+Status ParameterShardState::CheckVariables(const std::vector<std::string>& names,
+                                           const std::vector<Tensor>& values,
+                                           std::map<std::string, Tensor>* vars) const {
+  if (names.size() != values.size()) {
+    return InvalidArgument(name_ + ": " + std::to_string(names.size()) + " names but " +
+                           std::to_string(values.size()) + " values");
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const Tensor& v = values[i];
+    if (names[i].empty()) return InvalidArgument(name_ + ": a variable has no name");
+    if (!v.IsInitialized() || (v.dtype() != DType::kFloat32 && v.dtype() != DType::kFloat64)) {
+      return InvalidArgument(name_ + ": variable '" + names[i] + "' has value " +
+                             (v.IsInitialized() ? v.DebugString() : std::string("<empty>")) +
+                             "; parameter servers hold float32 or float64 variables");
+    }
+    if (!vars->emplace(names[i], v).second) {
+      return InvalidArgument(name_ + ": variable '" + names[i] + "' is given twice");
+    }
+  }
+  return Status::OK();
+}
+
 Status ParameterShardState::Initialize(const std::vector<std::string>& names,
                                        const std::vector<Tensor>& values, Replies* out) {
   if (initialized_) {
     return AlreadyExists(name_ + " is already initialized (version " + std::to_string(version_) +
                          "): its values were kept");
   }
-  if (names.size() != values.size()) {
-    return InvalidArgument(name_ + ": " + std::to_string(names.size()) + " names but " +
-                           std::to_string(values.size()) + " initial values");
-  }
   std::map<std::string, Tensor> vars;
-  for (size_t i = 0; i < names.size(); ++i) {
-    const Tensor& v = values[i];
-    if (names[i].empty()) return InvalidArgument(name_ + ": a variable has no name");
-    if (!v.IsInitialized() || (v.dtype() != DType::kFloat32 && v.dtype() != DType::kFloat64)) {
-      return InvalidArgument(name_ + ": variable '" + names[i] + "' has initial value " +
-                             (v.IsInitialized() ? v.DebugString() : std::string("<empty>")) +
-                             "; parameter servers hold float32 or float64 variables");
-    }
-    if (!vars.emplace(names[i], v).second) {
-      return InvalidArgument(name_ + ": variable '" + names[i] + "' is given twice");
-    }
-  }
+  AF_RETURN_IF_ERROR(CheckVariables(names, values, &vars));
   variables_ = std::move(vars);
   sum_.clear();
   for (const auto& [name, value] : variables_) {
@@ -80,6 +87,81 @@ Status ParameterShardState::Initialize(const std::vector<std::string>& names,
   initialized_ = true;
   ReleasePulls(out);
   return Status::OK();
+}
+
+Status ParameterShardState::Restore(const std::vector<std::string>& names,
+                                    const std::vector<Tensor>& values, int64_t version,
+                                    Replies* out) {
+  if (version < 0) {
+    return InvalidArgument(name_ + ": cannot restore to negative version " +
+                           std::to_string(version));
+  }
+  std::map<std::string, Tensor> vars;
+  AF_RETURN_IF_ERROR(CheckVariables(names, values, &vars));
+  auto optimizer = ShardOptimizer::Create(config_.optimizer, config_.learning_rate);
+  if (!optimizer.ok()) return optimizer.status();
+  optimizer_ = std::move(optimizer).value();
+  variables_ = std::move(vars);
+  previous_.clear();
+  sum_.clear();
+  for (const auto& [name, value] : variables_) {
+    optimizer_->AddVariable(name, value);
+    sum_.emplace_back(value.dtype(), value.shape());
+  }
+  accumulated_ = 0;
+  const Status aborted = Aborted(name_ + " was restored to version " + std::to_string(version) +
+                                 " while this push waited: pull and compute it again");
+  for (const auto& [id, parked] : parked_pushes_) {
+    out->pushes.push_back(PushReply{id, aborted, false, 0, version});
+  }
+  parked_pushes_.clear();
+  for (const HeldPush& h : held_) out->pushes.push_back(PushReply{h.id, aborted, false, 0, version});
+  held_.clear();
+  std::fill(last_sequence_.begin(), last_sequence_.end(), 0);
+  version_ = version;
+  initialized_ = true;
+  ReleasePulls(out);
+  return Status::OK();
+}
+
+void ParameterShardState::SnapshotAt(RequestId id, int64_t version, int64_t deadline,
+                                     Replies* out) {
+  parked_snapshots_[id] = {version, deadline};
+  ReleaseSnapshots(out);
+}
+
+void ParameterShardState::ReleaseSnapshots(Replies* out) {
+  if (!initialized_) return;
+  for (auto it = parked_snapshots_.begin(); it != parked_snapshots_.end();) {
+    const int64_t want = it->second.first;
+    if (want > version_) {
+      ++it;
+      continue;
+    }
+    PullReply r;
+    r.id = it->first;
+    r.version = want;
+    if (want == version_ || (want == version_ - 1 && !previous_.empty())) {
+      for (const auto& [name, value] : want == version_ ? variables_ : previous_) {
+        r.names.push_back(name);
+        r.values.push_back(value);
+      }
+    } else {
+      r.status = FailedPrecondition(
+          name_ + " is at version " + std::to_string(version_) + " and no longer has version " +
+          std::to_string(want) + " (only the previous version is kept): cut at a newer version");
+    }
+    out->pulls.push_back(std::move(r));
+    it = parked_snapshots_.erase(it);
+  }
+}
+
+void ParameterShardState::Hold(bool hold, Replies* out) {
+  hold_ = hold;
+  if (hold) return;
+  std::vector<HeldPush> held;
+  held.swap(held_);
+  for (const HeldPush& h : held) Push(h.id, h.push, h.deadline, out);
 }
 
 ParameterShardState::PullReply ParameterShardState::Snapshot(RequestId id) const {
@@ -144,6 +226,10 @@ void ParameterShardState::Push(RequestId id, const ShardPushArgs& push, int64_t 
   };
   const int w = push.worker;
   const std::string who = "worker " + std::to_string(w);
+  if (hold_ && initialized_) {
+    held_.push_back(HeldPush{id, push, deadline});
+    return;
+  }
   if (!initialized_) {
     return reply(FailedPrecondition(name_ + ": " + who +
                                     " pushed before the variables were initialized (the "
@@ -241,6 +327,7 @@ void ParameterShardState::AccumulateSync(const ShardPushArgs& push) {
 }
 
 void ParameterShardState::ApplyUpdate(const std::vector<Tensor>& gradients) {
+  previous_ = variables_;  // shares the buffers: Apply copies before writing
   size_t i = 0;
   for (auto& [name, value] : variables_) optimizer_->Apply(name, &value, gradients[i++]);
   optimizer_->FinishUpdate();
@@ -249,6 +336,7 @@ void ParameterShardState::ApplyUpdate(const std::vector<Tensor>& gradients) {
 
 void ParameterShardState::ReleasePulls(Replies* out) {
   if (!initialized_) return;
+  ReleaseSnapshots(out);  // every caller follows a change of version or of values
   for (auto it = parked_pulls_.begin(); it != parked_pulls_.end();) {
     if (it->second.min_version <= version_) {
       out->pulls.push_back(Snapshot(it->first));
@@ -363,6 +451,34 @@ void ParameterShardState::Expire(int64_t now, Replies* out) {
     out->pulls.push_back(std::move(r));
     it = parked_pulls_.erase(it);
   }
+  for (auto it = parked_snapshots_.begin(); it != parked_snapshots_.end();) {
+    if (it->second.second > now) {
+      ++it;
+      continue;
+    }
+    PullReply r;
+    r.id = it->first;
+    r.version = it->second.first;
+    r.status = DeadlineExceeded(name_ + ": snapshot of version " +
+                                std::to_string(it->second.first) +
+                                " waited past its deadline: the shard is at version " +
+                                std::to_string(version_) +
+                                (initialized_ ? "" : " and not initialized"));
+    out->pulls.push_back(std::move(r));
+    it = parked_snapshots_.erase(it);
+  }
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->deadline > now) {
+      ++it;
+      continue;
+    }
+    out->pushes.push_back(
+        PushReply{it->id,
+                  DeadlineExceeded(name_ + ": push of worker " + std::to_string(it->push.worker) +
+                                   " was held for a checkpoint past its deadline; not applied"),
+                  false, 0, version_});
+    it = held_.erase(it);
+  }
   const int64_t slowest = MinLiveClock();
   for (auto it = parked_pushes_.begin(); it != parked_pushes_.end();) {
     const ParkedPush& p = it->second;
@@ -389,12 +505,18 @@ void ParameterShardState::Expire(int64_t now, Replies* out) {
 void ParameterShardState::Cancel(RequestId id) {
   parked_pulls_.erase(id);
   parked_pushes_.erase(id);
+  parked_snapshots_.erase(id);
+  held_.erase(std::remove_if(held_.begin(), held_.end(),
+                             [id](const HeldPush& h) { return h.id == id; }),
+              held_.end());
 }
 
 int64_t ParameterShardState::NextDeadline() const {
   int64_t next = kNoDeadline;
   for (const auto& [id, p] : parked_pulls_) next = std::min(next, p.deadline);
   for (const auto& [id, p] : parked_pushes_) next = std::min(next, p.deadline);
+  for (const auto& [id, p] : parked_snapshots_) next = std::min(next, p.second);
+  for (const HeldPush& h : held_) next = std::min(next, h.deadline);
   return next;
 }
 
@@ -411,7 +533,7 @@ ParameterShardState::Stats ParameterShardState::GetStats() const {
   s.workers_left.assign(left_.begin(), left_.end());
   s.clocks = clocks_;
   s.parked_pulls = static_cast<int64_t>(parked_pulls_.size());
-  s.parked_pushes = static_cast<int64_t>(parked_pushes_.size());
+  s.parked_pushes = static_cast<int64_t>(parked_pushes_.size() + held_.size());
   s.accumulated = accumulated_;
   return s;
 }

@@ -24,6 +24,28 @@
 // A pull waits (parked) until the chief's Initialize and until version >= its
 // min_version.
 //
+// Coordinated checkpoints (training/ps_checkpoint.h drives them):
+//   SnapshotAt(v)  the variables at exactly version v: at once when the shard is at v;
+//           parked until it reaches v when it is behind (or not initialized yet);
+//           from the retained previous version when it is exactly one past v (every
+//           update keeps the values it replaces, which makes the optimizer copy
+//           instead of writing in place: one copy of the variables per update);
+//           FailedPrecondition when it is further past. Under kSync every shard
+//           bumps its version once per global step, so the chief cuts all shards at
+//           one v and gets a consistent model.
+//   Hold/Release  the cut of kAsync and SSP, where versions do not meet: the chief
+//           holds every shard (new pushes are parked unapplied, in arrival order),
+//           reads every shard at its current version, and releases (the held pushes
+//           are then applied in order). A push already applied on one shard and
+//           held on another is split by such a cut; async training tolerates that.
+//   Restore  replaces the variables and the version (a restarted ps task, or a
+//           rollback to a checkpoint): fresh optimizer slots, the kSync
+//           accumulation dropped, parked pushes answered Aborted (their gradients
+//           were computed on values that no longer exist), parked pulls of versions
+//           <= the restored one released.
+// Optimizer slots are not part of a snapshot: a restore restarts them (exact for
+// sgd, which has none).
+//
 // Every push is checked whole before anything changes: one gradient per variable of
 // the shard, each with the variable's dtype and shape; otherwise InvalidArgument
 // naming the variable, and nothing is applied or accumulated.
@@ -110,6 +132,15 @@ class ParameterShardState {
   Status Initialize(const std::vector<std::string>& names, const std::vector<Tensor>& values,
                     Replies* out);
   void Pull(RequestId id, int64_t min_version, int64_t deadline, Replies* out);
+  // The values at exactly `version` (see the top of this file); the reply is a
+  // PullReply whose version is `version`.
+  void SnapshotAt(RequestId id, int64_t version, int64_t deadline, Replies* out);
+  // Replaces every variable and the version. InvalidArgument (nothing changes) for a
+  // negative version or a bad variable, as Initialize.
+  Status Restore(const std::vector<std::string>& names, const std::vector<Tensor>& values,
+                 int64_t version, Replies* out);
+  // Holds (true) or releases (false) pushes; releasing applies the held ones.
+  void Hold(bool hold, Replies* out);
   void Push(RequestId id, const ShardPushArgs& push, int64_t deadline, Replies* out);
 
   // Worker membership. Join (re)admits a worker: a lost or gone one becomes live
@@ -143,6 +174,15 @@ class ParameterShardState {
     int64_t staleness = 0;
     int64_t deadline = kNoDeadline;
   };
+  struct HeldPush {
+    RequestId id = 0;
+    ShardPushArgs push;
+    int64_t deadline = kNoDeadline;
+  };
+  // Checks the variables of Initialize and Restore into `vars`.
+  Status CheckVariables(const std::vector<std::string>& names, const std::vector<Tensor>& values,
+                        std::map<std::string, Tensor>* vars) const;
+  void ReleaseSnapshots(Replies* out);
 
   ParameterShardState(std::string name, ShardConfig config,
                       std::unique_ptr<ShardOptimizer> optimizer);
@@ -181,6 +221,12 @@ class ParameterShardState {
 
   std::map<RequestId, ParkedPull> parked_pulls_;
   std::map<RequestId, ParkedPush> parked_pushes_;  // kSync waiters or SSP-parked
+  // Snapshot requests waiting for their version: id -> (version, deadline).
+  std::map<RequestId, std::pair<int64_t, int64_t>> parked_snapshots_;
+  // The values of version_ - 1 (kept by every update); empty before the first.
+  std::map<std::string, Tensor> previous_;
+  bool hold_ = false;
+  std::vector<HeldPush> held_;
 
   int64_t dropped_stale_ = 0;
   int64_t staleness_sum_ = 0;

@@ -12,6 +12,9 @@
 //          (shard_join_atom, worker, worker actor) -> Status   the shard monitors it
 //          (shard_leave_atom, worker) -> Status
 //          (shard_stats_atom) -> Stats
+//          (shard_snap_atom, version, timeout_ms) -> PullReply   values at exactly version
+//          (shard_restore_atom, names, values, version) -> Status
+//          (shard_hold_atom, bool hold) -> Status              park / apply pushes
 // timeout_ms <= 0: no deadline. Included only by actors/*.cc.
 #ifndef ACTORFLOW_ACTORS_SHARD_MESSAGES_H_
 #define ACTORFLOW_ACTORS_SHARD_MESSAGES_H_
@@ -29,6 +32,9 @@ using shard_push_atom = caf::atom_constant<caf::atom("spush")>;
 using shard_join_atom = caf::atom_constant<caf::atom("sjoin")>;
 using shard_leave_atom = caf::atom_constant<caf::atom("sleave")>;
 using shard_stats_atom = caf::atom_constant<caf::atom("sstats")>;
+using shard_snap_atom = caf::atom_constant<caf::atom("ssnap")>;
+using shard_restore_atom = caf::atom_constant<caf::atom("srestore")>;
+using shard_hold_atom = caf::atom_constant<caf::atom("shold")>;
 using shard_sweep_atom = caf::atom_constant<caf::atom("ssweep")>;  // to itself
 
 template <class Inspector>

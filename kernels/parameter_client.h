@@ -87,6 +87,24 @@ class ParameterClient {
                                     int64_t timeout_ms) = 0;
   // Aggregated over the shards.
   virtual StatusOr<ParameterStats> Stats(int64_t timeout_ms) = 0;
+
+  // A coordinated cut for a checkpoint (chief). kSync: every variable at exactly
+  // global step `version` (< 0: the newest version any shard has reached; a shard
+  // behind is waited for, one already past the previous version answers
+  // FailedPrecondition). kAsync/SSP: pushes are held on every shard while all are
+  // read, then released; `version` must be < 0 and the cut's global_step is the
+  // largest shard version. The result's global_step is the cut's version.
+  virtual StatusOr<ParameterSnapshot> Snapshot(int64_t version, int64_t timeout_ms) {
+    return Unimplemented("this parameter client cannot take coordinated snapshots");
+  }
+  // Replaces every variable on its shard (the same assignment as Initialize) and
+  // sets every shard's version to `version`; a shard that was never initialized
+  // (a restarted ps task) is initialized by it and releases its waiting pulls.
+  // Unavailable naming the ps task and its address when a shard is unreachable.
+  virtual Status Restore(const std::map<std::string, Tensor>& values, int64_t version,
+                         int64_t timeout_ms) {
+    return Unimplemented("this parameter client cannot restore the parameter servers");
+  }
 };
 
 }  // namespace actorflow

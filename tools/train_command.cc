@@ -18,6 +18,7 @@
 #include "actors/session_factory.h"
 #include "tools/in_graph_train.h"
 #include "tools/progress_bar.h"
+#include "tools/run_command.h"
 #include "tools/train_cluster.h"
 #include "training/csv_dataset.h"
 #include "training/dnn_classifier.h"
@@ -83,6 +84,7 @@ Status CheckFlags(const TrainCommandOptions& options) {
     return InvalidArgument("--timeout-ms " + std::to_string(options.timeout_ms) +
                            ": must be >= 0 (0 = no deadline)");
   }
+  if (!options.devices.empty()) AF_RETURN_IF_ERROR(ParseDeviceCounts(options.devices).status());
   Status optimizer = MakeOptimizer(options.optimizer, options.learning_rate).status();
   if (!optimizer.ok()) {
     // A name that works with a sane rate means the rate is what is wrong.
@@ -234,8 +236,13 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, bool interac
   model.label_column = data.label_column;
   model.timeout_in_ms = options.timeout_ms;
   if (!options.checkpoint_dir.empty()) model.model_dir = ResolveUserPath(options.checkpoint_dir);
-  model.session_factory = [](const Graph* graph) {
-    return NewSession(graph, SessionOptions());  // target "": the actor runtime
+  SessionOptions session_options;  // target "": the actor runtime
+  if (!options.devices.empty()) {
+    // With a GPU, nodes without a requested device default to /gpu:0.
+    AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
+  }
+  model.session_factory = [session_options](const Graph* graph) {
+    return NewSession(graph, session_options);
   };
 
   const auto start = std::chrono::steady_clock::now();
@@ -359,6 +366,8 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
   app->add_option("--timeout-ms", options->timeout_ms, "Deadline of each step in ms (0 = none)")
       ->capture_default_str();
   app->add_flag("--json", options->json, "End with one line of JSON");
+  app->add_option("--devices", options->devices,
+                  "Devices of the local session: cpu=N[,gpu=M] (default: 1 CPU, every GPU)");
   app->add_option("--cluster", options->cluster,
                   "Data-parallel: local:ps=P,worker=W (in this process) or a cluster JSON file");
   app->add_option("--job", options->job, "With a cluster file: this process's job")

@@ -69,6 +69,8 @@ struct TrainCommandOptions {
   std::string checkpoint_dir;
   int64_t timeout_ms = 30000;
   bool json = false;
+  // The local session's devices, "cpu=N[,gpu=M]"; empty: one CPU and every GPU found.
+  std::string devices;
   // Data-parallel training (tools/train_cluster.h). Empty cluster: one process.
   std::string cluster;
   std::string job = "worker";

@@ -267,13 +267,8 @@ StatusOr<std::unique_ptr<Saver>> Saver::Create(Graph* graph, SaverOptions option
 
 StatusOr<std::string> Saver::Save(Session* session, const std::string& dir, int64_t global_step) {
   if (session == nullptr) return InvalidArgument("Saver::Save: the session is null");
-  AF_ASSIGN_OR_RETURN(std::optional<uint64_t> crash_after, CrashAfterBytes());
-  AF_RETURN_IF_ERROR(checkpoint_file::CreateDirectories(dir));
-  const std::string basename = CheckpointBasename(global_step);
-  const std::string prefix = JoinPath(dir, basename);
-  const std::string manifest_path = prefix + kCheckpointManifestSuffix;
-  const std::string data_path = prefix + kCheckpointDataSuffix;
-  if (checkpoint_file::IsRegularFile(manifest_path)) {
+  const std::string prefix = JoinPath(dir, CheckpointBasename(global_step));
+  if (checkpoint_file::IsRegularFile(prefix + kCheckpointManifestSuffix)) {
     return AlreadyExists("Saver::Save: checkpoint '" + prefix + "' already exists (global step " +
                          std::to_string(global_step) +
                          " was saved before; advance the step or save into another directory)");
@@ -301,6 +296,28 @@ StatusOr<std::string> Saver::Save(Session* session, const std::string& dir, int6
       auto whole = ConcatAlongDim0(parts);
       if (!whole.ok()) return whole.status().WithContext("Saver::Save: variable '" + v.name + "'");
       tensors.emplace_back(v.name, std::move(whole).value());
+    }
+  }
+  return WriteCheckpointTensors(dir, global_step, tensors, options_.max_to_keep);
+}
+
+StatusOr<std::string> WriteCheckpointTensors(
+    const std::string& dir, int64_t global_step,
+    const std::vector<std::pair<std::string, Tensor>>& tensors, int max_to_keep) {
+  AF_ASSIGN_OR_RETURN(std::optional<uint64_t> crash_after, CrashAfterBytes());
+  AF_RETURN_IF_ERROR(checkpoint_file::CreateDirectories(dir));
+  const std::string basename = CheckpointBasename(global_step);
+  const std::string prefix = JoinPath(dir, basename);
+  const std::string manifest_path = prefix + kCheckpointManifestSuffix;
+  const std::string data_path = prefix + kCheckpointDataSuffix;
+  if (checkpoint_file::IsRegularFile(manifest_path)) {
+    return AlreadyExists("checkpoint '" + prefix + "' already exists (global step " +
+                         std::to_string(global_step) +
+                         " was saved before; advance the step or save into another directory)");
+  }
+  for (const auto& [name, tensor] : tensors) {
+    if (!tensor.IsInitialized()) {
+      return InvalidArgument("checkpoint '" + prefix + "': tensor '" + name + "' has no value");
     }
   }
   const CheckpointManifest manifest = BuildManifest(global_step, tensors);
@@ -331,7 +348,7 @@ StatusOr<std::string> Saver::Save(Session* session, const std::string& dir, int6
   AF_RETURN_IF_ERROR(checkpoint_file::SyncDirectory(dir));
 
   Status s = UpdateLatest(dir, basename);
-  if (s.ok()) s = Prune(dir, options_.max_to_keep, global_step);
+  if (s.ok()) s = Prune(dir, max_to_keep, global_step);
   if (!s.ok()) return s.WithContext("Saver::Save: checkpoint '" + prefix + "' was written, but");
   if (auto names = checkpoint_file::ListDirectory(dir); names.ok()) {
     RemoveDeadWritersTempFiles(dir, *names);

@@ -37,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/graph.h"
@@ -123,6 +124,14 @@ class Saver {
   std::vector<std::string> var_names_;
   std::string restore_op_;
 };
+
+// Writes `tensors` (names unique) as checkpoint "ckpt-<global_step>" of `dir`, with
+// Save's durability, atomicity, "latest" update and pruning (max_to_keep as in
+// SaverOptions); for writers without a graph (parameter servers' checkpoints).
+// Returns the path prefix. Errors as Save's (AlreadyExists when the step exists).
+StatusOr<std::string> WriteCheckpointTensors(
+    const std::string& dir, int64_t global_step,
+    const std::vector<std::pair<std::string, Tensor>>& tensors, int max_to_keep = 5);
 
 // The newest complete checkpoint in `dir` as a path prefix "<dir>/ckpt-<step>": the
 // one "latest" names, or, when "latest" is missing or names no complete checkpoint,

@@ -1,5 +1,6 @@
 // What the .cu files of kernels/cuda share: the GpuDevice definition, error
-// formatting and launch helpers. Included only by files that nvcc compiles.
+// formatting and launch helpers. Included only by files that nvcc compiles (the
+// genrules of kernels/cuda/BUILD); the host compiler never sees CUDA types.
 //
 // Thread safety: GpuDevice's pools are guarded by their own mutexes; the stream and
 // cuBLAS handle are set once at creation (cuBLAS calls on one handle are serialized

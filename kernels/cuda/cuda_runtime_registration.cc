@@ -29,6 +29,9 @@ class CudaRuntime : public GpuRuntime {
       return Internal("copying " + device_tensor.DebugString() + " to the host: " +
                       error.message());
     }
+    // The stream belongs to its device: make that one current on this thread.
+    error = MakeCurrent(device);
+    if (!error.ok()) return Internal(error.message());
     void* pinned = nullptr;
     error = AllocatePinned(device, bytes, &pinned);
     if (!error.ok()) return ResourceExhausted(error.message());

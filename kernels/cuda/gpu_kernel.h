@@ -1,5 +1,5 @@
-// GpuKernel: the base of every GPU kernel, and the tensor helpers the GPU kernels
-// share. Compiled by the host compiler: it reaches CUDA only through gpu_device.h
+// GpuKernel: the base of every GPU kernel (device type "GPU"), and the tensor
+// helpers the GPU kernels share. Compiled by the host compiler: it reaches CUDA only through gpu_device.h
 // and gpu_launch.h.
 //
 // How a GPU kernel runs (never blocking the executor's thread):

@@ -13,11 +13,14 @@
 //          (vs DDP's step ms) and global samples/s = 128 / step.
 //   async  2 workers, each push applied on arrival: updates/s at the ps (vs the
 //          torch.rpc parameter server's), over --window-s windows.
+//   straggler (only with --modes ...,straggler) sync with 3 workers and 2 gradients
+//          per update, worker 2 waiting 10x its step time after each step: updates/s
+//          with and without it (DataParallelJob threads, LocalCluster ps).
 // Each figure is min / median / max over --reps repetitions; the ratios to `local`
 // are of medians. Per-step breakdown (pull / compute / push ms, medians) from worker 0.
 //
 // Usage: ps_bench [--reps N] [--window-s S] [--sync-steps N] [--session actor|direct]
-//                 [--modes sync,async] [--json] [--actorflow PATH]
+//                 [--modes sync,async,straggler] [--json] [--actorflow PATH]
 // Build with -c opt: `bazel run -c opt //tools/bench:ps_bench`;
 // tools/bench/run_ps_vs_torch.sh runs it and dist_bench.py interleaved.
 #include <cblas.h>
@@ -34,6 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/local_cluster.h"
 #include "actors/parameter_client_impl.h"
 #include "actors/session_factory.h"
 #include "placement/cluster_spec.h"
@@ -41,6 +45,7 @@
 #include "tests/process_cluster.h"
 #include "tools/bench/bench_util.h"
 #include "tools/bench/training_models.h"
+#include "training/data_parallel.h"
 #include "training/data_shard.h"
 #include "training/worker_model.h"
 
@@ -96,6 +101,14 @@ struct Batches {
     }
   }
 };
+
+Stats StatsFrom(const nlohmann::json& j) {
+  Stats s;
+  s.min = j["min"].get<double>();
+  s.median = j["median"].get<double>();
+  s.max = j["max"].get<double>();
+  return s;
+}
 
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -227,6 +240,56 @@ int WorkerMain(const Flags& flags) {
   return 0;
 }
 
+// --- straggler ----------------------------------------------------------------------
+
+// Sync with one backup worker: 3 workers, 2 gradients per update, on a LocalCluster
+// (the ps task a real server on 127.0.0.1 in this process, the workers threads).
+// Worker 2 waits 10x its step time after every step (a timed wait) when `straggle`.
+// Returns updates/s over the chief's run and the gradients dropped as stale.
+std::pair<double, int64_t> StragglerRun(const Flags& flags, bool straggle) {
+  auto cluster = ValueOrDie(LocalCluster::Start({{"ps", 1}}), kProgram, "a local ps");
+  DataParallelOptions options;
+  options.spec = MlpSpec();
+  options.seed = 1;
+  options.batch_size = kBatch;
+  options.epochs = 2;
+  options.ps.mode = UpdateMode::kSync;
+  options.ps.total_replicas = std::getenv("PSB_W") ? std::atoi(std::getenv("PSB_W")) : 3;
+  options.ps.replicas_to_aggregate = std::getenv("PSB_R") ? std::atoi(std::getenv("PSB_R")) : 2;
+  options.ps.optimizer = "sgd";
+  options.ps.learning_rate = kLearningRate;
+  options.session_factory = Sessions(flags.session);
+  const LabelledData data = SyntheticData(3 * 40 * kBatch, 784, 10, 7);
+  const ClusterSpec spec = cluster->spec();
+  const ParameterServerOptions ps = options.ps;
+  DataParallelJob job(
+      options, [spec, ps](int) { return ConnectParameterServers(spec, "ps", ps, 30000); },
+      {data.features, data.labels}, {data.features, data.labels});
+  if (straggle) job.set_delay(2, 10.0);
+  DataParallelResult result = ValueOrDie(job.Run(), kProgram, "a straggler run");
+  return {result.stats.updates_applied / result.workers[0].seconds,
+          result.stats.gradients_dropped_stale};
+}
+
+nlohmann::json StragglerReport(const Flags& flags) {
+  std::vector<double> without, with, ratio;
+  int64_t dropped = 0;
+  for (int r = 0; r < flags.reps; ++r) {
+    const double base = StragglerRun(flags, false).first;
+    const auto [rate, drops] = StragglerRun(flags, true);
+    without.push_back(base);
+    with.push_back(rate);
+    ratio.push_back(base / rate);
+    dropped += drops;
+  }
+  nlohmann::json r;
+  r["updates_per_s_without"] = StatsJson(Summarize(without));
+  r["updates_per_s_with"] = StatsJson(Summarize(with));
+  r["slowdown"] = StatsJson(Summarize(ratio));
+  r["dropped_stale_per_run"] = static_cast<double>(dropped) / flags.reps;
+  return r;
+}
+
 // --- driver -----------------------------------------------------------------------
 
 std::string FindActorflow(const std::string& flag) {
@@ -351,6 +414,10 @@ int Main(int argc, char** argv) {
   report["local_steps_per_s"] = StatsJson(Summarize(local));
   report["local_foreign_load"] = local_foreign;
   for (const std::string& mode : flags.modes) {
+    if (mode == "straggler") {
+      report[mode] = StragglerReport(flags);
+      continue;
+    }
     nlohmann::json r = RunMode(flags, mode);
     if (mode == "sync") {
       std::vector<double> ms = r["step_ms"].get<std::vector<double>>();
@@ -394,6 +461,16 @@ int Main(int argc, char** argv) {
                 Triple(Summarize(r["updates_per_s"].get<std::vector<double>>()), "%.0f").c_str(),
                 r["ratio_to_local_steps"].get<double>(), r["pull_ms"].get<double>(),
                 r["compute_ms"].get<double>(), r["push_ms"].get<double>());
+  }
+  if (report.contains("straggler")) {
+    const nlohmann::json& r = report["straggler"];
+    std::printf("  straggler sync 2 of 3 workers, worker 2 delayed 10x its step time (in-process "
+                "workers, LocalCluster ps): updates/s %s without, %s with; slowdown %s; "
+                "%.0f gradients dropped as stale per run\n",
+                Triple(StatsFrom(r["updates_per_s_without"]), "%.0f").c_str(),
+                Triple(StatsFrom(r["updates_per_s_with"]), "%.0f").c_str(),
+                Triple(StatsFrom(r["slowdown"]), "%.2f").c_str(),
+                r["dropped_stale_per_run"].get<double>());
   }
   return 0;
 }

@@ -109,20 +109,26 @@ torch = [torch_round(r) for r in range(1, rounds + 1)]
 print(f"ps_bench ({ours[0]['session']} session) vs PyTorch dist_bench.py, {rounds} rounds "
       f"interleaved; per round each side's figure is the median of its repetitions")
 rows = []
-for o, t in zip(ours, torch):
+for k, (o, t) in enumerate(zip(ours, torch), 1):
+    missing = [key for key in ("ddp_ms", "single_ms", "rpc_ups", "rpc_local") if key not in t]
+    if missing:
+        print(f"round {k}: the peer gave no {', '.join(missing)} (see its log); round skipped")
+        continue
     sync_ms = o["sync"]["step_ms_stats"]["median"]
     ups = o["async"]["updates_per_s_stats"]["median"]
     rows.append({
         "sync_ms": sync_ms, "ddp_ms": t.get("ddp_ms"),
-        "sync_ratio": sync_ms / t["ddp_ms"] if t.get("ddp_ms") else float("nan"),
+        "sync_ratio": sync_ms / t["ddp_ms"],
         "ours_sync_vs_local": o["sync"]["ratio_to_local_samples"],
-        "ddp_vs_single": (2 * t["single_ms"] / t["ddp_ms"]) if t.get("ddp_ms") else float("nan"),
+        "ddp_vs_single": 2 * t["single_ms"] / t["ddp_ms"],
         "async_ups": ups, "rpc_ups": t.get("rpc_ups"),
-        "async_ratio": ups / t["rpc_ups"] if t.get("rpc_ups") else float("nan"),
+        "async_ratio": ups / t["rpc_ups"],
         "ours_async_vs_local": o["async"]["ratio_to_local_steps"],
-        "rpc_vs_local": (t["rpc_ups"] / t["rpc_local"]) if t.get("rpc_ups") else float("nan"),
+        "rpc_vs_local": t["rpc_ups"] / t["rpc_local"],
         "local": o["local_steps_per_s"]["median"],
     })
+if not rows:
+    sys.exit("no complete round")
 for k, r in enumerate(rows, 1):
     print(f"round {k}: sync {r['sync_ms']:.3f} ms vs DDP {r['ddp_ms']:.3f} ms (ratio {r['sync_ratio']:.2f}); "
           f"async {r['async_ups']:.0f} vs rpc {r['rpc_ups']:.0f} updates/s (ratio {r['async_ratio']:.2f}); "

@@ -1,0 +1,247 @@
+// Recovery of between-graph training on a LocalCluster (real Servers on loopback in
+// this process): a ps task stopped in the middle of sync training (the chief's
+// supervisor gets Unavailable naming it, reconnects once it is back, restores the
+// shards from the last coordinated checkpoint and finishes), a chief stopped and
+// started again (it continues from the shards' global step), and a restore with a
+// shard unreachable. Every wait is bounded; no sleeps.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/local_cluster.h"
+#include "actors/parameter_client_impl.h"
+#include "actors/session_factory.h"
+#include "training/checkpoint.h"
+#include "training/csv_dataset.h"
+#include "training/feature_columns.h"
+#include "training/ps_checkpoint.h"
+#include "training/recovery.h"
+
+namespace actorflow {
+namespace {
+
+constexpr int64_t kTimeoutMs = 20000;
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string DataPath(const std::string& file) {
+  const char* srcdir = std::getenv("TEST_SRCDIR");
+  return std::string(srcdir ? srcdir : ".") + "/actorflow/examples/data/" + file;
+}
+
+std::string TmpDir(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return std::string(dir ? dir : "/tmp") + "/" + name;
+}
+
+// Every push's global step goes up by one, except a restore that goes back to the
+// checkpoint it restored (never below an earlier checkpoint).
+void ExpectMonotoneExceptRestores(const RecoveryReport& report) {
+  std::vector<int64_t> restores;
+  for (const RecoveryEvent& e : report.events) {
+    if (e.restored) restores.push_back(e.resumed_from);
+  }
+  size_t next_restore = 0;
+  for (size_t i = 1; i < report.global_steps.size(); ++i) {
+    const int64_t prev = report.global_steps[i - 1], now = report.global_steps[i];
+    if (now > prev) continue;
+    ASSERT_LT(next_restore, restores.size()) << "global step went from " << prev << " to " << now;
+    EXPECT_EQ(now, restores[next_restore] + 1) << "after the restore of " << restores[next_restore];
+    ++next_restore;
+  }
+}
+
+class RecoveryClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto train = LoadCsv(DataPath("iris_training.csv"));
+    ASSERT_TRUE(train.ok()) << train.status();
+    auto test = LoadCsv(DataPath("iris_test.csv"));
+    ASSERT_TRUE(test.ok()) << test.status();
+    train_ = {train->features, train->labels};
+    test_ = {test->features, test->labels};
+    auto columns = NormalizedNumericColumns(train->feature_names, train->features);
+    ASSERT_TRUE(columns.ok()) << columns.status();
+    options_.spec.feature_columns = *columns;
+    options_.spec.hidden_units = {10, 10};
+    options_.spec.n_classes = 3;
+    options_.seed = 3;
+    options_.batch_size = 16;
+    options_.epochs = 60;
+    options_.ps.mode = UpdateMode::kSync;
+    options_.ps.total_replicas = 1;
+    options_.ps.replicas_to_aggregate = 1;
+    options_.ps.optimizer = "sgd";
+    options_.ps.learning_rate = 0.2;
+    options_.session_factory = [](const Graph* graph) {
+      return NewSession(graph, SessionOptions());
+    };
+    options_.timeout_ms = kTimeoutMs;
+  }
+
+  std::unique_ptr<LocalCluster> Cluster(int ps) {
+    auto cluster = LocalCluster::Start({{"ps", ps}});
+    EXPECT_TRUE(cluster.ok()) << cluster.status();
+    return cluster.ok() ? std::move(cluster).value() : nullptr;
+  }
+
+  ParameterClientFactory Factory(const LocalCluster& cluster) const {
+    const ClusterSpec spec = cluster.spec();
+    const ParameterServerOptions ps = options_.ps;
+    return [spec, ps](int) { return ConnectParameterServers(spec, "ps", ps, 2000); };
+  }
+
+  RecoveryOptions Recovery(const std::string& dir) const {
+    RecoveryOptions r;
+    r.max_restarts = 2;
+    r.reconnect_timeout_ms = 10000;
+    r.checkpoint_dir = TmpDir(dir);
+    r.checkpoint_every_steps = 10;
+    return r;
+  }
+
+  // The accuracy of an uninterrupted run on a fresh cluster.
+  double Uninterrupted() {
+    auto cluster = Cluster(1);
+    if (!cluster) return -1;
+    RecoverySupervisor sup(options_, WorkerOptions{}, Recovery("uninterrupted"),
+                           Factory(*cluster));
+    RecoveryReport report;
+    Status s = sup.Run(train_, test_, &report);
+    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_TRUE(report.events.empty());
+    return report.result.eval.accuracy;
+  }
+
+  DataParallelOptions options_;
+  LabeledData train_;
+  LabeledData test_;
+};
+
+TEST_F(RecoveryClusterTest, PsStoppedMidTrainingIsRestoredFromTheLastCheckpoint) {
+  const double baseline = Uninterrupted();
+  auto cluster = Cluster(1);
+  ASSERT_TRUE(cluster);
+  LocalCluster* c = cluster.get();
+  WorkerOptions worker;
+  bool killed = false;
+  worker.progress = [&](const WorkerProgress& p) {
+    if (killed || p.global_step != 25) return;
+    killed = true;
+    // The ps task dies and comes back empty on the same port.
+    EXPECT_TRUE(c->StopTask("ps", 0).ok());
+    EXPECT_TRUE(c->RestartTask("ps", 0).ok());
+  };
+  RecoverySupervisor sup(options_, worker, Recovery("ps_stop"), Factory(*cluster));
+  RecoveryReport report;
+  Status s = sup.Run(train_, test_, &report);
+  ASSERT_TRUE(s.ok()) << s << "\n" << report.Summary();
+  ASSERT_EQ(report.events.size(), 1u) << report.Summary();
+  const RecoveryEvent& e = report.events[0];
+  EXPECT_EQ(e.failure.code(), Code::kUnavailable);
+  EXPECT_TRUE(Contains(e.failure.message(), "/job:ps")) << e.failure;
+  EXPECT_TRUE(e.restored);
+  EXPECT_EQ(e.resumed_from, 20);
+  EXPECT_EQ(e.step_at_failure, 25);
+  EXPECT_EQ(e.steps_lost, 5);
+  EXPECT_GT(e.recovery_seconds, 0);
+  ExpectMonotoneExceptRestores(report);
+  EXPECT_EQ(report.global_steps.back(), SyncTargetGlobalStep(options_, train_.labels.NumElements()));
+  EXPECT_NEAR(report.result.eval.accuracy, baseline, 0.015 + 1e-9)
+      << "baseline " << baseline << "\n" << report.Summary();
+  std::printf("ps stop: %s  accuracy %.4f (uninterrupted %.4f)\n", report.Summary().c_str(),
+              report.result.eval.accuracy, baseline);
+}
+
+TEST_F(RecoveryClusterTest, RestartedChiefContinuesTheShardsGlobalStep) {
+  auto cluster = Cluster(1);
+  ASSERT_TRUE(cluster);
+  RecoverySupervisor* current = nullptr;
+  WorkerOptions worker;
+  worker.progress = [&](const WorkerProgress& p) {
+    if (p.global_step == 15 && current != nullptr) current->Stop();
+  };
+  RecoveryReport first;
+  {
+    RecoverySupervisor sup(options_, worker, Recovery("chief_restart"), Factory(*cluster));
+    current = &sup;
+    Status s = sup.Run(train_, test_, &first);
+    EXPECT_EQ(s.code(), Code::kCancelled) << s;
+    current = nullptr;
+  }
+  ASSERT_FALSE(first.global_steps.empty());
+  EXPECT_EQ(first.global_steps.back(), 15);
+  RecoverySupervisor again(options_, WorkerOptions{}, Recovery("chief_restart"),
+                           Factory(*cluster));
+  RecoveryReport second;
+  Status s = again.Run(train_, test_, &second);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_GE(second.global_steps.size(), 2u);
+  EXPECT_EQ(second.global_steps.front(), 15);  // where the shards were
+  EXPECT_EQ(second.global_steps[1], 16);
+  EXPECT_TRUE(second.events.empty());
+  ExpectMonotoneExceptRestores(second);
+  EXPECT_EQ(second.global_steps.back(), SyncTargetGlobalStep(options_, train_.labels.NumElements()));
+}
+
+TEST_F(RecoveryClusterTest, SyncSnapshotCutsEveryShardAtOneVersionAndRestoresIt) {
+  auto cluster = Cluster(2);
+  ASSERT_TRUE(cluster);
+  auto client = ConnectParameterServers(cluster->spec(), "ps", options_.ps, kTimeoutMs);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->Register(0).ok());
+  std::map<std::string, Tensor> init = {{"a", Tensor::FromVector<float>({1, 2})},
+                                        {"b", Tensor::FromVector<float>({10})}};
+  ASSERT_TRUE((*client)->Initialize(init).ok());
+  for (int i = 0; i < 3; ++i) {
+    auto base = (*client)->Pull(kTimeoutMs);
+    ASSERT_TRUE(base.ok()) << base.status();
+    std::map<std::string, Tensor> g = {{"a", Tensor::FromVector<float>({1, 1})},
+                                       {"b", Tensor::FromVector<float>({1})}};
+    ASSERT_TRUE((*client)->Push(*base, g, kTimeoutMs).ok());
+  }
+  const std::string dir = TmpDir("cut");
+  auto saved = SavePsCheckpoint(client->get(), dir, -1, kTimeoutMs);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->global_step, 3);
+  auto step = ReadCheckpointGlobalStep(saved->prefix);
+  ASSERT_TRUE(step.ok());
+  EXPECT_EQ(*step, 3);
+  // Restore into a fresh pair of ps tasks.
+  auto fresh = Cluster(2);
+  ASSERT_TRUE(fresh);
+  auto other = ConnectParameterServers(fresh->spec(), "ps", options_.ps, kTimeoutMs);
+  ASSERT_TRUE(other.ok());
+  auto restored = RestorePsCheckpoint(other->get(), dir, kTimeoutMs);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  auto now = (*other)->Pull(kTimeoutMs);
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_EQ(now->shard_versions, (std::vector<int64_t>{3, 3}));
+  EXPECT_FLOAT_EQ(now->values.at("a").data<float>()[0], 1 - 0.2f * 3);
+}
+
+TEST_F(RecoveryClusterTest, RestoreWithAShardUnreachableNamesIt) {
+  auto cluster = Cluster(2);
+  ASSERT_TRUE(cluster);
+  auto client = ConnectParameterServers(cluster->spec(), "ps", options_.ps, kTimeoutMs);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE(cluster->StopTask("ps", 1).ok());
+  Status s = (*client)->Restore({{"a", Tensor::FromVector<float>({1})},
+                                 {"b", Tensor::FromVector<float>({2})}},
+                                5, kTimeoutMs);
+  EXPECT_EQ(s.code(), Code::kUnavailable) << s;
+  EXPECT_TRUE(Contains(s.message(), "/job:ps/replica:0/task:1") ||
+              Contains(s.message(), "/job:ps/task:1"))
+      << s;
+  auto address = cluster->spec().Address(TaskId{"ps", 1});
+  ASSERT_TRUE(address.ok());
+  EXPECT_TRUE(Contains(s.message(), address->ToString())) << s;
+}
+
+}  // namespace
+}  // namespace actorflow

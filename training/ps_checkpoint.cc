@@ -1,0 +1,50 @@
+#include "training/ps_checkpoint.h"
+
+#include <utility>
+#include <vector>
+
+#include "training/checkpoint.h"
+#include "training/checkpoint_format.h"
+
+namespace actorflow {
+
+StatusOr<PsCheckpointInfo> SavePsCheckpoint(ParameterClient* client, const std::string& dir,
+                                            int64_t version, int64_t timeout_ms,
+                                            int max_to_keep) {
+  if (client == nullptr) return InvalidArgument("SavePsCheckpoint: the client is null");
+  AF_ASSIGN_OR_RETURN(ParameterSnapshot cut, client->Snapshot(version, timeout_ms));
+  PsCheckpointInfo info;
+  info.global_step = cut.global_step;
+  StatusOr<std::string> latest = LatestCheckpoint(dir);
+  if (latest.ok()) {
+    StatusOr<int64_t> step = ReadCheckpointGlobalStep(*latest);
+    if (step.ok() && *step == cut.global_step) {
+      info.prefix = *latest;  // nothing trained since: that checkpoint is this cut
+      return info;
+    }
+  }
+  std::vector<std::pair<std::string, Tensor>> tensors(cut.values.begin(), cut.values.end());
+  AF_ASSIGN_OR_RETURN(info.prefix,
+                      WriteCheckpointTensors(dir, cut.global_step, tensors, max_to_keep));
+  return info;
+}
+
+StatusOr<PsCheckpointInfo> RestorePsCheckpoint(ParameterClient* client,
+                                               const std::string& checkpoint, int64_t timeout_ms) {
+  if (client == nullptr) return InvalidArgument("RestorePsCheckpoint: the client is null");
+  AF_ASSIGN_OR_RETURN(auto values, ReadCheckpoint(checkpoint));
+  AF_ASSIGN_OR_RETURN(int64_t step, ReadCheckpointGlobalStep(checkpoint));
+  Status restored = client->Restore(values, step, timeout_ms);
+  if (!restored.ok()) {
+    return restored.WithContext("restoring checkpoint '" + checkpoint + "' (global step " +
+                                std::to_string(step) + ") into the parameter servers");
+  }
+  PsCheckpointInfo info;
+  info.global_step = step;
+  AF_ASSIGN_OR_RETURN(info.prefix, LatestCheckpoint(checkpoint).ok()
+                                       ? LatestCheckpoint(checkpoint)
+                                       : StatusOr<std::string>(checkpoint));
+  return info;
+}
+
+}  // namespace actorflow
