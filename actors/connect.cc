@@ -77,6 +77,11 @@ StatusOr<caf::actor> ConnectToServer(caf::actor_system& system, const std::strin
       }
       return *front;
     }
+    if (!timed_out && front.error() == caf::sec::malformed_basp_message) {
+      // Something answered, but not in CAF's protocol: retrying will not help.
+      return FailedPrecondition(where + " is not an actorflow server (" +
+                                caf::to_string(front.error()) + ")");
+    }
     last_error = timed_out ? "no handshake before the deadline" : caf::to_string(front.error());
     if (timed_out) break;
     std::this_thread::sleep_until(std::min(deadline, std::chrono::steady_clock::now() + backoff));

@@ -50,7 +50,8 @@ typename Inspector::result_type inspect(Inspector& f, Tensor& x) {
         x = Tensor();
         return caf::none;
       }
-      x = Tensor(static_cast<DType>(dtype), Shape(dims));
+      // Every byte is read below: skip the zero fill.
+      x = Tensor::Uninitialized(static_cast<DType>(dtype), Shape(dims));
       if (bytes != x.TotalBytes()) return caf::make_error(caf::sec::invalid_argument);
       return bytes > 0 ? f.apply_raw(bytes, x.raw_data()) : caf::error{};
     });

@@ -9,13 +9,13 @@
 
 namespace actorflow {
 
-TensorBuffer::TensorBuffer(size_t bytes) : bytes_(bytes) {
+TensorBuffer::TensorBuffer(size_t bytes, bool zero_fill) : bytes_(bytes) {
   // aligned_alloc needs a size that is a multiple of the alignment, and never 0.
   size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   if (rounded == 0) rounded = kTensorAlignment;
   data_ = std::aligned_alloc(kTensorAlignment, rounded);
   if (data_ == nullptr) throw std::bad_alloc();
-  std::memset(data_, 0, rounded);
+  if (zero_fill) std::memset(data_, 0, rounded);
 }
 
 TensorBuffer::TensorBuffer(void* data, size_t bytes, std::function<void(void*)> deleter,

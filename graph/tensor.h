@@ -37,7 +37,7 @@ enum class MemoryKind { kHost, kDevice };
 
 class TensorBuffer {
  public:
-  explicit TensorBuffer(size_t bytes);  // zero-filled host memory
+  explicit TensorBuffer(size_t bytes, bool zero_fill = true);  // host memory
   // Adopts `bytes` bytes at `data` that someone else allocated (device memory, pinned
   // host memory from a pool). `deleter(data)` runs exactly once, when the last Tensor
   // sharing the buffer lets go, on whatever thread that happens: it must be
@@ -67,6 +67,17 @@ class Tensor {
   // Wraps an existing buffer (device memory, pinned host memory). Preconditions:
   // shape.IsFullyDefined() and buffer->size() >= the tensor's TotalBytes().
   Tensor(DType dtype, const Shape& shape, std::shared_ptr<TensorBuffer> buffer);
+
+  // Host memory whose contents are unspecified: for a producer that overwrites
+  // every byte at once (a tensor read off the network).
+  static Tensor Uninitialized(DType dtype, const Shape& shape) {
+    Tensor t;
+    t.dtype_ = dtype;
+    t.shape_ = shape;
+    t.num_elements_ = shape.num_elements();
+    t.buffer_ = std::make_shared<TensorBuffer>(t.TotalBytes(), /*zero_fill=*/false);
+    return t;
+  }
 
   template <typename T>
   static Tensor Scalar(T value) {

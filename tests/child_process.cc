@@ -5,7 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -64,32 +64,55 @@ std::unique_ptr<ChildProcess> ChildProcess::Start(const std::string& program,
   for (std::string& e : env_storage) envp.push_back(e.data());
   envp.push_back(nullptr);
 
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) {
+  // Three pipes: stdout, stderr, and one that carries errno when exec fails (it
+  // closes on a successful exec).
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, exec_pipe[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]}) {
+      if (fd >= 0) close(fd);
+    }
+  };
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 ||
+      pipe2(exec_pipe, O_CLOEXEC) != 0) {
     *error = std::string("pipe: ") + std::strerror(errno);
+    close_all();
     return nullptr;
   }
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) {
-    *error = std::string("pipe: ") + std::strerror(errno);
-    close(out_pipe[0]);
-    close(out_pipe[1]);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    *error = std::string("fork: ") + std::strerror(errno);
+    close_all();
     return nullptr;
   }
-  // dup2 clears O_CLOEXEC on the child's stdout/stderr; every other pipe end (also
-  // those of sibling children) closes on exec, so a child never holds another's pipe.
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, program.c_str(), &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
+  if (pid == 0) {
+    // The child: only async-signal-safe calls until exec. dup2 clears O_CLOEXEC on
+    // stdout/stderr; every other pipe end (also those of sibling children) closes on
+    // exec, so a child never holds another's pipe. The child dies with the thread
+    // that started it, so a test that crashes leaves no server behind.
+    dup2(out_pipe[1], STDOUT_FILENO);
+    dup2(err_pipe[1], STDERR_FILENO);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    execve(program.c_str(), argv.data(), envp.data());
+    const int exec_errno = errno;
+    (void)!write(exec_pipe[1], &exec_errno, sizeof(exec_errno));
+    _exit(127);
+  }
   close(out_pipe[1]);
   close(err_pipe[1]);
-  if (rc != 0) {
-    *error = "posix_spawn " + program + ": " + std::strerror(rc);
+  close(exec_pipe[1]);
+  int exec_errno = 0;
+  ssize_t got;
+  while ((got = read(exec_pipe[0], &exec_errno, sizeof(exec_errno))) < 0 && errno == EINTR) {
+  }
+  close(exec_pipe[0]);
+  if (got == static_cast<ssize_t>(sizeof(exec_errno))) {
+    *error = "cannot run " + program + ": " + std::strerror(exec_errno);
     close(out_pipe[0]);
     close(err_pipe[0]);
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
     return nullptr;
   }
   std::unique_ptr<ChildProcess> child(new ChildProcess());

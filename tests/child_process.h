@@ -4,7 +4,9 @@
 //
 // Every wait is bounded by a deadline and reads the child's pipes with poll(): no
 // sleeps. A ChildProcess kills (SIGKILL) and reaps its process when destroyed, so a
-// failing test never leaves a server behind.
+// failing test never leaves a server behind; and the child gets SIGKILL when the
+// thread that started it ends (PR_SET_PDEATHSIG), so not even a crashed test does.
+// Hence: start children from a thread that outlives them (a test's main thread).
 //
 // Output is collected only while a Wait* call runs; a child that writes more than a
 // pipe's buffer (64 KiB) between waits blocks until the next wait. Servers write one
@@ -30,9 +32,9 @@ namespace subprocess {
 
 class ChildProcess {
  public:
-  // Spawns `program` with `args` (argv[0] is the program), stdout and stderr piped,
+  // Runs `program` with `args` (argv[0] is the program), stdout and stderr piped,
   // the environment minus BUILD_WORKING_DIRECTORY. Null with *error set when it
-  // cannot be spawned.
+  // cannot be started (e.g. no such file).
   static std::unique_ptr<ChildProcess> Start(const std::string& program,
                                              const std::vector<std::string>& args,
                                              std::string* error);

@@ -3,6 +3,8 @@
 // FILE --job worker --task I` process. The three update modes train Iris; a worker
 // killed (SIGKILL) during async training is reported lost while the others finish;
 // one killed during sync training with a backup worker does not stop the others.
+// Also `actorflow train --cluster local:...` (the whole cluster in one process): its
+// output and its usage errors.
 //
 // Every wait is bounded; no sleeps, no fixed ports.
 #include <gtest/gtest.h>
@@ -183,6 +185,78 @@ TEST(DataParallelProcessTest, AWorkerKilledDuringSyncTrainingWithABackupDoesNotS
     ASSERT_TRUE(r.is_object());
     // ceil(10 epochs x 3 batches x 3 workers / 2 aggregated)
     EXPECT_EQ(r.at("global_step"), 45) << r.dump();
+  }
+}
+
+// ---- `actorflow train --cluster local:...`: the whole cluster in one process ----------
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+TEST(DataParallelCommandTest, ALocalClusterPrintsProgressPerWorkerThenTheSummary) {
+  subprocess::ProcessResult r = subprocess::RunProcess(
+      Actorflow(), {"train", "--cluster", "local:ps=1,worker=2", "--mode", "sync", "--train",
+                    Data("iris_training.csv"), "--test", Data("iris_test.csv"), "--epochs", "20"});
+  ASSERT_TRUE(r.started) << r.error;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "worker 0: step ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "worker 1: step ")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "updates applied 40, gradients dropped as stale 0, mean staleness "
+                              "0.00, workers lost: none\n"))
+      << r.out;
+  const size_t last = r.out.rfind("test accuracy ");
+  ASSERT_NE(last, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\n', last), r.out.size() - 1) << "the accuracy line is not the last";
+}
+
+TEST(DataParallelCommandTest, WithJsonTheLastLineHoldsTheRunsFigures) {
+  subprocess::ProcessResult r = subprocess::RunProcess(
+      Actorflow(), {"train", "--cluster", "local:ps=2,worker=3", "--mode", "async", "--train",
+                    Data("iris_training.csv"), "--test", Data("iris_test.csv"), "--epochs", "10",
+                    "--json"});
+  ASSERT_TRUE(r.started) << r.error;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t end = r.out.find_last_not_of('\n');
+  const size_t start = r.out.rfind('\n', end);
+  json j = json::parse(r.out.substr(start == std::string::npos ? 0 : start + 1), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  for (const char* key : {"accuracy", "loss", "global_step", "seconds", "updates_applied",
+                          "dropped_stale", "mean_staleness", "workers_lost"}) {
+    EXPECT_TRUE(j.contains(key)) << key << " missing: " << j.dump();
+  }
+  // 120 rows over 3 workers: 40 each, 2 batches of 32 per epoch, every push applied.
+  EXPECT_EQ(j.at("updates_applied"), 3 * 10 * 2);
+  EXPECT_EQ(j.at("global_step"), 3 * 10 * 2);
+  EXPECT_EQ(j.at("workers_lost"), json::array());
+}
+
+TEST(DataParallelCommandTest, MoreReplicasToAggregateThanWorkersIsAUsageError) {
+  subprocess::ProcessResult r = subprocess::RunProcess(
+      Actorflow(), {"train", "--cluster", "local:ps=1,worker=2", "--mode", "sync",
+                    "--replicas-to-aggregate", "3"});
+  ASSERT_TRUE(r.started) << r.error;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_TRUE(Contains(r.err, "--replicas-to-aggregate 3 is more than the 2 workers")) << r.err;
+}
+
+TEST(DataParallelCommandTest, BadModesAndMisplacedFlagsAreUsageErrorsNamingTheFlag) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--cluster", "local:ps=1,worker=2", "--mode", "ssp:x"}, "--mode 'ssp:x'"},
+      {{"--mode", "async"}, "need --cluster"},
+      {{"--cluster", "local:ps=1"}, "needs a 'worker' job"},
+      {{"--cluster", "local:ps=1,worker=2", "--task", "0"}, "--task"},
+      {{"--cluster", "local:ps=1,worker=2", "--mode", "async", "--replicas-to-aggregate", "1"},
+       "--mode sync only"},
+  };
+  for (const auto& [flags, needle] : cases) {
+    std::vector<std::string> args = {"train"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    subprocess::ProcessResult r = subprocess::RunProcess(Actorflow(), args);
+    ASSERT_TRUE(r.started) << r.error;
+    EXPECT_EQ(r.exit_code, 2) << needle << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, needle)) << r.err;
   }
 }
 

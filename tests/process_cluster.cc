@@ -1,6 +1,7 @@
 #include "tests/process_cluster.h"
 
 #include <atomic>
+#include <cstdio>
 #include <fstream>
 
 namespace actorflow {
@@ -64,6 +65,11 @@ Status ProcessCluster::StartTask(const TaskKey& task) {
   }
   processes_[task] = std::move(child);
   return Status::OK();
+}
+
+ProcessCluster::~ProcessCluster() {
+  processes_.clear();
+  if (!spec_path_.empty()) std::remove(spec_path_.c_str());
 }
 
 std::string ProcessCluster::Address(const std::string& job, int index) const {

@@ -48,7 +48,8 @@ class ProcessCluster {
   // Starts every task. Unavailable when a server did not get ready in time or
   // exited (its stderr quoted); Internal when the spec file cannot be written.
   static StatusOr<std::unique_ptr<ProcessCluster>> Start(ProcessClusterOptions options);
-  ~ProcessCluster() = default;
+  // Kills and reaps every process and removes the spec file.
+  ~ProcessCluster();
 
   // The cluster JSON file the servers were started with.
   const std::string& spec_path() const { return spec_path_; }

@@ -16,6 +16,7 @@
 #include "actors/parameter_client_impl.h"
 #include "actors/session_factory.h"
 #include "placement/cluster_spec.h"
+#include "tools/run_command.h"
 
 namespace actorflow {
 namespace cli {
@@ -197,8 +198,12 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   dp.ps.learning_rate = options.learning_rate;
   dp.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
   if (!options.checkpoint_dir.empty()) dp.model_dir = ResolveUserPath(options.checkpoint_dir);
-  dp.session_factory = [](const Graph* graph) {
-    return NewSession(graph, SessionOptions());  // target "": the actor runtime
+  SessionOptions session_options;  // target "": the actor runtime, per worker
+  if (!options.devices.empty()) {
+    AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
+  }
+  dp.session_factory = [session_options](const Graph* graph) {
+    return NewSession(graph, session_options);
   };
   ProgressPrinter printer(out);
 

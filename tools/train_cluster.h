@@ -15,6 +15,8 @@
 // - --mode: sync (replicas_to_aggregate of the W workers' gradients per update, by
 //   default all of them; the others are backups), async, or ssp:S (bounded
 //   staleness S). The optimizer (--optimizer, --lr) runs on the ps tasks.
+// - Each worker computes its gradients in its own in-process session (the actor
+//   runtime; --devices as for `actorflow train`).
 // - An epoch is one pass over the training set by all workers together; --epochs N,
 //   or, without it, the passes that --steps batches of --batch rows make.
 // - Progress: one line per worker every ~10% of its steps. The end: one line per

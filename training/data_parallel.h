@@ -73,7 +73,8 @@ struct DataParallelOptions {
   // worker waits this long for the chief's initialization.
   int64_t timeout_ms = 30000;
   // Chief: at the end, checkpoint + model.json here; at the start, resume from its
-  // latest checkpoint when it has one. Empty: none.
+  // latest checkpoint when it has one (the model's variables and the global step;
+  // the optimizer's slots live on the ps and start afresh). Empty: none.
   std::string model_dir;
 };
 

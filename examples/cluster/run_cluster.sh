@@ -79,7 +79,7 @@ start_server() {
   exec {fd}<"${fifo}"
   if ! IFS= read -r -t "${READY_TIMEOUT_S}" -u "${fd}" line ||
      [[ "${line}" != "actorflow server ready: "* ]]; then
-    echo "run_cluster.sh: /job:${job}/task:${task} did not get ready within ${READY_TIMEOUT_S} s:" >&2
+    echo "run_cluster.sh: /job:${job}/task:${task} exited or printed no ready line within ${READY_TIMEOUT_S} s; its stderr:" >&2
     cat "${workdir}/$1$2.err" >&2
     exit 1
   fi

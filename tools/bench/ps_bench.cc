@@ -254,8 +254,8 @@ std::pair<double, int64_t> StragglerRun(const Flags& flags, bool straggle) {
   options.batch_size = kBatch;
   options.epochs = 2;
   options.ps.mode = UpdateMode::kSync;
-  options.ps.total_replicas = std::getenv("PSB_W") ? std::atoi(std::getenv("PSB_W")) : 3;
-  options.ps.replicas_to_aggregate = std::getenv("PSB_R") ? std::atoi(std::getenv("PSB_R")) : 2;
+  options.ps.total_replicas = 3;
+  options.ps.replicas_to_aggregate = 2;
   options.ps.optimizer = "sgd";
   options.ps.learning_rate = kLearningRate;
   options.session_factory = Sessions(flags.session);
