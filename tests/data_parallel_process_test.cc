@@ -148,11 +148,18 @@ TEST(DataParallelProcessTest, StaleSynchronousWorkersInSeparateProcessesLearnIri
   }
 }
 
+// Epochs of the runs that lose a worker: worker 2 first reports progress after a
+// tenth of its steps and is killed then, so the others have nine tenths of the run
+// left, hundreds of steps, for the ps to notice the death before the chief ends.
+constexpr int kKillEpochs = 1000;
+
 // Kills worker 2 once it reported progress; returns the survivors' results.
 std::vector<json> RunKillingWorkerTwo(const ProcessCluster& cluster, const std::string& mode,
                                       const std::vector<std::string>& extra) {
   std::vector<std::unique_ptr<ChildProcess>> children;
-  for (int i = 0; i < 3; ++i) children.push_back(StartWorker(cluster, i, mode, 10, extra));
+  for (int i = 0; i < 3; ++i) {
+    children.push_back(StartWorker(cluster, i, mode, kKillEpochs, extra));
+  }
   if (children[2] == nullptr) return {};
   std::string line;
   EXPECT_TRUE(children[2]->WaitForLine("worker 2: step", kRunTimeout, &line))
@@ -168,7 +175,8 @@ TEST(DataParallelProcessTest, AWorkerKilledDuringAsyncTrainingIsReportedLostAndT
   ASSERT_EQ(results.size(), 2u);
   for (const json& r : results) {
     ASSERT_TRUE(r.is_object());
-    EXPECT_EQ(r.at("worker_reports").at(0).at("steps"), 10 * 3) << r.dump();  // 40 rows: 3 batches
+    // 40 rows each: 3 batches of 16 per epoch.
+    EXPECT_EQ(r.at("worker_reports").at(0).at("steps"), kKillEpochs * 3) << r.dump();
   }
   // The chief ends after worker 2 died: the shards report it.
   const json& lost = results[0].at("workers_lost");
@@ -183,9 +191,11 @@ TEST(DataParallelProcessTest, AWorkerKilledDuringSyncTrainingWithABackupDoesNotS
   ASSERT_EQ(results.size(), 2u);
   for (const json& r : results) {
     ASSERT_TRUE(r.is_object());
-    // ceil(10 epochs x 3 batches x 3 workers / 2 aggregated)
-    EXPECT_EQ(r.at("global_step"), 45) << r.dump();
+    // ceil(epochs x 3 batches x 3 workers / 2 aggregated)
+    EXPECT_EQ(r.at("global_step"), (kKillEpochs * 3 * 3 + 1) / 2) << r.dump();
   }
+  const json& lost = results[0].at("workers_lost");
+  EXPECT_NE(std::find(lost.begin(), lost.end(), 2), lost.end()) << results[0].dump();
 }
 
 // ---- `actorflow train --cluster local:...`: the whole cluster in one process ----------

@@ -147,7 +147,11 @@ Status WorkerDriver::InitializeAsChief() {
   if (initial.empty()) {
     AF_ASSIGN_OR_RETURN(initial, model_->InitialValues());
   }
-  return client_->Initialize(initial);
+  Status initialized = client_->Initialize(initial);
+  // The ps tasks already hold the model (a restarted chief): keep it, as
+  // TensorFlow's Supervisor does, and go on from its global step.
+  if (initialized.code() == Code::kAlreadyExists) return Status::OK();
+  return initialized;
 }
 
 Status WorkerDriver::RunLoop(WorkerReport* report) {

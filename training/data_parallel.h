@@ -10,7 +10,10 @@
 // Worker 0 is the chief: it initializes the variables on the parameter servers with
 // the seeded initial values (the same DNNClassifier starts from), or with the latest
 // checkpoint of model_dir, while the others' first pulls wait for it; at the end it
-// evaluates the final parameters and writes the checkpoint.
+// evaluates the final parameters and writes the checkpoint. When the ps tasks already
+// hold the variables (a restarted chief, or an earlier run against the same ps
+// tasks), the chief keeps them and training goes on from their global step; a sync
+// run whose target global step (below) was reached already ends at once.
 //
 // Data: worker i of W walks a disjoint 1/W of every epoch (training/data_shard.h), so
 // that an epoch is one pass over the training set for all workers together. Each
