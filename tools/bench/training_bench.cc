@@ -16,8 +16,10 @@
 //
 // Usage: training_bench [--session direct|actor|both] [--reps N] [--steps N]
 //          [--iris-steps N] [--threads 1,2] [--models mlp,iris] [--iris-csv PATH]
-//          [--tries N] [--threshold CORES] [--quiet-wait S] [--json] [--profile]
-//          [--quick]
+//          [--tries N] [--threshold CORES] [--quiet-wait S] [--inter-op N] [--json]
+//          [--profile] [--quick]
+//   --inter-op N  SessionOptions.inter_op_parallelism_threads (0, the default, lets
+//              the runtime pick; for the actor session: its scheduler threads).
 //   --tries, --threshold  a sample is retaken (at most `tries` attempts, default 2)
 //              while the foreign load exceeded `threshold` cores (default 0.25);
 //   --quiet-wait  before each repetition, wait at most this long (default 5 s) for
@@ -61,6 +63,7 @@ struct Flags {
   int tries = 2;
   double quiet_wait_s = 5.0;
   std::string iris_csv;
+  int inter_op_threads = 0;  // SessionOptions.inter_op_parallelism_threads
   bool json = false;
   bool profile = false;
 };
@@ -128,7 +131,7 @@ std::vector<int> ParseIntList(const std::string& s) {
                "usage: training_bench [--session direct|actor|both] [--reps N] [--steps N]\n"
                "         [--iris-steps N] [--threads 1,2] [--models mlp,iris]\n"
                "         [--iris-csv PATH] [--tries N] [--threshold CORES]\n"
-               "         [--quiet-wait S] [--json] [--profile] [--quick]\n");
+               "         [--quiet-wait S] [--inter-op N] [--json] [--profile] [--quick]\n");
   std::exit(2);
 }
 
@@ -165,6 +168,8 @@ Flags ParseFlags(int argc, char** argv) {
       if (f.models.empty()) Usage();
     } else if (a == "--iris-csv") {
       f.iris_csv = value();
+    } else if (a == "--inter-op") {
+      f.inter_op_threads = std::atoi(value().c_str());
     } else if (a == "--tries") {
       f.tries = std::atoi(value().c_str());
     } else if (a == "--threshold") {
@@ -213,9 +218,11 @@ LabelledData IrisData(const std::string& flag_path) {
   return d;
 }
 
-std::unique_ptr<Session> OpenSession(const std::string& kind, const Graph* graph) {
+std::unique_ptr<Session> OpenSession(const std::string& kind, const Graph* graph,
+                                     int inter_op_threads) {
   SessionOptions options;
   options.target = kind == "direct" ? "direct" : "local";
+  options.inter_op_parallelism_threads = inter_op_threads;
   return ValueOrDie(NewSession(graph, options), kProgram, "opening a " + kind + " session");
 }
 
@@ -327,7 +334,7 @@ int Main(int argc, char** argv) {
       job->model = ValueOrDie(BuildMlp(iris ? iris_sizes : mlp_sizes, batch,
                                        iris ? iris_data : mlp_data, 0.1, 0),
                               kProgram, std::string("building ") + model);
-      job->session = OpenSession(kind, job->model.graph.get());
+      job->session = OpenSession(kind, job->model.graph.get(), flags.inter_op_threads);
       Status s = job->session->Run({}, {}, {job->model.init}, nullptr);
       if (!s.ok()) Die(kProgram, "initializing variables", s);
       job->steps = iris ? flags.iris_steps : flags.steps;

@@ -1,7 +1,8 @@
 // The speed-up of one network per device: `actorflow tune` (tools/tune_command.h)
 // runs the same grid of --configs configurations on local:worker=1 and on
 // local:worker=W (W = --workers, default 2), each configuration a DNNClassifier
-// trained on Iris (--steps steps of batch 32) with its session on one worker task.
+// trained on Iris (--steps steps of --batch rows, hidden layers --hidden) with its
+// session on one worker task.
 // OpenBLAS uses one thread, so a configuration keeps one core busy. The two
 // cluster sizes alternate round by round; times are min / median / max, and the
 // speed-up is the ratio of the medians (target >= 1.8x for 2 workers on 2 cores).
@@ -10,6 +11,7 @@
 // more than 0.2 cores during it; the kept run's foreign load is printed.
 //
 // Usage: tune_bench [--quick] [--json] [--rounds N] [--workers W] [--steps N] [--configs N]
+//                   [--hidden 10,10] [--batch 32]
 // Build with -c opt: `bazel build -c opt //tools/bench:tune_bench`.
 #include <cblas.h>
 
@@ -35,7 +37,8 @@ constexpr char kProgram[] = "tune_bench";
 int Main(int argc, char** argv) {
   bool quick = false, json = false;
   int rounds = 3, workers = 2, configs = 4;
-  int64_t steps = 1000;
+  int64_t steps = 1000, batch = 32;
+  std::string hidden = "10,10";
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     if (!std::strcmp(argv[i], "--json")) json = true;
@@ -43,6 +46,8 @@ int Main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--workers") && i + 1 < argc) workers = std::atoi(argv[++i]);
     if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) steps = std::atoll(argv[++i]);
     if (!std::strcmp(argv[i], "--configs") && i + 1 < argc) configs = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--hidden") && i + 1 < argc) hidden = argv[++i];
+    if (!std::strcmp(argv[i], "--batch") && i + 1 < argc) batch = std::atoll(argv[++i]);
   }
   if (quick) {
     rounds = 1;
@@ -62,6 +67,8 @@ int Main(int argc, char** argv) {
       options.cluster = "local:worker=" + std::to_string(w);
       options.grid = grid;
       options.train.steps = steps;
+      options.train.batch = batch;
+      options.train.hidden = hidden;
       // Other processes' load would blur a 2-core speed-up: start when it is quiet,
       // and retake a run that other load disturbed (the least disturbed one counts).
       const double waited = WaitQuiet(0.2, 2.0, quick ? 5.0 : 60.0);
@@ -87,8 +94,9 @@ int Main(int argc, char** argv) {
   }
   const Stats s1 = Summarize(one), sw = Summarize(many);
   const double speedup = s1.median / sw.median;
-  std::printf("tune %d configurations x %lld steps (Iris DNN 10,10), seconds min / median / max:\n",
-              configs, static_cast<long long>(steps));
+  std::printf("tune %d configurations x %lld steps (Iris DNN %s, batch %lld), seconds "
+              "min / median / max:\n",
+              configs, static_cast<long long>(steps), hidden.c_str(), static_cast<long long>(batch));
   std::printf("  1 worker:   %s\n", Triple(s1, "%.2f").c_str());
   std::printf("  %d workers:  %s\n", workers, Triple(sw, "%.2f").c_str());
   std::printf("  speed-up:   %.2fx (target >= 1.8x for 2 workers on 2 cores)\n", speedup);
