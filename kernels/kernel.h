@@ -76,13 +76,18 @@ class KernelContext {
   // The task's queues (kernels/queue_service.h); nullptr where there are none.
   QueueService* queues() const { return queues_; }
   void set_queues(QueueService* queues) { queues_ = queues; }
-  // The full name of the device running the kernel.
-  const std::string& device_name() const { return device_name_; }
+  // The full name of the device running the kernel ("" when none was set).
+  const std::string& device_name() const {
+    static const std::string kNone;
+    return device_name_ != nullptr ? *device_name_ : kNone;
+  }
+  // `device_name` is referenced, not copied (this runs once per node per step): it
+  // must outlive the context, as the executor's spec does.
   void set_runtime(Rendezvous* rendezvous, AsyncScheduler* scheduler,
                    const std::string& device_name) {
     rendezvous_ = rendezvous;
     scheduler_ = scheduler;
-    device_name_ = device_name;
+    device_name_ = &device_name;
   }
 
  private:
@@ -94,7 +99,7 @@ class KernelContext {
   Rendezvous* rendezvous_ = nullptr;
   AsyncScheduler* scheduler_ = nullptr;
   QueueService* queues_ = nullptr;
-  std::string device_name_;
+  const std::string* device_name_ = nullptr;
   Status status_;
 };
 

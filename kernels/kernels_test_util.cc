@@ -172,8 +172,9 @@ StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes
   if (c.device_type != kDeviceCpu) {
     // A device kernel resumes through the runtime's scheduler, on this thread.
     HarnessScheduler scheduler;
-    ctx.set_runtime(nullptr, &scheduler,
-                    "/job:localhost/replica:0/task:0/device:" + c.device_type + ":0");
+    const std::string device_name =
+        "/job:localhost/replica:0/task:0/device:" + c.device_type + ":0";
+    ctx.set_runtime(nullptr, &scheduler, device_name);
     bool finished = false;
     if (kernel->IsAsync()) {
       kernel->ComputeAsync(&ctx, [&finished] { finished = true; });
