@@ -272,7 +272,7 @@ class ParameterClientImpl : public ParameterClient {
     AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Stats"));
     ParameterStats stats;
     int64_t staleness_sum = 0, staleness_count = 0;
-    std::set<int> lost;
+    std::set<int> lost, left;
     for (const ShardStats& s : call->replies()) {
       stats.updates_applied = std::max(stats.updates_applied, s.version);
       stats.gradients_dropped_stale =
@@ -280,10 +280,12 @@ class ParameterClientImpl : public ParameterClient {
       staleness_sum += s.staleness_sum;
       staleness_count += s.staleness_count;
       lost.insert(s.workers_lost.begin(), s.workers_lost.end());
+      left.insert(s.workers_left.begin(), s.workers_left.end());
     }
     stats.mean_staleness =
         staleness_count > 0 ? static_cast<double>(staleness_sum) / staleness_count : 0.0;
     stats.workers_lost.assign(lost.begin(), lost.end());
+    stats.workers_left.assign(left.begin(), left.end());
     return stats;
   }
 
@@ -320,6 +322,16 @@ class ParameterClientImpl : public ParameterClient {
     AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Restore"));
     for (const Status& s : call->replies()) AF_RETURN_IF_ERROR(s);
     for (const auto& [name, value] : values) Remember(name, assignment.task_of.at(name), value);
+    return Status::OK();
+  }
+
+  Status AdvanceGlobalStep(int64_t at_least, int64_t timeout_ms) override {
+    const Deadline deadline = Deadline::After(timeout_ms);
+    auto call = Fan<Status>(AllShards(), deadline, [&](size_t) {
+      return std::make_tuple(shard_floor_atom::value, at_least);
+    });
+    AF_RETURN_IF_ERROR(WaitFor(call, deadline, "AdvanceGlobalStep"));
+    for (const Status& s : call->replies()) AF_RETURN_IF_ERROR(s);
     return Status::OK();
   }
 

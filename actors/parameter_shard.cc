@@ -204,6 +204,12 @@ caf::behavior ShardBehavior(ShardActor* self, std::string name, ShardConfig conf
         Deliver(self, out);
         return status;
       },
+      [self](shard_floor_atom, int64_t floor) -> Status {
+        ParameterShardState::Replies out;
+        self->state.shard->RaiseVersion(floor, &out);
+        Deliver(self, out);
+        return Status::OK();
+      },
       [self](shard_hold_atom, bool hold) -> Status {
         ParameterShardState::Replies out;
         self->state.shard->Hold(hold, &out);

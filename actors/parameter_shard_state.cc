@@ -118,10 +118,28 @@ Status ParameterShardState::Restore(const std::vector<std::string>& names,
   for (const HeldPush& h : held_) out->pushes.push_back(PushReply{h.id, aborted, false, 0, version});
   held_.clear();
   std::fill(last_sequence_.begin(), last_sequence_.end(), 0);
-  version_ = version;
+  version_ = std::max(version, version_floor_);
   initialized_ = true;
   ReleasePulls(out);
   return Status::OK();
+}
+
+void ParameterShardState::RaiseVersion(int64_t floor, Replies* out) {
+  version_floor_ = std::max(version_floor_, floor);
+  if (!initialized_ || floor <= version_) return;
+  const int64_t old = version_;
+  version_ = floor;
+  previous_.clear();  // no longer the values of version_ - 1
+  if (config_.mode == UpdateMode::kSync) {
+    for (const auto& [id, parked] : parked_pushes_) {
+      out->pushes.push_back(PushReply{id, Status::OK(), false, floor - old, version_});
+      ++dropped_stale_;
+    }
+    parked_pushes_.clear();
+    for (Tensor& s : sum_) s = Tensor(s.dtype(), s.shape());
+    accumulated_ = 0;
+  }
+  ReleasePulls(out);
 }
 
 void ParameterShardState::SnapshotAt(RequestId id, int64_t version, int64_t deadline,

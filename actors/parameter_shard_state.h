@@ -42,7 +42,15 @@
 //           rollback to a checkpoint): fresh optimizer slots, the kSync
 //           accumulation dropped, parked pushes answered Aborted (their gradients
 //           were computed on values that no longer exist), parked pulls of versions
-//           <= the restored one released.
+//           <= the restored one released. The version restored is never below
+//           the floor (next).
+//   RaiseVersion(f)  the global step never goes backwards: after a recovery each
+//           worker raises every shard's version to at least the highest global step
+//           it saw (a restore to an older checkpoint keeps that floor, and a floor
+//           raised before the restore is kept by it). Raising a version does not
+//           change the variables; it drops the kSync accumulation and answers the
+//           parked kSync pushes as stale (not applied): they were computed on an
+//           older version.
 // Optimizer slots are not part of a snapshot: a restore restarts them (exact for
 // sgd, which has none).
 //
@@ -139,6 +147,9 @@ class ParameterShardState {
   // negative version or a bad variable, as Initialize.
   Status Restore(const std::vector<std::string>& names, const std::vector<Tensor>& values,
                  int64_t version, Replies* out);
+  // Raises the version to at least `floor` (a no-op when it is higher already) and
+  // remembers the floor for later Restores; see the top of this file.
+  void RaiseVersion(int64_t floor, Replies* out);
   // Holds (true) or releases (false) pushes; releasing applies the held ones.
   void Hold(bool hold, Replies* out);
   void Push(RequestId id, const ShardPushArgs& push, int64_t deadline, Replies* out);
@@ -208,6 +219,9 @@ class ParameterShardState {
   bool initialized_ = false;
   std::map<std::string, Tensor> variables_;  // name -> value
   int64_t version_ = 0;
+  // The highest version any worker reported seeing (RaiseVersion): no Restore goes
+  // below it.
+  int64_t version_floor_ = 0;
 
   // kSync: the sum of the gradients pushed for version_, by variable (same order as
   // variables_), and how many pushes it holds.

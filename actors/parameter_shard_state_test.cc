@@ -276,6 +276,51 @@ TEST(ParameterShardStateTest, ADuplicatePushIsNotAppliedTwice) {
   EXPECT_EQ(s->version(), 1);
 }
 
+TEST(ParameterShardStateTest, RaisingTheVersionDropsWaitingSyncPushesAndKeepsTheValues) {
+  auto s = Shard(Config(UpdateMode::kSync, 2, 2));
+  State::Replies out;
+  s->Push(1, Grad(0, 0, {1, 1}), kNever, &out);  // parked: one of two gradients
+  s->Pull(2, 5, kNever, &out);                   // waits for version 5
+  ASSERT_TRUE(out.pushes.empty());
+  ASSERT_TRUE(out.pulls.empty());
+  s->RaiseVersion(7, &out);
+  ASSERT_EQ(out.pushes.size(), 1u);
+  EXPECT_TRUE(out.pushes[0].status.ok());
+  EXPECT_FALSE(out.pushes[0].applied);
+  EXPECT_EQ(out.pushes[0].staleness, 7);
+  EXPECT_EQ(out.pushes[0].version, 7);
+  ASSERT_EQ(out.pulls.size(), 1u);
+  EXPECT_EQ(out.pulls[0].version, 7);
+  EXPECT_EQ(Value(s.get()), (std::vector<float>{1, 2}));  // the half-accumulated push is gone
+  out = State::Replies();
+  // A complete version on 7 applies only its own two gradients.
+  s->Push(3, Grad(0, 7, {2, 0}), kNever, &out);
+  s->Push(4, Grad(1, 7, {0, 2}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 2u);
+  EXPECT_EQ(out.pushes[0].version, 8);
+  EXPECT_EQ(Value(s.get()), (std::vector<float>{0, 1}));
+  // Lower floors change nothing.
+  s->RaiseVersion(3, &out);
+  EXPECT_EQ(s->version(), 8);
+}
+
+TEST(ParameterShardStateTest, ARestoreNeverGoesBelowTheFloorRaisedBeforeOrAfterIt) {
+  auto created = State::Create("ps0", Config(UpdateMode::kSync, 1, 1));
+  ASSERT_TRUE(created.ok());
+  State* s = created->get();
+  State::Replies out;
+  s->RaiseVersion(25, &out);  // before the restore: the shard holds nothing yet
+  EXPECT_FALSE(s->initialized());
+  ASSERT_TRUE(s->Restore({"w"}, {Tensor::FromVector<float>({4, 5})}, 20, &out).ok());
+  EXPECT_EQ(s->version(), 25);
+  EXPECT_EQ(Value(s), (std::vector<float>{4, 5}));  // the checkpoint's values
+  ASSERT_TRUE(s->Restore({"w"}, {Tensor::FromVector<float>({6, 7})}, 30, &out).ok());
+  EXPECT_EQ(s->version(), 30);  // a newer checkpoint is taken as it is
+  s->RaiseVersion(40, &out);
+  ASSERT_TRUE(s->Restore({"w"}, {Tensor::FromVector<float>({8, 9})}, 30, &out).ok());
+  EXPECT_EQ(s->version(), 40);
+}
+
 TEST(ParameterShardStateTest, InitializingTwiceKeepsTheValues) {
   auto s = Shard(Config(UpdateMode::kAsync, 1));
   State::Replies out;

@@ -15,6 +15,7 @@
 //          (shard_snap_atom, version, timeout_ms) -> PullReply   values at exactly version
 //          (shard_restore_atom, names, values, version) -> Status
 //          (shard_hold_atom, bool hold) -> Status              park / apply pushes
+//          (shard_floor_atom, floor) -> Status      version := max(version, floor)
 // timeout_ms <= 0: no deadline. Included only by actors/*.cc.
 #ifndef ACTORFLOW_ACTORS_SHARD_MESSAGES_H_
 #define ACTORFLOW_ACTORS_SHARD_MESSAGES_H_
@@ -35,6 +36,7 @@ using shard_stats_atom = caf::atom_constant<caf::atom("sstats")>;
 using shard_snap_atom = caf::atom_constant<caf::atom("ssnap")>;
 using shard_restore_atom = caf::atom_constant<caf::atom("srestore")>;
 using shard_hold_atom = caf::atom_constant<caf::atom("shold")>;
+using shard_floor_atom = caf::atom_constant<caf::atom("sfloor")>;
 using shard_sweep_atom = caf::atom_constant<caf::atom("ssweep")>;  // to itself
 
 template <class Inspector>

@@ -65,6 +65,7 @@ struct ParameterStats {
   int64_t gradients_dropped_stale = 0;
   double mean_staleness = 0;
   std::vector<int> workers_lost;  // worker indices the shards saw die
+  std::vector<int> workers_left;  // worker indices that left (their client closed)
 };
 
 class ParameterClient {
@@ -104,6 +105,15 @@ class ParameterClient {
   virtual Status Restore(const std::map<std::string, Tensor>& values, int64_t version,
                          int64_t timeout_ms) {
     return Unimplemented("this parameter client cannot restore the parameter servers");
+  }
+  // Keeps the global step monotone across a recovery: raises every shard's version
+  // to at least `at_least` (the highest global step this worker saw) without
+  // changing the variables, and makes every later Restore keep that floor (a shard
+  // not initialized yet remembers it for the Restore that initializes it). kSync
+  // gradients waiting for an older version are answered as dropped (stale).
+  // Unavailable naming the ps task when a shard is unreachable.
+  virtual Status AdvanceGlobalStep(int64_t at_least, int64_t timeout_ms) {
+    return Unimplemented("this parameter client cannot advance the global step");
   }
 };
 

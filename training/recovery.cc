@@ -1,6 +1,8 @@
 #include "training/recovery.h"
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "training/checkpoint.h"
@@ -11,9 +13,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Pause between reconnect attempts: a ps task that is coming back needs a moment,
-// and a refused connect returns at once.
-constexpr auto kReconnectPause = std::chrono::milliseconds(100);
+// Pause between reconnect attempts and between looks at the live workers: a ps task
+// or a worker that is coming back needs a moment, and a refused connect returns at
+// once.
+constexpr auto kRetryPause = std::chrono::milliseconds(100);
+// Waits for lost workers that end, again, without a single push in between: after
+// this many the failure counts as a restart (a quorum that comes back only to fail
+// again at once is not one to wait on forever).
+constexpr int kMaxIdleWorkerWaits = 10;
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -21,7 +28,8 @@ double SecondsSince(Clock::time_point t) {
 
 // The driver's view of the parameter servers under supervision: a restarted chief's
 // Initialize finding the shards initialized is not an error (they were kept), every
-// push's global step is recorded, and the chief checkpoints on schedule.
+// global step seen is checked against the highest one before it, and the chief
+// checkpoints on schedule.
 class SupervisedClient : public ParameterClient {
  public:
   SupervisedClient(ParameterClient* inner, bool chief, const RecoveryOptions& recovery,
@@ -35,18 +43,26 @@ class SupervisedClient : public ParameterClient {
   }
   StatusOr<ParameterSnapshot> Pull(int64_t timeout_ms) override {
     AF_ASSIGN_OR_RETURN(ParameterSnapshot s, inner_->Pull(timeout_ms));
-    last_step_ = s.global_step;
+    Observe(s.global_step);
+    if (pending_ != nullptr && !resumed_seen_) {
+      pending_->resumed_from = std::max(pending_->resumed_from, s.global_step);
+      resumed_seen_ = true;
+    }
     return s;
   }
   StatusOr<PushResult> Push(const ParameterSnapshot& base,
                             const std::map<std::string, Tensor>& gradients,
                             int64_t timeout_ms) override {
     AF_ASSIGN_OR_RETURN(PushResult r, inner_->Push(base, gradients, timeout_ms));
-    last_step_ = r.global_step;
+    Observe(r.global_step);
     report_->global_steps.push_back(r.global_step);
     if (pending_ != nullptr && failed_at_ != Clock::time_point()) {
       pending_->recovery_seconds = SecondsSince(failed_at_);
       failed_at_ = Clock::time_point();
+      if (recovery_.log) {
+        recovery_.log("resumed at global step " + std::to_string(pending_->resumed_from) + ", " +
+                      std::to_string(pending_->recovery_seconds) + " s after the failure");
+      }
     }
     const int64_t every = recovery_.checkpoint_every_steps;
     if (chief_ && r.applied && every > 0 && !recovery_.checkpoint_dir.empty() &&
@@ -54,6 +70,10 @@ class SupervisedClient : public ParameterClient {
       AF_ASSIGN_OR_RETURN(PsCheckpointInfo info,
                           SavePsCheckpoint(inner_, recovery_.checkpoint_dir, r.global_step,
                                            timeout_ms, recovery_.max_to_keep));
+      if (info.prefix != report_->last_checkpoint && recovery_.log) {
+        recovery_.log("checkpoint " + info.prefix + " at global step " +
+                      std::to_string(info.global_step));
+      }
       report_->last_checkpoint = info.prefix;
     }
     return r;
@@ -66,19 +86,36 @@ class SupervisedClient : public ParameterClient {
                  int64_t timeout_ms) override {
     return inner_->Restore(values, version, timeout_ms);
   }
+  Status AdvanceGlobalStep(int64_t at_least, int64_t timeout_ms) override {
+    return inner_->AdvanceGlobalStep(at_least, timeout_ms);
+  }
 
-  int64_t last_step() const { return last_step_; }
   void set_failed_at(Clock::time_point t) { failed_at_ = t; }
 
  private:
+  void Observe(int64_t step) {
+    if (step < report_->highest_global_step) report_->global_step_monotone = false;
+    report_->highest_global_step = std::max(report_->highest_global_step, step);
+  }
+
   ParameterClient* inner_;
   bool chief_;
   const RecoveryOptions& recovery_;
   RecoveryReport* report_;
   RecoveryEvent* pending_;
-  int64_t last_step_ = 0;
+  bool resumed_seen_ = false;
   Clock::time_point failed_at_;
 };
+
+void AddRun(const WorkerReport& run, WorkerReport* total) {
+  total->steps += run.steps;
+  total->applied += run.applied;
+  total->dropped_stale += run.dropped_stale;
+  total->delay_seconds += run.delay_seconds;
+  total->last_loss = run.last_loss;
+  total->global_step = std::max(total->global_step, run.global_step);
+  total->status = run.status;
+}
 
 }  // namespace
 
@@ -87,14 +124,22 @@ std::string RecoveryReport::Summary() const {
   int64_t lost = 0;
   for (const RecoveryEvent& e : events) {
     out += "failure at global step " + std::to_string(e.step_at_failure) + " (" +
-           e.failure.ToString() + "): resumed from " + std::to_string(e.resumed_from) +
-           (e.restored ? " restored from " + e.checkpoint : std::string(" (the shards' state)")) +
-           ", " + std::to_string(e.steps_lost) + " steps lost, recovered in " +
+           e.failure.ToString() + "): ";
+    if (e.waited_for_workers) {
+      out += "waited for the lost workers to rejoin";
+    } else if (e.restored) {
+      out += "restored " + e.checkpoint + " (global step " + std::to_string(e.checkpoint_step) +
+             ")";
+    } else {
+      out += "reconnected to the shards' state";
+    }
+    out += ", resumed at global step " + std::to_string(e.resumed_from) + ", " +
+           std::to_string(e.steps_lost) + " updates lost, recovered in " +
            std::to_string(e.recovery_seconds) + " s\n";
     lost += e.steps_lost;
   }
   out += std::to_string(restarts) + " restarts, " + std::to_string(lost) +
-         " steps lost in all; last checkpoint " +
+         " updates lost in all; last checkpoint " +
          (last_checkpoint.empty() ? std::string("none") : last_checkpoint) + "\n";
   return out;
 }
@@ -113,6 +158,15 @@ void RecoverySupervisor::Stop() {
   if (driver_ != nullptr) driver_->Stop();
 }
 
+bool RecoverySupervisor::stopped() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stopped_;
+}
+
+void RecoverySupervisor::Log(const std::string& line) const {
+  if (recovery_.log) recovery_.log(line);
+}
+
 StatusOr<std::unique_ptr<ParameterClient>> RecoverySupervisor::Reconnect() {
   const auto deadline = Clock::now() + std::chrono::milliseconds(recovery_.reconnect_timeout_ms);
   while (true) {
@@ -120,59 +174,110 @@ StatusOr<std::unique_ptr<ParameterClient>> RecoverySupervisor::Reconnect() {
     if (client.ok() || client.status().code() != Code::kUnavailable || Clock::now() >= deadline) {
       return client;
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stopped_) return Cancelled("stopped while reconnecting");
-    }
-    std::this_thread::sleep_for(kReconnectPause);
+    if (stopped()) return Cancelled("stopped while reconnecting");
+    std::this_thread::sleep_for(kRetryPause);
   }
 }
 
-Status RecoverySupervisor::PrepareShards(ParameterClient* client, RecoveryEvent* event) {
+bool RecoverySupervisor::WaitForWorkers(ParameterClient* client) {
+  if (options_.ps.mode != UpdateMode::kSync) return false;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(recovery_.reconnect_timeout_ms);
+  while (true) {
+    StatusOr<ParameterStats> stats = client->Stats(options_.timeout_ms);
+    if (!stats.ok()) return false;  // a ps task is unreachable: reconnect instead
+    std::set<int> gone(stats->workers_lost.begin(), stats->workers_lost.end());
+    gone.insert(stats->workers_left.begin(), stats->workers_left.end());
+    const int live = options_.ps.total_replicas - static_cast<int>(gone.size());
+    if (live >= options_.ps.replicas_to_aggregate) return true;
+    if (Clock::now() >= deadline || stopped()) return false;
+    std::this_thread::sleep_for(kRetryPause);
+  }
+}
+
+Status RecoverySupervisor::PrepareShards(ParameterClient* client, RecoveryEvent* event,
+                                         RecoveryReport* report, bool at_start) {
+  StatusOr<std::string> latest = recovery_.checkpoint_dir.empty()
+                                     ? StatusOr<std::string>(NotFound("no checkpoint directory"))
+                                     : LatestCheckpoint(recovery_.checkpoint_dir);
+  if (!latest.ok() && latest.status().code() != Code::kNotFound) return latest.status();
   StatusOr<ParameterSnapshot> probe = client->Snapshot(-1, options_.timeout_ms);
   if (probe.ok()) {
     event->resumed_from = probe->global_step;
+    if (at_start && probe->global_step > 0) {
+      report->started_from = probe->global_step;
+      std::string line = "the parameter servers hold the model at global step " +
+                         std::to_string(probe->global_step);
+      if (latest.ok()) {
+        report->start_checkpoint = *latest;
+        StatusOr<int64_t> step = ReadCheckpointGlobalStep(*latest);
+        line += "; the latest checkpoint " + *latest + " is at global step " +
+                (step.ok() ? std::to_string(*step) : std::string("?")) +
+                ": continuing from the shards (nothing lost)";
+      }
+      Log(line);
+    }
     return Status::OK();
   }
   if (probe.status().code() != Code::kFailedPrecondition) return probe.status();
   // A shard holds nothing: a fresh start, or a ps task that restarted.
-  if (recovery_.checkpoint_dir.empty()) return Status::OK();
-  StatusOr<std::string> latest = LatestCheckpoint(recovery_.checkpoint_dir);
-  if (!latest.ok()) return latest.status().code() == Code::kNotFound ? Status::OK()
-                                                                       : latest.status();
+  if (!latest.ok()) return Status::OK();
   AF_ASSIGN_OR_RETURN(PsCheckpointInfo info,
                       RestorePsCheckpoint(client, *latest, options_.timeout_ms));
   event->restored = true;
   event->checkpoint = info.prefix;
-  event->resumed_from = info.global_step;
+  event->checkpoint_step = info.global_step;
+  AF_ASSIGN_OR_RETURN(ParameterSnapshot now, client->Snapshot(-1, options_.timeout_ms));
+  event->resumed_from = now.global_step;
+  if (at_start) {
+    report->started_from = now.global_step;
+    report->start_checkpoint = info.prefix;
+    report->start_restored = true;
+  }
+  Log("restored " + info.prefix + " (global step " + std::to_string(info.global_step) +
+      ") into the parameter servers; the global step goes on from " +
+      std::to_string(now.global_step));
   return Status::OK();
 }
 
 Status RecoverySupervisor::Run(const LabeledData& train, const LabeledData& test,
                                RecoveryReport* report) {
   const bool chief = worker_options_.worker == 0;
-  RecoveryEvent event;     // the failure being recovered from, while `recovering`
+  const Clock::time_point start = Clock::now();
+  WorkerReport total;
+  total.worker = worker_options_.worker;
+  std::unique_ptr<ParameterClient> client;
+  RecoveryEvent event;  // the failure being recovered from, while `recovering`
   bool recovering = false;
+  bool at_start = true;
+  int idle_waits = 0;  // worker waits since the last driver run that pushed
   Clock::time_point failed_at;
-  int64_t last_step = 0;
   while (true) {
-    StatusOr<std::unique_ptr<ParameterClient>> connected = Reconnect();
-    Status status = connected.status();
-    std::unique_ptr<ParameterClient> client;
-    if (status.ok()) client = std::move(connected).value();
-    if (status.ok() && chief) {
-      RecoveryEvent prepared;
-      status = PrepareShards(client.get(), &prepared);
-      event.restored = prepared.restored;
-      event.checkpoint = prepared.checkpoint;
-      event.resumed_from = prepared.resumed_from;
-      if (status.ok() && !recovering && prepared.resumed_from > 0) {
-        // A restarted chief over shards that kept training state.
-        report->global_steps.push_back(prepared.resumed_from);
+    Status status;
+    if (client == nullptr) {
+      StatusOr<std::unique_ptr<ParameterClient>> connected = Reconnect();
+      status = connected.status();
+      if (status.ok()) client = std::move(connected).value();
+      if (status.ok() && report->highest_global_step > 0) {
+        status = client->AdvanceGlobalStep(report->highest_global_step, options_.timeout_ms);
+        if (status.code() == Code::kUnimplemented) status = Status::OK();
       }
-      if (recovering && event.restored) {
-        event.steps_lost = std::max<int64_t>(0, event.step_at_failure - event.resumed_from);
+      if (status.ok() && chief) {
+        RecoveryEvent prepared;
+        status = PrepareShards(client.get(), &prepared, report, at_start);
+        event.restored = prepared.restored;
+        event.checkpoint = prepared.checkpoint;
+        event.checkpoint_step = prepared.checkpoint_step;
+        event.resumed_from = prepared.resumed_from;
+        if (status.ok() && at_start && prepared.resumed_from > 0) {
+          report->global_steps.push_back(prepared.resumed_from);
+          report->highest_global_step = prepared.resumed_from;
+        }
+        if (recovering && event.restored) {
+          event.steps_lost = std::max<int64_t>(0, event.step_at_failure - event.checkpoint_step);
+        }
       }
+      at_start = false;
+      if (!status.ok()) client.reset();
     }
     if (status.ok()) {
       SupervisedClient supervised(client.get(), chief, recovery_, report,
@@ -190,7 +295,8 @@ Status RecoverySupervisor::Run(const LabeledData& train, const LabeledData& test
         std::lock_guard<std::mutex> lock(mu_);
         driver_ = nullptr;
       }
-      last_step = std::max(last_step, supervised.last_step());
+      AddRun(run, &total);
+      if (run.steps > 0) idle_waits = 0;
       if (recovering) {
         report->events.push_back(event);
         recovering = false;
@@ -198,24 +304,39 @@ Status RecoverySupervisor::Run(const LabeledData& train, const LabeledData& test
       if (run.status.ok()) {
         AF_ASSIGN_OR_RETURN(report->result,
                             FinishDataParallel(options_, &supervised, driver->model(), test, 0));
+        total.seconds = SecondsSince(start);
+        report->result.workers = {total};
+        report->result.seconds = total.seconds;
         return Status::OK();
       }
       status = run.status;
     } else if (recovering) {
       report->events.push_back(event);
+      recovering = false;
     }
     if (status.code() != Code::kUnavailable) return status;
+    failed_at = Clock::now();
+    event = RecoveryEvent();
+    event.failure = status;
+    event.step_at_failure = report->highest_global_step;
+    recovering = true;
+    if (client != nullptr && idle_waits < kMaxIdleWorkerWaits && WaitForWorkers(client.get())) {
+      ++idle_waits;
+      // The ps tasks answer: the sync quorum lacked workers, and they are back.
+      event.waited_for_workers = true;
+      Log("waited for lost workers to rejoin after: " + status.ToString());
+      continue;
+    }
+    if (stopped()) return Cancelled("stopped");
     if (report->restarts >= recovery_.max_restarts) {
       return Unavailable("gave up after " + std::to_string(report->restarts) +
                          " restarts (max_restarts): " + status.ToString() + "\n" +
                          report->Summary());
     }
     ++report->restarts;
-    failed_at = Clock::now();
-    event = RecoveryEvent();
-    event.failure = status;
-    event.step_at_failure = last_step;
-    recovering = true;
+    Log("lost the parameter servers (" + status.ToString() + "); reconnecting, restart " +
+        std::to_string(report->restarts) + " of " + std::to_string(recovery_.max_restarts));
+    client.reset();
   }
 }
 

@@ -8,21 +8,31 @@
 //                  reconnect_timeout_ms) and, as the chief, restores every shard from
 //                  the latest checkpoint of checkpoint_dir (the restarted task's
 //                  variables died with it), then runs the driver again; the other
-//                  workers' pulls wait for that restore.
+//                  workers' pulls wait for that restore. The updates since that
+//                  checkpoint are lost (the report counts them).
+//   workers lost   (sync) the ps tasks answer but fewer live workers remain than
+//                  replicas_to_aggregate (e.g. the chief died): the supervisor waits,
+//                  up to reconnect_timeout_ms, until enough workers are back (a
+//                  restarted chief rejoins), then runs its driver again. Not a
+//                  restart: nothing was lost.
 //   chief restart  a new supervisor of worker 0 finds the shards initialized and
-//                  continues from their version (no restore: nothing was lost); only
-//                  when a shard holds nothing does it restore the latest checkpoint.
-// The chief checkpoints every checkpoint_every_steps global steps with a coordinated
-// cut (training/ps_checkpoint.h). A failure loses the updates since the last
-// checkpoint: the report counts them. The global step the shards report never goes
-// backwards except by such a restore, and the report records each restore.
+//                  continues from their version: they are at least as new as its
+//                  last checkpoint, so restoring it would only throw updates away.
+//                  Only when a shard holds nothing does it restore the checkpoint.
+// The global step never goes backwards: after every reconnect a worker raises the
+// shards' version to the highest global step it saw
+// (ParameterClient::AdvanceGlobalStep), and a restore keeps that floor; so after a
+// ps loss training goes on from the checkpoint's values at the global step where it
+// stopped. The chief checkpoints every checkpoint_every_steps global steps with a
+// coordinated cut (training/ps_checkpoint.h), whole or not at all.
 //
 // Scope: sync mode is the one where a resumed run ends where an uninterrupted one
 // does (it trains until the global step reaches its target); in async and SSP mode
-// a restarted driver pushes its full share of steps again.
+// a restarted driver pushes its full share of steps again. Optimizer slots are not
+// in the shards' checkpoints: a restore restarts them (exact for sgd).
 //
-// Thread safety: RunSupervisedWorker runs on the calling thread; Stop may be called
-// from any thread (progress callbacks included).
+// Thread safety: Run runs on the calling thread (the log callback too); Stop may be
+// called from any thread (progress callbacks included).
 #ifndef ACTORFLOW_TRAINING_RECOVERY_H_
 #define ACTORFLOW_TRAINING_RECOVERY_H_
 
@@ -40,34 +50,51 @@
 namespace actorflow {
 
 struct RecoveryOptions {
-  // Driver runs that may end in Unavailable before the supervisor gives up.
+  // Driver runs that may end in Unavailable (a ps task lost) before the supervisor
+  // gives up.
   int max_restarts = 3;
-  // How long a reconnect (to a ps task coming back) is retried, in ms (> 0).
+  // How long a reconnect (to a ps task coming back), or a wait for lost workers to
+  // rejoin, is retried, in ms (> 0).
   int64_t reconnect_timeout_ms = 30000;
   // Chief: where the coordinated checkpoints go, and how often (global steps).
   // Empty or <= 0: none (a lost ps task then cannot be recovered).
   std::string checkpoint_dir;
   int64_t checkpoint_every_steps = 0;
   int max_to_keep = 5;
+  // Optional: one human-readable line per failure, recovery and checkpoint, as they
+  // happen (e.g. "checkpoint DIR/ckpt-40 at global step 40").
+  std::function<void(const std::string&)> log;
 };
 
 // One failure and its recovery.
 struct RecoveryEvent {
   Status failure;               // what ended the driver run
-  int64_t step_at_failure = 0;  // the last global step the worker saw
-  int64_t resumed_from = 0;     // the global step training went on from
-  bool restored = false;        // from checkpoint `checkpoint` (else: the shards' state)
+  int64_t step_at_failure = 0;  // the highest global step the worker had seen
+  int64_t resumed_from = 0;     // the global step training went on from (>= the above)
+  // The ps tasks stayed reachable; the sync quorum lacked workers until they came
+  // back. Not a restart.
+  bool waited_for_workers = false;
+  bool restored = false;        // the shards were restored from `checkpoint`
   std::string checkpoint;
-  int64_t steps_lost = 0;       // step_at_failure - resumed_from when restored
+  int64_t checkpoint_step = 0;  // the restored checkpoint's global step
+  int64_t steps_lost = 0;       // step_at_failure - checkpoint_step when restored
   double recovery_seconds = 0;  // the failure to the first successful push after it
 };
 
 struct RecoveryReport {
-  DataParallelResult result;    // of the final, successful run
+  DataParallelResult result;    // of the final run; result.workers: this worker, all runs
   std::vector<RecoveryEvent> events;
-  int restarts = 0;
+  int restarts = 0;             // reconnects after a lost ps task
   std::vector<int64_t> global_steps;  // every push's global step, in order
-  std::string last_checkpoint;
+  // Every global step this worker saw (pulls and pushes) was >= the ones before.
+  bool global_step_monotone = true;
+  int64_t highest_global_step = 0;
+  // At the start (chief): the shards' global step when first connected, the latest
+  // checkpoint then, and whether the shards were restored from it.
+  int64_t started_from = 0;
+  std::string start_checkpoint;
+  bool start_restored = false;
+  std::string last_checkpoint;  // the last one this worker wrote (chief)
   // A line per event and a total: what was lost and how long recovery took.
   std::string Summary() const;
 };
@@ -87,8 +114,16 @@ class RecoverySupervisor {
 
  private:
   StatusOr<std::unique_ptr<ParameterClient>> Reconnect();
-  // Chief: restores from the latest checkpoint when a shard holds nothing.
-  Status PrepareShards(ParameterClient* client, RecoveryEvent* event);
+  // Chief: restores from the latest checkpoint when a shard holds nothing; fills
+  // `event`'s restore fields and resumed_from.
+  Status PrepareShards(ParameterClient* client, RecoveryEvent* event, RecoveryReport* report,
+                       bool at_start);
+  // After an Unavailable: true when the ps tasks answer and, within
+  // reconnect_timeout_ms, enough workers are live for a sync version (they came
+  // back); false when a ps task is unreachable or they did not come back.
+  bool WaitForWorkers(ParameterClient* client);
+  void Log(const std::string& line) const;
+  bool stopped();
 
   DataParallelOptions options_;
   WorkerOptions worker_options_;
