@@ -259,6 +259,10 @@ TEST(DataParallelCommandTest, BadModesAndMisplacedFlagsAreUsageErrorsNamingTheFl
       {{"--cluster", "local:ps=1,worker=2", "--task", "0"}, "--task"},
       {{"--cluster", "local:ps=1,worker=2", "--mode", "async", "--replicas-to-aggregate", "1"},
        "--mode sync only"},
+      {{"--cluster", "local:ps=1,worker=2", "--max-restarts", "2"}, "apply to a cluster file"},
+      {{"--max-restarts", "2"}, "need --cluster"},
+      {{"--cluster", "c.json", "--task", "0", "--checkpoint-every", "10"},
+       "--checkpoint-every needs --checkpoint-dir"},
   };
   for (const auto& [flags, needle] : cases) {
     std::vector<std::string> args = {"train"};

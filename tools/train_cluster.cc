@@ -17,6 +17,7 @@
 #include "actors/session_factory.h"
 #include "placement/cluster_spec.h"
 #include "tools/run_command.h"
+#include "training/recovery.h"
 
 namespace actorflow {
 namespace cli {
@@ -69,8 +70,43 @@ std::string LostList(const std::vector<int>& lost) {
   return text;
 }
 
+nlohmann::ordered_json RecoveryJson(const RecoveryReport& report) {
+  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  int64_t lost = 0;
+  for (const RecoveryEvent& e : report.events) {
+    nlohmann::ordered_json ej;
+    ej["failure"] = e.failure.ToString();
+    ej["step_at_failure"] = e.step_at_failure;
+    ej["resumed_from"] = e.resumed_from;
+    ej["waited_for_workers"] = e.waited_for_workers;
+    ej["restored"] = e.restored;
+    if (e.restored) {
+      ej["checkpoint"] = e.checkpoint;
+      ej["checkpoint_step"] = e.checkpoint_step;
+    }
+    ej["steps_lost"] = e.steps_lost;
+    ej["recovery_seconds"] = e.recovery_seconds;
+    events.push_back(ej);
+    lost += e.steps_lost;
+  }
+  nlohmann::ordered_json j;
+  j["restarts"] = report.restarts;
+  j["steps_lost"] = lost;
+  j["global_step_monotone"] = report.global_step_monotone;
+  j["started_from_global_step"] = report.started_from;
+  if (!report.start_checkpoint.empty()) {
+    j["start_checkpoint"] = report.start_checkpoint;
+    j["start_restored"] = report.start_restored;
+  }
+  if (!report.last_checkpoint.empty()) j["last_checkpoint"] = report.last_checkpoint;
+  j["events"] = events;
+  return j;
+}
+
+// `recovery`: the supervisor's report of a cluster file's worker (else null).
 void PrintResult(const TrainCommandOptions& options, const DataParallelOptions& dp,
-                 const DataParallelResult& result, std::ostream& out) {
+                 const DataParallelResult& result, const RecoveryReport* recovery,
+                 std::ostream& out) {
   const ParameterStats& stats = result.stats;
   if (options.json) {
     nlohmann::ordered_json j;
@@ -99,6 +135,7 @@ void PrintResult(const TrainCommandOptions& options, const DataParallelOptions& 
     }
     j["worker_reports"] = workers;
     if (!result.checkpoint.empty()) j["checkpoint"] = result.checkpoint;
+    if (recovery != nullptr) j["recovery"] = RecoveryJson(*recovery);
     out << j.dump() << "\n";
     out.flush();
     return;
@@ -119,6 +156,17 @@ void PrintResult(const TrainCommandOptions& options, const DataParallelOptions& 
                 LostList(result.workers_lost).c_str());
   out << line << "\n";
   if (!result.checkpoint.empty()) out << "checkpoint saved in " << options.checkpoint_dir << "\n";
+  if (recovery != nullptr && (!recovery->events.empty() || recovery->started_from > 0)) {
+    if (recovery->started_from > 0) {
+      out << "recovery: started at global step " << recovery->started_from << "\n";
+    }
+    std::string summary = recovery->Summary();
+    for (size_t at = 0, end; at < summary.size(); at = end + 1) {
+      end = summary.find('\n', at);
+      if (end == std::string::npos) end = summary.size();
+      out << "recovery: " << summary.substr(at, end - at) << "\n";
+    }
+  }
   const int64_t correct =
       static_cast<int64_t>(result.eval.accuracy * result.eval.num_examples + 0.5);
   std::snprintf(line, sizeof(line),
@@ -141,12 +189,17 @@ int64_t Epochs(const TrainCommandOptions& options, int64_t rows) {
 
 Status CheckClusterFlags(const TrainCommandOptions& options) {
   if (options.cluster.empty()) {
-    if (options.task >= 0 || options.replicas_to_aggregate != 0 || options.mode != "sync") {
+    if (options.task >= 0 || options.replicas_to_aggregate != 0 || options.mode != "sync" ||
+        options.max_restarts >= 0 || options.reconnect_timeout_ms > 0 ||
+        options.checkpoint_every > 0) {
       return InvalidArgument(
-          "--mode, --replicas-to-aggregate and --task need --cluster (e.g. --cluster "
-          "local:ps=1,worker=2)");
+          "--mode, --replicas-to-aggregate, --task, --max-restarts, --reconnect-timeout-ms and "
+          "--checkpoint-every need --cluster (e.g. --cluster local:ps=1,worker=2)");
     }
     return Status::OK();
+  }
+  if (options.checkpoint_every > 0 && options.checkpoint_dir.empty()) {
+    return InvalidArgument("--checkpoint-every needs --checkpoint-dir (where the checkpoints go)");
   }
   UpdateMode mode;
   int staleness = 0;
@@ -168,6 +221,12 @@ Status CheckClusterFlags(const TrainCommandOptions& options) {
   }
   if (options.task >= 0) {
     return InvalidArgument("--task: a local cluster runs every worker itself; drop --task");
+  }
+  if (options.max_restarts >= 0 || options.reconnect_timeout_ms > 0 ||
+      options.checkpoint_every > 0) {
+    return InvalidArgument(
+        "--max-restarts, --reconnect-timeout-ms and --checkpoint-every apply to a cluster file "
+        "(one worker per process), not to --cluster " + options.cluster);
   }
   StatusOr<std::map<std::string, int>> shape = ParseLocalClusterShape(options.cluster);
   if (!shape.ok()) return InvalidArgument("--cluster: " + shape.status().message());
@@ -251,17 +310,37 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
         train, test);
     job.set_progress([&printer](const WorkerProgress& p) { printer.Report(p); });
     AF_ASSIGN_OR_RETURN(DataParallelResult result, job.Run());
-    PrintResult(options, dp, result, out);
+    PrintResult(options, dp, result, nullptr, out);
     return Status::OK();
   }
-  AF_ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
-                      ConnectParameterServers(cluster, kPsJob, ps, timeout));
+  // One worker of a cluster file, under the recovery supervisor; only the chief
+  // checkpoints.
   WorkerOptions worker;
   worker.worker = options.task;
   worker.progress = [&printer](const WorkerProgress& p) { printer.Report(p); };
-  AF_ASSIGN_OR_RETURN(DataParallelResult result,
-                      RunDataParallelWorker(dp, worker, client.get(), train, test));
-  PrintResult(options, dp, result, out);
+  RecoveryOptions recovery;
+  recovery.max_restarts = options.max_restarts >= 0 ? options.max_restarts : 3;
+  recovery.reconnect_timeout_ms =
+      options.reconnect_timeout_ms > 0 ? options.reconnect_timeout_ms : 30000;
+  if (options.task == 0) {
+    recovery.checkpoint_dir = dp.model_dir;
+    recovery.checkpoint_every_steps = options.checkpoint_every;
+  } else {
+    dp.model_dir.clear();
+  }
+  const int task = options.task;
+  recovery.log = [&out, task](const std::string& line) {
+    out << "worker " << task << ": " << line << "\n";
+    out.flush();
+  };
+  const int64_t connect_timeout = std::min(timeout, recovery.reconnect_timeout_ms);
+  RecoverySupervisor supervisor(
+      dp, worker, recovery, [&cluster, ps, connect_timeout](int) {
+        return ConnectParameterServers(cluster, kPsJob, ps, connect_timeout);
+      });
+  RecoveryReport report;
+  AF_RETURN_IF_ERROR(supervisor.Run(train, test, &report));
+  PrintResult(options, dp, report.result, &report, out);
   return Status::OK();
 }
 

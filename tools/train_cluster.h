@@ -6,6 +6,8 @@
 //                   [--replicas-to-aggregate N] [the model and data flags of train]
 //   actorflow train --cluster FILE --job worker --task I --mode ... (one worker; the
 //                   ps tasks run `actorflow server --cluster FILE --job ps --task J`)
+//                   [--checkpoint-dir DIR --checkpoint-every N] [--max-restarts N]
+//                   [--reconnect-timeout-ms N]
 //
 // - local: starts the P ps tasks as a LocalCluster in this process (real servers on
 //   127.0.0.1) and runs the W workers on W threads; each connects to the ps tasks
@@ -26,6 +28,20 @@
 //   "updates_applied", "dropped_stale", "mean_staleness" and "workers_lost".
 // - Worker 0 (the chief) initializes the variables and, with --checkpoint-dir, writes
 //   the checkpoint that `actorflow predict` reads.
+// - A cluster file's worker runs under training/recovery.h's supervisor: a lost ps
+//   task is reconnected to (--reconnect-timeout-ms, default 30000) and, by the
+//   chief, restored from the latest checkpoint of --checkpoint-dir, at most
+//   --max-restarts times (default 3); in sync mode a worker waits for lost workers
+//   (a killed chief being restarted) to rejoin; the chief writes a coordinated
+//   checkpoint every --checkpoint-every global steps. A restarted chief continues
+//   from the shards' global step. The global step never goes backwards. Each failure,
+//   restore, checkpoint and recovery prints a line "worker I: ..."; the end adds
+//   "recovery: ..." lines, and the JSON a "recovery" object: "restarts",
+//   "steps_lost", "global_step_monotone", "started_from_global_step",
+//   ["start_checkpoint", "start_restored"], ["last_checkpoint"] and "events" (each
+//   with "failure", "step_at_failure", "resumed_from", "waited_for_workers",
+//   "restored", ["checkpoint", "checkpoint_step"], "steps_lost",
+//   "recovery_seconds"). Only the chief checkpoints.
 #ifndef ACTORFLOW_TOOLS_TRAIN_CLUSTER_H_
 #define ACTORFLOW_TOOLS_TRAIN_CLUSTER_H_
 
@@ -42,8 +58,9 @@ namespace cli {
 // Checks the cluster flags without reading a file (a cluster FILE is read later):
 // InvalidArgument naming the flag for a bad --mode, a malformed local shape, a local
 // shape without "ps" or "worker", --replicas-to-aggregate outside [1, W] (W known for
-// local shapes), --job/--task given with a local cluster or --task missing with a
-// file, and cluster flags given without --cluster.
+// local shapes), --job/--task or the recovery flags given with a local cluster,
+// --task missing with a file, --checkpoint-every without --checkpoint-dir, and
+// cluster flags given without --cluster.
 Status CheckClusterFlags(const TrainCommandOptions& options);
 
 // Runs the cluster mode on loaded data; writes progress and the result to `out`.

@@ -377,6 +377,16 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
       ->capture_default_str();
   app->add_option("--replicas-to-aggregate", options->replicas_to_aggregate,
                   "sync: gradients averaged per update (default: every worker)");
+  app->add_option("--max-restarts", options->max_restarts,
+                  "Cluster file: restarts after a lost ps task before giving up (default 3)")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--checkpoint-every", options->checkpoint_every,
+                  "Cluster file, chief: coordinated checkpoint every N global steps")
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--reconnect-timeout-ms", options->reconnect_timeout_ms,
+                  "Cluster file: how long to retry a lost ps task or wait for lost workers "
+                  "(default 30000)")
+      ->check(CLI::PositiveNumber);
   // --replication in-graph runs tools/in_graph_train.h instead.
   return WithReplicationFlag(Subcommand{app, [options]() {
                                return TrainCommand(*options, std::cout, std::cerr,

@@ -7,6 +7,7 @@
 //                   [--checkpoint-dir DIR] [--timeout-ms N] [--json]
 //                   [--cluster local:ps=P,worker=W | --cluster FILE --job worker --task I]
 //                   [--mode sync|async|ssp:S] [--replicas-to-aggregate N]
+//                   [--max-restarts N] [--checkpoint-every N] [--reconnect-timeout-ms N]
 //
 // With --cluster it trains the same model data-parallel on a cluster of ps and
 // worker tasks: see tools/train_cluster.h. Without it:
@@ -77,6 +78,13 @@ struct TrainCommandOptions {
   int task = -1;  // a cluster file's worker index
   std::string mode = "sync";
   int replicas_to_aggregate = 0;  // 0: every worker
+  // A cluster file's worker runs under training/recovery.h's supervisor: driver
+  // restarts after a lost ps task (-1: the default, 3), how long a reconnect or a
+  // wait for lost workers may take (-1: 30000 ms), and the chief's coordinated
+  // checkpoints into --checkpoint-dir every N global steps (0: only at the end).
+  int max_restarts = -1;
+  int64_t reconnect_timeout_ms = -1;
+  int64_t checkpoint_every = 0;
 };
 
 // Runs the command: progress and results go to `out` (a bar when `interactive`),

@@ -232,8 +232,18 @@ StatusOr<DataParallelResult> FinishDataParallel(const DataParallelOptions& optio
   AF_ASSIGN_OR_RETURN(result.eval, model->Evaluate(final_values.values, test.features,
                                                    test.labels, global_step));
   if (!options.model_dir.empty()) {
-    AF_ASSIGN_OR_RETURN(result.checkpoint,
-                        model->SaveCheckpoint(final_values.values, global_step, options.model_dir));
+    // A coordinated cut (training/ps_checkpoint.h) at this very global step holds these
+    // values already: keep it and add the model description `predict` needs.
+    StatusOr<std::string> latest = LatestCheckpoint(options.model_dir);
+    StatusOr<int64_t> latest_step =
+        latest.ok() ? ReadCheckpointGlobalStep(*latest) : StatusOr<int64_t>(latest.status());
+    if (latest_step.ok() && *latest_step == global_step) {
+      AF_RETURN_IF_ERROR(WriteModelSpec(options.model_dir, options.spec));
+      result.checkpoint = *latest;
+    } else {
+      AF_ASSIGN_OR_RETURN(result.checkpoint, model->SaveCheckpoint(final_values.values,
+                                                                   global_step, options.model_dir));
+    }
   }
   AF_ASSIGN_OR_RETURN(result.stats, client->Stats(options.timeout_ms));
   result.workers_lost = result.stats.workers_lost;

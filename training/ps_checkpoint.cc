@@ -7,6 +7,13 @@
 #include "training/checkpoint_format.h"
 
 namespace actorflow {
+namespace {
+
+// The int64 scalar a model's own Saver checkpoints its global step as
+// (training/variables.h), so that a cut reads like any checkpoint of the model.
+constexpr char kGlobalStepVariable[] = "global_step";
+
+}  // namespace
 
 StatusOr<PsCheckpointInfo> SavePsCheckpoint(ParameterClient* client, const std::string& dir,
                                             int64_t version, int64_t timeout_ms,
@@ -24,6 +31,9 @@ StatusOr<PsCheckpointInfo> SavePsCheckpoint(ParameterClient* client, const std::
     }
   }
   std::vector<std::pair<std::string, Tensor>> tensors(cut.values.begin(), cut.values.end());
+  if (cut.values.count(kGlobalStepVariable) == 0) {
+    tensors.emplace_back(kGlobalStepVariable, Tensor::Scalar<int64_t>(cut.global_step));
+  }
   AF_ASSIGN_OR_RETURN(info.prefix,
                       WriteCheckpointTensors(dir, cut.global_step, tensors, max_to_keep));
   return info;
@@ -33,6 +43,11 @@ StatusOr<PsCheckpointInfo> RestorePsCheckpoint(ParameterClient* client,
                                                const std::string& checkpoint, int64_t timeout_ms) {
   if (client == nullptr) return InvalidArgument("RestorePsCheckpoint: the client is null");
   AF_ASSIGN_OR_RETURN(auto values, ReadCheckpoint(checkpoint));
+  // The global step travels as the shards' version, not as a variable.
+  auto step_value = values.find(kGlobalStepVariable);
+  if (step_value != values.end() && step_value->second.dtype() == DType::kInt64) {
+    values.erase(step_value);
+  }
   AF_ASSIGN_OR_RETURN(int64_t step, ReadCheckpointGlobalStep(checkpoint));
   Status restored = client->Restore(values, step, timeout_ms);
   if (!restored.ok()) {

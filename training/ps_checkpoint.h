@@ -2,8 +2,10 @@
 // coordinated cut of every shard (ParameterClient::Snapshot: under sync one global
 // step for all shards; under async a hold-read-release cut) and writes it with
 // training/checkpoint.h's format, the manifest's global_step being the cut's
-// version. Restoring reads a checkpoint and replaces every shard's variables and
-// version with it (ParameterClient::Restore), e.g. after a ps task restarted empty.
+// version; it also holds "global_step" (int64), as a model's own Saver checkpoint
+// does, so `actorflow predict` and a worker's Saver read it like any other.
+// Restoring reads a checkpoint and replaces every shard's variables and version with
+// it (ParameterClient::Restore), e.g. after a ps task restarted empty.
 //
 // A checkpoint is written whole or not at all (WriteCheckpointTensors' atomicity):
 // a failed cut writes nothing.
