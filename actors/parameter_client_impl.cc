@@ -8,6 +8,7 @@
 #include "actors/messages.h"
 #include "actors/shard_fanout.h"
 #include "actors/shard_messages.h"
+#include "actors/shard_optimizer.h"
 
 namespace actorflow {
 namespace {
@@ -307,21 +308,44 @@ class ParameterClientImpl : public ParameterClient {
 
   Status Restore(const std::map<std::string, Tensor>& values, int64_t version,
                  int64_t timeout_ms) override {
-    AF_ASSIGN_OR_RETURN(PsAssignment assignment, Assign(values));
+    // Variables and slots ("V/S" with V a variable), by the naming convention.
+    const std::vector<std::string> own = ShardOptimizer::SlotSuffixes(options_.optimizer);
+    const std::vector<std::string> any = ShardOptimizer::AllSlotSuffixes();
+    std::map<std::string, Tensor> variables;
+    std::map<std::string, std::string> slot_of;  // slot name -> variable
+    for (const auto& [name, value] : values) {
+      std::string var;
+      if (ShardOptimizer::SplitSlotName(name, any, &var) && values.count(var)) {
+        // Another optimizer's slot is left out: its variable starts fresh slots.
+        if (ShardOptimizer::SplitSlotName(name, own, &var)) slot_of[name] = var;
+        continue;
+      }
+      variables[name] = value;
+    }
+    AF_ASSIGN_OR_RETURN(PsAssignment assignment, Assign(variables));
     std::vector<std::vector<Tensor>> per_shard(NumShards());
     for (int t = 0; t < NumShards(); ++t) {
       for (const std::string& name : assignment.variables[t]) {
-        per_shard[t].push_back(values.at(name));
+        per_shard[t].push_back(variables.at(name));
       }
+    }
+    std::vector<std::vector<std::string>> slot_names(NumShards());
+    std::vector<std::vector<Tensor>> slot_values(NumShards());
+    for (const auto& [slot, var] : slot_of) {
+      const int t = assignment.task_of.at(var);
+      slot_names[t].push_back(slot);
+      slot_values[t].push_back(values.at(slot));
     }
     const Deadline deadline = Deadline::After(timeout_ms);
     auto call = Fan<Status>(AllShards(), deadline, [&](size_t t) {
       return std::make_tuple(shard_restore_atom::value, assignment.variables[t], per_shard[t],
-                             version);
+                             slot_names[t], slot_values[t], version);
     });
     AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Restore"));
     for (const Status& s : call->replies()) AF_RETURN_IF_ERROR(s);
-    for (const auto& [name, value] : values) Remember(name, assignment.task_of.at(name), value);
+    for (const auto& [name, value] : variables) {
+      Remember(name, assignment.task_of.at(name), value);
+    }
     return Status::OK();
   }
 
@@ -390,6 +414,9 @@ class ParameterClientImpl : public ParameterClient {
       if (!r.names.empty()) snapshot.global_step = std::max(snapshot.global_step, r.version);
       for (size_t i = 0; i < r.names.size() && i < r.values.size(); ++i) {
         snapshot.values[r.names[i]] = r.values[i];
+      }
+      for (size_t i = 0; i < r.slot_names.size() && i < r.slot_values.size(); ++i) {
+        snapshot.slots[r.slot_names[i]] = r.slot_values[i];
       }
     }
     return snapshot;

@@ -198,9 +198,11 @@ caf::behavior ShardBehavior(ShardActor* self, std::string name, ShardConfig conf
         return promise;
       },
       [self](shard_restore_atom, const std::vector<std::string>& names,
-             const std::vector<Tensor>& values, int64_t version) -> Status {
+             const std::vector<Tensor>& values, const std::vector<std::string>& slot_names,
+             const std::vector<Tensor>& slot_values, int64_t version) -> Status {
         ParameterShardState::Replies out;
-        Status status = self->state.shard->Restore(names, values, version, &out);
+        Status status =
+            self->state.shard->Restore(names, values, slot_names, slot_values, version, &out);
         Deliver(self, out);
         return status;
       },

@@ -90,7 +90,9 @@ Status ParameterShardState::Initialize(const std::vector<std::string>& names,
 }
 
 Status ParameterShardState::Restore(const std::vector<std::string>& names,
-                                    const std::vector<Tensor>& values, int64_t version,
+                                    const std::vector<Tensor>& values,
+                                    const std::vector<std::string>& slot_names,
+                                    const std::vector<Tensor>& slot_values, int64_t version,
                                     Replies* out) {
   if (version < 0) {
     return InvalidArgument(name_ + ": cannot restore to negative version " +
@@ -98,16 +100,28 @@ Status ParameterShardState::Restore(const std::vector<std::string>& names,
   }
   std::map<std::string, Tensor> vars;
   AF_RETURN_IF_ERROR(CheckVariables(names, values, &vars));
-  auto optimizer = ShardOptimizer::Create(config_.optimizer, config_.learning_rate);
-  if (!optimizer.ok()) return optimizer.status();
-  optimizer_ = std::move(optimizer).value();
+  if (slot_names.size() != slot_values.size()) {
+    return InvalidArgument(name_ + ": " + std::to_string(slot_names.size()) + " slot names but " +
+                           std::to_string(slot_values.size()) + " slot values");
+  }
+  std::map<std::string, Tensor> slots;
+  for (size_t i = 0; i < slot_names.size(); ++i) {
+    if (!slots.emplace(slot_names[i], slot_values[i]).second) {
+      return InvalidArgument(name_ + ": slot '" + slot_names[i] + "' is given twice");
+    }
+  }
+  auto created = ShardOptimizer::Create(config_.optimizer, config_.learning_rate);
+  if (!created.ok()) return created.status();
+  std::unique_ptr<ShardOptimizer> optimizer = std::move(created).value();
+  for (const auto& [name, value] : vars) optimizer->AddVariable(name, value);
+  Status imported = optimizer->ImportSlots(slots);
+  if (!imported.ok()) return imported.WithContext(name_);
+  optimizer_ = std::move(optimizer);
   variables_ = std::move(vars);
   previous_.clear();
+  previous_slots_.clear();
   sum_.clear();
-  for (const auto& [name, value] : variables_) {
-    optimizer_->AddVariable(name, value);
-    sum_.emplace_back(value.dtype(), value.shape());
-  }
+  for (const auto& [name, value] : variables_) sum_.emplace_back(value.dtype(), value.shape());
   accumulated_ = 0;
   const Status aborted = Aborted(name_ + " was restored to version " + std::to_string(version) +
                                  " while this push waited: pull and compute it again");
@@ -130,6 +144,7 @@ void ParameterShardState::RaiseVersion(int64_t floor, Replies* out) {
   const int64_t old = version_;
   version_ = floor;
   previous_.clear();  // no longer the values of version_ - 1
+  previous_slots_.clear();
   if (config_.mode == UpdateMode::kSync) {
     for (const auto& [id, parked] : parked_pushes_) {
       out->pushes.push_back(PushReply{id, Status::OK(), false, floor - old, version_});
@@ -160,9 +175,16 @@ void ParameterShardState::ReleaseSnapshots(Replies* out) {
     r.id = it->first;
     r.version = want;
     if (want == version_ || (want == version_ - 1 && !previous_.empty())) {
-      for (const auto& [name, value] : want == version_ ? variables_ : previous_) {
+      const bool current = want == version_;
+      for (const auto& [name, value] : current ? variables_ : previous_) {
         r.names.push_back(name);
         r.values.push_back(value);
+      }
+      const std::map<std::string, Tensor> slots =
+          current ? optimizer_->ExportSlots() : previous_slots_;
+      for (const auto& [name, value] : slots) {
+        r.slot_names.push_back(name);
+        r.slot_values.push_back(value);
       }
     } else {
       r.status = FailedPrecondition(
@@ -345,7 +367,9 @@ void ParameterShardState::AccumulateSync(const ShardPushArgs& push) {
 }
 
 void ParameterShardState::ApplyUpdate(const std::vector<Tensor>& gradients) {
-  previous_ = variables_;  // shares the buffers: Apply copies before writing
+  // Both share the buffers: Apply copies a variable or slot before writing it.
+  previous_ = variables_;
+  previous_slots_ = optimizer_->ExportSlots();
   size_t i = 0;
   for (auto& [name, value] : variables_) optimizer_->Apply(name, &value, gradients[i++]);
   optimizer_->FinishUpdate();

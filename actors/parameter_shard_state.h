@@ -25,12 +25,14 @@
 // min_version.
 //
 // Coordinated checkpoints (training/ps_checkpoint.h drives them):
-//   SnapshotAt(v)  the variables at exactly version v: at once when the shard is at v;
-//           parked until it reaches v when it is behind (or not initialized yet);
-//           from the retained previous version when it is exactly one past v (every
-//           update keeps the values it replaces, which makes the optimizer copy
-//           instead of writing in place: one copy of the variables per update);
-//           FailedPrecondition when it is further past. Under kSync every shard
+//   SnapshotAt(v)  the variables and the optimizer slots (ShardOptimizer's
+//           "<var>/<suffix>" tensors) at exactly version v: at once when the shard
+//           is at v; parked until it reaches v when it is behind (or not initialized
+//           yet); from the retained previous version when it is exactly one past v
+//           (every update keeps the values and slots it replaces, sharing their
+//           buffers, which makes the optimizer copy instead of writing in place: one
+//           copy of the variables and of their slots per update); FailedPrecondition
+//           when it is further past. Under kSync every shard
 //           bumps its version once per global step, so the chief cuts all shards at
 //           one v and gets a consistent model.
 //   Hold/Release  the cut of kAsync and SSP, where versions do not meet: the chief
@@ -38,8 +40,10 @@
 //           reads every shard at its current version, and releases (the held pushes
 //           are then applied in order). A push already applied on one shard and
 //           held on another is split by such a cut; async training tolerates that.
-//   Restore  replaces the variables and the version (a restarted ps task, or a
-//           rollback to a checkpoint): fresh optimizer slots, the kSync
+//   Restore  replaces the variables, their optimizer slots and the version (a
+//           restarted ps task, or a rollback to a checkpoint): a fresh optimizer
+//           that imports the slots given (a variable given none, as in a checkpoint
+//           of sgd or one written without slots, starts with fresh ones), the kSync
 //           accumulation dropped, parked pushes answered Aborted (their gradients
 //           were computed on values that no longer exist), parked pulls of versions
 //           <= the restored one released. The version restored is never below
@@ -51,8 +55,8 @@
 //           change the variables; it drops the kSync accumulation and answers the
 //           parked kSync pushes as stale (not applied): they were computed on an
 //           older version.
-// Optimizer slots are not part of a snapshot: a restore restarts them (exact for
-// sgd, which has none).
+// A snapshot restored with its slots continues exactly where the cut was taken,
+// for every rule (sgd has no slots; adam's slots include its beta powers).
 //
 // Every push is checked whole before anything changes: one gradient per variable of
 // the shard, each with the variable's dtype and shape; otherwise InvalidArgument
@@ -100,6 +104,10 @@ class ParameterShardState {
     int64_t version = 0;
     std::vector<std::string> names;  // sorted
     std::vector<Tensor> values;      // parallel to names; shared buffers, read-only
+    // SnapshotAt only (an ordinary pull leaves them empty): the optimizer slots at
+    // `version`, "<var>/<suffix>", sorted; shared buffers, read-only.
+    std::vector<std::string> slot_names;
+    std::vector<Tensor> slot_values;  // parallel to slot_names
   };
   struct PushReply {
     RequestId id = 0;
@@ -140,13 +148,21 @@ class ParameterShardState {
   Status Initialize(const std::vector<std::string>& names, const std::vector<Tensor>& values,
                     Replies* out);
   void Pull(RequestId id, int64_t min_version, int64_t deadline, Replies* out);
-  // The values at exactly `version` (see the top of this file); the reply is a
-  // PullReply whose version is `version`.
+  // The values and slots at exactly `version` (see the top of this file); the reply
+  // is a PullReply whose version is `version`.
   void SnapshotAt(RequestId id, int64_t version, int64_t deadline, Replies* out);
-  // Replaces every variable and the version. InvalidArgument (nothing changes) for a
-  // negative version or a bad variable, as Initialize.
+  // Replaces every variable, its optimizer slots (`slot_names` "<var>/<suffix>",
+  // parallel to `slot_values`; see ShardOptimizer::ImportSlots) and the version.
+  // InvalidArgument (nothing changes) for a negative version, a bad variable (as
+  // Initialize) or a bad slot (naming it).
   Status Restore(const std::vector<std::string>& names, const std::vector<Tensor>& values,
-                 int64_t version, Replies* out);
+                 const std::vector<std::string>& slot_names,
+                 const std::vector<Tensor>& slot_values, int64_t version, Replies* out);
+  // The same with no slots: every variable starts with fresh ones.
+  Status Restore(const std::vector<std::string>& names, const std::vector<Tensor>& values,
+                 int64_t version, Replies* out) {
+    return Restore(names, values, {}, {}, version, out);
+  }
   // Raises the version to at least `floor` (a no-op when it is higher already) and
   // remembers the floor for later Restores; see the top of this file.
   void RaiseVersion(int64_t floor, Replies* out);
@@ -237,8 +253,10 @@ class ParameterShardState {
   std::map<RequestId, ParkedPush> parked_pushes_;  // kSync waiters or SSP-parked
   // Snapshot requests waiting for their version: id -> (version, deadline).
   std::map<RequestId, std::pair<int64_t, int64_t>> parked_snapshots_;
-  // The values of version_ - 1 (kept by every update); empty before the first.
+  // The values of version_ - 1 and their slots (kept by every update); empty before
+  // the first.
   std::map<std::string, Tensor> previous_;
+  std::map<std::string, Tensor> previous_slots_;
   bool hold_ = false;
   std::vector<HeldPush> held_;
 

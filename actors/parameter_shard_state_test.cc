@@ -321,6 +321,111 @@ TEST(ParameterShardStateTest, ARestoreNeverGoesBelowTheFloorRaisedBeforeOrAfterI
   EXPECT_EQ(s->version(), 40);
 }
 
+// An adam shard holding "w" = [1, 2] (float32) and "x" = [3] (float64).
+std::unique_ptr<State> AdamShard() {
+  ShardConfig config = Config(UpdateMode::kAsync, 1);
+  config.optimizer = "adam";
+  config.learning_rate = 0.1;
+  auto s = State::Create("ps0", config);
+  EXPECT_TRUE(s.ok()) << s.status();
+  State::Replies out;
+  EXPECT_TRUE((*s)->Initialize({"w", "x"},
+                               {Tensor::FromVector<float>({1, 2}), Tensor::FromVector<double>({3})},
+                               &out)
+                  .ok());
+  return std::move(s).value();
+}
+
+ShardPushArgs AdamGrad(int64_t base, float w0, float w1, double x) {
+  ShardPushArgs p;
+  p.worker = 0;
+  p.base_version = base;
+  p.names = {"w", "x"};
+  p.gradients = {Tensor::FromVector<float>({w0, w1}), Tensor::FromVector<double>({x})};
+  return p;
+}
+
+// The bytes of every variable, by name.
+std::map<std::string, std::vector<double>> Values(State* s) {
+  State::Replies out;
+  s->Pull(999, 0, kNever, &out);
+  EXPECT_EQ(out.pulls.size(), 1u);
+  std::map<std::string, std::vector<double>> values;
+  for (size_t i = 0; i < out.pulls[0].names.size(); ++i) {
+    const Tensor& t = out.pulls[0].values[i];
+    for (int64_t e = 0; e < t.NumElements(); ++e) {
+      values[out.pulls[0].names[i]].push_back(t.ElementAsDouble(e));
+    }
+  }
+  return values;
+}
+
+TEST(ParameterShardStateTest, ASnapshotRestoredWithItsSlotsContinuesAdamExactly) {
+  auto original = AdamShard();
+  State::Replies out;
+  original->Push(1, AdamGrad(0, 0.5f, -1, 2), kNever, &out);
+  original->Push(2, AdamGrad(1, -0.25f, 0.75f, -3), kNever, &out);
+  out = {};
+  original->SnapshotAt(3, 2, kNever, &out);
+  ASSERT_EQ(out.pulls.size(), 1u);
+  State::PullReply cut = out.pulls[0];
+  ASSERT_TRUE(cut.status.ok()) << cut.status;
+  EXPECT_EQ(cut.slot_names,
+            (std::vector<std::string>{"w/Adam_beta1_power", "w/Adam_beta2_power", "w/Adam_m",
+                                      "w/Adam_v", "x/Adam_beta1_power", "x/Adam_beta2_power",
+                                      "x/Adam_m", "x/Adam_v"}));
+  EXPECT_FLOAT_EQ(cut.slot_values[0].data<float>()[0], 0.9f * 0.9f * 0.9f);
+  // An ordinary pull carries no slots.
+  out = {};
+  original->Pull(4, 0, kNever, &out);
+  ASSERT_EQ(out.pulls.size(), 1u);
+  EXPECT_TRUE(out.pulls[0].slot_names.empty());
+  EXPECT_TRUE(out.pulls[0].slot_values.empty());
+
+  auto restored = AdamShard();
+  auto without_slots = AdamShard();
+  ASSERT_TRUE(restored->Restore(cut.names, cut.values, cut.slot_names, cut.slot_values, 2, &out)
+                  .ok());
+  ASSERT_TRUE(without_slots->Restore(cut.names, cut.values, 2, &out).ok());
+  for (State* s : {original.get(), restored.get(), without_slots.get()}) {
+    s->Push(5, AdamGrad(2, 1, 1, -0.5), kNever, &out);
+  }
+  EXPECT_EQ(Values(restored.get()), Values(original.get()));
+  EXPECT_NE(Values(without_slots.get()), Values(original.get()));  // fresh slots differ
+}
+
+TEST(ParameterShardStateTest, ASnapshotOfThePreviousVersionCarriesThatVersionsSlots) {
+  auto original = AdamShard();
+  State::Replies out;
+  original->Push(1, AdamGrad(0, 0.5f, -1, 2), kNever, &out);
+  original->Push(2, AdamGrad(1, -0.25f, 0.75f, -3), kNever, &out);  // version 2
+  out = {};
+  original->SnapshotAt(3, 1, kNever, &out);  // from the retained version 1
+  ASSERT_EQ(out.pulls.size(), 1u);
+  State::PullReply cut = out.pulls[0];
+  ASSERT_TRUE(cut.status.ok()) << cut.status;
+  ASSERT_FALSE(cut.slot_names.empty());
+  auto restored = AdamShard();
+  ASSERT_TRUE(restored->Restore(cut.names, cut.values, cut.slot_names, cut.slot_values, 1, &out)
+                  .ok());
+  restored->Push(4, AdamGrad(1, -0.25f, 0.75f, -3), kNever, &out);  // version 1 -> 2 again
+  EXPECT_EQ(Values(restored.get()), Values(original.get()));
+}
+
+TEST(ParameterShardStateTest, ARestoreWithABadSlotNamesItAndChangesNothing) {
+  auto s = AdamShard();
+  State::Replies out;
+  s->Push(1, AdamGrad(0, 0.5f, -1, 2), kNever, &out);
+  const auto before = Values(s.get());
+  Status bad = s->Restore({"w", "x"}, {Tensor::FromVector<float>({7, 7}),
+                                       Tensor::FromVector<double>({7})},
+                          {"w/Adam_m"}, {Tensor::FromVector<float>({1, 2, 3})}, 5, &out);
+  EXPECT_EQ(bad.code(), Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(bad.message(), "'w/Adam_m'")) << bad;
+  EXPECT_EQ(s->version(), 1);
+  EXPECT_EQ(Values(s.get()), before);
+}
+
 TEST(ParameterShardStateTest, InitializingTwiceKeepsTheValues) {
   auto s = Shard(Config(UpdateMode::kAsync, 1));
   State::Replies out;

@@ -12,8 +12,9 @@
 //          (shard_join_atom, worker, worker actor) -> Status   the shard monitors it
 //          (shard_leave_atom, worker) -> Status
 //          (shard_stats_atom) -> Stats
-//          (shard_snap_atom, version, timeout_ms) -> PullReply   values at exactly version
-//          (shard_restore_atom, names, values, version) -> Status
+//          (shard_snap_atom, version, timeout_ms) -> PullReply   values and optimizer
+//                                                   slots at exactly version
+//          (shard_restore_atom, names, values, slot_names, slot_values, version) -> Status
 //          (shard_hold_atom, bool hold) -> Status              park / apply pushes
 //          (shard_floor_atom, floor) -> Status      version := max(version, floor)
 // timeout_ms <= 0: no deadline. Included only by actors/*.cc.
@@ -62,7 +63,7 @@ typename Inspector::result_type inspect(Inspector& f, ShardPushArgs& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ParameterShardState::PullReply& x) {
   return f(caf::meta::type_name("actorflow.ShardPullReply"), x.id, x.status, x.version, x.names,
-           x.values);
+           x.values, x.slot_names, x.slot_values);
 }
 
 template <class Inspector>

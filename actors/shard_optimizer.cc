@@ -1,5 +1,6 @@
 #include "actors/shard_optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -11,6 +12,17 @@ constexpr double kBeta1 = 0.9;
 constexpr double kBeta2 = 0.999;
 constexpr double kEpsilon = 1e-8;
 constexpr double kAdagradInitialAccumulator = 0.1;
+
+constexpr char kBeta1PowerSuffix[] = "Adam_beta1_power";
+constexpr char kBeta2PowerSuffix[] = "Adam_beta2_power";
+
+bool IsHostFloat(const Tensor& t, DType dtype) {
+  return t.IsInitialized() && !t.IsOnDevice() && t.dtype() == dtype;
+}
+
+std::string Describe(const Tensor& t) {
+  return t.IsInitialized() ? t.DebugString() : std::string("<empty>");
+}
 
 Tensor Filled(const Tensor& like, double value) {
   Tensor t(like.dtype(), like.shape());
@@ -40,8 +52,37 @@ StatusOr<std::unique_ptr<ShardOptimizer>> ShardOptimizer::Create(const std::stri
   return std::unique_ptr<ShardOptimizer>(new ShardOptimizer(rule, learning_rate));
 }
 
+std::vector<std::string> ShardOptimizer::SlotSuffixes(const std::string& rule) {
+  if (rule == "momentum") return {"Momentum"};
+  if (rule == "adagrad") return {"Adagrad"};
+  if (rule == "adam") return {"Adam_m", "Adam_v", kBeta1PowerSuffix, kBeta2PowerSuffix};
+  return {};
+}
+
+std::vector<std::string> ShardOptimizer::AllSlotSuffixes() {
+  std::vector<std::string> all;
+  for (const char* rule : {"momentum", "adagrad", "adam"}) {
+    for (std::string& suffix : SlotSuffixes(rule)) all.push_back(std::move(suffix));
+  }
+  return all;
+}
+
+bool ShardOptimizer::SplitSlotName(const std::string& name,
+                                   const std::vector<std::string>& suffixes,
+                                   std::string* variable) {
+  const size_t slash = name.rfind('/');
+  if (slash == std::string::npos || slash == 0) return false;
+  const std::string suffix = name.substr(slash + 1);
+  if (std::find(suffixes.begin(), suffixes.end(), suffix) == suffixes.end()) return false;
+  *variable = name.substr(0, slash);
+  return true;
+}
+
 void ShardOptimizer::AddVariable(const std::string& name, const Tensor& value) {
-  std::vector<Tensor>& slots = slots_[name];
+  VariableSlots& entry = slots_[name];
+  entry.dtype = value.dtype();
+  entry.shape = value.shape();
+  std::vector<Tensor>& slots = entry.slots;
   slots.clear();
   if (rule_ == "momentum") slots.push_back(Filled(value, 0.0));
   if (rule_ == "adagrad") slots.push_back(Filled(value, kAdagradInitialAccumulator));
@@ -53,7 +94,10 @@ void ShardOptimizer::AddVariable(const std::string& name, const Tensor& value) {
 
 void ShardOptimizer::Apply(const std::string& name, Tensor* var, const Tensor& grad) {
   if (!var->RefCountIsOne()) *var = var->DeepCopy();
-  std::vector<Tensor>* slots = &slots_[name];
+  std::vector<Tensor>* slots = &slots_[name].slots;
+  for (Tensor& slot : *slots) {
+    if (!slot.RefCountIsOne()) slot = slot.DeepCopy();  // an export still holds it
+  }
   if (var->dtype() == DType::kFloat32) {
     ApplyTyped<float>(slots, var, grad);
   } else {
@@ -111,6 +155,107 @@ void ShardOptimizer::FinishUpdate() {
   beta2_power_f_ *= static_cast<float>(kBeta2);
   beta1_power_d_ *= kBeta1;
   beta2_power_d_ *= kBeta2;
+}
+
+std::map<std::string, Tensor> ShardOptimizer::ExportSlots() const {
+  std::map<std::string, Tensor> out;
+  const std::vector<std::string> suffixes = SlotSuffixes(rule_);
+  for (const auto& [name, entry] : slots_) {
+    for (size_t i = 0; i < entry.slots.size(); ++i) {
+      out[name + "/" + suffixes[i]] = entry.slots[i];
+    }
+    if (rule_ != "adam") continue;
+    const bool f32 = entry.dtype == DType::kFloat32;
+    out[name + "/" + kBeta1PowerSuffix] =
+        f32 ? Tensor::Scalar<float>(beta1_power_f_) : Tensor::Scalar<double>(beta1_power_d_);
+    out[name + "/" + kBeta2PowerSuffix] =
+        f32 ? Tensor::Scalar<float>(beta2_power_f_) : Tensor::Scalar<double>(beta2_power_d_);
+  }
+  return out;
+}
+
+Status ShardOptimizer::ImportSlots(const std::map<std::string, Tensor>& slots) {
+  const std::vector<std::string> suffixes = SlotSuffixes(rule_);
+  const size_t per_variable = rule_ == "adam" ? 2 : suffixes.size();  // [var shape] slots
+  // Checked first, committed after: by variable, its [var shape] slots (in order).
+  std::map<std::string, std::vector<const Tensor*>> given;
+  // Adam's beta powers by dtype: {beta1, beta2} and the slot each came from.
+  std::map<DType, std::pair<const Tensor*, std::string>> powers[2];
+  for (const auto& [slot_name, tensor] : slots) {
+    std::string var;
+    if (!SplitSlotName(slot_name, suffixes, &var) || !slots_.count(var)) {
+      return InvalidArgument("slot '" + slot_name + "' is not a slot of " + rule_ +
+                             (suffixes.empty() ? " (which has none)" : "") +
+                             " for a variable of this shard");
+    }
+    const VariableSlots& entry = slots_.at(var);
+    const std::string suffix = slot_name.substr(var.size() + 1);
+    const size_t index = std::find(suffixes.begin(), suffixes.end(), suffix) - suffixes.begin();
+    const std::string variable_is = "; the variable '" + var + "' is " + DTypeName(entry.dtype) +
+                                    entry.shape.ToString();
+    if (index < per_variable) {
+      if (!IsHostFloat(tensor, entry.dtype) || tensor.shape() != entry.shape) {
+        return InvalidArgument("slot '" + slot_name + "' is " + Describe(tensor) + variable_is);
+      }
+      auto& list = given[var];
+      list.resize(per_variable, nullptr);
+      list[index] = &tensor;
+      continue;
+    }
+    // A beta power: a scalar of the variable's dtype, equal on every variable of it.
+    if (!IsHostFloat(tensor, entry.dtype) || tensor.shape() != Shape{}) {
+      return InvalidArgument("slot '" + slot_name + "' is " + Describe(tensor) +
+                             " but must be a " + DTypeName(entry.dtype) + " scalar" +
+                             variable_is);
+    }
+    auto& seen = powers[index - per_variable];
+    auto it = seen.find(entry.dtype);
+    if (it == seen.end()) {
+      seen[entry.dtype] = {&tensor, slot_name};
+    } else if (it->second.first->ElementAsDouble(0) != tensor.ElementAsDouble(0)) {
+      return InvalidArgument("slot '" + slot_name + "' is " +
+                             std::to_string(tensor.ElementAsDouble(0)) + " but '" +
+                             it->second.second + "' is " +
+                             std::to_string(it->second.first->ElementAsDouble(0)) +
+                             ": the beta powers are the same on every variable of a shard");
+    }
+  }
+  for (const auto& [var, list] : given) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i] == nullptr) {
+        return InvalidArgument("slot '" + var + "/" + suffixes[i] + "' is missing while other " +
+                               "slots of variable '" + var + "' are given");
+      }
+    }
+    if (rule_ != "adam") continue;
+    const DType dtype = slots_.at(var).dtype;
+    for (int p = 0; p < 2; ++p) {
+      if (!powers[p].count(dtype)) {
+        return InvalidArgument("slot '" + var + "/" + suffixes[per_variable + p] +
+                               "' is missing: adam slots need the beta powers (of some " +
+                               DTypeName(dtype) + " variable)");
+      }
+    }
+  }
+  for (const auto& [var, list] : given) {
+    std::vector<Tensor>& own = slots_.at(var).slots;
+    for (size_t i = 0; i < list.size(); ++i) own[i] = list[i]->DeepCopy();
+  }
+  for (const auto& [dtype, power] : powers[0]) {
+    if (dtype == DType::kFloat32) {
+      beta1_power_f_ = *power.first->data<float>();
+    } else {
+      beta1_power_d_ = *power.first->data<double>();
+    }
+  }
+  for (const auto& [dtype, power] : powers[1]) {
+    if (dtype == DType::kFloat32) {
+      beta2_power_f_ = *power.first->data<float>();
+    } else {
+      beta2_power_d_ = *power.first->data<double>();
+    }
+  }
+  return Status::OK();
 }
 
 }  // namespace actorflow

@@ -12,8 +12,20 @@
 //   adagrad   accum += g^2; var -= lr * g / sqrt(accum)                (accum from 0.1)
 // Arithmetic happens in the variable's dtype (float32 or float64).
 //
+// Slots leave and enter as tensors named "<var>/<suffix>" (SlotSuffixes), so that a
+// checkpoint holds them beside the variables (training/ps_checkpoint.h):
+//   momentum  <var>/Momentum                       [var shape]
+//   adagrad   <var>/Adagrad                        [var shape]
+//   adam      <var>/Adam_m, <var>/Adam_v           [var shape]
+//             <var>/Adam_beta1_power, <var>/Adam_beta2_power   [] in the var's dtype
+//             (the shard's beta powers, the same on every variable of a dtype)
+//   sgd       none
+// A name "V/S" is a slot when V is a variable and S one of the rule's suffixes.
+//
 // CAF-free. Invariants: every variable given to Apply was first given to AddVariable
 // with the same dtype and shape; one update = Apply on each variable, then FinishUpdate.
+// A slot buffer is written in place only while the optimizer is its sole owner
+// (copy-on-write, as the variables): exported slots never change afterwards.
 // Thread safety: none (owned by one shard).
 #ifndef ACTORFLOW_ACTORS_SHARD_OPTIMIZER_H_
 #define ACTORFLOW_ACTORS_SHARD_OPTIMIZER_H_
@@ -35,13 +47,39 @@ class ShardOptimizer {
   static StatusOr<std::unique_ptr<ShardOptimizer>> Create(const std::string& rule,
                                                           double learning_rate);
 
+  // The slot suffixes of `rule`, in export order (see the top of this file); empty
+  // for sgd and for an unknown rule.
+  static std::vector<std::string> SlotSuffixes(const std::string& rule);
+  // The suffixes of every rule: a name "V/S" with V a variable and S among them is a
+  // slot of some optimizer (perhaps another one than a shard's).
+  static std::vector<std::string> AllSlotSuffixes();
+  // Splits `name` = "V/S" at its last '/' when S is one of `suffixes`: true and
+  // *variable = V. Whether V is a variable is the caller's to check.
+  static bool SplitSlotName(const std::string& name, const std::vector<std::string>& suffixes,
+                            std::string* variable);
+
   // Creates the slots of `name` for a variable like `value` (float32 or float64).
   void AddVariable(const std::string& name, const Tensor& value);
-  // One update of variable `name`: *var (copied first when its buffer is shared,
-  // since readers may still hold it) is changed in place with `grad` [same shape].
+  // One update of variable `name`: *var and its slots (each copied first when its
+  // buffer is shared, since readers or exports may still hold it) are changed in
+  // place with `grad` [same shape].
   void Apply(const std::string& name, Tensor* var, const Tensor& grad);
   // Ends one update of every variable (Adam's beta powers advance).
   void FinishUpdate();
+
+  // The slots of every variable, by slot name: [var shape] tensors sharing this
+  // optimizer's buffers (read-only: later updates copy before writing) and, for adam,
+  // the beta powers as new scalars. Empty for sgd.
+  std::map<std::string, Tensor> ExportSlots() const;
+  // Replaces the slots of the variables named in `slots` (names and tensors as
+  // ExportSlots gives them; the tensors are copied); a variable with none given keeps
+  // its slots. Adam's beta powers are taken from any variable of each dtype that has
+  // them. InvalidArgument naming the slot, and nothing changes, for: a name that is
+  // not a slot of this rule for an added variable, a dtype or shape unlike the
+  // variable's (a beta power must be a scalar of its dtype), a variable given only
+  // some of its [var shape] slots, adam m/v given with no beta powers of their dtype,
+  // or beta powers that disagree between variables of one dtype.
+  Status ImportSlots(const std::map<std::string, Tensor>& slots);
 
   const std::string& rule() const { return rule_; }
 
@@ -52,10 +90,16 @@ class ShardOptimizer {
   template <typename T>
   void ApplyTyped(std::vector<Tensor>* slots, Tensor* var, const Tensor& grad);
 
+  struct VariableSlots {
+    DType dtype = DType::kFloat32;
+    Shape shape;
+    // [var shape] each, in SlotSuffixes order: momentum/adagrad: accum; adam: m, v.
+    std::vector<Tensor> slots;
+  };
+
   std::string rule_;
   double learning_rate_;
-  // Per variable: its slots ([var shape] each): momentum/adagrad: accum; adam: m, v.
-  std::map<std::string, std::vector<Tensor>> slots_;
+  std::map<std::string, VariableSlots> slots_;  // by variable name
   // Adam's beta powers, kept in each dtype as the graph keeps them.
   float beta1_power_f_ = 0.9f, beta2_power_f_ = 0.999f;
   double beta1_power_d_ = 0.9, beta2_power_d_ = 0.999;

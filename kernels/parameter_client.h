@@ -49,6 +49,11 @@ struct ParameterServerOptions {
 // shard, opaque to drivers: hand it back to Push).
 struct ParameterSnapshot {
   std::map<std::string, Tensor> values;
+  // Snapshot only (Pull leaves it empty): the shards' optimizer slots at the cut,
+  // "<var>/<suffix>" as actors/shard_optimizer.h names them (momentum
+  // "<var>/Momentum", adagrad "<var>/Adagrad", adam "<var>/Adam_m", "<var>/Adam_v",
+  // "<var>/Adam_beta1_power", "<var>/Adam_beta2_power"; none for sgd). Read-only.
+  std::map<std::string, Tensor> slots;
   std::vector<int64_t> shard_versions;
   // Updates applied so far (the global step as the shards see it).
   int64_t global_step = 0;
@@ -94,13 +99,21 @@ class ParameterClient {
   // behind is waited for, one already past the previous version answers
   // FailedPrecondition). kAsync/SSP: pushes are held on every shard while all are
   // read, then released; `version` must be < 0 and the cut's global_step is the
-  // largest shard version. The result's global_step is the cut's version.
+  // largest shard version. The result's global_step is the cut's version; its
+  // `slots` are the optimizer slots at that version, so that a Restore of values and
+  // slots together continues exactly (for every optimizer, not only sgd).
   virtual StatusOr<ParameterSnapshot> Snapshot(int64_t version, int64_t timeout_ms) {
     return Unimplemented("this parameter client cannot take coordinated snapshots");
   }
   // Replaces every variable on its shard (the same assignment as Initialize) and
   // sets every shard's version to `version`; a shard that was never initialized
   // (a restarted ps task) is initialized by it and releases its waiting pulls.
+  // `values` holds the variables and, beside them, optimizer slots (a Snapshot's
+  // values and slots merged in one map, as a checkpoint holds them): a name "V/S" is
+  // a slot when V is also in `values` and S is a slot suffix of the configured
+  // optimizer; it goes to V's shard. A variable given no slots starts with fresh
+  // ones (exact for sgd only); slots of another optimizer are left out.
+  // InvalidArgument naming the slot for one unlike its variable.
   // Unavailable naming the ps task and its address when a shard is unreachable.
   virtual Status Restore(const std::map<std::string, Tensor>& values, int64_t version,
                          int64_t timeout_ms) {

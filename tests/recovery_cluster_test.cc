@@ -3,11 +3,14 @@
 // supervisor gets Unavailable naming it, reconnects once it is back, restores the
 // shards from the last coordinated checkpoint, keeps the global step and finishes),
 // a chief stopped and
-// started again (it continues from the shards' global step), and a restore with a
-// shard unreachable. Every wait is bounded; no sleeps.
+// started again (it continues from the shards' global step), a restore with a
+// shard unreachable, and a checkpoint of adam that restores its slots (the restored
+// shards continue bit for bit). Every wait is bounded; no sleeps.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -217,6 +220,92 @@ TEST_F(RecoveryClusterTest, SyncSnapshotCutsEveryShardAtOneVersionAndRestoresIt)
   ASSERT_TRUE(now.ok()) << now.status();
   EXPECT_EQ(now->shard_versions, (std::vector<int64_t>{3, 3}));
   EXPECT_FLOAT_EQ(now->values.at("a").data<float>()[0], 1 - 0.2f * 3);
+}
+
+// Pushes `steps` (gradients by variable) one by one, each on a fresh pull, and
+// returns the values after each.
+std::vector<std::map<std::string, Tensor>> PushAll(
+    ParameterClient* client, const std::vector<std::map<std::string, Tensor>>& steps) {
+  std::vector<std::map<std::string, Tensor>> after;
+  for (const auto& g : steps) {
+    auto base = client->Pull(kTimeoutMs);
+    EXPECT_TRUE(base.ok()) << base.status();
+    if (!base.ok()) break;
+    auto pushed = client->Push(*base, g, kTimeoutMs);
+    EXPECT_TRUE(pushed.ok()) << pushed.status();
+    if (!pushed.ok() || !pushed->applied) break;
+    auto now = client->Pull(kTimeoutMs);
+    EXPECT_TRUE(now.ok()) << now.status();
+    if (!now.ok()) break;
+    std::map<std::string, Tensor> copies;
+    for (const auto& [name, value] : now->values) copies[name] = value.DeepCopy();
+    after.push_back(std::move(copies));
+  }
+  return after;
+}
+
+bool BitIdentical(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
+}
+
+TEST_F(RecoveryClusterTest, AdamCheckpointRestoresItsSlotsAndContinuesBitForBit) {
+  options_.ps.optimizer = "adam";
+  options_.ps.learning_rate = 0.05;
+  auto grads = [](float a0, float a1, double b) {
+    return std::map<std::string, Tensor>{{"a", Tensor::FromVector<float>({a0, a1})},
+                                         {"b", Tensor::FromVector<double>({b})}};
+  };
+  const std::vector<std::map<std::string, Tensor>> before = {
+      grads(1, -2, 0.5), grads(0.25f, 0.5f, -1.5), grads(-3, 1, 2)};
+  const std::vector<std::map<std::string, Tensor>> later = {
+      grads(0.5f, 0.5f, 0.5), grads(-1, 2, -0.25), grads(2, -0.125f, 1)};
+
+  auto cluster = Cluster(2);
+  ASSERT_TRUE(cluster);
+  auto client = ConnectParameterServers(cluster->spec(), "ps", options_.ps, kTimeoutMs);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->Register(0).ok());
+  ASSERT_TRUE((*client)
+                  ->Initialize({{"a", Tensor::FromVector<float>({1, 2})},
+                                {"b", Tensor::FromVector<double>({10})}})
+                  .ok());
+  ASSERT_EQ(PushAll(client->get(), before).size(), before.size());
+  const std::string dir = TmpDir("adam_cut");
+  auto saved = SavePsCheckpoint(client->get(), dir, -1, kTimeoutMs);
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  EXPECT_EQ(saved->global_step, 3);
+  auto written = ReadCheckpoint(saved->prefix);
+  ASSERT_TRUE(written.ok()) << written.status();
+  for (const char* name : {"a", "b", "a/Adam_m", "a/Adam_v", "a/Adam_beta1_power",
+                           "b/Adam_m", "b/Adam_v", "b/Adam_beta2_power", "global_step"}) {
+    EXPECT_EQ(written->count(name), 1u) << name;
+  }
+  const auto expected = PushAll(client->get(), later);
+  ASSERT_EQ(expected.size(), later.size());
+
+  // A fresh pair of ps tasks, restored from the checkpoint, given the same pushes.
+  auto fresh = Cluster(2);
+  ASSERT_TRUE(fresh);
+  auto other = ConnectParameterServers(fresh->spec(), "ps", options_.ps, kTimeoutMs);
+  ASSERT_TRUE(other.ok()) << other.status();
+  auto restored = RestorePsCheckpoint(other->get(), dir, kTimeoutMs);
+  ASSERT_TRUE(restored.ok()) << restored.status();
+  EXPECT_EQ(restored->global_step, 3);
+  ASSERT_TRUE((*other)->Register(0).ok());
+  auto now = (*other)->Pull(kTimeoutMs);
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_TRUE(now->slots.empty());  // a pull carries no slots
+  EXPECT_EQ(now->values.size(), 2u);  // the slots were not restored as variables
+  const auto actual = PushAll(other->get(), later);
+  ASSERT_EQ(actual.size(), later.size());
+  for (size_t step = 0; step < later.size(); ++step) {
+    for (const char* name : {"a", "b"}) {
+      EXPECT_TRUE(BitIdentical(actual[step].at(name), expected[step].at(name)))
+          << name << " after later push " << step << ": " << actual[step].at(name).ElementAsDouble(0)
+          << " vs " << expected[step].at(name).ElementAsDouble(0);
+    }
+  }
 }
 
 TEST_F(RecoveryClusterTest, RestoreWithAShardUnreachableNamesIt) {

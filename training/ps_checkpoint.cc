@@ -31,6 +31,16 @@ StatusOr<PsCheckpointInfo> SavePsCheckpoint(ParameterClient* client, const std::
     }
   }
   std::vector<std::pair<std::string, Tensor>> tensors(cut.values.begin(), cut.values.end());
+  // The slots go beside the variables, as ordinary tensors ("<var>/<suffix>"); a
+  // restore tells them apart by that name.
+  for (const auto& [name, slot] : cut.slots) {
+    if (cut.values.count(name) != 0 || name == kGlobalStepVariable) {
+      return InvalidArgument("SavePsCheckpoint: optimizer slot '" + name +
+                             "' has the name of a variable; rename the variable (a name "
+                             "'<var>/<slot>' is read back as a slot of <var>)");
+    }
+    tensors.emplace_back(name, slot);
+  }
   if (cut.values.count(kGlobalStepVariable) == 0) {
     tensors.emplace_back(kGlobalStepVariable, Tensor::Scalar<int64_t>(cut.global_step));
   }
@@ -43,7 +53,8 @@ StatusOr<PsCheckpointInfo> RestorePsCheckpoint(ParameterClient* client,
                                                const std::string& checkpoint, int64_t timeout_ms) {
   if (client == nullptr) return InvalidArgument("RestorePsCheckpoint: the client is null");
   AF_ASSIGN_OR_RETURN(auto values, ReadCheckpoint(checkpoint));
-  // The global step travels as the shards' version, not as a variable.
+  // Variables and optimizer slots go to Restore together (it tells them apart by
+  // their names); the global step travels as the shards' version, not as a variable.
   auto step_value = values.find(kGlobalStepVariable);
   if (step_value != values.end() && step_value->second.dtype() == DType::kInt64) {
     values.erase(step_value);

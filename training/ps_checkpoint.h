@@ -3,9 +3,15 @@
 // step for all shards; under async a hold-read-release cut) and writes it with
 // training/checkpoint.h's format, the manifest's global_step being the cut's
 // version; it also holds "global_step" (int64), as a model's own Saver checkpoint
-// does, so `actorflow predict` and a worker's Saver read it like any other.
-// Restoring reads a checkpoint and replaces every shard's variables and version with
-// it (ParameterClient::Restore), e.g. after a ps task restarted empty.
+// does, so `actorflow predict` and a worker's Saver read it like any other. The
+// shards' optimizer slots at the cut are written beside the variables as ordinary
+// tensors named "<var>/<suffix>" (e.g. "<var>/Adam_m"; see actors/shard_optimizer.h;
+// none for sgd), which a model's Saver ignores.
+// Restoring reads a checkpoint and replaces every shard's variables, slots and
+// version with it (ParameterClient::Restore), e.g. after a ps task restarted empty:
+// training then continues exactly as it would have from the cut, for every
+// optimizer. A checkpoint without slots (sgd, or one of an older version) restores
+// its variables with fresh slots.
 //
 // A checkpoint is written whole or not at all (WriteCheckpointTensors' atomicity):
 // a failed cut writes nothing.
@@ -30,7 +36,8 @@ struct PsCheckpointInfo {
 // Cuts the shards at `version` (< 0: the newest; see ParameterClient::Snapshot) and
 // writes "<dir>/ckpt-<version>", keeping `max_to_keep` checkpoints. A cut at the
 // step of the newest checkpoint already in `dir` writes nothing and returns it.
-// Errors: the client's (Unavailable naming a ps task), WriteCheckpointTensors'.
+// Errors: the client's (Unavailable naming a ps task), WriteCheckpointTensors';
+// InvalidArgument when a slot's name is also a variable's.
 StatusOr<PsCheckpointInfo> SavePsCheckpoint(ParameterClient* client, const std::string& dir,
                                             int64_t version, int64_t timeout_ms,
                                             int max_to_keep = 5);

@@ -28,8 +28,9 @@
 //
 // Scope: sync mode is the one where a resumed run ends where an uninterrupted one
 // does (it trains until the global step reaches its target); in async and SSP mode
-// a restarted driver pushes its full share of steps again. Optimizer slots are not
-// in the shards' checkpoints: a restore restarts them (exact for sgd).
+// a restarted driver pushes its full share of steps again. The shards' checkpoints
+// hold the optimizer slots (momentum, adagrad and adam accumulators, adam's beta
+// powers) beside the variables, so a restore continues every optimizer exactly.
 //
 // Thread safety: Run runs on the calling thread (the log callback too); Stop may be
 // called from any thread (progress callbacks included).
