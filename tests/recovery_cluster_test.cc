@@ -155,6 +155,36 @@ TEST_F(RecoveryClusterTest, PsStoppedMidTrainingIsRestoredFromTheLastCheckpoint)
               report.result.eval.accuracy, baseline);
 }
 
+TEST_F(RecoveryClusterTest, AnAsyncWorkerPushesOnlyTheRestOfItsShareAfterARestore) {
+  options_.ps.mode = UpdateMode::kAsync;
+  auto cluster = Cluster(1);
+  ASSERT_TRUE(cluster);
+  LocalCluster* c = cluster.get();
+  WorkerOptions worker;
+  bool killed = false;
+  std::vector<int64_t> steps;  // the worker's push count at each progress report
+  worker.progress = [&](const WorkerProgress& p) {
+    steps.push_back(p.step);
+    if (killed || p.global_step != 25) return;
+    killed = true;
+    EXPECT_TRUE(c->StopTask("ps", 0).ok());
+    EXPECT_TRUE(c->RestartTask("ps", 0).ok());
+  };
+  RecoverySupervisor sup(options_, worker, Recovery("async_ps_stop"), Factory(*cluster));
+  RecoveryReport report;
+  Status s = sup.Run(train_, test_, &report);
+  ASSERT_TRUE(s.ok()) << s << "\n" << report.Summary();
+  ASSERT_EQ(report.events.size(), 1u) << report.Summary();
+  EXPECT_EQ(report.events[0].checkpoint_step, 20);
+  const int64_t planned = PlannedStepsPerWorker(options_, train_.labels.NumElements());
+  ASSERT_EQ(report.result.workers.size(), 1u);
+  EXPECT_EQ(report.result.workers[0].steps, planned);  // not planned + 25
+  // The push count went on from 25 after the restart instead of starting over.
+  for (size_t i = 1; i < steps.size(); ++i) EXPECT_EQ(steps[i], steps[i - 1] + 1) << i;
+  EXPECT_EQ(report.global_steps.back(), planned);  // 25 kept, then the rest of the share
+  ExpectMonotone(report);
+}
+
 TEST_F(RecoveryClusterTest, RestartedChiefContinuesTheShardsGlobalStep) {
   auto cluster = Cluster(1);
   ASSERT_TRUE(cluster);

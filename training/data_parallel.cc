@@ -95,6 +95,7 @@ StatusOr<std::unique_ptr<WorkerDriver>> WorkerDriver::Create(const DataParallelO
   AF_ASSIGN_OR_RETURN(ShardedBatches batches,
                       ShardedBatches::Create(train.features, train.labels, shard));
   driver->batches_ = std::make_unique<ShardedBatches>(std::move(batches));
+  driver->batches_->Skip(std::max<int64_t>(worker_options.steps_done, 0));
   driver->num_rows_ = train.features.dim(0);
   AF_ASSIGN_OR_RETURN(driver->model_, WorkerModel::Create(options.spec, options.seed,
                                                           options.session_factory,
@@ -164,7 +165,7 @@ Status WorkerDriver::RunLoop(WorkerReport* report) {
   double shortest_step = 0.0;
   while (true) {
     if (stopped()) return Cancelled("stopped after " + std::to_string(report->steps) + " steps");
-    if (!sync && report->steps >= planned) return Status::OK();
+    if (!sync && worker_options_.steps_done + report->steps >= planned) return Status::OK();
     const Clock::time_point step_start = Clock::now();
     AF_ASSIGN_OR_RETURN(ParameterSnapshot snapshot, client_->Pull(options_.timeout_ms));
     report->global_step = snapshot.global_step;
@@ -186,7 +187,7 @@ Status WorkerDriver::RunLoop(WorkerReport* report) {
     if (worker_options_.progress) {
       WorkerProgress progress;
       progress.worker = worker;
-      progress.step = report->steps;
+      progress.step = worker_options_.steps_done + report->steps;
       progress.planned_steps = planned;
       progress.epoch = batch.epoch;
       progress.loss = step.loss;

@@ -94,7 +94,7 @@ int64_t SyncTargetGlobalStep(const DataParallelOptions& options, int64_t num_row
 // After each push, on the worker's thread.
 struct WorkerProgress {
   int worker = 0;
-  int64_t step = 0;           // pushes so far, this one included
+  int64_t step = 0;           // pushes so far, this one included (steps_done too)
   int64_t planned_steps = 0;  // async/ssp: exact; sync: the share of the target
   int64_t epoch = 0;          // of the batch (0-based)
   double loss = 0.0;          // the batch's loss at the pulled parameters
@@ -124,6 +124,10 @@ struct WorkerOptions {
   // and push) plus delay_ms.
   double delay_factor = 0.0;
   int64_t delay_ms = 0;
+  // Pushes this worker made in earlier runs of the same training (a supervisor
+  // restarting its driver): the data goes on after those batches, and an async/SSP
+  // driver pushes only the rest of its share.
+  int64_t steps_done = 0;
 };
 
 class WorkerDriver {

@@ -112,4 +112,17 @@ void ShardedBatches::Next(Batch* batch) {
   ++step_;
 }
 
+void ShardedBatches::Skip(int64_t batches) {
+  if (batches <= 0) return;
+  // Position p = epoch * S + step, with step == S standing for "the next epoch".
+  const int64_t target = epoch_ * steps_per_epoch_ + step_ + batches;
+  const int64_t epoch = (target - 1) / steps_per_epoch_;
+  if (epoch != epoch_) {
+    epoch_ = epoch;
+    rows_ = ShardRows(features_.dim(0), options_.seed, epoch_, options_.worker,
+                      options_.num_workers);
+  }
+  step_ = target - epoch_ * steps_per_epoch_;
+}
+
 }  // namespace actorflow

@@ -62,6 +62,9 @@ class ShardedBatches {
   // The next batch of this worker's shard; after an epoch's last batch comes the next
   // epoch's first.
   void Next(Batch* batch);
+  // Moves past `batches` batches as if Next had returned them (n >= 0): where a
+  // restarted worker goes on from.
+  void Skip(int64_t batches);
 
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
 

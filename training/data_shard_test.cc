@@ -89,6 +89,39 @@ TEST(ShardedBatchesTest, BatchesWalkTheShardThenTheNextEpochsShard) {
   }
 }
 
+TEST(ShardedBatchesTest, SkippingLandsOnTheBatchThatNextWouldHaveReturned) {
+  ShardOptions options;
+  options.batch_size = 4;
+  options.seed = 5;
+  options.worker = 0;
+  options.num_workers = 2;
+  // Skips from several starting points, within an epoch, to its end and across epochs.
+  for (int64_t before : {0, 1, 3}) {
+    for (int64_t skip : {0, 1, 2, 3, 4, 7, 9}) {
+      auto walked = ShardedBatches::Create(Iota(21, 2), IotaLabels(21), options);
+      auto skipped = ShardedBatches::Create(Iota(21, 2), IotaLabels(21), options);
+      ASSERT_TRUE(walked.ok() && skipped.ok());
+      Batch a, b;
+      for (int64_t i = 0; i < before; ++i) {
+        walked->Next(&a);
+        skipped->Next(&b);
+      }
+      for (int64_t i = 0; i < skip; ++i) walked->Next(&a);
+      skipped->Skip(skip);
+      for (int i = 0; i < 4; ++i) {  // and the batches after it
+        walked->Next(&a);
+        skipped->Next(&b);
+        EXPECT_EQ(b.epoch, a.epoch) << before << " + " << skip;
+        EXPECT_EQ(b.step_in_epoch, a.step_in_epoch) << before << " + " << skip;
+        ASSERT_EQ(b.labels.NumElements(), a.labels.NumElements());
+        for (int64_t r = 0; r < a.labels.NumElements(); ++r) {
+          EXPECT_EQ(b.labels.data<int32_t>()[r], a.labels.data<int32_t>()[r]);
+        }
+      }
+    }
+  }
+}
+
 TEST(ShardedBatchesTest, BadArgumentsAreInvalid) {
   ShardOptions options;
   options.num_workers = 2;

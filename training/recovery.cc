@@ -32,9 +32,14 @@ double SecondsSince(Clock::time_point t) {
 // checkpoints on schedule.
 class SupervisedClient : public ParameterClient {
  public:
-  SupervisedClient(ParameterClient* inner, bool chief, const RecoveryOptions& recovery,
+  SupervisedClient(ParameterClient* inner, bool chief, bool sync, const RecoveryOptions& recovery,
                    RecoveryReport* report, RecoveryEvent* pending)
-      : inner_(inner), chief_(chief), recovery_(recovery), report_(report), pending_(pending) {}
+      : inner_(inner),
+        chief_(chief),
+        sync_(sync),
+        recovery_(recovery),
+        report_(report),
+        pending_(pending) {}
 
   Status Register(int worker) override { return inner_->Register(worker); }
   Status Initialize(const std::map<std::string, Tensor>& values) override {
@@ -64,12 +69,17 @@ class SupervisedClient : public ParameterClient {
                       std::to_string(pending_->recovery_seconds) + " s after the failure");
       }
     }
+    // A checkpoint whenever the global step crosses a multiple of `every`: exactly at
+    // the multiples in sync mode (one version per step); in async mode other
+    // workers' pushes may step over one, and the cut is taken where the shards are.
     const int64_t every = recovery_.checkpoint_every_steps;
     if (chief_ && r.applied && every > 0 && !recovery_.checkpoint_dir.empty() &&
-        r.global_step % every == 0) {
+        r.global_step / every > report_->last_checkpoint_step / every) {
       AF_ASSIGN_OR_RETURN(PsCheckpointInfo info,
-                          SavePsCheckpoint(inner_, recovery_.checkpoint_dir, r.global_step,
-                                           timeout_ms, recovery_.max_to_keep));
+                          SavePsCheckpoint(inner_, recovery_.checkpoint_dir,
+                                           sync_ ? r.global_step : -1, timeout_ms,
+                                           recovery_.max_to_keep));
+      report_->last_checkpoint_step = info.global_step;
       if (info.prefix != report_->last_checkpoint && recovery_.log) {
         recovery_.log("checkpoint " + info.prefix + " at global step " +
                       std::to_string(info.global_step));
@@ -100,6 +110,7 @@ class SupervisedClient : public ParameterClient {
 
   ParameterClient* inner_;
   bool chief_;
+  bool sync_;  // cuts at the push's own global step (else where the shards are)
   const RecoveryOptions& recovery_;
   RecoveryReport* report_;
   RecoveryEvent* pending_;
@@ -210,6 +221,7 @@ Status RecoverySupervisor::PrepareShards(ParameterClient* client, RecoveryEvent*
       if (latest.ok()) {
         report->start_checkpoint = *latest;
         StatusOr<int64_t> step = ReadCheckpointGlobalStep(*latest);
+        if (step.ok()) report->last_checkpoint_step = *step;
         line += "; the latest checkpoint " + *latest + " is at global step " +
                 (step.ok() ? std::to_string(*step) : std::string("?")) +
                 ": continuing from the shards (nothing lost)";
@@ -226,6 +238,7 @@ Status RecoverySupervisor::PrepareShards(ParameterClient* client, RecoveryEvent*
   event->restored = true;
   event->checkpoint = info.prefix;
   event->checkpoint_step = info.global_step;
+  report->last_checkpoint_step = info.global_step;
   AF_ASSIGN_OR_RETURN(ParameterSnapshot now, client->Snapshot(-1, options_.timeout_ms));
   event->resumed_from = now.global_step;
   if (at_start) {
@@ -280,11 +293,13 @@ Status RecoverySupervisor::Run(const LabeledData& train, const LabeledData& test
       if (!status.ok()) client.reset();
     }
     if (status.ok()) {
-      SupervisedClient supervised(client.get(), chief, recovery_, report,
-                                  recovering ? &event : nullptr);
+      SupervisedClient supervised(client.get(), chief, options_.ps.mode == UpdateMode::kSync,
+                                  recovery_, report, recovering ? &event : nullptr);
       if (recovering) supervised.set_failed_at(failed_at);
+      WorkerOptions worker_options = worker_options_;
+      worker_options.steps_done = total.steps;  // the data and share go on from there
       AF_ASSIGN_OR_RETURN(auto driver,
-                          WorkerDriver::Create(options_, worker_options_, train, &supervised));
+                          WorkerDriver::Create(options_, worker_options, train, &supervised));
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (stopped_) return Cancelled("stopped");

@@ -26,11 +26,13 @@
 // stopped. The chief checkpoints every checkpoint_every_steps global steps with a
 // coordinated cut (training/ps_checkpoint.h), whole or not at all.
 //
-// Scope: sync mode is the one where a resumed run ends where an uninterrupted one
-// does (it trains until the global step reaches its target); in async and SSP mode
-// a restarted driver pushes its full share of steps again. The shards' checkpoints
-// hold the optimizer slots (momentum, adagrad and adam accumulators, adam's beta
-// powers) beside the variables, so a restore continues every optimizer exactly.
+// A restarted driver goes on with the batches after the ones this worker already
+// pushed (in this process), and in async/SSP mode pushes only the rest of its share;
+// the updates lost with a ps task are not made up for (sync: the run ends at its
+// target global step). A restarted worker process starts its data afresh. The
+// shards' checkpoints hold the optimizer slots (momentum, adagrad and adam
+// accumulators, adam's beta powers) beside the variables, so a restore continues
+// every optimizer exactly.
 //
 // Thread safety: Run runs on the calling thread (the log callback too); Stop may be
 // called from any thread (progress callbacks included).
@@ -57,7 +59,8 @@ struct RecoveryOptions {
   // How long a reconnect (to a ps task coming back), or a wait for lost workers to
   // rejoin, is retried, in ms (> 0).
   int64_t reconnect_timeout_ms = 30000;
-  // Chief: where the coordinated checkpoints go, and how often (global steps).
+  // Chief: where the coordinated checkpoints go, and how often: whenever the global
+  // step crosses a multiple of checkpoint_every_steps.
   // Empty or <= 0: none (a lost ps task then cannot be recovered).
   std::string checkpoint_dir;
   int64_t checkpoint_every_steps = 0;
@@ -96,6 +99,7 @@ struct RecoveryReport {
   std::string start_checkpoint;
   bool start_restored = false;
   std::string last_checkpoint;  // the last one this worker wrote (chief)
+  int64_t last_checkpoint_step = 0;  // of the last one written, restored or found
   // A line per event and a total: what was lost and how long recovery took.
   std::string Summary() const;
 };
