@@ -1,6 +1,8 @@
-// Long-running child processes for end-to-end tests of a cluster (servers that run
-// until killed), plus the loopback helpers those tests need: free ports, a listener
-// that is not an actorflow server, a FIFO a child can signal through.
+// Child processes for end-to-end tests, the one place that spawns them: long-running
+// ones for tests of a cluster (servers that run until killed), and the runs to
+// completion of RunProcess (tests/subprocess.h) built on them; plus the loopback
+// helpers the cluster tests need: free ports, a listener that is not an actorflow
+// server, a FIFO a child can signal through.
 //
 // Every wait is bounded by a deadline and reads the child's pipes with poll(): no
 // sleeps. A ChildProcess kills (SIGKILL) and reaps its process when destroyed, so a
