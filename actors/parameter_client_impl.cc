@@ -212,58 +212,18 @@ class ParameterClientImpl : public ParameterClient {
   StatusOr<PushResult> Push(const ParameterSnapshot& base,
                             const std::map<std::string, Tensor>& gradients,
                             int64_t timeout_ms) override {
-    if (worker_ < 0) return FailedPrecondition("Push before Register: join as a worker first");
-    if (static_cast<int>(base.shard_versions.size()) != NumShards()) {
-      return InvalidArgument("the snapshot has " + std::to_string(base.shard_versions.size()) +
-                             " shard versions but there are " + std::to_string(NumShards()) +
-                             " ps tasks: push on a snapshot from this client's Pull");
+    return PushImpl(base, gradients, timeout_ms, nullptr);
+  }
+
+  StatusOr<PushResult> PushAndPull(const ParameterSnapshot& base,
+                                   const std::map<std::string, Tensor>& gradients,
+                                   int64_t timeout_ms, ParameterSnapshot* next) override {
+    AF_ASSIGN_OR_RETURN(PushResult pushed, PushImpl(base, gradients, timeout_ms, next));
+    if (next->shard_versions.empty()) {
+      // The replies did not make one consistent snapshot: pull as usual.
+      AF_ASSIGN_OR_RETURN(*next, Pull(timeout_ms));
     }
-    std::vector<ShardPushArgs> pushes(NumShards());
-    for (const auto& [name, g] : gradients) {
-      auto where = location_.find(name);
-      if (where == location_.end()) {
-        return InvalidArgument("gradient for unknown variable '" + name +
-                               "' (not in the last Pull); nothing was pushed");
-      }
-      const Like& like = like_.at(name);
-      if (!g.IsInitialized() || g.dtype() != like.dtype || g.shape() != like.shape) {
-        return InvalidArgument("gradient for variable '" + name + "' is " +
-                               (g.IsInitialized() ? g.DebugString() : "<empty>") +
-                               " but the variable is " + DTypeName(like.dtype) +
-                               like.shape.ToString() + "; nothing was pushed");
-      }
-      pushes[where->second].names.push_back(name);
-      pushes[where->second].gradients.push_back(g);
-    }
-    for (const auto& [name, shard] : location_) {
-      if (!gradients.count(name)) {
-        return InvalidArgument("no gradient for variable '" + name +
-                               "': every variable needs one (push zeros for a variable the "
-                               "loss does not depend on); nothing was pushed");
-      }
-    }
-    std::vector<int> targets;
-    const uint64_t sequence = next_sequence_++;
-    for (int t = 0; t < NumShards(); ++t) {
-      if (pushes[t].names.empty()) continue;
-      targets.push_back(t);
-      pushes[t].worker = worker_;
-      pushes[t].sequence = sequence;
-      pushes[t].base_version = base.shard_versions[t];
-    }
-    const Deadline deadline = Deadline::After(timeout_ms);
-    auto call = Fan<PushReply>(targets, deadline, [&](size_t pos) {
-      return std::make_tuple(shard_push_atom::value, pushes[targets[pos]], deadline.LeftMs());
-    });
-    AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Push"));
-    PushResult result;
-    for (PushReply& r : call->replies()) {
-      AF_RETURN_IF_ERROR(r.status);
-      result.applied = result.applied && r.applied;
-      result.staleness = std::max(result.staleness, r.staleness);
-      result.global_step = std::max(result.global_step, r.version);
-    }
-    return result;
+    return pushed;
   }
 
   StatusOr<ParameterStats> Stats(int64_t timeout_ms) override {
@@ -360,6 +320,93 @@ class ParameterClientImpl : public ParameterClient {
   }
 
  private:
+  // Push and, when `next` is given, push-and-pull: `next` becomes the snapshot the
+  // replies carry, or stays empty (no shard_versions) when they do not make a
+  // consistent one (sync shards answering at different versions).
+  StatusOr<PushResult> PushImpl(const ParameterSnapshot& base,
+                                const std::map<std::string, Tensor>& gradients,
+                                int64_t timeout_ms, ParameterSnapshot* next) {
+    if (worker_ < 0) return FailedPrecondition("Push before Register: join as a worker first");
+    if (static_cast<int>(base.shard_versions.size()) != NumShards()) {
+      return InvalidArgument("the snapshot has " + std::to_string(base.shard_versions.size()) +
+                             " shard versions but there are " + std::to_string(NumShards()) +
+                             " ps tasks: push on a snapshot from this client's Pull");
+    }
+    std::vector<ShardPushArgs> pushes(NumShards());
+    for (const auto& [name, g] : gradients) {
+      auto where = location_.find(name);
+      if (where == location_.end()) {
+        return InvalidArgument("gradient for unknown variable '" + name +
+                               "' (not in the last Pull); nothing was pushed");
+      }
+      const Like& like = like_.at(name);
+      if (!g.IsInitialized() || g.dtype() != like.dtype || g.shape() != like.shape) {
+        return InvalidArgument("gradient for variable '" + name + "' is " +
+                               (g.IsInitialized() ? g.DebugString() : "<empty>") +
+                               " but the variable is " + DTypeName(like.dtype) +
+                               like.shape.ToString() + "; nothing was pushed");
+      }
+      pushes[where->second].names.push_back(name);
+      pushes[where->second].gradients.push_back(g);
+    }
+    for (const auto& [name, shard] : location_) {
+      if (!gradients.count(name)) {
+        return InvalidArgument("no gradient for variable '" + name +
+                               "': every variable needs one (push zeros for a variable the "
+                               "loss does not depend on); nothing was pushed");
+      }
+    }
+    std::vector<int> targets;
+    const uint64_t sequence = next_sequence_++;
+    for (int t = 0; t < NumShards(); ++t) {
+      if (pushes[t].names.empty()) continue;
+      targets.push_back(t);
+      pushes[t].worker = worker_;
+      pushes[t].sequence = sequence;
+      pushes[t].base_version = base.shard_versions[t];
+      pushes[t].return_values = next != nullptr;
+    }
+    const Deadline deadline = Deadline::After(timeout_ms);
+    auto call = Fan<PushReply>(targets, deadline, [&](size_t pos) {
+      return std::make_tuple(shard_push_atom::value, pushes[targets[pos]], deadline.LeftMs());
+    });
+    AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Push"));
+    PushResult result;
+    for (PushReply& r : call->replies()) {
+      AF_RETURN_IF_ERROR(r.status);
+      result.applied = result.applied && r.applied;
+      result.staleness = std::max(result.staleness, r.staleness);
+      result.global_step = std::max(result.global_step, r.version);
+    }
+    if (next != nullptr) *next = SnapshotFromPushReplies(base, targets, call->replies());
+    return result;
+  }
+
+  // The values push replies carried, as a Pull would have returned them; empty when
+  // a reply carries none or, under kSync, the shards answered at different versions.
+  ParameterSnapshot SnapshotFromPushReplies(const ParameterSnapshot& base,
+                                            const std::vector<int>& targets,
+                                            std::vector<PushReply>& replies) {
+    ParameterSnapshot snapshot;
+    snapshot.shard_versions = base.shard_versions;  // shards without variables keep theirs
+    for (size_t pos = 0; pos < targets.size(); ++pos) {
+      const PushReply& r = replies[pos];
+      if (r.names.empty() || r.names.size() != r.values.size()) return ParameterSnapshot();
+      if (options_.mode == UpdateMode::kSync && pos > 0 &&
+          r.values_version != replies[0].values_version) {
+        return ParameterSnapshot();
+      }
+      const int t = targets[pos];
+      snapshot.shard_versions[t] = r.values_version;
+      snapshot.global_step = std::max(snapshot.global_step, r.values_version);
+      for (size_t i = 0; i < r.names.size(); ++i) {
+        Remember(r.names[i], t, r.values[i]);
+        snapshot.values[r.names[i]] = r.values[i];
+      }
+    }
+    return snapshot;
+  }
+
   StatusOr<PsAssignment> Assign(const std::map<std::string, Tensor>& values) const {
     std::vector<VariableSize> sizes;
     for (const auto& [name, value] : values) {

@@ -132,6 +132,61 @@ TEST_F(ParameterClientTest, SyncAveragesTwoWorkersAndDropsTheBackupsStaleGradien
   EXPECT_EQ(stats->gradients_dropped_stale, 1);
 }
 
+TEST_F(ParameterClientTest, SyncPushAndPullReturnsTheNewVersionsValuesFromBothPsTasks) {
+  const auto options = Options(UpdateMode::kSync, 2, 2);
+  auto w0 = Connect(options, 0);
+  auto w1 = Connect(options, 1);
+  ASSERT_TRUE(w0 && w1);
+  ASSERT_TRUE(w0->Initialize(Initial()).ok());
+  auto base0 = w0->Pull(kTimeoutMs);
+  auto base1 = w1->Pull(kTimeoutMs);
+  ASSERT_TRUE(base0.ok() && base1.ok());
+  ParameterSnapshot next0, next1;
+  auto pending = std::async(std::launch::async, [&] {
+    return w0->PushAndPull(*base0, Grads(1, 4), kTimeoutMs, &next0);
+  });
+  auto second = w1->PushAndPull(*base1, Grads(3, 0), kTimeoutMs, &next1);
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto first = pending.get();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->global_step, 1);
+  // Both came back with version 1's values, as a pull now returns them.
+  auto pulled = w0->Pull(kTimeoutMs);
+  ASSERT_TRUE(pulled.ok());
+  for (const ParameterSnapshot* next : {&next0, &next1}) {
+    EXPECT_EQ(next->shard_versions, (std::vector<int64_t>{1, 1}));
+    EXPECT_EQ(next->global_step, 1);
+    ASSERT_EQ(next->values.size(), 2u);
+    EXPECT_FLOAT_EQ(next->values.at("a").data<float>()[1], 2 - 2);   // mean of 1 and 3
+    EXPECT_FLOAT_EQ(next->values.at("b").data<float>()[0], 10 - 2);  // mean of 4 and 0
+    EXPECT_EQ(next->values.at("a").data<float>()[0], pulled->values.at("a").data<float>()[0]);
+  }
+  // A push on the returned snapshot is current: applied, not stale.
+  auto again = std::async(std::launch::async, [&] {
+    return w0->PushAndPull(next0, Grads(0, 0), kTimeoutMs, &next0);
+  });
+  auto other = w1->PushAndPull(next1, Grads(0, 0), kTimeoutMs, &next1);
+  ASSERT_TRUE(other.ok()) << other.status();
+  ASSERT_TRUE(again.get().ok());
+  EXPECT_TRUE(other->applied);
+  EXPECT_EQ(next1.global_step, 2);
+}
+
+TEST_F(ParameterClientTest, AsyncPushAndPullReturnsTheValuesRightAfterItsOwnUpdate) {
+  auto chief = Connect(Options(UpdateMode::kAsync, 1), 0);
+  ASSERT_TRUE(chief);
+  ASSERT_TRUE(chief->Initialize(Initial()).ok());
+  auto base = chief->Pull(kTimeoutMs);
+  ASSERT_TRUE(base.ok());
+  ParameterSnapshot next;
+  auto pushed = chief->PushAndPull(*base, Grads(1, 2), kTimeoutMs, &next);
+  ASSERT_TRUE(pushed.ok()) << pushed.status();
+  EXPECT_EQ(next.global_step, 1);
+  EXPECT_EQ(next.shard_versions, (std::vector<int64_t>{1, 1}));
+  EXPECT_FLOAT_EQ(next.values.at("a").data<float>()[0], 1 - 1);
+  EXPECT_FLOAT_EQ(next.values.at("b").data<float>()[0], 10 - 2);
+}
+
 TEST_F(ParameterClientTest, APsTaskHoldingNoVariableIsLeftOutOfPushes) {
   ParameterClientOptions greedy;
   greedy.strategy = PsStrategy::kGreedyBytes;

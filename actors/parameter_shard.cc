@@ -27,6 +27,8 @@ struct ShardActorState {
   std::map<int, caf::actor_addr> actor_of;
   // Times (ms on the actor clock) at which a sweep message is on its way.
   std::set<int64_t> sweeps;
+  // Pushes whose reply carries the shard's values (push-and-pull).
+  std::set<RequestId> values_wanted;
   RequestId next_id = 1;
   const char* name = "parameter_shard";
 };
@@ -58,7 +60,10 @@ void Deliver(ShardActor* self, ParameterShardState::Replies& out) {
     }
   };
   for (auto& r : out.pulls) finish(r.id, r);
-  for (auto& r : out.pushes) finish(r.id, r);
+  for (auto& r : out.pushes) {
+    if (st.values_wanted.erase(r.id) > 0 && r.status.ok()) st.shard->FillValues(&r);
+    finish(r.id, r);
+  }
   out = {};
 }
 
@@ -109,6 +114,7 @@ caf::behavior ShardBehavior(ShardActor* self, std::string name, ShardConfig conf
     if (parked != st.parked_by.end()) {
       for (RequestId id : parked->second) {
         st.shard->Cancel(id);
+        st.values_wanted.erase(id);
         st.promises.erase(id);
         st.requester_of.erase(id);
       }
@@ -152,6 +158,7 @@ caf::behavior ShardBehavior(ShardActor* self, std::string name, ShardConfig conf
         auto sender = caf::actor_cast<caf::actor>(self->current_sender());
         auto promise = self->make_response_promise();
         st.promises[id] = promise;
+        if (push.return_values) st.values_wanted.insert(id);
         ParameterShardState::Replies out;
         st.shard->Push(id, push, DeadlineFor(self, timeout_ms), &out);
         Deliver(self, out);

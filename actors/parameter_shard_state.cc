@@ -215,6 +215,16 @@ ParameterShardState::PullReply ParameterShardState::Snapshot(RequestId id) const
   return r;
 }
 
+void ParameterShardState::FillValues(PushReply* reply) const {
+  reply->names.clear();
+  reply->values.clear();
+  for (const auto& [name, value] : variables_) {
+    reply->names.push_back(name);
+    reply->values.push_back(value);
+  }
+  reply->values_version = version_;
+}
+
 void ParameterShardState::Pull(RequestId id, int64_t min_version, int64_t deadline, Replies* out) {
   if (initialized_ && min_version <= version_) {
     out->pulls.push_back(Snapshot(id));

@@ -91,6 +91,9 @@ struct ShardPushArgs {
   int64_t base_version = 0;
   std::vector<std::string> names;
   std::vector<Tensor> gradients;  // parallel to names
+  // Push-and-pull: the reply also carries the shard's values as they are when it is
+  // answered (the actor attaches them; see PushReply), sparing the worker's next pull.
+  bool return_values = false;
 };
 
 class ParameterShardState {
@@ -115,6 +118,12 @@ class ParameterShardState {
     bool applied = false;
     int64_t staleness = 0;
     int64_t version = 0;  // the shard's version when answered
+    // When the push asked for them (ShardPushArgs::return_values) and succeeded: every
+    // variable (sorted names; shared buffers, read-only) at values_version, the
+    // shard's version when the reply was sent. Filled by FillValues.
+    std::vector<std::string> names;
+    std::vector<Tensor> values;
+    int64_t values_version = 0;
   };
   // What a call produced: replies to deliver now (including released parked ones).
   struct Replies {
@@ -184,6 +193,9 @@ class ParameterShardState {
   void Cancel(RequestId id);
   // The earliest deadline of a parked request; kNoDeadline when none.
   int64_t NextDeadline() const;
+
+  // Attaches the current variables and version to a push reply (push-and-pull).
+  void FillValues(PushReply* reply) const;
 
   Stats GetStats() const;
   const std::string& name() const { return name_; }

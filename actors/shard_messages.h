@@ -8,7 +8,8 @@
 //   shard: (shard_atom, ShardConfig) -> Status          FailedPrecondition on a conflict
 //          (shard_init_atom, names, values) -> Status
 //          (shard_pull_atom, min_version, timeout_ms) -> PullReply
-//          (shard_push_atom, ShardPushArgs, timeout_ms) -> PushReply
+//          (shard_push_atom, ShardPushArgs, timeout_ms) -> PushReply   (with the values
+//                                                         when return_values)
 //          (shard_join_atom, worker, worker actor) -> Status   the shard monitors it
 //          (shard_leave_atom, worker) -> Status
 //          (shard_stats_atom) -> Stats
@@ -57,7 +58,7 @@ typename Inspector::result_type inspect(Inspector& f, ShardConfig& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ShardPushArgs& x) {
   return f(caf::meta::type_name("actorflow.ShardPushArgs"), x.worker, x.sequence, x.base_version,
-           x.names, x.gradients);
+           x.names, x.gradients, x.return_values);
 }
 
 template <class Inspector>
@@ -69,7 +70,7 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::PullR
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ParameterShardState::PushReply& x) {
   return f(caf::meta::type_name("actorflow.ShardPushReply"), x.id, x.status, x.applied, x.staleness,
-           x.version);
+           x.version, x.names, x.values, x.values_version);
 }
 
 template <class Inspector>

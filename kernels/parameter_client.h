@@ -91,6 +91,17 @@ class ParameterClient {
   virtual StatusOr<PushResult> Push(const ParameterSnapshot& base,
                                     const std::map<std::string, Tensor>& gradients,
                                     int64_t timeout_ms) = 0;
+  // Push, then the values a Pull right after it would return, in one round trip
+  // where the implementation can (the shards answer the push with their values):
+  // a data-parallel step is then one exchange instead of two. `next` is filled only
+  // when the result is OK. The default pushes, then pulls.
+  virtual StatusOr<PushResult> PushAndPull(const ParameterSnapshot& base,
+                                           const std::map<std::string, Tensor>& gradients,
+                                           int64_t timeout_ms, ParameterSnapshot* next) {
+    AF_ASSIGN_OR_RETURN(PushResult pushed, Push(base, gradients, timeout_ms));
+    AF_ASSIGN_OR_RETURN(*next, Pull(timeout_ms));
+    return pushed;
+  }
   // Aggregated over the shards.
   virtual StatusOr<ParameterStats> Stats(int64_t timeout_ms) = 0;
 

@@ -163,19 +163,30 @@ Status WorkerDriver::RunLoop(WorkerReport* report) {
   const int64_t planned = PlannedStepsPerWorker(options_, num_rows_);
   const int64_t target = SyncTargetGlobalStep(options_, num_rows_);
   double shortest_step = 0.0;
+  // The values the previous push came back with (push-and-pull): the next step's
+  // snapshot, unless a delay made them old.
+  ParameterSnapshot next;
+  bool have_next = false;
   while (true) {
     if (stopped()) return Cancelled("stopped after " + std::to_string(report->steps) + " steps");
     if (!sync && worker_options_.steps_done + report->steps >= planned) return Status::OK();
     const Clock::time_point step_start = Clock::now();
-    AF_ASSIGN_OR_RETURN(ParameterSnapshot snapshot, client_->Pull(options_.timeout_ms));
+    ParameterSnapshot snapshot;
+    if (have_next) {
+      snapshot = std::move(next);
+      have_next = false;
+    } else {
+      AF_ASSIGN_OR_RETURN(snapshot, client_->Pull(options_.timeout_ms));
+    }
     report->global_step = snapshot.global_step;
     if (sync && snapshot.global_step >= target) return Status::OK();
     Batch batch;
     batches_->Next(&batch);
     AF_ASSIGN_OR_RETURN(GradientStep step,
                         model_->ComputeGradients(snapshot.values, batch.features, batch.labels));
-    AF_ASSIGN_OR_RETURN(PushResult pushed,
-                        client_->Push(snapshot, step.gradients, options_.timeout_ms));
+    AF_ASSIGN_OR_RETURN(PushResult pushed, client_->PushAndPull(snapshot, step.gradients,
+                                                                options_.timeout_ms, &next));
+    have_next = true;
     ++report->steps;
     if (pushed.applied) {
       ++report->applied;
@@ -207,6 +218,7 @@ Status WorkerDriver::RunLoop(WorkerReport* report) {
       const Clock::time_point delay_start = Clock::now();
       Delay(delay);
       report->delay_seconds += SecondsSince(delay_start);
+      have_next = false;  // a straggler computes on what it pulls after its delay
     }
   }
 }

@@ -4,8 +4,10 @@
 // talks to the parameter servers only through a ParameterClient
 // (kernels/parameter_client.h):
 //
-//   loop: snapshot = Pull(); gradients = local graph(snapshot, my next batch);
-//         Push(snapshot, gradients)
+//   snapshot = Pull()
+//   loop: gradients = local graph(snapshot, my next batch);
+//         snapshot = PushAndPull(snapshot, gradients)   (one round trip: the shards
+//         answer the push with their values; a straggler's delay pulls afresh)
 //
 // Worker 0 is the chief: it initializes the variables on the parameter servers with
 // the seeded initial values (the same DNNClassifier starts from), or with the latest

@@ -59,6 +59,35 @@ class SupervisedClient : public ParameterClient {
                             const std::map<std::string, Tensor>& gradients,
                             int64_t timeout_ms) override {
     AF_ASSIGN_OR_RETURN(PushResult r, inner_->Push(base, gradients, timeout_ms));
+    AF_RETURN_IF_ERROR(AfterPush(r, timeout_ms));
+    return r;
+  }
+  StatusOr<PushResult> PushAndPull(const ParameterSnapshot& base,
+                                   const std::map<std::string, Tensor>& gradients,
+                                   int64_t timeout_ms, ParameterSnapshot* next) override {
+    AF_ASSIGN_OR_RETURN(PushResult r, inner_->PushAndPull(base, gradients, timeout_ms, next));
+    AF_RETURN_IF_ERROR(AfterPush(r, timeout_ms));
+    Observe(next->global_step);
+    return r;
+  }
+  StatusOr<ParameterStats> Stats(int64_t timeout_ms) override { return inner_->Stats(timeout_ms); }
+  StatusOr<ParameterSnapshot> Snapshot(int64_t version, int64_t timeout_ms) override {
+    return inner_->Snapshot(version, timeout_ms);
+  }
+  Status Restore(const std::map<std::string, Tensor>& values, int64_t version,
+                 int64_t timeout_ms) override {
+    return inner_->Restore(values, version, timeout_ms);
+  }
+  Status AdvanceGlobalStep(int64_t at_least, int64_t timeout_ms) override {
+    return inner_->AdvanceGlobalStep(at_least, timeout_ms);
+  }
+
+  void set_failed_at(Clock::time_point t) { failed_at_ = t; }
+
+ private:
+  // What follows every successful push: the monotonicity check, the recovery time
+  // of a pending failure, the chief's scheduled checkpoint.
+  Status AfterPush(const PushResult& r, int64_t timeout_ms) {
     Observe(r.global_step);
     report_->global_steps.push_back(r.global_step);
     if (pending_ != nullptr && failed_at_ != Clock::time_point()) {
@@ -86,23 +115,9 @@ class SupervisedClient : public ParameterClient {
       }
       report_->last_checkpoint = info.prefix;
     }
-    return r;
-  }
-  StatusOr<ParameterStats> Stats(int64_t timeout_ms) override { return inner_->Stats(timeout_ms); }
-  StatusOr<ParameterSnapshot> Snapshot(int64_t version, int64_t timeout_ms) override {
-    return inner_->Snapshot(version, timeout_ms);
-  }
-  Status Restore(const std::map<std::string, Tensor>& values, int64_t version,
-                 int64_t timeout_ms) override {
-    return inner_->Restore(values, version, timeout_ms);
-  }
-  Status AdvanceGlobalStep(int64_t at_least, int64_t timeout_ms) override {
-    return inner_->AdvanceGlobalStep(at_least, timeout_ms);
+    return Status::OK();
   }
 
-  void set_failed_at(Clock::time_point t) { failed_at_ = t; }
-
- private:
   void Observe(int64_t step) {
     if (step < report_->highest_global_step) report_->global_step_monotone = false;
     report_->highest_global_step = std::max(report_->highest_global_step, step);

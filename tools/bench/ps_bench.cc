@@ -185,14 +185,22 @@ int WorkerMain(const Flags& flags) {
   std::vector<double> pull_ms, compute_ms, push_ms;
   int64_t i = 0;
   int64_t global_step = 0;
+  // As the data-parallel driver steps: the push comes back with the next values
+  // (PushAndPull), so only the first step pulls.
+  ParameterSnapshot snap;
+  bool have_snap = false;
   auto step = [&] {
     const auto t0 = Clock::now();
-    ParameterSnapshot snap = ValueOrDie(client->Pull(30000), kProgram, what + ": pull");
+    if (!have_snap) snap = ValueOrDie(client->Pull(30000), kProgram, what + ": pull");
     const auto t1 = Clock::now();
     GradientStep g = ValueOrDie(model->ComputeGradients(snap.values, data.x[i % 8], data.y[i % 8]),
                                 kProgram, what + ": gradients");
     const auto t2 = Clock::now();
-    PushResult pushed = ValueOrDie(client->Push(snap, g.gradients, 30000), kProgram, what + ": push");
+    ParameterSnapshot next;
+    PushResult pushed = ValueOrDie(client->PushAndPull(snap, g.gradients, 30000, &next), kProgram,
+                                   what + ": push and pull");
+    snap = std::move(next);
+    have_snap = true;
     const auto t3 = Clock::now();
     global_step = pushed.global_step;
     pull_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
