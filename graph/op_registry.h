@@ -1,8 +1,9 @@
 // The op registry: what each op takes, what it returns, its attrs with their types
 // and defaults, and how its output dtypes and shapes follow from its inputs. The
-// whole op set is registered in one place, graph/op_set.cc.
+// whole op set is registered in graph/ops_*.cc, one file per family (listed in
+// graph/op_set_internal.h).
 //
-// Thread safety: registration happens during static initialization (op_set.cc);
+// Thread safety: registration happens during static initialization (graph/ops_*.cc);
 // afterwards the registry is read-only and may be read from any thread.
 #ifndef ACTORFLOW_GRAPH_OP_REGISTRY_H_
 #define ACTORFLOW_GRAPH_OP_REGISTRY_H_

@@ -1,4 +1,4 @@
-// The C++ builder API: one function per op of the op set (graph/op_set.cc), in
+// The C++ builder API: one function per op of the op set (graph/ops_*.cc), in
 // TensorFlow's C++ style.
 //
 //   Scope root = Scope::NewRootScope();

@@ -1,4 +1,4 @@
-// Shape arithmetic shared by the op set's inference functions (graph/op_set.cc) and
+// Shape arithmetic shared by the op set's inference functions (graph/ops_*.cc) and
 // by kernels that compute their output shapes from the same rules.
 //
 // Every function works on partially known shapes: a dimension of -1 is unknown and a

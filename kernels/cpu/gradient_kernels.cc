@@ -1,4 +1,4 @@
-// CPU kernels of the gradient helper ops (graph/op_set.cc, "gradient helper ops"),
+// CPU kernels of the gradient helper ops (graph/ops_gradient_helpers.cc),
 // float32 and float64:
 //   ReluGrad, SigmoidGrad, TanhGrad   fused activation gradients (element-wise);
 //   SumToShapeOf, BroadcastToShapeOf  undo a broadcast / a reduction: both walk a

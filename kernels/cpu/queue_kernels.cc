@@ -1,4 +1,4 @@
-// Kernels of the queue ops (graph/op_set.cc, "Queue and reader ops"). All are
+// Kernels of the queue ops (graph/ops_queue.cc). All are
 // asynchronous: they ask the task's QueueService (KernelContext::queues(), the
 // device actor) and complete when it answers, so a full or empty queue never holds
 // a thread. Without a QueueService (DirectSession) they fail with

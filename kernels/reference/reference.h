@@ -1,5 +1,5 @@
 // Reference kernels: naive, obviously correct implementations of every stateless op of
-// the op set (graph/op_set.cc), the oracle that every device's kernels are tested
+// the op set (graph/ops_*.cc), the oracle that every device's kernels are tested
 // against. Speed is not a goal: each op is a plain loop over output multi-indices that
 // maps each one to input indices, computing in double for floating dtypes and in
 // int64 for integer and bool dtypes, then converting to the output dtype.
