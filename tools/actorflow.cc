@@ -1,6 +1,5 @@
 // The `actorflow` command line. Each subcommand lives in tools/<name>_command.cc and
 // is listed in MakeSubcommands below; this file only dispatches.
-#include <exception>
 #include <iostream>
 #include <vector>
 
@@ -38,15 +37,14 @@ int Main(int argc, char** argv) {
     // --help and --version exit 0 with CLI11's own output; any other parse error is
     // a usage error reported like every other error.
     if (e.get_exit_code() == 0) return app.exit(e);
-    PrintError(std::cerr, InvalidArgument(std::string(e.what()) +
-                                          " (run 'actorflow --help' for usage)"));
-    return kExitUsageError;
+    return ReportError(std::cerr,
+                       InvalidArgument(std::string(e.what()) + " (run 'actorflow --help' for usage)"),
+                       kExitUsageError);
   }
   for (const Subcommand& sub : subcommands) {
     if (sub.app->parsed()) return sub.main();
   }
-  PrintError(std::cerr, InvalidArgument("no subcommand given"));
-  return kExitUsageError;
+  return ReportError(std::cerr, InvalidArgument("no subcommand given"), kExitUsageError);
 }
 
 }  // namespace
@@ -54,11 +52,6 @@ int Main(int argc, char** argv) {
 }  // namespace actorflow
 
 int main(int argc, char** argv) {
-  try {
-    return actorflow::cli::Main(argc, argv);
-  } catch (const std::exception& e) {
-    actorflow::cli::PrintError(
-        std::cerr, actorflow::Internal(std::string("unexpected exception: ") + e.what()));
-    return actorflow::cli::kExitRuntimeError;
-  }
+  return actorflow::cli::CatchExceptions(std::cerr,
+                                         [&]() { return actorflow::cli::Main(argc, argv); });
 }

@@ -1,6 +1,8 @@
 #include "tools/cli_common.h"
 
+#include <cctype>
 #include <cstdlib>
+#include <exception>
 
 namespace actorflow {
 namespace cli {
@@ -21,6 +23,84 @@ void PrintError(std::ostream& err, const Status& status) {
   }
   err << "actorflow: " << text << "\n";
   err.flush();
+}
+
+int ReportError(std::ostream& err, const Status& status, int exit_code) {
+  PrintError(err, status);
+  return exit_code;
+}
+
+int CatchExceptions(std::ostream& err, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return ReportError(err, Internal(std::string("unexpected exception: ") + e.what()),
+                       kExitRuntimeError);
+  }
+}
+
+int RunChecked(std::ostream& out, std::ostream& err, const std::function<Status()>& check,
+               const std::function<Status()>& run,
+               const std::function<int(const Status&)>& runtime_exit_code) {
+  return CatchExceptions(err, [&]() {
+    Status usage = check();
+    if (!usage.ok()) return ReportError(err, usage, kExitUsageError);
+    Status status = run();
+    if (status.ok()) return kExitOk;
+    out.flush();
+    return ReportError(err, status,
+                       runtime_exit_code ? runtime_exit_code(status) : kExitRuntimeError);
+  });
+}
+
+CLI::Option* AddTimeoutMsOption(CLI::App* app, int64_t* timeout_ms) {
+  return app->add_option("--timeout-ms", *timeout_ms, "Deadline of each step in ms (0 = none)");
+}
+
+Status CheckTimeoutMs(int64_t timeout_ms) {
+  if (timeout_ms >= 0) return Status::OK();
+  return InvalidArgument("--timeout-ms " + std::to_string(timeout_ms) +
+                         ": must be >= 0 (0 = no deadline)");
+}
+
+StatusOr<std::map<std::string, int>> ParseDeviceCounts(const std::string& text) {
+  std::map<std::string, int> counts;
+  if (text.empty()) return counts;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos
+                                                                    : comma - start);
+    auto eq = part.find('=');
+    std::string type = part.substr(0, eq);
+    std::string count = eq == std::string::npos ? "" : part.substr(eq + 1);
+    for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if ((type != "CPU" && type != "GPU") || count.empty() || count.size() > 4 ||
+        count.find_first_not_of("0123456789") != std::string::npos) {
+      return InvalidArgument("--devices '" + text + "': bad entry '" + part +
+                             "' (expected cpu=N[,gpu=M])");
+    }
+    if (counts.count(type)) return InvalidArgument("--devices '" + text + "': " + type + " given twice");
+    counts[type] = std::stoi(count);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (counts.count("CPU") && counts["CPU"] < 1) {
+    return InvalidArgument("--devices '" + text + "': at least one CPU device is needed");
+  }
+  return counts;
+}
+
+bool IsLocalCluster(const std::string& cluster) { return cluster.rfind("local:", 0) == 0; }
+
+StatusOr<ClusterSpec> LoadClusterFile(const std::string& cluster) {
+  return ClusterSpec::FromFile(ResolveUserPath(cluster));
+}
+
+StatusOr<std::map<std::string, int>> ParseLocalClusterFlag(const std::string& cluster) {
+  StatusOr<std::map<std::string, int>> shape = ParseLocalClusterShape(cluster);
+  if (!shape.ok()) return InvalidArgument("--cluster: " + shape.status().message());
+  return shape;
 }
 
 }  // namespace cli

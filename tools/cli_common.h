@@ -1,5 +1,7 @@
-// Pieces shared by the subcommands of the `actorflow` command line: exit codes,
-// the one-line error report, path resolution, and the shape of a subcommand.
+// Pieces shared by the subcommands of the `actorflow` command line: exit codes, the
+// one-line error report and the frame that maps errors to exit codes, path
+// resolution, and the flags several subcommands take with one meaning (--timeout-ms,
+// --devices, --cluster).
 //
 // A subcommand lives in tools/<name>_command.{h,cc} and exposes
 // `Subcommand Add<Name>Subcommand(CLI::App* parent)`, which declares its options on
@@ -9,16 +11,21 @@
 // Exit codes: 0 success, 1 a runtime error (the graph, a feed that does not fit, a
 // failed step), 2 a usage error (arguments that cannot be understood without
 // looking at the graph).
+//
+// Thread safety: the functions are reentrant.
 #ifndef ACTORFLOW_TOOLS_CLI_COMMON_H_
 #define ACTORFLOW_TOOLS_CLI_COMMON_H_
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <ostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "graph/status.h"
+#include "placement/cluster_spec.h"
 
 namespace actorflow {
 namespace cli {
@@ -38,12 +45,55 @@ struct Subcommand {
 // Resolves a path given on the command line. A relative path is taken relative to
 // $BUILD_WORKING_DIRECTORY when that is set (`bazel run` changes the working
 // directory to the runfiles tree and records the user's in that variable);
-// otherwise the path is returned unchanged.
+// otherwise the path is returned unchanged. "" (a flag not given) stays "".
 std::string ResolveUserPath(const std::string& path);
 
 // Writes "actorflow: <status.ToString()>" as exactly one line: newlines inside the
 // message become spaces so that the report stays one line.
 void PrintError(std::ostream& err, const Status& status);
+
+// PrintError(err, status), then returns `exit_code`: how a command ends on an error.
+int ReportError(std::ostream& err, const Status& status, int exit_code);
+
+// Returns body()'s exit code. The libraries report errors as Status; an exception
+// that escapes `body` anyway is reported as Internal "unexpected exception: ..." with
+// kExitRuntimeError, so that a command never dies of one.
+int CatchExceptions(std::ostream& err, const std::function<int()>& body);
+
+// The frame of a subcommand, exceptions caught as CatchExceptions does: `check`
+// judges the arguments without reading a file (its error: kExitUsageError), then
+// `run` does the work and writes to `out` (its error: runtime_exit_code(status), by
+// default kExitRuntimeError; `out` is flushed before the error line so that the
+// output so far precedes it). kExitOk when both succeed.
+int RunChecked(std::ostream& out, std::ostream& err, const std::function<Status()>& check,
+               const std::function<Status()>& run,
+               const std::function<int(const Status&)>& runtime_exit_code = nullptr);
+
+// Declares `--timeout-ms N` (RunOptions::timeout_in_ms of every step, 0 = no
+// deadline) on `app`. CLI11 only checks that N is an integer: the range is
+// CheckTimeoutMs's, whose message is shorter than CLI11's. Returns the option (a
+// caller that shows the default in --help chains capture_default_str()).
+CLI::Option* AddTimeoutMsOption(CLI::App* app, int64_t* timeout_ms);
+
+// InvalidArgument "--timeout-ms N: must be >= 0 (0 = no deadline)" for N < 0.
+Status CheckTimeoutMs(int64_t timeout_ms);
+
+// Parses --devices "cpu=2,gpu=1" into SessionOptions.device_count keys ("CPU",
+// "GPU"). "" (the flag not given) is the empty map: every device type at its
+// default. InvalidArgument quoting the flag for a bad or repeated entry or no CPU.
+StatusOr<std::map<std::string, int>> ParseDeviceCounts(const std::string& text);
+
+// Whether a --cluster value is the "local:JOB=N,..." shorthand of a cluster started
+// in this process; any other value names a cluster spec file (LoadClusterFile).
+bool IsLocalCluster(const std::string& cluster);
+
+// The cluster spec file a --cluster value names, through ResolveUserPath; errors as
+// ClusterSpec::FromFile's.
+StatusOr<ClusterSpec> LoadClusterFile(const std::string& cluster);
+
+// ParseLocalClusterShape (placement/cluster_spec.h) of a --cluster value; its
+// InvalidArgument is prefixed with "--cluster: ".
+StatusOr<std::map<std::string, int>> ParseLocalClusterFlag(const std::string& cluster);
 
 }  // namespace cli
 }  // namespace actorflow

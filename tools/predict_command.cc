@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <cstdio>
-#include <exception>
 #include <iostream>
 #include <memory>
 #include <utility>
@@ -10,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/session_factory.h"
+#include "tools/train_flags.h"
 #include "training/csv_dataset.h"
 #include "training/dnn_classifier.h"
 
@@ -69,9 +68,7 @@ Status Predict(const PredictCommandOptions& options, std::ostream& out) {
   const std::string path = ResolveUserPath(options.input_path);
   AF_ASSIGN_OR_RETURN(
       std::unique_ptr<DNNClassifier> classifier,
-      DNNClassifier::Load(
-          dir, [](const Graph* graph) { return NewSession(graph, SessionOptions()); },
-          options.timeout_ms));
+      DNNClassifier::Load(dir, SessionFactoryFor(SessionOptions()), options.timeout_ms));
   const DNNModelSpec& spec = classifier->spec();
   CsvOptions csv;
   csv.label_column = spec.label_column;
@@ -115,26 +112,15 @@ Status Predict(const PredictCommandOptions& options, std::ostream& out) {
 }  // namespace
 
 int PredictCommand(const PredictCommandOptions& options, std::ostream& out, std::ostream& err) {
-  try {
-    if (options.checkpoint_dir.empty() || options.input_path.empty()) {
-      PrintError(err, InvalidArgument("predict needs --checkpoint-dir DIR and --input FILE"));
-      return kExitUsageError;
-    }
-    if (options.timeout_ms < 0) {
-      PrintError(err, InvalidArgument("--timeout-ms " + std::to_string(options.timeout_ms) +
-                                      ": must be >= 0 (0 = no deadline)"));
-      return kExitUsageError;
-    }
-    Status status = Predict(options, out);
-    if (!status.ok()) {
-      PrintError(err, status);
-      return kExitRuntimeError;
-    }
-    return kExitOk;
-  } catch (const std::exception& e) {
-    PrintError(err, Internal(std::string("unexpected exception: ") + e.what()));
-    return kExitRuntimeError;
-  }
+  return RunChecked(
+      out, err,
+      [&]() -> Status {
+        if (options.checkpoint_dir.empty() || options.input_path.empty()) {
+          return InvalidArgument("predict needs --checkpoint-dir DIR and --input FILE");
+        }
+        return CheckTimeoutMs(options.timeout_ms);
+      },
+      [&]() { return Predict(options, out); });
 }
 
 Subcommand AddPredictSubcommand(CLI::App* parent) {
@@ -147,8 +133,7 @@ Subcommand AddPredictSubcommand(CLI::App* parent) {
   app->add_option("--input", options->input_path, "CSV file laid out like the training data")
       ->required();
   app->add_flag("--json", options->json, "Print one line of JSON");
-  app->add_option("--timeout-ms", options->timeout_ms, "Deadline of each step in ms (0 = none)")
-      ->capture_default_str();
+  AddTimeoutMsOption(app, &options->timeout_ms)->capture_default_str();
   return Subcommand{app, [options]() { return PredictCommand(*options, std::cout, std::cerr); }};
 }
 

@@ -1,7 +1,5 @@
 #include "tools/run_command.h"
 
-#include <cctype>
-#include <exception>
 #include <iostream>
 #include <memory>
 #include <set>
@@ -52,12 +50,8 @@ Status CheckFetchesAndTargets(const RunCommandOptions& options) {
   for (const std::string& target : options.before) {
     if (target.empty()) return InvalidArgument("--before: empty target name");
   }
-  if (options.timeout_ms < 0) {
-    return InvalidArgument("--timeout-ms " + std::to_string(options.timeout_ms) +
-                           ": must be >= 0 (0 = no deadline)");
-  }
-  if (!options.devices.empty()) AF_RETURN_IF_ERROR(ParseDeviceCounts(options.devices).status());
-  return Status::OK();
+  AF_RETURN_IF_ERROR(CheckTimeoutMs(options.timeout_ms));
+  return ParseDeviceCounts(options.devices).status();
 }
 
 // Converts the feeds to tensors of the fed outputs' dtypes, checked against their
@@ -143,9 +137,7 @@ Status LoadAndRun(const RunCommandOptions& options, const std::vector<FeedArg>& 
 
   SessionOptions session_options;
   session_options.target = options.target;
-  if (!options.devices.empty()) {
-    AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
-  }
+  AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
   session_options.allow_soft_placement = options.soft_placement;
   session_options.log_device_placement = options.log_placement;
   AF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session,
@@ -194,57 +186,16 @@ Status LoadAndRun(const RunCommandOptions& options, const std::vector<FeedArg>& 
 
 }  // namespace
 
-StatusOr<std::map<std::string, int>> ParseDeviceCounts(const std::string& text) {
-  std::map<std::string, int> counts;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos
-                                                                    : comma - start);
-    auto eq = part.find('=');
-    std::string type = part.substr(0, eq);
-    std::string count = eq == std::string::npos ? "" : part.substr(eq + 1);
-    for (char& c : type) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if ((type != "CPU" && type != "GPU") || count.empty() || count.size() > 4 ||
-        count.find_first_not_of("0123456789") != std::string::npos) {
-      return InvalidArgument("--devices '" + text + "': bad entry '" + part +
-                             "' (expected cpu=N[,gpu=M])");
-    }
-    if (counts.count(type)) return InvalidArgument("--devices '" + text + "': " + type + " given twice");
-    counts[type] = std::stoi(count);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (counts.count("CPU") && counts["CPU"] < 1) {
-    return InvalidArgument("--devices '" + text + "': at least one CPU device is needed");
-  }
-  return counts;
-}
-
 int RunGraphCommand(const RunCommandOptions& options, std::ostream& out, std::ostream& err) {
-  try {
-    Status usage = CheckFetchesAndTargets(options);
-    if (!usage.ok()) {
-      PrintError(err, usage);
-      return kExitUsageError;
-    }
-    auto feed_args = ParseFeedArgs(options.feeds);
-    if (!feed_args.ok()) {
-      PrintError(err, feed_args.status());
-      return kExitUsageError;
-    }
-    Status status = LoadAndRun(options, *feed_args, out);
-    if (!status.ok()) {
-      PrintError(err, status);
-      return kExitRuntimeError;
-    }
-    return kExitOk;
-  } catch (const std::exception& e) {
-    // The libraries report errors as Status; this is the last line of defence so
-    // that the command never dies with an uncaught exception.
-    PrintError(err, Internal(std::string("unexpected exception: ") + e.what()));
-    return kExitRuntimeError;
-  }
+  std::vector<FeedArg> feed_args;
+  return RunChecked(
+      out, err,
+      [&]() -> Status {
+        AF_RETURN_IF_ERROR(CheckFetchesAndTargets(options));
+        AF_ASSIGN_OR_RETURN(feed_args, ParseFeedArgs(options.feeds));
+        return Status::OK();
+      },
+      [&]() { return LoadAndRun(options, feed_args, out); });
 }
 
 Subcommand AddRunSubcommand(CLI::App* parent) {
@@ -261,8 +212,7 @@ Subcommand AddRunSubcommand(CLI::App* parent) {
                   "Target run as its own step before the fetch step (repeatable)")
       ->allow_extra_args(false);
   app->add_flag("--json", options->json, "Print one line of JSON");
-  // Range-checked in RunGraphCommand, whose message is shorter than CLI11's.
-  app->add_option("--timeout-ms", options->timeout_ms, "Deadline of each step in ms (0 = none)");
+  AddTimeoutMsOption(app, &options->timeout_ms);
   app->add_option("--devices", options->devices, "Devices of the local task: cpu=N[,gpu=M]");
   app->add_flag("--soft-placement", options->soft_placement,
                 "Place ops on the CPU when their requested device cannot run them");

@@ -29,7 +29,6 @@
 #define ACTORFLOW_TOOLS_RUN_COMMAND_H_
 
 #include <cstdint>
-#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -53,7 +52,7 @@ struct RunCommandOptions {
   bool json = false;
   // RunOptions::timeout_in_ms of every step; 0 = no deadline.
   int64_t timeout_ms = 30000;
-  // "cpu=N[,gpu=M]"; empty = one CPU.
+  // "cpu=N[,gpu=M]" (ParseDeviceCounts); empty = one CPU.
   std::string devices;
   bool soft_placement = false;
   bool log_placement = false;
@@ -62,9 +61,6 @@ struct RunCommandOptions {
   // "" = this process; "actorflow://host:port" = a remote master.
   std::string target;
 };
-
-// Parses "cpu=2,gpu=1" into SessionOptions.device_count keys ("CPU", "GPU").
-StatusOr<std::map<std::string, int>> ParseDeviceCounts(const std::string& text);
 
 // Runs the command: results go to `out`, an error line to `err`. Returns the exit
 // code (kExitOk, kExitRuntimeError or kExitUsageError). Never throws.

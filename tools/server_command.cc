@@ -7,7 +7,6 @@
 
 #include "actors/server.h"
 #include "placement/cluster_spec.h"
-#include "tools/run_command.h"
 
 namespace actorflow {
 namespace cli {
@@ -31,23 +30,18 @@ StatusOr<ServerOptions> ResolveOptions(const ServerCommandOptions& o) {
     options.task = tf_config->task;
   } else {
     if (o.job.empty() || o.task < 0) return InvalidArgument("--cluster needs --job and --task");
-    AF_ASSIGN_OR_RETURN(options.cluster, ClusterSpec::FromFile(ResolveUserPath(o.cluster_path)));
+    AF_ASSIGN_OR_RETURN(options.cluster, LoadClusterFile(o.cluster_path));
     options.task = TaskId{o.job, o.task};
     AF_RETURN_IF_ERROR(options.cluster.Address(options.task).status());
   }
-  if (!o.devices.empty()) {
-    AF_ASSIGN_OR_RETURN(auto counts, ParseDeviceCounts(o.devices));
-    if (counts.count("CPU")) options.cpus = counts["CPU"];
-  }
+  AF_ASSIGN_OR_RETURN(auto counts, ParseDeviceCounts(o.devices));
+  if (counts.count("CPU")) options.cpus = counts["CPU"];
   return options;
 }
 
 int ServeUntilSignalled(const ServerCommandOptions& o) {
   auto options = ResolveOptions(o);
-  if (!options.ok()) {
-    PrintError(std::cerr, options.status());
-    return kExitUsageError;
-  }
+  if (!options.ok()) return ReportError(std::cerr, options.status(), kExitUsageError);
   // Block the shutdown signals in every thread (the actor system's threads inherit
   // this mask), then wait for one of them here.
   sigset_t signals;
@@ -57,10 +51,7 @@ int ServeUntilSignalled(const ServerCommandOptions& o) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   auto server = Server::Start(*options);
-  if (!server.ok()) {
-    PrintError(std::cerr, server.status());
-    return kExitRuntimeError;
-  }
+  if (!server.ok()) return ReportError(std::cerr, server.status(), kExitRuntimeError);
   std::cout << "actorflow server ready: " << (*server)->target() << " job=" << options->task.job
             << " task=" << options->task.index << std::endl;
   int received = 0;

@@ -14,9 +14,8 @@
 
 #include "actors/local_cluster.h"
 #include "actors/parameter_client_impl.h"
-#include "actors/session_factory.h"
 #include "placement/cluster_spec.h"
-#include "tools/run_command.h"
+#include "tools/train_flags.h"
 #include "training/recovery.h"
 
 namespace actorflow {
@@ -24,9 +23,6 @@ namespace cli {
 namespace {
 
 constexpr char kPsJob[] = "ps";
-constexpr char kLocalPrefix[] = "local:";
-
-bool IsLocal(const std::string& cluster) { return cluster.rfind(kLocalPrefix, 0) == 0; }
 
 // Prints one line per worker every ~10% of its planned steps (and its last step).
 // Called from the worker threads.
@@ -109,11 +105,7 @@ void PrintResult(const TrainCommandOptions& options, const DataParallelOptions& 
                  std::ostream& out) {
   const ParameterStats& stats = result.stats;
   if (options.json) {
-    nlohmann::ordered_json j;
-    j["accuracy"] = result.eval.accuracy;
-    j["loss"] = result.eval.loss;
-    j["global_step"] = result.eval.global_step;
-    j["seconds"] = result.seconds;
+    nlohmann::ordered_json j = ResultJsonHead(result.eval, result.seconds);
     j["updates_applied"] = stats.updates_applied;
     j["dropped_stale"] = stats.gradients_dropped_stale;
     j["mean_staleness"] = stats.mean_staleness;
@@ -167,14 +159,7 @@ void PrintResult(const TrainCommandOptions& options, const DataParallelOptions& 
       out << "recovery: " << summary.substr(at, end - at) << "\n";
     }
   }
-  const int64_t correct =
-      static_cast<int64_t>(result.eval.accuracy * result.eval.num_examples + 0.5);
-  std::snprintf(line, sizeof(line),
-                "test accuracy %.4f (%lld/%lld), loss %.4f, global step %lld, %.2f s",
-                result.eval.accuracy, static_cast<long long>(correct),
-                static_cast<long long>(result.eval.num_examples), result.eval.loss,
-                static_cast<long long>(result.eval.global_step), result.seconds);
-  out << line << "\n";
+  out << TestAccuracyLine(result.eval, result.seconds) << "\n";
   out.flush();
 }
 
@@ -212,7 +197,7 @@ Status CheckClusterFlags(const TrainCommandOptions& options) {
     return InvalidArgument("--replicas-to-aggregate applies to --mode sync only, not '" +
                            options.mode + "'");
   }
-  if (!IsLocal(options.cluster)) {
+  if (!IsLocalCluster(options.cluster)) {
     if (options.task < 0) {
       return InvalidArgument("--cluster " + options.cluster +
                              ": a cluster file needs --task I (this process's worker index)");
@@ -228,15 +213,14 @@ Status CheckClusterFlags(const TrainCommandOptions& options) {
         "--max-restarts, --reconnect-timeout-ms and --checkpoint-every apply to a cluster file "
         "(one worker per process), not to --cluster " + options.cluster);
   }
-  StatusOr<std::map<std::string, int>> shape = ParseLocalClusterShape(options.cluster);
-  if (!shape.ok()) return InvalidArgument("--cluster: " + shape.status().message());
+  AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
   for (const char* job : {kPsJob, "worker"}) {
-    if (shape->count(job) == 0) {
+    if (shape.count(job) == 0) {
       return InvalidArgument("--cluster " + options.cluster + ": needs a '" + job +
                              "' job, e.g. local:ps=1,worker=2");
     }
   }
-  const int workers = shape->at("worker");
+  const int workers = shape.at("worker");
   if (options.replicas_to_aggregate > workers) {
     return InvalidArgument("--replicas-to-aggregate " +
                            std::to_string(options.replicas_to_aggregate) + " is more than the " +
@@ -256,27 +240,23 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   dp.ps.optimizer = options.optimizer;
   dp.ps.learning_rate = options.learning_rate;
   dp.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
-  if (!options.checkpoint_dir.empty()) dp.model_dir = ResolveUserPath(options.checkpoint_dir);
+  dp.model_dir = ResolveUserPath(options.checkpoint_dir);
   SessionOptions session_options;  // target "": the actor runtime, per worker
-  if (!options.devices.empty()) {
-    AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
-  }
-  dp.session_factory = [session_options](const Graph* graph) {
-    return NewSession(graph, session_options);
-  };
+  AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
+  dp.session_factory = SessionFactoryFor(session_options);
   ProgressPrinter printer(out);
 
   ClusterSpec cluster;
   std::unique_ptr<LocalCluster> local;
   int workers = 0;
-  if (IsLocal(options.cluster)) {
-    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterShape(options.cluster));
+  if (IsLocalCluster(options.cluster)) {
+    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
     workers = shape.at("worker");
     // The workers are this process's threads; only the ps tasks need servers.
     AF_ASSIGN_OR_RETURN(local, LocalCluster::Start({{kPsJob, shape.at(kPsJob)}}));
     cluster = local->spec();
   } else {
-    AF_ASSIGN_OR_RETURN(cluster, ClusterSpec::FromFile(ResolveUserPath(options.cluster)));
+    AF_ASSIGN_OR_RETURN(cluster, LoadClusterFile(options.cluster));
     workers = cluster.num_tasks(options.job);
     if (workers == 0) {
       return InvalidArgument("--job " + options.job + ": cluster " + options.cluster +

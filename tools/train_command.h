@@ -10,7 +10,9 @@
 //                   [--max-restarts N] [--checkpoint-every N] [--reconnect-timeout-ms N]
 //
 // With --cluster it trains the same model data-parallel on a cluster of ps and
-// worker tasks: see tools/train_cluster.h. Without it:
+// worker tasks: see tools/train_cluster.h. The data and model flags are shared with
+// `actorflow tune`: tools/train_data.h loads the files, tools/train_flags.h checks
+// the flags and builds the model. Without --cluster:
 // - With no flags it trains a DNN [10, 10] on the Iris split bundled in
 //   examples/data and ends with the test accuracy. The bundled files are found under
 //   `bazel run` ($BUILD_WORKSPACE_DIRECTORY, the runfiles) and from the repository
@@ -70,7 +72,8 @@ struct TrainCommandOptions {
   std::string checkpoint_dir;
   int64_t timeout_ms = 30000;
   bool json = false;
-  // The local session's devices, "cpu=N[,gpu=M]"; empty: one CPU and every GPU found.
+  // The local session's devices, "cpu=N[,gpu=M]" (ParseDeviceCounts); empty: one CPU
+  // and every GPU found.
   std::string devices;
   // Data-parallel training (tools/train_cluster.h). Empty cluster: one process.
   std::string cluster;
@@ -91,11 +94,6 @@ struct TrainCommandOptions {
 // an error line to `err`. Returns the exit code. Never throws.
 int TrainCommand(const TrainCommandOptions& options, std::ostream& out, std::ostream& err,
                  bool interactive);
-
-// The path of a file bundled in examples/data (e.g. "iris_training.csv"): under
-// $BUILD_WORKSPACE_DIRECTORY, the binary's runfiles, or the working directory.
-// NotFound listing where it looked.
-StatusOr<std::string> FindBundledData(const std::string& file);
 
 // Declares `train` on `parent`; the returned main runs TrainCommand on std::cout /
 // std::cerr, with a progress bar when stdout is a terminal.

@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/local_cluster.h"
-#include "actors/session_factory.h"
 #include "placement/cluster_spec.h"
 #include "tools/task_reset.h"
-#include "training/csv_dataset.h"
+#include "tools/train_data.h"
+#include "tools/train_flags.h"
 #include "training/dnn_classifier.h"
 
 namespace actorflow {
@@ -45,20 +45,6 @@ StatusOr<int64_t> ParseInt(const std::string& name, const std::string& value, in
   return static_cast<int64_t>(v);
 }
 
-// "10,10" -> {10, 10}.
-StatusOr<std::vector<int64_t>> ParseHidden(const std::string& text) {
-  std::vector<int64_t> units;
-  size_t start = 0;
-  while (true) {
-    const size_t end = std::min(text.find(',', start), text.size());
-    AF_ASSIGN_OR_RETURN(int64_t n, ParseInt("hidden", text.substr(start, end - start), 1));
-    units.push_back(n);
-    if (end == text.size()) break;
-    start = end + 1;
-  }
-  return units;
-}
-
 // The train options of one configuration: the base with the grid's values.
 StatusOr<TrainCommandOptions> ApplyConfig(const TrainCommandOptions& base, const GridConfig& config) {
   TrainCommandOptions o = base;
@@ -70,7 +56,7 @@ StatusOr<TrainCommandOptions> ApplyConfig(const TrainCommandOptions& base, const
         return InvalidArgument("grid parameter lr='" + value + "': expected a number > 0");
       }
     } else if (name == "hidden") {
-      AF_RETURN_IF_ERROR(ParseHidden(value).status());
+      AF_RETURN_IF_ERROR(ParseHiddenUnits(value, "grid parameter hidden").status());
       o.hidden = value;
     } else if (name == "optimizer") {
       AF_RETURN_IF_ERROR(MakeOptimizer(value, 0.01).status().WithContext("grid parameter optimizer"));
@@ -101,94 +87,23 @@ StatusOr<TrainCommandOptions> ApplyConfig(const TrainCommandOptions& base, const
 
 // What `actorflow train` checks before reading a file, for one configuration.
 Status CheckTrial(const TrainCommandOptions& o, const GridConfig& config) {
-  Status s;
-  if (o.batch < 1) {
-    s = InvalidArgument("batch " + std::to_string(o.batch) + " must be >= 1");
-  } else if (o.steps < 1) {
-    s = InvalidArgument("steps " + std::to_string(o.steps) + " must be >= 1");
-  } else if (o.epochs < 0) {
-    s = InvalidArgument("epochs " + std::to_string(o.epochs) + " must be >= 0");
-  } else if (o.classes != 0 && o.classes < 2) {
-    s = InvalidArgument("classes " + std::to_string(o.classes) + " must be >= 2");
-  } else if (o.timeout_ms < 0) {
-    s = InvalidArgument("--timeout-ms must be >= 0");
-  } else if (!ParseHidden(o.hidden).ok()) {
-    s = ParseHidden(o.hidden).status();
-  } else {
-    s = MakeOptimizer(o.optimizer, o.learning_rate).status();
-  }
-  return s.WithContext("configuration " + ConfigString(config));
-}
-
-struct TuneData {
-  CsvData train;
-  CsvData test;
-  int64_t max_label = 1;
-};
-
-StatusOr<TuneData> LoadData(const TrainCommandOptions& o) {
-  std::string train_path, test_path;
-  if (o.train_path.empty()) {
-    AF_ASSIGN_OR_RETURN(train_path, FindBundledData("iris_training.csv"));
-  } else {
-    train_path = ResolveUserPath(o.train_path);
-  }
-  if (o.test_path.empty()) {
-    AF_ASSIGN_OR_RETURN(test_path, FindBundledData("iris_test.csv"));
-  } else {
-    test_path = ResolveUserPath(o.test_path);
-  }
-  CsvOptions csv;
-  csv.label_column = o.label;
-  TuneData d;
-  AF_ASSIGN_OR_RETURN(d.train, LoadCsv(train_path, csv));
-  AF_ASSIGN_OR_RETURN(d.test, LoadCsv(test_path, csv));
-  if (d.train.labels.NumElements() == 0) return InvalidArgument(train_path + ": no data rows");
-  if (d.train.feature_names != d.test.feature_names) {
-    return InvalidArgument(test_path + ": its feature columns differ from " + train_path + "'s");
-  }
-  const int32_t* labels = d.train.labels.data<int32_t>();
-  d.max_label = *std::max_element(labels, labels + d.train.labels.NumElements());
-  return d;
+  return CheckModelAndTrainingFlags(o).WithContext("configuration " + ConfigString(config));
 }
 
 // Trains one configuration on `target` and returns its test accuracy.
-StatusOr<double> TrainOne(const TrainCommandOptions& o, const TuneData& data,
+StatusOr<double> TrainOne(const TrainCommandOptions& o, const TrainingData& data,
                           const std::string& target) {
-  DNNClassifierOptions model;
-  if (o.normalize) {
-    AF_ASSIGN_OR_RETURN(model.feature_columns,
-                        NormalizedNumericColumns(data.train.feature_names, data.train.features));
-  } else {
-    model.feature_columns = NumericColumns(data.train.feature_names);
-  }
-  AF_ASSIGN_OR_RETURN(model.hidden_units, ParseHidden(o.hidden));
-  model.n_classes = o.classes > 0 ? o.classes : std::max<int64_t>(data.max_label + 1, 2);
-  model.optimizer = o.optimizer;
-  model.learning_rate = o.learning_rate;
-  model.seed = o.seed;
-  model.timeout_in_ms = o.timeout_ms;
-  model.session_factory = [target](const Graph* graph) {
-    SessionOptions options;
-    options.target = target;
-    return NewSession(graph, options);
-  };
+  AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, o.classes));
+  AF_ASSIGN_OR_RETURN(DNNClassifierOptions model, ClassifierOptionsFromFlags(o, data, classes));
+  SessionOptions session;
+  session.target = target;
+  model.session_factory = SessionFactoryFor(session);
   AF_ASSIGN_OR_RETURN(std::unique_ptr<DNNClassifier> classifier,
                       DNNClassifier::Create(std::move(model)));
-  const CsvData& train = data.train;
-  const int64_t rows = train.labels.NumElements();
-  const int64_t repeat = o.epochs > 0 ? o.epochs : -1;
-  InputFn train_input = [&train, &o, rows, repeat]() -> StatusOr<std::shared_ptr<const Dataset>> {
-    AF_ASSIGN_OR_RETURN(auto slices, Dataset::FromTensorSlices({train.features, train.labels}));
-    return slices->Shuffle(rows, o.seed)->Batch(o.batch)->Repeat(repeat);
-  };
-  AF_RETURN_IF_ERROR(classifier->Train(train_input, o.epochs > 0 ? -1 : o.steps).status());
-  const CsvData& test = data.test;
-  InputFn test_input = [&test]() -> StatusOr<std::shared_ptr<const Dataset>> {
-    AF_ASSIGN_OR_RETURN(auto slices, Dataset::FromTensorSlices({test.features, test.labels}));
-    return slices->Batch(256);
-  };
-  AF_ASSIGN_OR_RETURN(EvalResult eval, classifier->Evaluate(test_input));
+  AF_RETURN_IF_ERROR(
+      classifier->Train(TrainingInput(data.train, o.batch, o.seed, o.epochs), MaxTrainSteps(o))
+          .status());
+  AF_ASSIGN_OR_RETURN(EvalResult eval, classifier->Evaluate(EvaluationInput(data.test)));
   return eval.accuracy;
 }
 
@@ -215,13 +130,13 @@ StatusOr<TuneReport> RunTune(const TuneCommandOptions& options, std::ostream* pr
     AF_RETURN_IF_ERROR(CheckTrial(o, c));
     trials.push_back(std::move(o));
   }
-  AF_ASSIGN_OR_RETURN(TuneData data, LoadData(options.train));
+  AF_ASSIGN_OR_RETURN(TrainingData data, LoadTrainingData(options.train));
 
   // The workers: tasks of a local cluster started here, or of a cluster file.
   std::unique_ptr<LocalCluster> local;
   ClusterSpec spec;
-  if (options.cluster.rfind("local:", 0) == 0) {
-    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterShape(options.cluster));
+  if (IsLocalCluster(options.cluster)) {
+    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
     if (!shape.count("worker")) {
       return InvalidArgument("--cluster " + options.cluster +
                              ": tune trains on the 'worker' job, e.g. local:worker=2");
@@ -229,7 +144,7 @@ StatusOr<TuneReport> RunTune(const TuneCommandOptions& options, std::ostream* pr
     AF_ASSIGN_OR_RETURN(local, LocalCluster::Start(shape));
     spec = local->spec();
   } else {
-    AF_ASSIGN_OR_RETURN(spec, ClusterSpec::FromFile(ResolveUserPath(options.cluster)));
+    AF_ASSIGN_OR_RETURN(spec, LoadClusterFile(options.cluster));
   }
   const int workers = spec.num_tasks("worker");
   if (workers < 1) return InvalidArgument("--cluster " + options.cluster + " has no 'worker' job");
@@ -327,52 +242,35 @@ std::string TuneReportJson(const TuneReport& report) {
 }
 
 int TuneCommand(const TuneCommandOptions& options, std::ostream& out, std::ostream& err) {
-  try {
+  return CatchExceptions(err, [&]() {
     StatusOr<TuneReport> report = RunTune(options, &out);
     if (!report.ok()) {
-      PrintError(err, report.status());
-      return report.status().code() == Code::kInvalidArgument ? kExitUsageError
-                                                               : kExitRuntimeError;
+      return ReportError(err, report.status(),
+                         report.status().code() == Code::kInvalidArgument ? kExitUsageError
+                                                                          : kExitRuntimeError);
     }
     PrintTuneTable(*report, out);
     if (options.json) out << TuneReportJson(*report) << "\n";
     out.flush();
     for (const TrialResult& r : report->results) {
       if (!r.status.ok()) {
-        PrintError(err, r.status.WithContext("configuration " + ConfigString(r.params)));
-        return kExitRuntimeError;
+        return ReportError(err, r.status.WithContext("configuration " + ConfigString(r.params)),
+                           kExitRuntimeError);
       }
     }
     return kExitOk;
-  } catch (const std::exception& e) {
-    PrintError(err, Internal(std::string("unexpected exception: ") + e.what()));
-    return kExitRuntimeError;
-  }
+  });
 }
 
 Subcommand AddTuneSubcommand(CLI::App* parent) {
   auto options = std::make_shared<TuneCommandOptions>();
-  TrainCommandOptions& t = options->train;
   CLI::App* app = parent->add_subcommand(
       "tune", "Grid-search hyperparameters, one network per worker task, in parallel");
   app->add_option("--cluster", options->cluster, "local:worker=W, or a cluster spec FILE")
       ->capture_default_str();
   app->add_option("--grid", options->grid, "e.g. 'lr=0.01|0.1;hidden=10,10|32'")->required();
-  app->add_option("--train", t.train_path, "Training CSV (default: bundled Iris)");
-  app->add_option("--test", t.test_path, "Test CSV (default: bundled Iris)");
-  app->add_option("--label", t.label, "Label column (default: the last one)");
-  app->add_option("--hidden", t.hidden, "Hidden layer sizes, e.g. 10,10")->capture_default_str();
-  app->add_option("--classes", t.classes, "Number of classes (default: max label + 1)");
-  app->add_option("--optimizer", t.optimizer, "sgd, momentum, adam or adagrad")
-      ->capture_default_str();
-  app->add_option("--lr", t.learning_rate, "Learning rate")->capture_default_str();
-  app->add_option("--batch", t.batch, "Batch size")->capture_default_str();
-  app->add_option("--steps", t.steps, "Training steps")->capture_default_str();
-  app->add_option("--epochs", t.epochs, "Passes over the training set (overrides --steps)");
-  app->add_option("--seed", t.seed, "Seed of the weights and the shuffle")->capture_default_str();
-  app->add_flag("--normalize", t.normalize, "Z-score features with training statistics");
-  app->add_option("--timeout-ms", t.timeout_ms, "Deadline of each step in ms (0 = none)")
-      ->capture_default_str();
+  AddModelAndDataFlags(app, &options->train);
+  AddTimeoutMsOption(app, &options->train.timeout_ms)->capture_default_str();
   app->add_flag("--json", options->json, "End with one line of JSON");
   return Subcommand{app, [options]() { return TuneCommand(*options, std::cout, std::cerr); }};
 }

@@ -1,0 +1,89 @@
+// The model and training flags that `actorflow train` (alone, with --cluster, with
+// --replication in-graph) and `actorflow tune` share, as train_command.h documents
+// them: their declaration, their checks, the classifier they describe, and the
+// result a training run ends with.
+//
+// Thread safety: the functions are reentrant.
+#ifndef ACTORFLOW_TOOLS_TRAIN_FLAGS_H_
+#define ACTORFLOW_TOOLS_TRAIN_FLAGS_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "graph/status.h"
+#include "kernels/session.h"
+#include "tools/train_command.h"
+#include "tools/train_data.h"
+#include "training/dnn_classifier.h"
+#include "training/model_spec.h"
+
+namespace actorflow {
+namespace cli {
+
+// Declares --train, --test, --label, --hidden, --classes, --optimizer, --lr, --batch,
+// --steps, --epochs, --seed and --normalize on `app`, in that order, parsing into
+// `*options` (which must outlive the parse).
+void AddModelAndDataFlags(CLI::App* app, TrainCommandOptions* options);
+
+// "10,10" -> {10, 10}: comma-separated layer sizes, spaces around a size ignored.
+// InvalidArgument starting with `name` (the flag or grid parameter the text came
+// from) for a field that is not an integer, and for sizes ValidateModelSpec rejects
+// (naming the layer).
+StatusOr<std::vector<int64_t>> ParseHiddenUnits(const std::string& text,
+                                                const std::string& name = "--hidden");
+
+// Everything about --hidden, --classes, --batch, --steps, --epochs, --timeout-ms,
+// --optimizer and --lr that can be judged without reading a file. InvalidArgument
+// naming the flag (--lr when the optimizer exists but rejects the rate).
+Status CheckModelAndTrainingFlags(const TrainCommandOptions& options);
+
+// The classifier the flags describe on `data`: its feature columns (z-scored with
+// the training file's statistics under --normalize), --hidden, `classes` classes,
+// --optimizer, --lr, --seed, the label column, --timeout-ms, and --checkpoint-dir
+// (resolved) as the model directory. The session factory is left to the caller.
+// Errors: ParseHiddenUnits's, NormalizedNumericColumns's.
+StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOptions& options,
+                                                          const TrainingData& data,
+                                                          int64_t classes);
+
+// The part of `options` that defines the graph (and model.json).
+DNNModelSpec ModelSpecOf(const DNNClassifierOptions& options);
+
+// Opens NewSession(graph, options) for each graph (the actor runtime, or the master
+// at options.target).
+SessionFactory SessionFactoryFor(SessionOptions options);
+
+// The `steps` argument of Train: -1 under --epochs (the input's end stops training),
+// else --steps.
+int64_t MaxTrainSteps(const TrainCommandOptions& options);
+
+// The steps a run makes when each step takes `rows_per_step` of the training file's
+// `rows`: --epochs passes of ceil(rows / rows_per_step) steps, else --steps.
+int64_t PlannedTrainSteps(const TrainCommandOptions& options, int64_t rows, int64_t rows_per_step);
+
+// The last line of a run without --json:
+//   test accuracy 0.9667 (29/30), loss 0.0830, global step 1000, 1.52 s
+std::string TestAccuracyLine(const EvalResult& eval, double seconds);
+
+// The keys that every training --json line starts with, in order: "accuracy",
+// "loss" (the mean test cross-entropy), "global_step" and "seconds".
+nlohmann::ordered_json ResultJsonHead(const EvalResult& eval, double seconds);
+
+// Ends a DNNClassifier training run (train alone or in-graph) on `out`, flushed.
+// With --json one line: ResultJsonHead's keys, "steps", "train_loss", "examples",
+// "classes", then `extra`'s keys in order, then "checkpoint_dir" under
+// --checkpoint-dir. Else "checkpoint saved in DIR" under --checkpoint-dir, then
+// TestAccuracyLine.
+void PrintTrainResult(const TrainCommandOptions& options, const EvalResult& eval,
+                      const TrainResult& trained, double seconds, int64_t classes,
+                      const nlohmann::ordered_json& extra, std::ostream& out);
+
+}  // namespace cli
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_TOOLS_TRAIN_FLAGS_H_
