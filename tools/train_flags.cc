@@ -75,7 +75,8 @@ Status CheckModelAndTrainingFlags(const TrainCommandOptions& options) {
     return InvalidArgument("--steps " + std::to_string(options.steps) + ": must be >= 1");
   }
   if (options.epochs < 0) {
-    return InvalidArgument("--epochs " + std::to_string(options.epochs) + ": must be >= 1");
+    return InvalidArgument("--epochs " + std::to_string(options.epochs) +
+                           ": must be >= 1 (or 0: train --steps batches instead)");
   }
   AF_RETURN_IF_ERROR(CheckTimeoutMs(options.timeout_ms));
   Status optimizer = MakeOptimizer(options.optimizer, options.learning_rate).status();
