@@ -57,7 +57,7 @@ struct DeviceState {
   // A step running here: its executor handle and the promise of its answer. An
   // abort answers at once; the executor's own answer, if it comes later, is dropped.
   struct ActiveStep {
-    std::unique_ptr<StepHandle> handle;
+    StepHandle handle{nullptr};
     caf::response_promise promise;
   };
   std::unordered_map<int64_t, ActiveStep> active_steps;
@@ -90,6 +90,7 @@ struct DeviceState {
 
   // Fails every pending Recv of `step` and drops its early tensors.
   void ReleaseStep(int64_t step, const Status& status) {
+    if (pending_step.empty() && inbox.empty()) return;  // the common case: nothing left
     std::vector<Rendezvous::RecvCallback> to_fail;
     for (auto it = pending_step.begin(); it != pending_step.end();) {
       if (it->second == step) {
@@ -203,6 +204,62 @@ StatusOr<std::shared_ptr<PartitionExec>> BuildPartition(const DeviceConfig& conf
   return exec;
 }
 
+// Starts one step of a registered partition; the answer comes when it ends (or at
+// once for an unknown partition or an aborted step). `record`: whether the step
+// records its executed nodes (and, with req.collect_stats, their stats).
+caf::result<RunPartitionResult> RunPartition(caf::stateful_actor<DeviceState>* self,
+                                             RunPartitionRequest& req, bool record) {
+  DeviceState& st = self->state;
+  auto it = st.partitions.find(req.partition_id);
+  if (it == st.partitions.end()) {
+    RunPartitionResult r;
+    r.status = Internal("device " + st.config.name + ": unknown partition " +
+                        std::to_string(req.partition_id));
+    return r;
+  }
+  Status aborted;
+  if (st.IsAborted(req.step_id, &aborted)) {
+    RunPartitionResult r;
+    r.status = aborted;
+    return r;
+  }
+  auto rp = self->make_response_promise();
+  std::shared_ptr<PartitionExec> exec = it->second;
+  StepArgs args;
+  args.feed_values = std::move(req.feed_values);
+  args.resources = st.config.resources.get();
+  args.step_id = req.step_id;
+  args.record_executed = record;
+  args.collect_stats = record && req.collect_stats;
+  args.rendezvous = st.runtime.get();
+  args.scheduler = st.runtime.get();
+  args.queues = st.queues.get();
+  const int64_t step = req.step_id;
+  // The slot exists before the step starts: a step may end inside RunAsync.
+  st.active_steps[step].promise = rp;
+  // `exec` keeps the executor alive until its step ends, also past an abort.
+  StepHandle handle = exec->executor->RunAsync(
+      std::move(args), [self, step, exec](StepResult result) {
+        auto active = self->state.active_steps.find(step);
+        if (active == self->state.active_steps.end()) return;  // answered by abort
+        caf::response_promise promise = std::move(active->second.promise);
+        self->state.active_steps.erase(active);
+        // Leftover early tensors of a finished step are never received.
+        self->state.ReleaseStep(step, Cancelled("step finished"));
+        RunPartitionResult r;
+        r.status = std::move(result.status);
+        r.fetches = std::move(result.fetches);
+        r.executed_nodes = std::move(result.executed_nodes);
+        r.executed_start_micros = std::move(result.executed_start_micros);
+        r.step_stats = std::move(result.step_stats);
+        promise.deliver(std::move(r));
+      });
+  // The slot may be gone: the step may have ended (or been aborted) inside RunAsync.
+  auto active = st.active_steps.find(step);
+  if (active != st.active_steps.end()) active->second.handle = std::move(handle);
+  return rp;
+}
+
 caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfig config) {
   self->state.config = std::move(config);
   self->state.runtime = std::make_unique<DeviceRuntime>(self);
@@ -233,54 +290,11 @@ caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfi
         self->state.partitions[reg.partition_id] = *built;
         return Status::OK();
       },
+      [self](run_atom, RunPartitionRequest& req, bool record) -> caf::result<RunPartitionResult> {
+        return RunPartition(self, req, record);
+      },
       [self](run_atom, RunPartitionRequest& req) -> caf::result<RunPartitionResult> {
-        DeviceState& st = self->state;
-        auto it = st.partitions.find(req.partition_id);
-        if (it == st.partitions.end()) {
-          RunPartitionResult r;
-          r.status = Internal("device " + st.config.name + ": unknown partition " +
-                              std::to_string(req.partition_id));
-          return r;
-        }
-        Status aborted;
-        if (st.IsAborted(req.step_id, &aborted)) {
-          RunPartitionResult r;
-          r.status = aborted;
-          return r;
-        }
-        auto rp = self->make_response_promise();
-        std::shared_ptr<PartitionExec> exec = it->second;
-        StepArgs args;
-        args.feed_values = std::move(req.feed_values);
-        args.resources = st.config.resources.get();
-        args.step_id = req.step_id;
-        args.collect_stats = req.collect_stats;
-        args.rendezvous = st.runtime.get();
-        args.scheduler = st.runtime.get();
-        args.queues = st.queues.get();
-        const int64_t step = req.step_id;
-        // The slot exists before the step starts: a step may end inside RunAsync.
-        st.active_steps[step].promise = rp;
-        StepHandle handle = exec->executor->RunAsync(
-            std::move(args), [self, rp, exec, step](StepResult result) mutable {
-              auto active = self->state.active_steps.find(step);
-              if (active == self->state.active_steps.end()) return;  // answered by abort
-              self->state.active_steps.erase(active);
-              // Leftover early tensors of a finished step are never received.
-              self->state.ReleaseStep(step, Cancelled("step finished"));
-              RunPartitionResult r;
-              r.status = std::move(result.status);
-              r.fetches = std::move(result.fetches);
-              r.executed_nodes = std::move(result.executed_nodes);
-              r.executed_start_micros = std::move(result.executed_start_micros);
-              r.step_stats = std::move(result.step_stats);
-              rp.deliver(std::move(r));
-            });
-        auto slot = st.active_steps.find(step);
-        if (slot != st.active_steps.end()) {
-          slot->second.handle = std::make_unique<StepHandle>(std::move(handle));
-        }
-        return rp;
+        return RunPartition(self, req, true);
       },
       [self](tensor_atom, const TensorDelivery& d) {
         self->state.Deliver(d.step_id, d.key, d.value);
@@ -294,7 +308,7 @@ caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfi
           // their own and their step's late answer is dropped.
           DeviceState::ActiveStep active = std::move(it->second);
           st.active_steps.erase(it);
-          if (active.handle) active.handle->Abort(req.status);
+          active.handle.Abort(req.status);
           RunPartitionResult r;
           r.status = req.status;
           active.promise.deliver(std::move(r));

@@ -1,6 +1,7 @@
 // Device actor protocol, driven directly: a Send whose receiving device is gone is
 // an error (Unavailable naming it), not a hang; a tensor that arrives before its
-// Recv waits in the inbox; an abort releases a parked Recv.
+// Recv waits in the inbox; an abort releases a parked Recv; a step records its nodes
+// only when asked to.
 
 #include "actors/device_actor.h"
 
@@ -52,6 +53,17 @@ std::shared_ptr<const DevicePartition> RecvPartition() {
   return p;
 }
 
+// x = 2 (Const) and y = Neg(x), fetched: one device, no Send/Recv.
+std::shared_ptr<const DevicePartition> LocalPartition() {
+  auto p = std::make_shared<DevicePartition>();
+  p->device = kCpu0;
+  p->graph = std::make_unique<Graph>();
+  EXPECT_TRUE(p->graph->AddNode(NodeDef{"x", "Const", {}, {{"value", Tensor::Scalar(2.0f)}}, kCpu0}).ok());
+  EXPECT_TRUE(p->graph->AddNode(NodeDef{"y", "Neg", {"x"}, {}, kCpu0}).ok());
+  p->fetches = {"y"};
+  return p;
+}
+
 class DeviceActorTest : public ::testing::Test {
  protected:
   DeviceActorTest() : system_(cfg_) {}
@@ -80,6 +92,18 @@ class DeviceActorTest : public ::testing::Test {
     out.status = Internal("no answer");
     self->request(dev, std::chrono::seconds(10), run_atom::value,
                   RunPartitionRequest{step, id, {}, false})
+        .receive([&](RunPartitionResult& r) { out = std::move(r); },
+                 [&](caf::error& e) { out.status = Unavailable(caf::to_string(e)); });
+    return out;
+  }
+
+  // The master's form: `record` says whether the step records its nodes.
+  RunPartitionResult RunRecording(caf::scoped_actor& self, const caf::actor& dev, int64_t step,
+                                  uint64_t id, bool record, bool collect_stats) {
+    RunPartitionResult out;
+    out.status = Internal("no answer");
+    self->request(dev, std::chrono::seconds(10), run_atom::value,
+                  RunPartitionRequest{step, id, {}, collect_stats}, record)
         .receive([&](RunPartitionResult& r) { out = std::move(r); },
                  [&](caf::error& e) { out.status = Unavailable(caf::to_string(e)); });
     return out;
@@ -159,6 +183,38 @@ TEST_F(DeviceActorTest, AnAbortAnswersTheStepAndReleasesItsParkedRecv) {
   EXPECT_EQ(after.pending_recvs, 0);
   EXPECT_EQ(after.active_steps, 0);
   self->send_exit(receiver, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(DeviceActorTest, AStepRecordsItsNodesOnlyWhenAsked) {
+  caf::scoped_actor self{system_};
+  caf::actor dev = Spawn(kCpu0);
+  ASSERT_TRUE(Register(self, dev, 3, LocalPartition()).ok());
+  const std::vector<std::string> both{"x", "y"};
+
+  // No run metadata wanted: the same answer, nothing recorded per node (stats are
+  // part of the records, so collect_stats alone asks for nothing).
+  RunPartitionResult quiet = RunRecording(self, dev, 1, 3, /*record=*/false, true);
+  ASSERT_TRUE(quiet.status.ok()) << quiet.status;
+  EXPECT_EQ(quiet.fetches[0].data<float>()[0], -2.0f);
+  EXPECT_TRUE(quiet.executed_nodes.empty());
+  EXPECT_TRUE(quiet.executed_start_micros.empty());
+  EXPECT_TRUE(quiet.step_stats.empty());
+
+  // A traced step: its nodes in start order and their stats.
+  RunPartitionResult traced = RunRecording(self, dev, 2, 3, /*record=*/true, true);
+  ASSERT_TRUE(traced.status.ok()) << traced.status;
+  EXPECT_EQ(traced.executed_nodes, both);
+  EXPECT_EQ(traced.executed_start_micros.size(), 2u);
+  ASSERT_EQ(traced.step_stats.size(), 2u);
+  EXPECT_EQ(traced.step_stats[0].device, kCpu0);
+
+  // Without the flag (a request alone) the step records its nodes, and stats only
+  // with collect_stats.
+  RunPartitionResult plain = Run(self, dev, 3, 3);
+  ASSERT_TRUE(plain.status.ok()) << plain.status;
+  EXPECT_EQ(plain.executed_nodes, both);
+  EXPECT_TRUE(plain.step_stats.empty());
+  self->send_exit(dev, caf::exit_reason::user_shutdown);
 }
 
 }  // namespace

@@ -81,7 +81,8 @@ class LocalActorSession : public ActorSession {
     req->options = run_options;
     req->reply = std::make_shared<StepReply>();
     std::shared_ptr<StepReply> reply = req->reply;
-    caf::anon_send(master_, step_atom::value, std::move(req));
+    // Run metadata costs per-node work on every device; build it only when asked.
+    caf::anon_send(master_, step_atom::value, std::move(req), metadata != nullptr);
 
     std::unique_lock<std::mutex> lock(reply->mu);
     if (run_options.timeout_in_ms > 0) {

@@ -207,6 +207,35 @@ TEST(ActorSessionBadInputTest, RunOnAClosedSessionFails) {
   EXPECT_EQ(s.code(), Code::kFailedPrecondition);
 }
 
+TEST(ActorSessionTest, RunMetadataListsTheExecutedNodesInOrderAndStatsOnlyWhenTraced) {
+  Scope root = Scope::NewRootScope();
+  auto a = Const(root.WithOpName("a"), 1.0f);
+  auto b = Neg(root.WithOpName("b"), a);
+  Neg(root.WithOpName("c"), b);
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto session = MakeSession(root.graph(), 1);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {"c"}, {}, &out).ok());  // no metadata asked for
+  EXPECT_EQ(out[0].data<float>()[0], 1.0f);
+
+  RunMetadata meta;
+  ASSERT_TRUE(session->Run(RunOptions(), {}, {"c"}, {}, &out, &meta).ok());
+  EXPECT_EQ(meta.executed_nodes, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(meta.step_stats.empty());
+
+  RunOptions traced;
+  traced.trace_level = RunOptions::TraceLevel::kFullTrace;
+  RunMetadata traced_meta;
+  ASSERT_TRUE(session->Run(traced, {}, {"c"}, {}, &out, &traced_meta).ok());
+  EXPECT_EQ(traced_meta.executed_nodes, (std::vector<std::string>{"a", "b", "c"}));
+  ASSERT_EQ(traced_meta.step_stats.size(), 3u);
+  for (const NodeExecStats& s : traced_meta.step_stats) {
+    EXPECT_EQ(s.device, Cpu(0)) << s.node_name;
+    EXPECT_GE(s.start_micros, 0) << s.node_name;
+    EXPECT_LE(s.start_micros, s.end_micros) << s.node_name;
+  }
+}
+
 TEST(ActorSessionTest, VariablesOnAnotherDeviceAreReadThroughSendAndRecv) {
   Scope root = Scope::NewRootScope();
   auto w = Variable(root.WithDevice("/cpu:1").WithOpName("w"), Shape{2, 2}, DType::kFloat32);

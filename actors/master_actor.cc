@@ -32,7 +32,18 @@ std::string SignatureKey(const StepRequest& req) {
 void Reply(const std::shared_ptr<StepRequest>& req, Status status, std::vector<Tensor> out = {},
            RunMetadata meta = RunMetadata()) {
   if (req->reply) {
-    req->reply->Deliver(std::move(status), std::move(out), std::move(meta));
+    // StepReply::Deliver's work, but notified after unlocking: a client woken while
+    // the lock is still held blocks on it at once and needs a second wake-up. The
+    // request keeps the reply (and its condition variable) alive past the unlock.
+    StepReply& reply = *req->reply;
+    {
+      std::lock_guard<std::mutex> lock(reply.mu);
+      reply.status = std::move(status);
+      reply.outputs = std::move(out);
+      reply.metadata = std::move(meta);
+      reply.done = true;
+    }
+    reply.cv.notify_all();
     return;
   }
   RemoteStepResult r;
@@ -50,23 +61,32 @@ Status ValidateFeeds(const StepRequest& req, const RunSignature& sig) {
   return Status::OK();
 }
 
-void FinishStep(MasterActor* self, const std::shared_ptr<StepInFlight>& step) {
-  self->state.in_flight.erase(step->step_id);
-  if (!step->status.ok()) return Reply(step->request, step->status);
+// The step's RunMetadata from what its devices recorded: the graph's own nodes (not
+// the inserted Send/Recv) in start order, and their stats relative to the step start.
+RunMetadata BuildMetadata(const Graph& graph, StepInFlight* step) {
   RunMetadata meta;
   // By start time; ties (same microsecond) keep each device's own order.
   std::stable_sort(step->executed.begin(), step->executed.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  const Graph& graph = *self->state.graph;
+  meta.executed_nodes.reserve(step->executed.size());
   for (auto& [start, name] : step->executed) {
-    if (graph.FindNode(name) != nullptr) meta.executed_nodes.push_back(name);
+    if (graph.FindNode(name) != nullptr) meta.executed_nodes.push_back(std::move(name));
   }
+  meta.step_stats.reserve(step->stats.size());
   for (NodeExecStats& s : step->stats) {
     if (graph.FindNode(s.node_name) == nullptr) continue;  // inserted Send/Recv
     s.start_micros -= step->start_micros;
     s.end_micros -= step->start_micros;
     meta.step_stats.push_back(std::move(s));
   }
+  return meta;
+}
+
+void FinishStep(MasterActor* self, const std::shared_ptr<StepInFlight>& step) {
+  self->state.in_flight.erase(step->step_id);
+  if (!step->status.ok()) return Reply(step->request, step->status);
+  RunMetadata meta;
+  if (step->metadata) meta = BuildMetadata(*self->state.graph, step.get());
   for (const auto& [fetch, feed] : step->plan->fed_fetches) {
     step->outputs[fetch] = step->request->feeds[feed].second;
   }
@@ -96,24 +116,28 @@ void PartDone(MasterActor* self, const std::shared_ptr<StepInFlight>& step, size
     for (size_t k = 0; k < part.fetch_targets.size() && k < result.fetches.size(); ++k) {
       step->outputs[part.fetch_targets[k]] = std::move(result.fetches[k]);
     }
-    for (size_t k = 0; k < result.executed_nodes.size(); ++k) {
-      int64_t start = k < result.executed_start_micros.size() ? result.executed_start_micros[k] : 0;
-      step->executed.emplace_back(start, std::move(result.executed_nodes[k]));
+    if (step->metadata) {
+      for (size_t k = 0; k < result.executed_nodes.size(); ++k) {
+        int64_t start =
+            k < result.executed_start_micros.size() ? result.executed_start_micros[k] : 0;
+        step->executed.emplace_back(start, std::move(result.executed_nodes[k]));
+      }
+      for (NodeExecStats& s : result.step_stats) step->stats.push_back(std::move(s));
     }
-    for (NodeExecStats& s : result.step_stats) step->stats.push_back(std::move(s));
   }
   if (--step->remaining == 0) FinishStep(self, step);
 }
 
 void LaunchStep(MasterActor* self, const std::shared_ptr<Plan>& plan,
-                const std::shared_ptr<StepRequest>& req) {
+                const std::shared_ptr<StepRequest>& req, bool metadata) {
   if (!plan->registration_status.ok()) return Reply(req, plan->registration_status);
   Status valid = ValidateFeeds(*req, plan->signature);
   if (!valid.ok()) return Reply(req, valid);
   auto step = std::make_shared<StepInFlight>();
   step->step_id = self->state.next_step_id++;
-  step->start_micros = SteadyMicros();
+  step->start_micros = metadata ? SteadyMicros() : 0;
   step->request = req;
+  step->metadata = metadata;
   step->plan = plan;
   step->remaining = static_cast<int>(plan->parts.size());
   step->part_done.assign(plan->parts.size(), false);
@@ -130,12 +154,14 @@ void LaunchStep(MasterActor* self, const std::shared_ptr<Plan>& plan,
     RunPartitionRequest run;
     run.step_id = step->step_id;
     run.partition_id = part.partition_id;
-    run.collect_stats = trace;
+    run.collect_stats = metadata && trace;
+    run.feed_values.reserve(part.feed_sources.size());
     for (int src : part.feed_sources) run.feed_values.push_back(req->feeds[src].second);
-    const std::string device = part.device;
-    self->request(part.device_actor, timeout, run_atom::value, std::move(run))
+    self->request(part.device_actor, timeout, run_atom::value, std::move(run), metadata)
         .then([self, step, i](RunPartitionResult& r) { PartDone(self, step, i, std::move(r)); },
-              [self, step, i, device, timeout_ms](caf::error& e) {
+              [self, step, i, timeout_ms](caf::error& e) {
+                // The device's name only on this error path (the plan outlives the step).
+                const std::string& device = step->plan->parts[i].device;
                 RunPartitionResult r;
                 if (e == caf::sec::request_timeout) {
                   r.status = DeadlineExceeded("step exceeded its deadline of " +
@@ -210,18 +236,18 @@ void EnsureTasks(MasterActor* self, const std::vector<TaskId>& tasks, int64_t ti
   }
 }
 
-void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req) {
+void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req, bool metadata) {
   MasterState& st = self->state;
   const std::string key = SignatureKey(*req);
   auto it = st.plans.find(key);
   if (it != st.plans.end()) {
     std::shared_ptr<Plan> plan = it->second;
     if (plan->registrations_pending > 0) {
-      plan->waiting.push_back(req);
+      plan->waiting.push_back(PendingStep{req, metadata});
       return;
     }
     if (!plan->registration_status.ok()) st.plans.erase(key);  // a later step retries
-    return LaunchStep(self, plan, req);
+    return LaunchStep(self, plan, req, metadata);
   }
   std::vector<std::string> feed_names;
   for (const auto& f : req->feeds) feed_names.push_back(f.first);
@@ -234,9 +260,10 @@ void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req) {
   if (!missing->empty()) {
     int64_t timeout = req->options.timeout_in_ms > 0 ? req->options.timeout_in_ms
                                                      : st.config.connect_timeout_ms;
-    EnsureTasks(self, *missing, timeout, [self, req](const Status& s) {
+    EnsureTasks(self, *missing, timeout, [self, req, metadata](const Status& s) {
       if (!s.ok()) return Reply(req, s);
-      self->send(self, step_atom::value, req);  // plan it now that the devices are known
+      // Plan it now that the devices are known.
+      self->send(self, step_atom::value, req, metadata);
     });
     return;
   }
@@ -244,10 +271,10 @@ void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req) {
   if (!plan.ok()) return Reply(req, plan.status());
   st.plans.emplace(key, *plan);
   if ((*plan)->registrations_pending > 0) {
-    (*plan)->waiting.push_back(req);
+    (*plan)->waiting.push_back(PendingStep{req, metadata});
     return;
   }
-  LaunchStep(self, *plan, req);
+  LaunchStep(self, *plan, req, metadata);
 }
 
 // A device went down: fail what runs on it, forget what refers to it.
@@ -301,7 +328,13 @@ caf::behavior MasterBehavior(MasterActor* self, MasterConfig config) {
   for (const caf::actor& d : self->state.config.device_actors) self->monitor(d);
   self->set_down_handler([self](caf::down_msg& down) { DeviceDown(self, down.source); });
   return {
-      [self](step_atom, std::shared_ptr<StepRequest>& req) { HandleStep(self, std::move(req)); },
+      [self](step_atom, std::shared_ptr<StepRequest>& req, bool metadata) {
+        HandleStep(self, std::move(req), metadata);
+      },
+      // A client that cannot say (the front actor's remote steps) gets metadata.
+      [self](step_atom, std::shared_ptr<StepRequest>& req) {
+        HandleStep(self, std::move(req), true);
+      },
   };
 }
 

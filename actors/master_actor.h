@@ -4,9 +4,13 @@
 // with its device actor; then each step is one run message per involved device, the
 // fetches gathered from their answers.
 //
-// Protocol: (step_atom, shared_ptr<StepRequest>) — answered through the request's
-// StepReply (an in-process client thread waits on it) or its response promise (a
-// remote client, through the front actor).
+// Protocol: (step_atom, shared_ptr<StepRequest>[, bool metadata]) — answered through
+// the request's StepReply (an in-process client thread waits on it) or its response
+// promise (a remote client, through the front actor). `metadata` (default true):
+// whether the client wants RunMetadata (executed nodes; step stats when
+// RunOptions.trace_level is kFullTrace). Without it the step builds none: the devices
+// record nothing per node and the master sorts, looks up and copies no node names.
+// The flag travels beside the request because StepRequest has no field for it.
 // Clusters: devices of other tasks are found lazily, through the tasks' front
 // actors, the first time a step needs them; connecting retries until the step's
 // deadline, then fails with Unavailable naming the task and its address. The master

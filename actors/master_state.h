@@ -17,6 +17,14 @@
 
 namespace actorflow {
 
+// A client's step as the master holds it before launching it. `metadata`: whether
+// the client wants RunMetadata; without it the step builds none (module comment of
+// actors/master_actor.h).
+struct PendingStep {
+  std::shared_ptr<StepRequest> request;
+  bool metadata = true;
+};
+
 // One partition of a plan, registered with one device.
 struct PlanPart {
   std::string device;
@@ -35,7 +43,7 @@ struct Plan {
   std::vector<std::pair<int, int>> duplicate_fetches;
   int registrations_pending = 0;
   Status registration_status;
-  std::vector<std::shared_ptr<StepRequest>> waiting;  // steps that came before registration
+  std::vector<PendingStep> waiting;  // steps that came before registration
 };
 
 // A step in flight: what has come back from its devices so far.
@@ -43,6 +51,9 @@ struct StepInFlight {
   int64_t step_id = 0;
   int64_t start_micros = 0;
   std::shared_ptr<StepRequest> request;
+  // Whether the client wants RunMetadata: only then do the devices record their
+  // executed nodes (and stats, when traced) and `executed`/`stats` fill.
+  bool metadata = false;
   std::shared_ptr<Plan> plan;
   std::vector<bool> part_done;
   int remaining = 0;

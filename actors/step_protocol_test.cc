@@ -1,11 +1,16 @@
 // The step protocol under CAF's deterministic test coordinator: a master with two
 // worker tasks, a tensor crossing tasks through Send/Recv, a deadline on the
-// virtual clock, and a worker dying in the middle of a step. No threads, no sockets,
-// no sleeps: every message is delivered by stepping the scheduler.
+// virtual clock, a worker dying in the middle of a step, and run metadata recorded
+// only for a client that asks for it. No threads, no sockets, no sleeps: every
+// message is delivered by stepping the scheduler.
 //
 // Runs under CAF's own test engine (the DSL's fixtures need it).
 
 #define CAF_SUITE step_protocol
+#include <map>
+#include <memory>
+#include <vector>
+
 #include <caf/test/dsl.hpp>
 #include <caf/test/unit_test_impl.hpp>
 
@@ -52,6 +57,18 @@ struct fixture : test_coordinator_fixture<> {
     Drain();
   }
 
+  // An in-process client's step, saying whether it wants RunMetadata.
+  std::shared_ptr<StepReply> StepAsking(std::vector<std::string> fetches, bool metadata,
+                                        bool trace) {
+    auto req = std::make_shared<StepRequest>();
+    req->fetches = std::move(fetches);
+    if (trace) req->options.trace_level = RunOptions::TraceLevel::kFullTrace;
+    req->reply = std::make_shared<StepReply>();
+    auto reply = req->reply;
+    caf::anon_send(master, step_atom::value, std::move(req), metadata);
+    return reply;
+  }
+
   std::shared_ptr<StepReply> Step(std::vector<std::string> fetches, int64_t timeout_ms = 0) {
     auto req = std::make_shared<StepRequest>();
     req->fetches = std::move(fetches);
@@ -87,6 +104,43 @@ struct fixture : test_coordinator_fixture<> {
 
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
+}
+
+// How the master asked a device to run a partition.
+struct RunAsked {
+  bool record = false;
+  bool collect_stats = false;
+};
+
+// A stand-in device: accepts every partition, answers each run with 7 per fetch and,
+// when asked to record, one executed node "c" (with stats when asked for those too),
+// and notes how each run asked.
+caf::behavior RecordingDevice(caf::event_based_actor*,
+                              std::shared_ptr<std::vector<RunAsked>> asked) {
+  auto fetches = std::make_shared<std::map<uint64_t, size_t>>();
+  return {
+      [fetches](register_atom, const PartitionRegistration& reg) -> Status {
+        (*fetches)[reg.partition_id] = reg.partition->fetches.size();
+        return Status::OK();
+      },
+      [asked, fetches](run_atom, RunPartitionRequest& req, bool record) -> RunPartitionResult {
+        asked->push_back(RunAsked{record, req.collect_stats});
+        RunPartitionResult r;
+        r.fetches.assign((*fetches)[req.partition_id], Tensor::Scalar(7.0f));
+        if (record) {
+          r.executed_nodes = {"c"};
+          r.executed_start_micros = {0};
+        }
+        if (record && req.collect_stats) {
+          NodeExecStats stats;
+          stats.node_name = "c";
+          stats.op = "Const";
+          stats.device = kTask0;
+          r.step_stats = {stats};
+        }
+        return r;
+      },
+  };
 }
 
 }  // namespace
@@ -158,6 +212,58 @@ CAF_TEST(a worker dying mid step fails that step naming it) {
   CAF_REQUIRE(later->status.ok());
   CAF_CHECK_EQUAL(later->outputs[0].data<float>()[0], -2.0f);
   task1 = nullptr;
+}
+
+CAF_TEST(devices record nodes only for a client that wants run metadata) {
+  Const(root.WithDevice("/job:worker/task:0").WithOpName("c"), 1.0f);
+  CAF_REQUIRE(root.ok());
+  auto asked = std::make_shared<std::vector<RunAsked>>();
+  task0 = sys.spawn(RecordingDevice, asked);
+  MasterConfig mc;
+  mc.graph = root.graph();
+  mc.devices = {DeviceInfo{kTask0, "CPU"}};
+  mc.device_actors = {task0};
+  mc.default_device = kTask0;
+  master = SpawnMasterActor(sys, mc);
+  Drain();
+
+  // No metadata wanted, traced or not: the devices record nothing.
+  for (bool trace : {false, true}) {
+    auto quiet = StepAsking({"c"}, /*metadata=*/false, trace);
+    Drain();
+    CAF_REQUIRE(quiet->done);
+    CAF_REQUIRE(quiet->status.ok());
+    CAF_CHECK_EQUAL(quiet->outputs[0].data<float>()[0], 7.0f);
+    CAF_CHECK(quiet->metadata.executed_nodes.empty());
+    CAF_CHECK(quiet->metadata.step_stats.empty());
+    CAF_REQUIRE_EQUAL(asked->size(), 1u);
+    CAF_CHECK(!asked->back().record);
+    CAF_CHECK(!asked->back().collect_stats);
+    asked->clear();
+  }
+
+  // Wanted and traced: executed nodes and stats.
+  auto traced = StepAsking({"c"}, /*metadata=*/true, /*trace=*/true);
+  Drain();
+  CAF_REQUIRE(traced->done);
+  CAF_REQUIRE(traced->status.ok());
+  CAF_REQUIRE_EQUAL(asked->size(), 1u);
+  CAF_CHECK(asked->back().record);
+  CAF_CHECK(asked->back().collect_stats);
+  CAF_CHECK_EQUAL(traced->metadata.executed_nodes, std::vector<std::string>{"c"});
+  CAF_CHECK_EQUAL(traced->metadata.step_stats.size(), 1u);
+  asked->clear();
+
+  // A client that cannot say (the front actor's form) gets the executed nodes.
+  auto remote = Step({"c"});
+  Drain();
+  CAF_REQUIRE(remote->done);
+  CAF_REQUIRE(remote->status.ok());
+  CAF_REQUIRE_EQUAL(asked->size(), 1u);
+  CAF_CHECK(asked->back().record);
+  CAF_CHECK(!asked->back().collect_stats);
+  CAF_CHECK_EQUAL(remote->metadata.executed_nodes, std::vector<std::string>{"c"});
+  CAF_CHECK(remote->metadata.step_stats.empty());
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -53,8 +53,9 @@ struct ExecutorSpec {
 
 struct StepResult {
   Status status;
-  std::vector<Tensor> fetches;              // parallel to ExecutorSpec::fetches
-  std::vector<std::string> executed_nodes;  // start order
+  std::vector<Tensor> fetches;  // parallel to ExecutorSpec::fetches
+  // When StepArgs::record_executed: the nodes started, in start order.
+  std::vector<std::string> executed_nodes;
   // Start times (steady clock, microseconds since its epoch), parallel to
   // executed_nodes: lets a master merge the orders of several devices.
   std::vector<int64_t> executed_start_micros;
@@ -62,10 +63,16 @@ struct StepResult {
   std::vector<NodeExecStats> step_stats;
 };
 
+// What a step records per node is opt-in: with record_executed and collect_stats both
+// off a step reads no clock and copies no node, op or device name (the steady state of
+// a training loop that asks for no RunMetadata).
 struct StepArgs {
   std::vector<Tensor> feed_values;  // parallel to ExecutorSpec::feeds
   ResourceManager* resources = nullptr;
   int64_t step_id = 0;
+  // Fill StepResult::executed_nodes and executed_start_micros.
+  bool record_executed = true;
+  // Fill StepResult::step_stats (one NodeExecStats per node that finished).
   bool collect_stats = false;
   // The hosting runtime's services for Send/Recv and asynchronous kernels.
   Rendezvous* rendezvous = nullptr;

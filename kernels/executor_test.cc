@@ -1,5 +1,6 @@
 // Executor behaviour that DirectSession does not exercise: kernels that complete on
-// another thread, and aborting a step whose kernel never completes.
+// another thread, aborting a step whose kernel never completes, and per-node records
+// that are kept only when asked for.
 
 #include "kernels/executor.h"
 
@@ -169,6 +170,40 @@ TEST(ExecutorTest, FeedsReplaceOutputsAndAFetchedFeedReturnsItsValue) {
   EXPECT_EQ(r.fetches[0].data<float>()[0], 11.0f);
   EXPECT_EQ(r.fetches[1].data<float>()[0], 10.0f);
   EXPECT_EQ(r.executed_nodes, (std::vector<std::string>{"plus"}));
+}
+
+TEST(ExecutorTest, RecordsExecutedNodesAndStatsOnlyWhenAsked) {
+  Fixture f;
+  const Node* c = AddNode(f.graph, "c", "Const", {}, {{"value", Tensor::Scalar(1.0f)}});
+  const Node* plus = AddNode(f.graph, "plus", "Identity", {"c"});
+  f.Use<CountingConstKernel>(c);
+  f.Use<AddOneKernel>(plus);
+  ExecutorSpec spec{&f.graph, {c, plus}, {}, {Endpoint{plus, 0}}};
+  spec.device_name = "/job:localhost/replica:0/task:0/device:CPU:3";
+  auto ex = Executor::Create(spec, f.Lookup());
+  ASSERT_TRUE(ex.ok()) << ex.status();
+
+  StepArgs quiet;
+  quiet.record_executed = false;
+  StepResult r = (*ex)->Run(quiet);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.fetches[0].data<float>()[0], 2.0f);
+  EXPECT_TRUE(r.executed_nodes.empty());
+  EXPECT_TRUE(r.executed_start_micros.empty());
+  EXPECT_TRUE(r.step_stats.empty());
+
+  StepArgs traced;
+  traced.collect_stats = true;
+  r = (*ex)->Run(traced);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.executed_nodes, (std::vector<std::string>{"c", "plus"}));
+  ASSERT_EQ(r.executed_start_micros.size(), 2u);
+  EXPECT_LE(r.executed_start_micros[0], r.executed_start_micros[1]);
+  ASSERT_EQ(r.step_stats.size(), 2u);
+  EXPECT_EQ(r.step_stats[1].node_name, "plus");
+  EXPECT_EQ(r.step_stats[1].op, "Identity");
+  EXPECT_EQ(r.step_stats[1].device, spec.device_name);
+  EXPECT_LE(r.step_stats[1].start_micros, r.step_stats[1].end_micros);
 }
 
 TEST(ExecutorTest, RejectsANodeSetMissingAnInput) {

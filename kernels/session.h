@@ -57,6 +57,9 @@ struct NodeExecStats {
   uint64_t thread_id = 0;
 };
 
+// What a step reports about itself when the caller passes a RunMetadata to Run. It
+// costs work per node (names, clock reads): a session may skip that work for a
+// caller that passes none (the in-process actor session does).
 struct RunMetadata {
   // The graph's own nodes that the step ran, in execution (start) order; each once.
   std::vector<std::string> executed_nodes;
