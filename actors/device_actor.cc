@@ -205,10 +205,11 @@ StatusOr<std::shared_ptr<PartitionExec>> BuildPartition(const DeviceConfig& conf
 }
 
 // Starts one step of a registered partition; the answer comes when it ends (or at
-// once for an unknown partition or an aborted step). `record`: whether the step
-// records its executed nodes (and, with req.collect_stats, their stats).
+// once for an unknown partition or an aborted step). req.record_executed: whether the
+// step records its executed nodes (and, with req.collect_stats, their stats).
 caf::result<RunPartitionResult> RunPartition(caf::stateful_actor<DeviceState>* self,
-                                             RunPartitionRequest& req, bool record) {
+                                             RunPartitionRequest& req) {
+  const bool record = req.record_executed;
   DeviceState& st = self->state;
   auto it = st.partitions.find(req.partition_id);
   if (it == st.partitions.end()) {
@@ -290,11 +291,8 @@ caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfi
         self->state.partitions[reg.partition_id] = *built;
         return Status::OK();
       },
-      [self](run_atom, RunPartitionRequest& req, bool record) -> caf::result<RunPartitionResult> {
-        return RunPartition(self, req, record);
-      },
       [self](run_atom, RunPartitionRequest& req) -> caf::result<RunPartitionResult> {
-        return RunPartition(self, req, true);
+        return RunPartition(self, req);
       },
       [self](tensor_atom, const TensorDelivery& d) {
         self->state.Deliver(d.step_id, d.key, d.value);

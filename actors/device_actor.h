@@ -4,13 +4,11 @@
 //
 // Protocol (atoms in actors/messages.h):
 //   (register_atom, PartitionRegistration)      -> Status
-//   (run_atom, RunPartitionRequest[, bool record])
-//                                               -> RunPartitionResult (when the step ends)
-//       `record` (default true): fill the result's executed_nodes (and, with
+//   (run_atom, RunPartitionRequest)             -> RunPartitionResult (when the step ends)
+//       record_executed (default true): fill the result's executed_nodes (and, with
 //       collect_stats, step_stats). A master that builds no run metadata for the step
 //       sends false, and the step then does no per-node bookkeeping (no clock reads,
-//       no name copies). The flag travels beside the request because
-//       RunPartitionRequest has no field for it.
+//       no name copies).
 //   (tensor_atom, TensorDelivery)               a Send's tensor; early ones wait in an inbox
 //   (abort_atom, AbortRequest)                  ends a step: releases its pending Recvs
 //   (peers_atom, vector<DevicePeer>)            the other devices, for Sends

@@ -97,13 +97,14 @@ class DeviceActorTest : public ::testing::Test {
     return out;
   }
 
-  // The master's form: `record` says whether the step records its nodes.
+  // `record` says whether the step records its nodes (RunPartitionRequest's
+  // record_executed).
   RunPartitionResult RunRecording(caf::scoped_actor& self, const caf::actor& dev, int64_t step,
                                   uint64_t id, bool record, bool collect_stats) {
     RunPartitionResult out;
     out.status = Internal("no answer");
     self->request(dev, std::chrono::seconds(10), run_atom::value,
-                  RunPartitionRequest{step, id, {}, collect_stats}, record)
+                  RunPartitionRequest{step, id, {}, collect_stats, record})
         .receive([&](RunPartitionResult& r) { out = std::move(r); },
                  [&](caf::error& e) { out.status = Unavailable(caf::to_string(e)); });
     return out;

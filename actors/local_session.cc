@@ -82,7 +82,8 @@ class LocalActorSession : public ActorSession {
     req->reply = std::make_shared<StepReply>();
     std::shared_ptr<StepReply> reply = req->reply;
     // Run metadata costs per-node work on every device; build it only when asked.
-    caf::anon_send(master_, step_atom::value, std::move(req), metadata != nullptr);
+    req->want_metadata = metadata != nullptr;
+    caf::anon_send(master_, step_atom::value, std::move(req));
 
     std::unique_lock<std::mutex> lock(reply->mu);
     if (run_options.timeout_in_ms > 0) {

@@ -157,7 +157,8 @@ void LaunchStep(MasterActor* self, const std::shared_ptr<Plan>& plan,
     run.collect_stats = metadata && trace;
     run.feed_values.reserve(part.feed_sources.size());
     for (int src : part.feed_sources) run.feed_values.push_back(req->feeds[src].second);
-    self->request(part.device_actor, timeout, run_atom::value, std::move(run), metadata)
+    run.record_executed = metadata;
+    self->request(part.device_actor, timeout, run_atom::value, std::move(run))
         .then([self, step, i](RunPartitionResult& r) { PartDone(self, step, i, std::move(r)); },
               [self, step, i, timeout_ms](caf::error& e) {
                 // The device's name only on this error path (the plan outlives the step).
@@ -236,14 +237,15 @@ void EnsureTasks(MasterActor* self, const std::vector<TaskId>& tasks, int64_t ti
   }
 }
 
-void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req, bool metadata) {
+void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req) {
+  const bool metadata = req->want_metadata;
   MasterState& st = self->state;
   const std::string key = SignatureKey(*req);
   auto it = st.plans.find(key);
   if (it != st.plans.end()) {
     std::shared_ptr<Plan> plan = it->second;
     if (plan->registrations_pending > 0) {
-      plan->waiting.push_back(PendingStep{req, metadata});
+      plan->waiting.push_back(req);
       return;
     }
     if (!plan->registration_status.ok()) st.plans.erase(key);  // a later step retries
@@ -260,10 +262,10 @@ void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req, bool metada
   if (!missing->empty()) {
     int64_t timeout = req->options.timeout_in_ms > 0 ? req->options.timeout_in_ms
                                                      : st.config.connect_timeout_ms;
-    EnsureTasks(self, *missing, timeout, [self, req, metadata](const Status& s) {
+    EnsureTasks(self, *missing, timeout, [self, req](const Status& s) {
       if (!s.ok()) return Reply(req, s);
       // Plan it now that the devices are known.
-      self->send(self, step_atom::value, req, metadata);
+      self->send(self, step_atom::value, req);
     });
     return;
   }
@@ -271,7 +273,7 @@ void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req, bool metada
   if (!plan.ok()) return Reply(req, plan.status());
   st.plans.emplace(key, *plan);
   if ((*plan)->registrations_pending > 0) {
-    (*plan)->waiting.push_back(PendingStep{req, metadata});
+    (*plan)->waiting.push_back(req);
     return;
   }
   LaunchStep(self, *plan, req, metadata);
@@ -328,13 +330,7 @@ caf::behavior MasterBehavior(MasterActor* self, MasterConfig config) {
   for (const caf::actor& d : self->state.config.device_actors) self->monitor(d);
   self->set_down_handler([self](caf::down_msg& down) { DeviceDown(self, down.source); });
   return {
-      [self](step_atom, std::shared_ptr<StepRequest>& req, bool metadata) {
-        HandleStep(self, std::move(req), metadata);
-      },
-      // A client that cannot say (the front actor's remote steps) gets metadata.
-      [self](step_atom, std::shared_ptr<StepRequest>& req) {
-        HandleStep(self, std::move(req), true);
-      },
+      [self](step_atom, std::shared_ptr<StepRequest>& req) { HandleStep(self, std::move(req)); },
   };
 }
 

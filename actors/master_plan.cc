@@ -174,9 +174,9 @@ StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterActor* self, const StepRequest& 
       if (!plan) return;
       if (!s.ok() && plan->registration_status.ok()) plan->registration_status = s;
       if (--plan->registrations_pending > 0) return;
-      std::vector<PendingStep> waiting;
+      std::vector<std::shared_ptr<StepRequest>> waiting;
       waiting.swap(plan->waiting);
-      for (auto& r : waiting) self->send(self, step_atom::value, r.request, r.metadata);
+      for (auto& r : waiting) self->send(self, step_atom::value, r);
     };
     const std::string device = plan->parts[i].device;
     self->request(plan->parts[i].device_actor, caf::infinite, register_atom::value, std::move(reg))

@@ -20,11 +20,6 @@ namespace actorflow {
 // A client's step as the master holds it before launching it. `metadata`: whether
 // the client wants RunMetadata; without it the step builds none (module comment of
 // actors/master_actor.h).
-struct PendingStep {
-  std::shared_ptr<StepRequest> request;
-  bool metadata = true;
-};
-
 // One partition of a plan, registered with one device.
 struct PlanPart {
   std::string device;
@@ -43,7 +38,7 @@ struct Plan {
   std::vector<std::pair<int, int>> duplicate_fetches;
   int registrations_pending = 0;
   Status registration_status;
-  std::vector<PendingStep> waiting;  // steps that came before registration
+  std::vector<std::shared_ptr<StepRequest>> waiting;  // steps that came before registration
 };
 
 // A step in flight: what has come back from its devices so far.

@@ -63,6 +63,9 @@ struct RunPartitionRequest {
   uint64_t partition_id = 0;
   std::vector<Tensor> feed_values;  // parallel to the partition's feeds
   bool collect_stats = false;
+  // Report the executed nodes (and their start times): only for a run whose client
+  // wants run metadata.
+  bool record_executed = true;
 };
 
 struct RunPartitionResult {
@@ -126,6 +129,7 @@ struct RemoteStep {
   std::vector<std::string> targets;
   int64_t timeout_in_ms = 0;
   bool trace = false;
+  bool want_metadata = true;  // the client passed a RunMetadata to fill
 };
 
 struct RemoteStepResult {
@@ -155,6 +159,9 @@ struct StepRequest {
   std::vector<std::string> fetches;
   std::vector<std::string> targets;
   RunOptions options;
+  // Build RunMetadata (executed nodes; stats when traced) for the reply: only when
+  // the caller passed a RunMetadata to fill.
+  bool want_metadata = true;
   std::shared_ptr<StepReply> reply;
   caf::response_promise promise;
 };

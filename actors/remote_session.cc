@@ -57,6 +57,7 @@ class RemoteSession : public Session {
     step.targets = targets;
     step.timeout_in_ms = run_options.timeout_in_ms;
     step.trace = run_options.trace_level == RunOptions::TraceLevel::kFullTrace;
+    step.want_metadata = metadata != nullptr;
     // The master enforces the step's deadline; the margin covers the network.
     caf::duration wait = run_options.timeout_in_ms > 0
                              ? caf::duration{std::chrono::milliseconds(run_options.timeout_in_ms + 5000)}

@@ -77,6 +77,7 @@ caf::behavior FrontBehavior(caf::stateful_actor<FrontState>* self, FrontState in
         req->targets = std::move(step.targets);
         req->options.timeout_in_ms = step.timeout_in_ms;
         if (step.trace) req->options.trace_level = RunOptions::TraceLevel::kFullTrace;
+        req->want_metadata = step.want_metadata;
         auto rp = self->make_response_promise<RemoteStepResult>();
         req->promise = caf::response_promise(rp);
         self->send(it->second, step_atom::value, std::move(req));

@@ -64,8 +64,9 @@ struct fixture : test_coordinator_fixture<> {
     req->fetches = std::move(fetches);
     if (trace) req->options.trace_level = RunOptions::TraceLevel::kFullTrace;
     req->reply = std::make_shared<StepReply>();
+    req->want_metadata = metadata;
     auto reply = req->reply;
-    caf::anon_send(master, step_atom::value, std::move(req), metadata);
+    caf::anon_send(master, step_atom::value, std::move(req));
     return reply;
   }
 
@@ -123,7 +124,8 @@ caf::behavior RecordingDevice(caf::event_based_actor*,
         (*fetches)[reg.partition_id] = reg.partition->fetches.size();
         return Status::OK();
       },
-      [asked, fetches](run_atom, RunPartitionRequest& req, bool record) -> RunPartitionResult {
+      [asked, fetches](run_atom, RunPartitionRequest& req) -> RunPartitionResult {
+        const bool record = req.record_executed;
         asked->push_back(RunAsked{record, req.collect_stats});
         RunPartitionResult r;
         r.fetches.assign((*fetches)[req.partition_id], Tensor::Scalar(7.0f));
@@ -254,7 +256,7 @@ CAF_TEST(devices record nodes only for a client that wants run metadata) {
   CAF_CHECK_EQUAL(traced->metadata.step_stats.size(), 1u);
   asked->clear();
 
-  // A client that cannot say (the front actor's form) gets the executed nodes.
+  // A request that leaves want_metadata at its default gets the executed nodes.
   auto remote = Step({"c"});
   Drain();
   CAF_REQUIRE(remote->done);

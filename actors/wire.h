@@ -106,7 +106,7 @@ typename Inspector::result_type inspect(Inspector& f, PartitionRegistration& x) 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RunPartitionRequest& x) {
   return f(caf::meta::type_name("actorflow.RunPartitionRequest"), x.step_id, x.partition_id,
-           x.feed_values, x.collect_stats);
+           x.feed_values, x.collect_stats, x.record_executed);
 }
 
 template <class Inspector>
@@ -134,7 +134,7 @@ typename Inspector::result_type inspect(Inspector& f, DeviceStats& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RemoteStep& x) {
   return f(caf::meta::type_name("actorflow.RemoteStep"), x.session_id, x.feed_names,
-           x.feed_values, x.fetches, x.targets, x.timeout_in_ms, x.trace);
+           x.feed_values, x.fetches, x.targets, x.timeout_in_ms, x.trace, x.want_metadata);
 }
 
 template <class Inspector>

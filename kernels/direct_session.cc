@@ -30,7 +30,10 @@ class DirectSession : public Session {
     StepArgs args;
     args.resources = &resources_;
     args.step_id = next_step_id_.fetch_add(1);
-    args.collect_stats = run_options.trace_level == RunOptions::TraceLevel::kFullTrace;
+    // Per-node bookkeeping only for a caller that asked for run metadata.
+    args.record_executed = metadata != nullptr;
+    args.collect_stats =
+        metadata != nullptr && run_options.trace_level == RunOptions::TraceLevel::kFullTrace;
     const auto& fed = executor->spec().feeds;
     args.feed_values.reserve(feeds.size());
     for (size_t i = 0; i < feeds.size(); ++i) {
