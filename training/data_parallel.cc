@@ -208,10 +208,14 @@ Status WorkerDriver::RunLoop(WorkerReport* report) {
       worker_options_.progress(progress);
     }
     if (sync && pushed.global_step >= target) return Status::OK();
-    // The shortest step so far stands for the worker's step time: the first steps
-    // include building the executors, and a sync push may wait for the others.
+    // The shortest step so far stands for the worker's step time; the first step is
+    // left out (it builds the executors, often longer than the whole rest of a small
+    // run, so a delay scaled by it would stand the straggler still), and a sync push
+    // may wait for the others.
     const double step_seconds = SecondsSince(step_start);
-    if (report->steps == 1 || step_seconds < shortest_step) shortest_step = step_seconds;
+    if (report->steps == 2 || (report->steps > 2 && step_seconds < shortest_step)) {
+      shortest_step = step_seconds;
+    }
     if (worker_options_.delay_factor > 0 || worker_options_.delay_ms > 0) {
       const double delay = worker_options_.delay_factor * shortest_step +
                            static_cast<double>(worker_options_.delay_ms) / 1000.0;
@@ -247,12 +251,10 @@ StatusOr<DataParallelResult> FinishDataParallel(const DataParallelOptions& optio
   if (!options.model_dir.empty()) {
     // A coordinated cut (training/ps_checkpoint.h) at this very global step holds these
     // values already: keep it and add the model description `predict` needs.
-    StatusOr<std::string> latest = LatestCheckpoint(options.model_dir);
-    StatusOr<int64_t> latest_step =
-        latest.ok() ? ReadCheckpointGlobalStep(*latest) : StatusOr<int64_t>(latest.status());
-    if (latest_step.ok() && *latest_step == global_step) {
+    StatusOr<std::string> cut = CheckpointAtStep(options.model_dir, global_step);
+    if (cut.ok()) {
       AF_RETURN_IF_ERROR(WriteModelSpec(options.model_dir, options.spec));
-      result.checkpoint = *latest;
+      result.checkpoint = *cut;
     } else {
       AF_ASSIGN_OR_RETURN(result.checkpoint, model->SaveCheckpoint(final_values.values,
                                                                    global_step, options.model_dir));

@@ -122,8 +122,8 @@ struct WorkerOptions {
   int worker = 0;             // 0 = chief
   WorkerProgressFn progress;  // optional; must be thread-safe when shared
   // Straggler injection: after each step, a timed wait (woken by Stop) of
-  // delay_factor x the worker's step time (its shortest step so far: pull, compute
-  // and push) plus delay_ms.
+  // delay_factor x the worker's step time (its shortest step so far, the first one
+  // excepted: pull, compute and push) plus delay_ms.
   double delay_factor = 0.0;
   int64_t delay_ms = 0;
   // Pushes this worker made in earlier runs of the same training (a supervisor
