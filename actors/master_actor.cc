@@ -32,18 +32,8 @@ std::string SignatureKey(const StepRequest& req) {
 void Reply(const std::shared_ptr<StepRequest>& req, Status status, std::vector<Tensor> out = {},
            RunMetadata meta = RunMetadata()) {
   if (req->reply) {
-    // StepReply::Deliver's work, but notified after unlocking: a client woken while
-    // the lock is still held blocks on it at once and needs a second wake-up. The
-    // request keeps the reply (and its condition variable) alive past the unlock.
-    StepReply& reply = *req->reply;
-    {
-      std::lock_guard<std::mutex> lock(reply.mu);
-      reply.status = std::move(status);
-      reply.outputs = std::move(out);
-      reply.metadata = std::move(meta);
-      reply.done = true;
-    }
-    reply.cv.notify_all();
+    // `req` holds the reply past Deliver's unlock (its contract).
+    req->reply->Deliver(std::move(status), std::move(out), std::move(meta));
     return;
   }
   RemoteStepResult r;
@@ -86,7 +76,7 @@ void FinishStep(MasterActor* self, const std::shared_ptr<StepInFlight>& step) {
   self->state.in_flight.erase(step->step_id);
   if (!step->status.ok()) return Reply(step->request, step->status);
   RunMetadata meta;
-  if (step->metadata) meta = BuildMetadata(*self->state.graph, step.get());
+  if (step->request->want_metadata) meta = BuildMetadata(*self->state.graph, step.get());
   for (const auto& [fetch, feed] : step->plan->fed_fetches) {
     step->outputs[fetch] = step->request->feeds[feed].second;
   }
@@ -116,7 +106,7 @@ void PartDone(MasterActor* self, const std::shared_ptr<StepInFlight>& step, size
     for (size_t k = 0; k < part.fetch_targets.size() && k < result.fetches.size(); ++k) {
       step->outputs[part.fetch_targets[k]] = std::move(result.fetches[k]);
     }
-    if (step->metadata) {
+    if (step->request->want_metadata) {
       for (size_t k = 0; k < result.executed_nodes.size(); ++k) {
         int64_t start =
             k < result.executed_start_micros.size() ? result.executed_start_micros[k] : 0;
@@ -129,7 +119,8 @@ void PartDone(MasterActor* self, const std::shared_ptr<StepInFlight>& step, size
 }
 
 void LaunchStep(MasterActor* self, const std::shared_ptr<Plan>& plan,
-                const std::shared_ptr<StepRequest>& req, bool metadata) {
+                const std::shared_ptr<StepRequest>& req) {
+  const bool metadata = req->want_metadata;
   if (!plan->registration_status.ok()) return Reply(req, plan->registration_status);
   Status valid = ValidateFeeds(*req, plan->signature);
   if (!valid.ok()) return Reply(req, valid);
@@ -137,7 +128,6 @@ void LaunchStep(MasterActor* self, const std::shared_ptr<Plan>& plan,
   step->step_id = self->state.next_step_id++;
   step->start_micros = metadata ? SteadyMicros() : 0;
   step->request = req;
-  step->metadata = metadata;
   step->plan = plan;
   step->remaining = static_cast<int>(plan->parts.size());
   step->part_done.assign(plan->parts.size(), false);
@@ -238,7 +228,6 @@ void EnsureTasks(MasterActor* self, const std::vector<TaskId>& tasks, int64_t ti
 }
 
 void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req) {
-  const bool metadata = req->want_metadata;
   MasterState& st = self->state;
   const std::string key = SignatureKey(*req);
   auto it = st.plans.find(key);
@@ -249,7 +238,7 @@ void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req) {
       return;
     }
     if (!plan->registration_status.ok()) st.plans.erase(key);  // a later step retries
-    return LaunchStep(self, plan, req, metadata);
+    return LaunchStep(self, plan, req);
   }
   std::vector<std::string> feed_names;
   for (const auto& f : req->feeds) feed_names.push_back(f.first);
@@ -276,7 +265,7 @@ void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req) {
     (*plan)->waiting.push_back(req);
     return;
   }
-  LaunchStep(self, *plan, req, metadata);
+  LaunchStep(self, *plan, req);
 }
 
 // A device went down: fail what runs on it, forget what refers to it.

@@ -17,9 +17,6 @@
 
 namespace actorflow {
 
-// A client's step as the master holds it before launching it. `metadata`: whether
-// the client wants RunMetadata; without it the step builds none (module comment of
-// actors/master_actor.h).
 // One partition of a plan, registered with one device.
 struct PlanPart {
   std::string device;
@@ -45,10 +42,9 @@ struct Plan {
 struct StepInFlight {
   int64_t step_id = 0;
   int64_t start_micros = 0;
+  // Only when request->want_metadata do the devices record their executed nodes
+  // (and stats, when traced) and `executed`/`stats` fill.
   std::shared_ptr<StepRequest> request;
-  // Whether the client wants RunMetadata: only then do the devices record their
-  // executed nodes (and stats, when traced) and `executed`/`stats` fill.
-  bool metadata = false;
   std::shared_ptr<Plan> plan;
   std::vector<bool> part_done;
   int remaining = 0;

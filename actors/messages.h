@@ -110,12 +110,18 @@ struct StepReply {
   std::vector<Tensor> outputs;
   RunMetadata metadata;
 
+  // Notifies after unlocking: a waiter woken while the lock is still held would block
+  // on it at once and need a second wake-up. Contract: the caller keeps this reply
+  // alive until Deliver returns (it holds a shared_ptr), since the waiter may return
+  // as soon as the lock is released.
   void Deliver(Status s, std::vector<Tensor> out, RunMetadata meta) {
-    std::lock_guard<std::mutex> lock(mu);
-    status = std::move(s);
-    outputs = std::move(out);
-    metadata = std::move(meta);
-    done = true;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      status = std::move(s);
+      outputs = std::move(out);
+      metadata = std::move(meta);
+      done = true;
+    }
     cv.notify_all();
   }
 };

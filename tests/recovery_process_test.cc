@@ -23,9 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -34,6 +32,7 @@
 #include "tests/child_process.h"
 #include "tests/process_cluster.h"
 #include "tests/subprocess.h"
+#include "training/csv_dataset.h"
 
 namespace actorflow {
 namespace {
@@ -151,18 +150,20 @@ double PredictedAccuracy(const std::string& checkpoint_dir) {
     ADD_FAILURE() << "predict printed " << r.out;
     return -1;
   }
-  std::ifstream csv(Data("digits_test.csv"));
-  std::string line;
-  std::getline(csv, line);  // header
-  int64_t rows = 0, correct = 0;
-  for (const json& p : j.at("predictions")) {
-    if (!std::getline(csv, line)) break;
-    const int label = std::stoi(line.substr(line.rfind(',') + 1));
-    correct += p.at("class").get<int>() == label ? 1 : 0;
-    ++rows;
+  auto data = LoadCsv(Data("digits_test.csv"));
+  if (!data.ok()) {
+    ADD_FAILURE() << data.status();
+    return -1;
   }
-  EXPECT_EQ(rows, static_cast<int64_t>(j.at("predictions").size()));
-  return rows > 0 ? static_cast<double>(correct) / rows : -1;
+  const json& predictions = j.at("predictions");
+  const int64_t rows = data->labels.NumElements();
+  EXPECT_EQ(static_cast<int64_t>(predictions.size()), rows);
+  if (rows == 0 || static_cast<int64_t>(predictions.size()) != rows) return -1;
+  int64_t correct = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    correct += predictions[i].at("class").get<int>() == data->labels.data<int32_t>()[i] ? 1 : 0;
+  }
+  return static_cast<double>(correct) / rows;
 }
 
 // The chief's accuracy on a fresh cluster without failures (computed once).

@@ -423,6 +423,16 @@ Status Saver::Restore(Session* session, const std::string& checkpoint) {
   return Status::OK();
 }
 
+StatusOr<std::string> CheckpointAtStep(const std::string& dir, int64_t global_step) {
+  AF_ASSIGN_OR_RETURN(std::string latest, LatestCheckpoint(dir));
+  AF_ASSIGN_OR_RETURN(int64_t step, ReadCheckpointGlobalStep(latest));
+  if (step != global_step) {
+    return NotFound("the latest checkpoint " + latest + " is at global step " +
+                    std::to_string(step) + ", not " + std::to_string(global_step));
+  }
+  return latest;
+}
+
 StatusOr<std::string> LatestCheckpoint(const std::string& dir) {
   if (!checkpoint_file::IsDirectory(dir)) {
     return NotFound("no checkpoint directory '" + dir + "'");

@@ -138,6 +138,9 @@ StatusOr<std::string> WriteCheckpointTensors(
 // the complete checkpoint (one with a manifest) with the highest step. NotFound when
 // there is none (or no such directory).
 StatusOr<std::string> LatestCheckpoint(const std::string& dir);
+// LatestCheckpoint(dir) when its manifest's global step is `global_step` (a
+// checkpoint of this very step exists already); NotFound otherwise.
+StatusOr<std::string> CheckpointAtStep(const std::string& dir, int64_t global_step);
 
 // Reads a checkpoint without a graph: `checkpoint` is a path prefix or a directory
 // (its latest). Returns name -> tensor, every tensor verified against its checksum.

@@ -22,13 +22,10 @@ StatusOr<PsCheckpointInfo> SavePsCheckpoint(ParameterClient* client, const std::
   AF_ASSIGN_OR_RETURN(ParameterSnapshot cut, client->Snapshot(version, timeout_ms));
   PsCheckpointInfo info;
   info.global_step = cut.global_step;
-  StatusOr<std::string> latest = LatestCheckpoint(dir);
-  if (latest.ok()) {
-    StatusOr<int64_t> step = ReadCheckpointGlobalStep(*latest);
-    if (step.ok() && *step == cut.global_step) {
-      info.prefix = *latest;  // nothing trained since: that checkpoint is this cut
-      return info;
-    }
+  StatusOr<std::string> same = CheckpointAtStep(dir, cut.global_step);
+  if (same.ok()) {
+    info.prefix = *same;  // nothing trained since: that checkpoint is this cut
+    return info;
   }
   std::vector<std::pair<std::string, Tensor>> tensors(cut.values.begin(), cut.values.end());
   // The slots go beside the variables, as ordinary tensors ("<var>/<suffix>"); a
@@ -52,24 +49,26 @@ StatusOr<PsCheckpointInfo> SavePsCheckpoint(ParameterClient* client, const std::
 StatusOr<PsCheckpointInfo> RestorePsCheckpoint(ParameterClient* client,
                                                const std::string& checkpoint, int64_t timeout_ms) {
   if (client == nullptr) return InvalidArgument("RestorePsCheckpoint: the client is null");
-  AF_ASSIGN_OR_RETURN(auto values, ReadCheckpoint(checkpoint));
+  // A directory stands for its latest checkpoint: resolved once, so that what is
+  // read is what is reported.
+  StatusOr<std::string> latest = LatestCheckpoint(checkpoint);
+  const std::string prefix = latest.ok() ? *latest : checkpoint;
+  AF_ASSIGN_OR_RETURN(auto values, ReadCheckpoint(prefix));
   // Variables and optimizer slots go to Restore together (it tells them apart by
   // their names); the global step travels as the shards' version, not as a variable.
   auto step_value = values.find(kGlobalStepVariable);
   if (step_value != values.end() && step_value->second.dtype() == DType::kInt64) {
     values.erase(step_value);
   }
-  AF_ASSIGN_OR_RETURN(int64_t step, ReadCheckpointGlobalStep(checkpoint));
+  AF_ASSIGN_OR_RETURN(int64_t step, ReadCheckpointGlobalStep(prefix));
   Status restored = client->Restore(values, step, timeout_ms);
   if (!restored.ok()) {
-    return restored.WithContext("restoring checkpoint '" + checkpoint + "' (global step " +
+    return restored.WithContext("restoring checkpoint '" + prefix + "' (global step " +
                                 std::to_string(step) + ") into the parameter servers");
   }
   PsCheckpointInfo info;
   info.global_step = step;
-  AF_ASSIGN_OR_RETURN(info.prefix, LatestCheckpoint(checkpoint).ok()
-                                       ? LatestCheckpoint(checkpoint)
-                                       : StatusOr<std::string>(checkpoint));
+  info.prefix = prefix;
   return info;
 }
 
