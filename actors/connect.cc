@@ -10,9 +10,6 @@
 #include "actors/messages.h"
 
 namespace actorflow {
-
-using connect_atom = caf::atom_constant<caf::atom("connect")>;
-
 namespace {
 
 // One attempt, bounded by `wait`: the blocking remote_actor call runs on a thread
@@ -21,15 +18,15 @@ struct Attempt {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
-  caf::expected<caf::actor> result{caf::sec::none};
+  caf::expected<FrontActor> result{caf::sec::none};
 };
 
-caf::expected<caf::actor> TryOnce(caf::actor_system& system, const std::string& host,
+caf::expected<FrontActor> TryOnce(caf::actor_system& system, const std::string& host,
                                   uint16_t port, std::chrono::milliseconds wait, bool* timed_out) {
   auto attempt = std::make_shared<Attempt>();
   caf::actor_system* sys = &system;
   std::thread([attempt, sys, host, port] {
-    auto r = sys->middleman().remote_actor(host, port);
+    auto r = sys->middleman().remote_actor<FrontActor>(host, port);
     std::lock_guard<std::mutex> lock(attempt->mu);
     attempt->result = std::move(r);
     attempt->done = true;
@@ -43,7 +40,7 @@ caf::expected<caf::actor> TryOnce(caf::actor_system& system, const std::string& 
 
 }  // namespace
 
-StatusOr<caf::actor> ConnectToServer(caf::actor_system& system, const std::string& host,
+StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::string& host,
                                      uint16_t port, std::chrono::milliseconds timeout,
                                      const std::string& who) {
   const std::string where = who + " at " + host + ":" + std::to_string(port);
@@ -77,8 +74,10 @@ StatusOr<caf::actor> ConnectToServer(caf::actor_system& system, const std::strin
       }
       return *front;
     }
-    if (!timed_out && front.error() == caf::sec::malformed_basp_message) {
-      // Something answered, but not in CAF's protocol: retrying will not help.
+    if (!timed_out && (front.error() == caf::sec::malformed_basp_message ||
+                       front.error() == caf::sec::unexpected_actor_messaging_interface)) {
+      // Something answered, but not in CAF's protocol or not with a front actor's
+      // interface: retrying will not help.
       return FailedPrecondition(where + " is not an actorflow server (" +
                                 caf::to_string(front.error()) + ")");
     }
@@ -91,15 +90,15 @@ StatusOr<caf::actor> ConnectToServer(caf::actor_system& system, const std::strin
                      " ms: " + last_error);
 }
 
-caf::actor SpawnConnector(caf::actor_system& system) {
-  return system.spawn<caf::detached>([](caf::event_based_actor* self) -> caf::behavior {
+ConnectorActor SpawnConnector(caf::actor_system& system) {
+  return system.spawn<caf::detached>([](ConnectorActor::pointer self) -> ConnectorActor::behavior_type {
     return {
         [self](connect_atom, const std::string& host, uint16_t port, int64_t timeout_ms,
-               const std::string& who) -> caf::result<Status, caf::actor> {
+               const std::string& who) -> caf::result<Status, FrontActor> {
           auto front = ConnectToServer(self->system(), host, port,
                                        std::chrono::milliseconds(timeout_ms), who);
           self->quit();
-          if (!front.ok()) return {front.status(), caf::actor{}};
+          if (!front.ok()) return {front.status(), FrontActor{}};
           return {Status::OK(), *front};
         },
     };

@@ -5,7 +5,8 @@
 // deadline, retrying refused connections (a task still starting) until then.
 //
 // Blocking: call only from a thread that may block (a client thread, a detached
-// actor), never from an event-based actor's handler.
+// actor), never from an event-based actor's handler. Includes CAF (through the
+// front's protocol): include only from actors/*.cc and tools/*.cc.
 #ifndef ACTORFLOW_ACTORS_CONNECT_H_
 #define ACTORFLOW_ACTORS_CONNECT_H_
 
@@ -13,23 +14,30 @@
 #include <cstdint>
 #include <string>
 
-#include <caf/fwd.hpp>
-#include <caf/actor.hpp>
-
+#include "actors/front_protocol.h"
 #include "graph/status.h"
 
 namespace actorflow {
 
-// Connects to host:port and checks, with a ping, that an actorflow server answers.
-// Unavailable naming `who` (e.g. "/job:ps/task:0") and the address when the deadline
-// passes; FailedPrecondition when something else answers on that port.
-StatusOr<caf::actor> ConnectToServer(caf::actor_system& system, const std::string& host,
+using connect_atom = caf::atom_constant<caf::atom("connect")>;
+
+// A helper that connects on its own thread (SpawnConnector):
+//   (connect_atom, string host, uint16 port, int64 timeout_ms, string who)
+//       -> (Status, FrontActor)   ConnectToServer's outcome; the actor then quits.
+using ConnectorActor = caf::typed_actor<
+    caf::replies_to<connect_atom, std::string, uint16_t, int64_t, std::string>::with<Status,
+                                                                                       FrontActor>>;
+
+// Connects to host:port and checks that an actorflow server answers: the published
+// actor must have FrontActor's interface (CAF checks it at connect time) and answer
+// a ping. Unavailable naming `who` (e.g. "/job:ps/task:0") and the address when the
+// deadline passes; FailedPrecondition when something else answers on that port.
+StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::string& host,
                                      uint16_t port, std::chrono::milliseconds timeout,
                                      const std::string& who);
 
-// Spawns a detached actor answering (connect_atom, host, port, timeout_ms, who) with
-// (Status, front actor); it quits after one answer.
-caf::actor SpawnConnector(caf::actor_system& system);
+// Spawns a detached ConnectorActor; it quits after one answer.
+ConnectorActor SpawnConnector(caf::actor_system& system);
 
 // Parses "actorflow://host:port"; InvalidArgument naming the target otherwise.
 Status ParseTarget(const std::string& target, std::string* host, uint16_t* port);

@@ -24,19 +24,20 @@ struct PartitionExec {
 };
 
 struct DeviceState;
+using DeviceSelf = DeviceActor::stateful_pointer<DeviceState>;
 
 // The Rendezvous and AsyncScheduler of one device, backed by its actor. Called only
 // on the actor's thread (from kernels run by its executor).
 class DeviceRuntime : public Rendezvous, public AsyncScheduler {
  public:
-  explicit DeviceRuntime(caf::stateful_actor<DeviceState>* self);
+  explicit DeviceRuntime(DeviceSelf self);
   Status Send(const RendezvousKey& key, const Tensor& value) override;
   void RecvAsync(const RendezvousKey& key, RecvCallback done) override;
   void RunAfter(int64_t delay_micros, std::function<void()> fn) override;
   void Post(std::function<void()> fn) override;
 
  private:
-  caf::stateful_actor<DeviceState>* self_;
+  DeviceSelf self_;
   // A weak handle: Post may run on any thread, after the actor is gone.
   caf::actor_addr self_address_;
 };
@@ -46,7 +47,7 @@ struct DeviceState {
   std::unique_ptr<DeviceRuntime> runtime;
   // The QueueService of this device's kernels: requests to the task's queue actors.
   std::unique_ptr<DeviceQueueClient> queues;
-  std::unordered_map<std::string, caf::actor> peers;  // device name -> actor
+  std::unordered_map<std::string, DeviceActor> peers;  // device name -> actor
   std::unordered_map<uint64_t, std::shared_ptr<PartitionExec>> partitions;
 
   // Rendezvous: tensors that arrived before their Recv, and Recvs waiting for one.
@@ -111,7 +112,7 @@ struct DeviceState {
 
   // Devices that Sends may address; a newer actor for a name (a restarted task)
   // replaces the old one.
-  void AddPeers(caf::stateful_actor<DeviceState>* self, const std::vector<DevicePeer>& list) {
+  void AddPeers(DeviceSelf self, const std::vector<DevicePeer>& list) {
     for (const DevicePeer& p : list) {
       if (p.name == config.name || !p.actor) continue;
       auto it = peers.find(p.name);
@@ -171,11 +172,11 @@ void DeviceRuntime::RunAfter(int64_t delay_micros, std::function<void()> fn) {
                       resume_atom::value, Closure{std::move(fn)});
 }
 
-DeviceRuntime::DeviceRuntime(caf::stateful_actor<DeviceState>* self)
+DeviceRuntime::DeviceRuntime(DeviceSelf self)
     : self_(self), self_address_(self->address()) {}
 
 void DeviceRuntime::Post(std::function<void()> fn) {
-  if (auto self = caf::actor_cast<caf::actor>(self_address_)) {
+  if (auto self = caf::actor_cast<DeviceActor>(self_address_)) {
     caf::anon_send(self, resume_atom::value, Closure{std::move(fn)});
   }
 }
@@ -207,7 +208,7 @@ StatusOr<std::shared_ptr<PartitionExec>> BuildPartition(const DeviceConfig& conf
 // Starts one step of a registered partition; the answer comes when it ends (or at
 // once for an unknown partition or an aborted step). req.record_executed: whether the
 // step records its executed nodes (and, with req.collect_stats, their stats).
-caf::result<RunPartitionResult> RunPartition(caf::stateful_actor<DeviceState>* self,
+caf::result<RunPartitionResult> RunPartition(DeviceSelf self,
                                              RunPartitionRequest& req) {
   const bool record = req.record_executed;
   DeviceState& st = self->state;
@@ -261,7 +262,7 @@ caf::result<RunPartitionResult> RunPartition(caf::stateful_actor<DeviceState>* s
   return rp;
 }
 
-caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfig config) {
+DeviceActor::behavior_type DeviceBehavior(DeviceSelf self, DeviceConfig config) {
   self->state.config = std::move(config);
   self->state.runtime = std::make_unique<DeviceRuntime>(self);
   self->state.queues = std::make_unique<DeviceQueueClient>(
@@ -279,16 +280,16 @@ caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfi
       [self](peers_atom, const std::vector<DevicePeer>& peers) {
         self->state.AddPeers(self, peers);
       },
-      [self](devices_atom) -> std::vector<DevicePeer> {
-        return {DevicePeer{self->state.config.name, self->state.config.type,
-                           caf::actor_cast<caf::actor>(self)}};
-      },
-      [self](ping_atom) -> std::string { return "actorflow device " + self->state.config.name; },
       [self](register_atom, const PartitionRegistration& reg) -> Status {
         self->state.AddPeers(self, reg.peers);
         auto built = BuildPartition(self->state.config, reg.partition);
         if (!built.ok()) return built.status();
         self->state.partitions[reg.partition_id] = *built;
+        return Status::OK();
+      },
+      [self](deregister_atom, const std::vector<uint64_t>& ids) -> Status {
+        // A step still running keeps its executor alive through its own reference.
+        for (uint64_t id : ids) self->state.partitions.erase(id);
         return Status::OK();
       },
       [self](run_atom, RunPartitionRequest& req) -> caf::result<RunPartitionResult> {
@@ -329,7 +330,7 @@ caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfi
                               " ms); key " + key),
              Tensor());
       },
-      [self](stats_atom) -> DeviceStats {
+      [self](device_stats_atom) -> DeviceStats {
         const DeviceState& st = self->state;
         DeviceStats s;
         s.device = st.config.name;
@@ -344,7 +345,7 @@ caf::behavior DeviceBehavior(caf::stateful_actor<DeviceState>* self, DeviceConfi
 
 }  // namespace
 
-caf::actor SpawnDeviceActor(caf::actor_system& system, DeviceConfig config) {
+DeviceActor SpawnDeviceActor(caf::actor_system& system, DeviceConfig config) {
   return system.spawn(DeviceBehavior, std::move(config));
 }
 

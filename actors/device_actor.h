@@ -2,17 +2,8 @@
 // on its device, runs the partitions registered with it using the foundation's
 // Executor, and is the receiving end of every Send addressed to its device.
 //
-// Protocol (atoms in actors/messages.h):
-//   (register_atom, PartitionRegistration)      -> Status
-//   (run_atom, RunPartitionRequest)             -> RunPartitionResult (when the step ends)
-//       record_executed (default true): fill the result's executed_nodes (and, with
-//       collect_stats, step_stats). A master that builds no run metadata for the step
-//       sends false, and the step then does no per-node bookkeeping (no clock reads,
-//       no name copies).
-//   (tensor_atom, TensorDelivery)               a Send's tensor; early ones wait in an inbox
-//   (abort_atom, AbortRequest)                  ends a step: releases its pending Recvs
-//   (peers_atom, vector<DevicePeer>)            the other devices, for Sends
-//   (stats_atom)                                -> DeviceStats
+// Its protocol (messages, replies, contracts) is documented at DeviceActor in
+// actors/device_protocol.h.
 // The actor never blocks its thread: a Recv that has no tensor yet parks a callback
 // that the tensor's arrival (or the step's abort) fires.
 // Queue ops: the device is its kernels' QueueService (actors/device_queue_client.h):
@@ -25,8 +16,7 @@
 #include <memory>
 #include <string>
 
-#include <caf/fwd.hpp>
-
+#include "actors/device_protocol.h"
 #include "actors/task_services.h"
 #include "kernels/resource.h"
 
@@ -44,7 +34,7 @@ struct DeviceConfig {
   std::shared_ptr<TaskServices> services;
 };
 
-caf::actor SpawnDeviceActor(caf::actor_system& system, DeviceConfig config);
+DeviceActor SpawnDeviceActor(caf::actor_system& system, DeviceConfig config);
 
 }  // namespace actorflow
 

@@ -5,6 +5,7 @@
 
 #include "actors/device_actor.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "actors/messages.h"
@@ -68,7 +69,7 @@ class DeviceActorTest : public ::testing::Test {
  protected:
   DeviceActorTest() : system_(cfg_) {}
 
-  caf::actor Spawn(const std::string& name) {
+  DeviceActor Spawn(const std::string& name) {
     DeviceConfig c;
     c.name = name;
     c.type = "CPU";
@@ -76,7 +77,7 @@ class DeviceActorTest : public ::testing::Test {
     return SpawnDeviceActor(system_, c);
   }
 
-  Status Register(caf::scoped_actor& self, const caf::actor& dev, uint64_t id,
+  Status Register(caf::scoped_actor& self, const DeviceActor& dev, uint64_t id,
                   std::shared_ptr<const DevicePartition> p) {
     Status out = Internal("no answer");
     self->request(dev, std::chrono::seconds(10), register_atom::value,
@@ -86,7 +87,7 @@ class DeviceActorTest : public ::testing::Test {
     return out;
   }
 
-  RunPartitionResult Run(caf::scoped_actor& self, const caf::actor& dev, int64_t step,
+  RunPartitionResult Run(caf::scoped_actor& self, const DeviceActor& dev, int64_t step,
                          uint64_t id) {
     RunPartitionResult out;
     out.status = Internal("no answer");
@@ -99,7 +100,7 @@ class DeviceActorTest : public ::testing::Test {
 
   // `record` says whether the step records its nodes (RunPartitionRequest's
   // record_executed).
-  RunPartitionResult RunRecording(caf::scoped_actor& self, const caf::actor& dev, int64_t step,
+  RunPartitionResult RunRecording(caf::scoped_actor& self, const DeviceActor& dev, int64_t step,
                                   uint64_t id, bool record, bool collect_stats) {
     RunPartitionResult out;
     out.status = Internal("no answer");
@@ -110,9 +111,9 @@ class DeviceActorTest : public ::testing::Test {
     return out;
   }
 
-  DeviceStats Stats(caf::scoped_actor& self, const caf::actor& dev) {
+  DeviceStats Stats(caf::scoped_actor& self, const DeviceActor& dev) {
     DeviceStats out;
-    self->request(dev, std::chrono::seconds(10), stats_atom::value)
+    self->request(dev, std::chrono::seconds(10), device_stats_atom::value)
         .receive([&](DeviceStats& s) { out = s; }, [&](caf::error&) {});
     return out;
   }
@@ -123,8 +124,8 @@ class DeviceActorTest : public ::testing::Test {
 
 TEST_F(DeviceActorTest, ASendWhoseReceiverIsGoneFailsNamingTheDevice) {
   caf::scoped_actor self{system_};
-  caf::actor sender = Spawn(kCpu0);
-  caf::actor receiver = Spawn(kCpu1);
+  DeviceActor sender = Spawn(kCpu0);
+  DeviceActor receiver = Spawn(kCpu1);
   caf::anon_send(sender, peers_atom::value,
                  std::vector<DevicePeer>{{kCpu0, "CPU", sender}, {kCpu1, "CPU", receiver}});
   ASSERT_TRUE(Register(self, sender, 1, SendPartition()).ok());
@@ -147,8 +148,8 @@ TEST_F(DeviceActorTest, ASendWhoseReceiverIsGoneFailsNamingTheDevice) {
 
 TEST_F(DeviceActorTest, ATensorSentBeforeItsRecvWaitsInTheInbox) {
   caf::scoped_actor self{system_};
-  caf::actor sender = Spawn(kCpu0);
-  caf::actor receiver = Spawn(kCpu1);
+  DeviceActor sender = Spawn(kCpu0);
+  DeviceActor receiver = Spawn(kCpu1);
   std::vector<DevicePeer> peers{{kCpu0, "CPU", sender}, {kCpu1, "CPU", receiver}};
   caf::anon_send(sender, peers_atom::value, peers);
   caf::anon_send(receiver, peers_atom::value, peers);
@@ -170,7 +171,7 @@ TEST_F(DeviceActorTest, ATensorSentBeforeItsRecvWaitsInTheInbox) {
 
 TEST_F(DeviceActorTest, AnAbortAnswersTheStepAndReleasesItsParkedRecv) {
   caf::scoped_actor self{system_};
-  caf::actor receiver = Spawn(kCpu1);
+  DeviceActor receiver = Spawn(kCpu1);
   ASSERT_TRUE(Register(self, receiver, 2, RecvPartition()).ok());
   auto pending = self->request(receiver, std::chrono::seconds(10), run_atom::value,
                                RunPartitionRequest{9, 2, {}, false});
@@ -188,7 +189,7 @@ TEST_F(DeviceActorTest, AnAbortAnswersTheStepAndReleasesItsParkedRecv) {
 
 TEST_F(DeviceActorTest, AStepRecordsItsNodesOnlyWhenAsked) {
   caf::scoped_actor self{system_};
-  caf::actor dev = Spawn(kCpu0);
+  DeviceActor dev = Spawn(kCpu0);
   ASSERT_TRUE(Register(self, dev, 3, LocalPartition()).ok());
   const std::vector<std::string> both{"x", "y"};
 
@@ -215,6 +216,28 @@ TEST_F(DeviceActorTest, AStepRecordsItsNodesOnlyWhenAsked) {
   ASSERT_TRUE(plain.status.ok()) << plain.status;
   EXPECT_EQ(plain.executed_nodes, both);
   EXPECT_TRUE(plain.step_stats.empty());
+  self->send_exit(dev, caf::exit_reason::user_shutdown);
+}
+
+TEST_F(DeviceActorTest, DeregisteredPartitionsAreForgotten) {
+  caf::scoped_actor self{system_};
+  DeviceActor dev = Spawn(kCpu0);
+  ASSERT_TRUE(Register(self, dev, 3, LocalPartition()).ok());
+  ASSERT_TRUE(Register(self, dev, 4, LocalPartition()).ok());
+  ASSERT_EQ(Stats(self, dev).partitions, 2);
+
+  Status status = Internal("no answer");
+  // Unknown ids (5) are ignored: a master deregisters all it may have registered.
+  self->request(dev, std::chrono::seconds(10), deregister_atom::value,
+                std::vector<uint64_t>{3, 5})
+      .receive([&](Status& s) { status = s; },
+               [&](caf::error& e) { status = Unavailable(caf::to_string(e)); });
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(Stats(self, dev).partitions, 1);
+  RunPartitionResult gone = Run(self, dev, 1, 3);
+  EXPECT_EQ(gone.status.code(), Code::kInternal) << gone.status;
+  EXPECT_THAT(gone.status.message(), ::testing::HasSubstr("unknown partition 3"));
+  EXPECT_TRUE(Run(self, dev, 2, 4).status.ok());
   self->send_exit(dev, caf::exit_reason::user_shutdown);
 }
 

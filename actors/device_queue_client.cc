@@ -7,7 +7,7 @@
 
 namespace actorflow {
 
-DeviceQueueClient::DeviceQueueClient(caf::event_based_actor* self,
+DeviceQueueClient::DeviceQueueClient(DeviceActor::pointer self,
                                      std::shared_ptr<TaskServices> services, std::string device,
                                      int64_t default_timeout_ms)
     : self_(self),
@@ -15,7 +15,7 @@ DeviceQueueClient::DeviceQueueClient(caf::event_based_actor* self,
       device_(std::move(device)),
       default_timeout_ms_(default_timeout_ms) {}
 
-StatusOr<caf::actor> DeviceQueueClient::Find(const QueueRef& queue) const {
+StatusOr<QueueActor> DeviceQueueClient::Find(const QueueRef& queue) const {
   if (services_) {
     std::lock_guard<std::mutex> lock(services_->mu);
     auto it = services_->queues.find(queue.Key());
@@ -31,12 +31,12 @@ void DeviceQueueClient::EnsureQueue(int64_t step_id, const QueueSpec& spec, Stat
   Status valid = QueueState::ValidateSpec(spec);
   if (!valid.ok()) return done(valid);
   if (!services_) return done(Internal("device " + device_ + " has no task services"));
-  caf::actor queue;
+  QueueActor queue;
   {
     std::lock_guard<std::mutex> lock(services_->mu);
     auto it = services_->queues.find(spec.Key());
     if (it == services_->queues.end()) {
-      queue = SpawnQueueActor(self_->system(), spec, caf::actor_cast<caf::actor>(self_));
+      queue = SpawnQueueActor(self_->system(), spec, caf::actor_cast<caf::strong_actor_ptr>(self_));
       services_->queues.emplace(spec.Key(), queue);
       checked_[spec.DebugString()] = queue.address();
       return done(Status::OK());
@@ -60,7 +60,7 @@ void DeviceQueueClient::EnsureQueue(int64_t step_id, const QueueSpec& spec, Stat
 void DeviceQueueClient::Enqueue(int64_t step_id, const QueueRef& queue,
                                 std::vector<Tensor> components, bool many, int64_t timeout_ms,
                                 StatusCallback done) {
-  StatusOr<caf::actor> actor = Find(queue);
+  StatusOr<QueueActor> actor = Find(queue);
   if (!actor.ok()) return done(actor.status());
   QueueOp op;
   op.kind = QueueOp::Kind::kEnqueue;
@@ -73,7 +73,7 @@ void DeviceQueueClient::Enqueue(int64_t step_id, const QueueRef& queue,
 
 void DeviceQueueClient::Dequeue(int64_t step_id, const QueueRef& queue, int64_t n,
                                 int64_t timeout_ms, DequeueCallback done) {
-  StatusOr<caf::actor> actor = Find(queue);
+  StatusOr<QueueActor> actor = Find(queue);
   if (!actor.ok()) return done(actor.status(), {});
   QueueOp op;
   op.kind = QueueOp::Kind::kDequeue;
@@ -85,7 +85,7 @@ void DeviceQueueClient::Dequeue(int64_t step_id, const QueueRef& queue, int64_t 
 
 void DeviceQueueClient::Close(int64_t step_id, const QueueRef& queue,
                               bool cancel_pending_enqueues, StatusCallback done) {
-  StatusOr<caf::actor> actor = Find(queue);
+  StatusOr<QueueActor> actor = Find(queue);
   if (!actor.ok()) return done(actor.status());
   QueueOp op;
   op.kind = QueueOp::Kind::kClose;
@@ -95,7 +95,7 @@ void DeviceQueueClient::Close(int64_t step_id, const QueueRef& queue,
 }
 
 void DeviceQueueClient::Size(int64_t step_id, const QueueRef& queue, SizeCallback done) {
-  StatusOr<caf::actor> actor = Find(queue);
+  StatusOr<QueueActor> actor = Find(queue);
   if (!actor.ok()) return done(actor.status(), 0);
   QueueOp op;
   op.kind = QueueOp::Kind::kSize;
@@ -103,7 +103,7 @@ void DeviceQueueClient::Size(int64_t step_id, const QueueRef& queue, SizeCallbac
        [done](QueueReply& r) { done(r.status, r.size); });
 }
 
-void DeviceQueueClient::Send(int64_t step_id, caf::actor queue, QueueOp op, ReplyFn done) {
+void DeviceQueueClient::Send(int64_t step_id, QueueActor queue, QueueOp op, ReplyFn done) {
   const uint64_t id = next_id_++;
   op.client_id = id;
   Pending& p = pending_[id];

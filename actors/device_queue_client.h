@@ -19,6 +19,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "actors/device_protocol.h"
 #include "actors/queue_actor.h"
 #include "actors/task_services.h"
 #include "kernels/queue_service.h"
@@ -29,7 +30,7 @@ class DeviceQueueClient : public QueueService {
  public:
   // `self` is the device actor (outlives the client). default_timeout_ms is the
   // device's operation_timeout_in_ms, used for requests whose op sets none.
-  DeviceQueueClient(caf::event_based_actor* self, std::shared_ptr<TaskServices> services,
+  DeviceQueueClient(DeviceActor::pointer self, std::shared_ptr<TaskServices> services,
                     std::string device, int64_t default_timeout_ms);
 
   void EnsureQueue(int64_t step_id, const QueueSpec& spec, StatusCallback done) override;
@@ -51,21 +52,21 @@ class DeviceQueueClient : public QueueService {
   using ReplyFn = std::function<void(QueueReply& reply)>;
   struct Pending {
     int64_t step_id = 0;
-    caf::actor queue;
+    QueueActor queue;
     QueueOp::Kind kind = QueueOp::Kind::kSize;
     bool many = false;
     ReplyFn done;  // empty once the step was aborted
   };
 
   // The queue actor named `key`; NotFound naming it and the task when absent.
-  StatusOr<caf::actor> Find(const QueueRef& queue) const;
-  void Send(int64_t step_id, caf::actor queue, QueueOp op, ReplyFn done);
+  StatusOr<QueueActor> Find(const QueueRef& queue) const;
+  void Send(int64_t step_id, QueueActor queue, QueueOp op, ReplyFn done);
   void OnReply(uint64_t id, QueueReply& reply);
   int64_t Timeout(int64_t op_timeout_ms) const {
     return op_timeout_ms > 0 ? op_timeout_ms : default_timeout_ms_;
   }
 
-  caf::event_based_actor* self_;
+  DeviceActor::pointer self_;
   std::shared_ptr<TaskServices> services_;
   std::string device_;
   int64_t default_timeout_ms_;

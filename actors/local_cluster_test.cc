@@ -4,6 +4,7 @@
 
 #include "actors/local_cluster.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <future>
@@ -17,9 +18,6 @@
 namespace actorflow {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 std::unique_ptr<LocalCluster> StartCluster() {
   auto cluster = LocalCluster::Start({{"ps", 1}, {"worker", 2}});
@@ -107,7 +105,7 @@ TEST(LocalClusterTest, KillingAWorkerMidStepFailsThatStepAndARestartHealsIt) {
       << "the step hung after its worker died";
   Status lost = step.get();
   EXPECT_EQ(lost.code(), Code::kUnavailable) << lost;
-  EXPECT_TRUE(Contains(lost.message(), "/job:worker/replica:0/task:1")) << lost;
+  EXPECT_THAT(lost.message(), ::testing::HasSubstr("/job:worker/replica:0/task:1")) << lost;
 
   std::vector<Tensor> out;
   ASSERT_TRUE(session->Run(options, {}, {"local_only"}, {}, &out, nullptr).ok());
@@ -133,9 +131,9 @@ TEST(LocalClusterTest, AnUnreachableTaskIsUnavailableWithinTheDeadlineNamingIt) 
   Status s = session->Run(options, {}, {"on_ps"}, {}, nullptr, nullptr);
   auto took = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(s.code(), Code::kUnavailable) << s;
-  EXPECT_TRUE(Contains(s.message(), "/job:ps/task:0")) << s;
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("/job:ps/task:0")) << s;
   auto address = cluster->spec().Address(TaskId{"ps", 0});
-  EXPECT_TRUE(Contains(s.message(), address->ToString())) << s;
+  EXPECT_THAT(s.message(), ::testing::HasSubstr(address->ToString())) << s;
   EXPECT_LT(took, std::chrono::seconds(5));
 }
 
@@ -164,8 +162,8 @@ TEST(LocalClusterBadInputTest, AGraphNamingAJobTheClusterLacksIsInvalidArgument)
   ASSERT_NE(session, nullptr);
   Status s = session->Run({}, {"lost"}, {}, nullptr);
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
-  EXPECT_TRUE(Contains(s.message(), "trainer")) << s;
-  EXPECT_TRUE(Contains(s.message(), "lost")) << s;
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("trainer")) << s;
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("lost")) << s;
 }
 
 TEST(LocalClusterBadInputTest, APortAlreadyInUseIsNamed) {
@@ -178,7 +176,7 @@ TEST(LocalClusterBadInputTest, APortAlreadyInUseIsNamed) {
   ASSERT_FALSE(server.ok());
   EXPECT_EQ(server.status().code(), Code::kUnavailable);
   auto address = cluster->spec().Address(TaskId{"worker", 0});
-  EXPECT_TRUE(Contains(server.status().message(), address->ToString())) << server.status();
+  EXPECT_THAT(server.status().message(), ::testing::HasSubstr(address->ToString())) << server.status();
 }
 
 TEST(LocalClusterBadInputTest, AClosedPortIsUnavailableWithinTheConnectTimeout) {

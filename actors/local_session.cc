@@ -47,7 +47,7 @@ class LocalActorSession : public ActorSession {
       device_actors_.push_back(SpawnDeviceActor(*system_, dc));
       peers.push_back(DevicePeer{dc.name, dc.type, device_actors_.back()});
     }
-    for (const caf::actor& d : device_actors_) caf::anon_send(d, peers_atom::value, peers);
+    for (const DeviceActor& d : device_actors_) caf::anon_send(d, peers_atom::value, peers);
     // As in TensorFlow, nodes without a requested device prefer the first GPU; the
     // placer puts those that have no GPU kernel on the CPU.
     default_device_ = num_gpus > 0 ? devices_[num_cpus].name : devices_.front().name;
@@ -63,7 +63,7 @@ class LocalActorSession : public ActorSession {
 
   ~LocalActorSession() override {
     Close();
-    for (const caf::actor& d : device_actors_) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+    for (const DeviceActor& d : device_actors_) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(master_, caf::exit_reason::user_shutdown);
     master_ = nullptr;
     device_actors_.clear();
@@ -79,6 +79,10 @@ class LocalActorSession : public ActorSession {
     req->fetches = fetches;
     req->targets = targets;
     req->options = run_options;
+    if (req->options.timeout_in_ms <= 0) {
+      req->options.timeout_in_ms = options_.default_step_timeout_in_ms;
+    }
+    const int64_t timeout_ms = req->options.timeout_in_ms;
     req->reply = std::make_shared<StepReply>();
     std::shared_ptr<StepReply> reply = req->reply;
     // Run metadata costs per-node work on every device; build it only when asked.
@@ -86,9 +90,9 @@ class LocalActorSession : public ActorSession {
     caf::anon_send(master_, step_atom::value, std::move(req));
 
     std::unique_lock<std::mutex> lock(reply->mu);
-    if (run_options.timeout_in_ms > 0) {
+    if (timeout_ms > 0) {
       // The master enforces the deadline; this margin only guards against a bug.
-      auto limit = std::chrono::milliseconds(run_options.timeout_in_ms + 10000);
+      auto limit = std::chrono::milliseconds(timeout_ms + 10000);
       if (!reply->cv.wait_for(lock, limit, [&] { return reply->done; })) {
         return Internal("the master did not answer within the step's deadline plus 10 s");
       }
@@ -135,9 +139,9 @@ class LocalActorSession : public ActorSession {
   StatusOr<std::vector<DeviceStatus>> DeviceStatuses(int64_t timeout_ms) override {
     caf::scoped_actor self{*system_};
     std::vector<DeviceStatus> out;
-    for (const caf::actor& d : device_actors_) {
+    for (const DeviceActor& d : device_actors_) {
       Status status;
-      self->request(d, std::chrono::milliseconds(timeout_ms), stats_atom::value)
+      self->request(d, std::chrono::milliseconds(timeout_ms), device_stats_atom::value)
           .receive(
               [&](const DeviceStats& s) {
                 out.push_back(DeviceStatus{s.device, s.pending_recvs, s.inbox_tensors,
@@ -160,8 +164,8 @@ class LocalActorSession : public ActorSession {
   std::shared_ptr<TaskServices> services_;
   std::vector<DeviceInfo> devices_;
   std::string default_device_;
-  std::vector<caf::actor> device_actors_;
-  caf::actor master_;
+  std::vector<DeviceActor> device_actors_;
+  MasterActor master_;
   std::atomic<bool> closed_{false};
 };
 

@@ -2,15 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
 
 #include "actors/connect.h"
 #include "actors/master_state.h"
+#include "actors/step_ids.h"
 
 namespace actorflow {
-
-using connect_atom = caf::atom_constant<caf::atom("connect")>;
-
 namespace {
 
 int64_t SteadyMicros() {
@@ -72,7 +69,7 @@ RunMetadata BuildMetadata(const Graph& graph, StepInFlight* step) {
   return meta;
 }
 
-void FinishStep(MasterActor* self, const std::shared_ptr<StepInFlight>& step) {
+void FinishStep(MasterSelf self, const std::shared_ptr<StepInFlight>& step) {
   self->state.in_flight.erase(step->step_id);
   if (!step->status.ok()) return Reply(step->request, step->status);
   RunMetadata meta;
@@ -86,13 +83,13 @@ void FinishStep(MasterActor* self, const std::shared_ptr<StepInFlight>& step) {
   Reply(step->request, Status::OK(), std::move(step->outputs), std::move(meta));
 }
 
-void AbortStep(MasterActor* self, const StepInFlight& step, const Status& status) {
+void AbortStep(MasterSelf self, const StepInFlight& step, const Status& status) {
   for (const PlanPart& part : step.plan->parts) {
     self->send(part.device_actor, abort_atom::value, AbortRequest{step.step_id, status});
   }
 }
 
-void PartDone(MasterActor* self, const std::shared_ptr<StepInFlight>& step, size_t part_index,
+void PartDone(MasterSelf self, const std::shared_ptr<StepInFlight>& step, size_t part_index,
               RunPartitionResult result) {
   if (step->part_done[part_index]) return;  // already settled (its device went down)
   step->part_done[part_index] = true;
@@ -118,14 +115,14 @@ void PartDone(MasterActor* self, const std::shared_ptr<StepInFlight>& step, size
   if (--step->remaining == 0) FinishStep(self, step);
 }
 
-void LaunchStep(MasterActor* self, const std::shared_ptr<Plan>& plan,
+void LaunchStep(MasterSelf self, const std::shared_ptr<Plan>& plan,
                 const std::shared_ptr<StepRequest>& req) {
   const bool metadata = req->want_metadata;
   if (!plan->registration_status.ok()) return Reply(req, plan->registration_status);
   Status valid = ValidateFeeds(*req, plan->signature);
   if (!valid.ok()) return Reply(req, valid);
   auto step = std::make_shared<StepInFlight>();
-  step->step_id = self->state.next_step_id++;
+  step->step_id = NextStepId(self->state.ordinal);
   step->start_micros = metadata ? SteadyMicros() : 0;
   step->request = req;
   step->plan = plan;
@@ -169,7 +166,7 @@ void LaunchStep(MasterActor* self, const std::shared_ptr<Plan>& plan,
 }
 
 // Connects to `tasks` (lazily, retrying until the deadline), then calls `done`.
-void EnsureTasks(MasterActor* self, const std::vector<TaskId>& tasks, int64_t timeout_ms,
+void EnsureTasks(MasterSelf self, const std::vector<TaskId>& tasks, int64_t timeout_ms,
                  std::function<void(const Status&)> done) {
   auto remaining = std::make_shared<int>(static_cast<int>(tasks.size()));
   auto first_error = std::make_shared<Status>();
@@ -206,11 +203,11 @@ void EnsureTasks(MasterActor* self, const std::vector<TaskId>& tasks, int64_t ti
       continue;
     }
     const std::string who = "/job:" + task.job + "/task:" + std::to_string(task.index);
-    caf::actor connector = SpawnConnector(self->system());
+    ConnectorActor connector = SpawnConnector(self->system());
     self->request(connector, caf::infinite, connect_atom::value, address->host, address->port,
                   timeout_ms, who)
         .then(
-            [self, settle, timeout_ms, who](Status& status, caf::actor& front) {
+            [self, settle, timeout_ms, who](Status& status, FrontActor& front) {
               if (!status.ok()) return settle(status, {});
               self->request(front, std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 1)),
                             devices_atom::value)
@@ -227,8 +224,33 @@ void EnsureTasks(MasterActor* self, const std::vector<TaskId>& tasks, int64_t ti
   }
 }
 
-void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req) {
+// Deregisters a dropped plan's partitions from the devices that still have them
+// (fire and forget: a device answers nothing to an anonymous sender).
+void DropPlan(MasterSelf self, const Plan& plan) {
   MasterState& st = self->state;
+  std::map<caf::actor_addr, std::vector<uint64_t>> by_device;
+  for (const PlanPart& part : plan.parts) {
+    auto on = st.registered.find(part.device_actor.address());
+    if (on == st.registered.end()) continue;  // the device went down
+    auto& ids = on->second.partition_ids;
+    auto it = std::find(ids.begin(), ids.end(), part.partition_id);
+    if (it == ids.end()) continue;
+    ids.erase(it);
+    by_device[on->first].push_back(part.partition_id);
+    if (ids.empty()) {
+      caf::anon_send(on->second.actor, deregister_atom::value, std::move(by_device[on->first]));
+      by_device.erase(on->first);
+      st.registered.erase(on);
+    }
+  }
+  for (auto& [address, ids] : by_device) {
+    caf::anon_send(st.registered[address].actor, deregister_atom::value, std::move(ids));
+  }
+}
+
+void HandleStep(MasterSelf self, std::shared_ptr<StepRequest> req) {
+  MasterState& st = self->state;
+  if (st.closed) return Reply(req, FailedPrecondition("Run on a closed session"));
   const std::string key = SignatureKey(*req);
   auto it = st.plans.find(key);
   if (it != st.plans.end()) {
@@ -237,7 +259,10 @@ void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req) {
       plan->waiting.push_back(req);
       return;
     }
-    if (!plan->registration_status.ok()) st.plans.erase(key);  // a later step retries
+    if (!plan->registration_status.ok()) {  // a later step retries
+      st.plans.erase(key);
+      DropPlan(self, *plan);
+    }
     return LaunchStep(self, plan, req);
   }
   std::vector<std::string> feed_names;
@@ -269,7 +294,7 @@ void HandleStep(MasterActor* self, std::shared_ptr<StepRequest> req) {
 }
 
 // A device went down: fail what runs on it, forget what refers to it.
-void DeviceDown(MasterActor* self, const caf::actor_addr& source) {
+void DeviceDown(MasterSelf self, const caf::actor_addr& source) {
   MasterState& st = self->state;
   std::string device;
   for (auto& [name, task] : st.tasks) {
@@ -288,10 +313,16 @@ void DeviceDown(MasterActor* self, const caf::actor_addr& source) {
   if (device.empty()) return;
   const Status lost = Unavailable("task " + TaskOfDevice(device) + " went down (device " + device +
                                   " is gone)");
+  st.registered.erase(source);  // its partitions went with it
   for (auto it = st.plans.begin(); it != st.plans.end();) {
     bool uses = false;
     for (const PlanPart& p : it->second->parts) uses = uses || p.device == device;
-    it = uses ? st.plans.erase(it) : std::next(it);
+    if (!uses) {
+      ++it;
+      continue;
+    }
+    DropPlan(self, *it->second);
+    it = st.plans.erase(it);
   }
   std::vector<std::shared_ptr<StepInFlight>> affected;
   for (auto& [id, step] : st.in_flight) affected.push_back(step);
@@ -305,27 +336,83 @@ void DeviceDown(MasterActor* self, const caf::actor_addr& source) {
   }
 }
 
-caf::behavior MasterBehavior(MasterActor* self, MasterConfig config) {
+// Ends the session: see close_atom at MasterActor (actors/master_protocol.h).
+caf::result<Status> Close(MasterSelf self) {
+  MasterState& st = self->state;
+  st.closed = true;
+  const Status cancelled = Cancelled("the session was closed while the step ran");
+  for (auto& [key, plan] : st.plans) {
+    std::vector<std::shared_ptr<StepRequest>> waiting;
+    waiting.swap(plan->waiting);
+    for (auto& r : waiting) Reply(r, cancelled);
+  }
+  std::vector<std::shared_ptr<StepInFlight>> steps;
+  for (auto& [id, step] : st.in_flight) steps.push_back(step);
+  for (auto& step : steps) {
+    for (size_t i = 0; i < step->plan->parts.size(); ++i) {
+      if (step->part_done[i]) continue;
+      RunPartitionResult r;
+      r.status = cancelled;
+      PartDone(self, step, i, std::move(r));  // the first one aborts the step everywhere
+    }
+  }
+  st.plans.clear();
+  std::map<caf::actor_addr, Registered> registered;
+  registered.swap(st.registered);
+  if (registered.empty()) return Status::OK();
+  auto promise = self->make_response_promise<Status>();
+  auto remaining = std::make_shared<size_t>(registered.size());
+  auto first_error = std::make_shared<Status>();
+  auto one_done = [promise, remaining, first_error](const Status& s) mutable {
+    if (!s.ok() && first_error->ok()) *first_error = s;
+    if (--*remaining == 0) promise.deliver(*first_error);
+  };
+  const int64_t timeout_ms = std::max<int64_t>(1, st.config.close_timeout_ms);
+  for (auto& [address, on] : registered) {
+    const std::string device = on.device;
+    self->request(on.actor, std::chrono::milliseconds(timeout_ms), deregister_atom::value,
+                  std::move(on.partition_ids))
+        .then([one_done](Status& s) mutable { one_done(s); },
+              [one_done, device, timeout_ms](caf::error& e) mutable {
+                one_done(Unavailable("device " + device + " did not confirm within " +
+                                     std::to_string(timeout_ms) +
+                                     " ms that it dropped the closed session's partitions: " +
+                                     caf::to_string(e)));
+              });
+  }
+  return promise;
+}
+
+MasterStats Stats(const MasterState& st) {
+  MasterStats s;
+  s.plans = static_cast<int64_t>(st.plans.size());
+  for (const auto& [address, on] : st.registered) {
+    s.partitions += static_cast<int64_t>(on.partition_ids.size());
+  }
+  s.in_flight = static_cast<int64_t>(st.in_flight.size());
+  s.closed = st.closed;
+  return s;
+}
+
+MasterActor::behavior_type MasterBehavior(MasterSelf self, MasterConfig config) {
   self->state.config = std::move(config);
-  // Every client of a cluster has its own master, and their steps and partitions
-  // meet on shared devices (a ps task): ids start at a random base per master so
-  // that two masters' step 1 (or partition 1) are not one step on such a device.
-  std::random_device random;
-  const uint64_t base = ((static_cast<uint64_t>(random()) << 10) ^ random()) & ((1ull << 40) - 1);
-  self->state.next_step_id = static_cast<int64_t>(base << 20) + 1;
-  self->state.next_partition_id = (base << 20) + 1;
+  // Ids unique on every device this master shares with others (actors/step_ids.h).
+  self->state.ordinal =
+      TaskOrdinal(self->state.config.cluster.get(), self->state.config.local_task);
   self->state.graph = self->state.config.owned_graph ? self->state.config.owned_graph.get()
                                                      : self->state.config.graph;
-  for (const caf::actor& d : self->state.config.device_actors) self->monitor(d);
+  for (const DeviceActor& d : self->state.config.device_actors) self->monitor(d);
   self->set_down_handler([self](caf::down_msg& down) { DeviceDown(self, down.source); });
   return {
       [self](step_atom, std::shared_ptr<StepRequest>& req) { HandleStep(self, std::move(req)); },
+      [self](close_atom) -> caf::result<Status> { return Close(self); },
+      [self](master_stats_atom) -> MasterStats { return Stats(self->state); },
   };
 }
 
 }  // namespace
 
-caf::actor SpawnMasterActor(caf::actor_system& system, MasterConfig config) {
+MasterActor SpawnMasterActor(caf::actor_system& system, MasterConfig config) {
   return system.spawn(MasterBehavior, std::move(config));
 }
 

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "actors/master_state.h"
+#include "actors/step_ids.h"
 #include "placement/device_name.h"
 #include "placement/partition.h"
 
@@ -97,7 +98,7 @@ StatusOr<std::vector<TaskId>> TasksToConnect(const MasterState& st,
   return out;
 }
 
-StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterActor* self, const StepRequest& req,
+StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterSelf self, const StepRequest& req,
                                           const RunSignature& sig,
                                           const std::vector<const Node*>& nodes) {
   MasterState& st = self->state;
@@ -147,7 +148,7 @@ StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterActor* self, const StepRequest& 
       fetch_covered[target] = true;
       part.fetch_targets.push_back(target);
     }
-    part.partition_id = st.next_partition_id++;
+    part.partition_id = NextPartitionId(st.ordinal);
     plan->parts.push_back(part);
   }
   // The same tensor fetched twice is computed once; later slots copy the first.
@@ -179,6 +180,10 @@ StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterActor* self, const StepRequest& 
       for (auto& r : waiting) self->send(self, step_atom::value, r);
     };
     const std::string device = plan->parts[i].device;
+    Registered& on = st.registered[plan->parts[i].device_actor.address()];
+    on.actor = plan->parts[i].device_actor;
+    on.device = device;
+    on.partition_ids.push_back(reg.partition_id);
     self->request(plan->parts[i].device_actor, caf::infinite, register_atom::value, std::move(reg))
         .then([on_registered](Status& s) { on_registered(s); },
               [on_registered, device](caf::error& e) {

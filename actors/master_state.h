@@ -1,5 +1,5 @@
-// Internal to the master actor (actors/master_*.cc): its plans, steps in flight and
-// the directory of tasks and devices it knows.
+// Internal to the master actor (actors/master_*.cc): its plans, steps in flight,
+// the partitions it registered, and the directory of tasks and devices it knows.
 #ifndef ACTORFLOW_ACTORS_MASTER_STATE_H_
 #define ACTORFLOW_ACTORS_MASTER_STATE_H_
 
@@ -20,7 +20,7 @@ namespace actorflow {
 // One partition of a plan, registered with one device.
 struct PlanPart {
   std::string device;
-  caf::actor device_actor;
+  DeviceActor device_actor;
   uint64_t partition_id = 0;
   std::vector<int> feed_sources;   // per partition feed: index into the client's feeds
   std::vector<int> fetch_targets;  // per partition fetch: index into the client's fetches
@@ -61,21 +61,32 @@ struct TaskEntry {
   std::vector<std::function<void(const Status&)>> waiters;
 };
 
+// The partitions registered with one device and not deregistered yet.
+struct Registered {
+  DeviceActor actor;
+  std::string device;
+  std::vector<uint64_t> partition_ids;
+};
+
 struct MasterState {
   MasterConfig config;
   const Graph* graph = nullptr;
   std::unordered_map<std::string, std::shared_ptr<Plan>> plans;
   std::map<int64_t, std::shared_ptr<StepInFlight>> in_flight;
   std::map<std::string, TaskEntry> tasks;  // by task name, other tasks only
-  uint64_t next_partition_id = 1;
-  int64_t next_step_id = 1;
+  // By device address: what must be deregistered when a plan is dropped or the
+  // session closes (a device that went down is removed without a message).
+  std::map<caf::actor_addr, Registered> registered;
+  // TaskOrdinal of the master's task, for its step and partition ids.
+  uint32_t ordinal = 0;
+  bool closed = false;
   const char* name = "actorflow_master";
 
   // Every device known now: the local task's and those of connected tasks.
   std::vector<DevicePeer> KnownDevices() const;
 };
 
-using MasterActor = caf::stateful_actor<MasterState>;
+using MasterSelf = MasterActor::stateful_pointer<MasterState>;
 
 // "/job:worker/replica:0/task:1" from a full device name.
 std::string TaskOfDevice(const std::string& device);
@@ -87,8 +98,9 @@ StatusOr<std::vector<TaskId>> TasksToConnect(const MasterState& st,
                                              const std::vector<const Node*>& nodes);
 
 // Prunes, places and partitions for `req`, and registers the partitions with their
-// devices (the plan becomes ready when all have answered).
-StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterActor* self, const StepRequest& req,
+// devices (the plan becomes ready when all have answered); records them in
+// MasterState::registered.
+StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterSelf self, const StepRequest& req,
                                           const RunSignature& sig,
                                           const std::vector<const Node*>& nodes);
 

@@ -82,21 +82,21 @@ class ParameterClientImpl : public ParameterClient {
   Status Connect(const ClusterSpec& cluster, const std::string& ps_job, int64_t timeout_ms) {
     const Deadline deadline = Deadline::After(timeout_ms);
     const int tasks = cluster.num_tasks(ps_job);
-    std::vector<caf::actor> shards;
+    std::vector<ShardActor> shards;
     for (int i = 0; i < tasks; ++i) {
       AF_ASSIGN_OR_RETURN(TaskAddress address, cluster.Address(TaskId{ps_job, i}));
       const std::string who = TaskId{ps_job, i}.ToString();
       names_.push_back(who + " at " + address.ToString());
       auto left = std::chrono::milliseconds(std::max<int64_t>(1, deadline.LeftMs()));
-      AF_ASSIGN_OR_RETURN(caf::actor front,
+      AF_ASSIGN_OR_RETURN(FrontActor front,
                           ConnectToServer(*system_, address.host, address.port, left, who));
       caf::scoped_actor self{*system_};
       Status status = Unavailable("no answer");
-      caf::actor shard;
+      ShardActor shard;
       self->request(front, std::chrono::milliseconds(std::max<int64_t>(1, deadline.LeftMs())),
-                    shard_atom::value, client_options_.shard_name, ShardConfigFrom(options_))
+                    get_shard_atom::value, client_options_.shard_name, ShardConfigFrom(options_))
           .receive(
-              [&](Status& s, caf::actor& a) {
+              [&](Status& s, ShardActor& a) {
                 status = std::move(s);
                 shard = std::move(a);
               },

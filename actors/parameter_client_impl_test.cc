@@ -4,6 +4,7 @@
 // (sync) run on threads; every wait is bounded by the calls' timeouts.
 #include "actors/parameter_client_impl.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -20,9 +21,6 @@ namespace {
 
 constexpr int64_t kTimeoutMs = 20000;
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 ParameterServerOptions Options(UpdateMode mode, int total, int aggregate = 1) {
   ParameterServerOptions o;
@@ -212,7 +210,7 @@ TEST_F(ParameterClientTest, APullBeforeTheChiefInitializesWaitsForIt) {
   ASSERT_TRUE(early);
   auto bounded = early->Pull(/*timeout_ms=*/200);
   EXPECT_EQ(bounded.status().code(), Code::kDeadlineExceeded);
-  EXPECT_TRUE(Contains(bounded.status().message(), "not initialized")) << bounded.status();
+  EXPECT_THAT(bounded.status().message(), ::testing::HasSubstr("not initialized")) << bounded.status();
   auto waiting = std::async(std::launch::async, [&] { return early->Pull(kTimeoutMs); });
   auto chief = Connect(Options(UpdateMode::kAsync, 2), 0);
   ASSERT_TRUE(chief);
@@ -233,10 +231,9 @@ TEST_F(ParameterClientTest, AWrongShapeIsRejectedNamingTheVariableAndNothingIsAp
   grads["b"] = Tensor::FromVector<float>({1, 1, 1});
   auto pushed = client->Push(*base, grads, kTimeoutMs);
   EXPECT_EQ(pushed.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(pushed.status().message(), "'b'")) << pushed.status();
+  EXPECT_THAT(pushed.status().message(), ::testing::HasSubstr("'b'")) << pushed.status();
   grads.erase("b");
-  EXPECT_TRUE(Contains(client->Push(*base, grads, kTimeoutMs).status().message(),
-                       "no gradient for variable 'b'"));
+  EXPECT_THAT(client->Push(*base, grads, kTimeoutMs).status().message(), ::testing::HasSubstr("no gradient for variable 'b'"));
   auto stats = client->Stats(kTimeoutMs);
   ASSERT_TRUE(stats.ok());
   EXPECT_EQ(stats->updates_applied, 0);
@@ -246,7 +243,7 @@ TEST_F(ParameterClientTest, BadOptionsAndConflictingModesAreRefused) {
   auto too_many =
       ConnectParameterServers(cluster_->spec(), "ps", Options(UpdateMode::kSync, 2, 3), kTimeoutMs);
   EXPECT_EQ(too_many.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(too_many.status().message(), "replicas_to_aggregate=3"));
+  EXPECT_THAT(too_many.status().message(), ::testing::HasSubstr("replicas_to_aggregate=3"));
   auto no_job = ConnectParameterServers(cluster_->spec(), "parameter_servers",
                                         Options(UpdateMode::kAsync, 1), kTimeoutMs);
   EXPECT_EQ(no_job.status().code(), Code::kInvalidArgument);
@@ -256,7 +253,7 @@ TEST_F(ParameterClientTest, BadOptionsAndConflictingModesAreRefused) {
   auto async =
       ConnectParameterServers(cluster_->spec(), "ps", Options(UpdateMode::kAsync, 2), kTimeoutMs);
   EXPECT_EQ(async.status().code(), Code::kFailedPrecondition);
-  EXPECT_TRUE(Contains(async.status().message(), "sync 2 of 2")) << async.status();
+  EXPECT_THAT(async.status().message(), ::testing::HasSubstr("sync 2 of 2")) << async.status();
   EXPECT_EQ(sync->Register(2).code(), Code::kInvalidArgument);
 }
 
@@ -267,7 +264,7 @@ TEST_F(ParameterClientTest, APsTaskGoingDownFailsCallsWithUnavailableNamingIt) {
   ASSERT_TRUE(cluster_->StopTask("ps", 1).ok());
   auto pulled = client->Pull(kTimeoutMs);
   EXPECT_EQ(pulled.status().code(), Code::kUnavailable) << pulled.status();
-  EXPECT_TRUE(Contains(pulled.status().message(), "/job:ps/task:1")) << pulled.status();
+  EXPECT_THAT(pulled.status().message(), ::testing::HasSubstr("/job:ps/task:1")) << pulled.status();
 }
 
 TEST_F(ParameterClientTest, ResettingTheContainerDropsTheShards) {
@@ -304,8 +301,8 @@ TEST(ParameterClientConnectTest, AnUnreachablePsTaskIsUnavailableAfterTheDeadlin
   ASSERT_TRUE(spec.ok());
   auto client = ConnectParameterServers(*spec, "ps", Options(UpdateMode::kAsync, 1), 300);
   EXPECT_EQ(client.status().code(), Code::kUnavailable);
-  EXPECT_TRUE(Contains(client.status().message(), "/job:ps/task:0")) << client.status();
-  EXPECT_TRUE(Contains(client.status().message(), std::to_string(port))) << client.status();
+  EXPECT_THAT(client.status().message(), ::testing::HasSubstr("/job:ps/task:0")) << client.status();
+  EXPECT_THAT(client.status().message(), ::testing::HasSubstr(std::to_string(port))) << client.status();
 }
 
 }  // namespace

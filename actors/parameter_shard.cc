@@ -33,20 +33,20 @@ struct ShardActorState {
   const char* name = "parameter_shard";
 };
 
-using ShardActor = caf::stateful_actor<ShardActorState>;
+using ShardSelf = ShardActor::stateful_pointer<ShardActorState>;
 
-int64_t NowMs(ShardActor* self) {
+int64_t NowMs(ShardSelf self) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              self->clock().now().time_since_epoch())
       .count();
 }
 
-int64_t DeadlineFor(ShardActor* self, int64_t timeout_ms) {
+int64_t DeadlineFor(ShardSelf self, int64_t timeout_ms) {
   return timeout_ms > 0 ? NowMs(self) + timeout_ms : kNoDeadline;
 }
 
 // Delivers what a state call produced and forgets the answered requests.
-void Deliver(ShardActor* self, ParameterShardState::Replies& out) {
+void Deliver(ShardSelf self, ParameterShardState::Replies& out) {
   auto& st = self->state;
   auto finish = [&](RequestId id, auto& reply) {
     auto it = st.promises.find(id);
@@ -68,7 +68,7 @@ void Deliver(ShardActor* self, ParameterShardState::Replies& out) {
 }
 
 // Keeps a sweep on its way for the earliest parked deadline.
-void ScheduleSweep(ShardActor* self) {
+void ScheduleSweep(ShardSelf self) {
   auto& st = self->state;
   const int64_t next = st.shard->NextDeadline();
   if (next == kNoDeadline || (!st.sweeps.empty() && *st.sweeps.begin() <= next)) return;
@@ -80,7 +80,7 @@ void ScheduleSweep(ShardActor* self) {
 // After a request was handed to the state: if it is still unanswered it is parked;
 // remember who asked (`sender`, taken before make_response_promise, which moves it
 // out of the message), so that its death cancels it, and bound it by its deadline.
-void TrackIfParked(ShardActor* self, RequestId id, const caf::actor& sender) {
+void TrackIfParked(ShardSelf self, RequestId id, const caf::actor& sender) {
   auto& st = self->state;
   if (!st.promises.count(id)) return;
   if (sender) {
@@ -92,7 +92,7 @@ void TrackIfParked(ShardActor* self, RequestId id, const caf::actor& sender) {
   ScheduleSweep(self);
 }
 
-caf::behavior ShardBehavior(ShardActor* self, std::string name, ShardConfig config) {
+ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardConfig config) {
   auto created = ParameterShardState::Create(std::move(name), std::move(config));
   // SpawnParameterShard validated the config; nothing else can fail here.
   self->state.shard = std::move(created).value();
@@ -124,7 +124,7 @@ caf::behavior ShardBehavior(ShardActor* self, std::string name, ShardConfig conf
   });
 
   return {
-      [self](shard_atom, const ShardConfig& wanted) -> Status {
+      [self](shard_check_atom, const ShardConfig& wanted) -> Status {
         const ParameterShardState& shard = *self->state.shard;
         if (wanted == shard.config()) return Status::OK();
         return FailedPrecondition(shard.name() + " was created for '" + shard.config().ToString() +
@@ -242,42 +242,46 @@ caf::behavior ShardBehavior(ShardActor* self, std::string name, ShardConfig conf
 
 }  // namespace
 
-StatusOr<caf::actor> SpawnParameterShard(caf::actor_system& system, const std::string& name,
+StatusOr<ShardActor> SpawnParameterShard(caf::actor_system& system, const std::string& name,
                                          const ShardConfig& config) {
   Status valid = ValidateShardConfig(config);
   if (!valid.ok()) return valid.WithContext(name);
   return system.spawn(ShardBehavior, name, config);
 }
 
-caf::result<Status, caf::actor> GetOrCreateShard(caf::event_based_actor* self,
+caf::result<Status, ShardActor> GetOrCreateShard(caf::local_actor* self,
                                                  TaskServices& services, const std::string& name,
                                                  const ShardConfig& config) {
   const std::string who = services.task_name + " shard '" + name + "'";
   Status valid = ValidateShardConfig(config);
-  if (!valid.ok()) return {valid.WithContext(who), caf::actor{}};
-  caf::actor shard;
+  if (!valid.ok()) return {valid.WithContext(who), ShardActor{}};
+  ShardActor shard;
   {
     std::lock_guard<std::mutex> lock(services.mu);
     auto it = services.shards.find(name);
     if (it == services.shards.end()) {
       auto spawned = SpawnParameterShard(self->system(), who, config);
-      if (!spawned.ok()) return {spawned.status(), caf::actor{}};
+      if (!spawned.ok()) return {spawned.status(), ShardActor{}};
       services.shards[name] = *spawned;
       return {Status::OK(), *spawned};
     }
     shard = it->second;
   }
-  // It exists: it alone knows its config.
-  auto promise = self->make_response_promise();
-  self->request(shard, std::chrono::seconds(30), shard_atom::value, config)
+  // It exists: it alone knows its config. A short-lived helper asks it, so that any
+  // kind of actor (the typed front, a test's stand-in) can call this; it happens
+  // once per client and shard, off every step's path.
+  auto promise = self->make_response_promise<Status, ShardActor>();
+  self->system().spawn([promise, shard, who, config](caf::event_based_actor* asker) mutable {
+    asker->request(shard, std::chrono::seconds(30), shard_check_atom::value, config)
       .then(
           [promise, shard](Status& status) mutable {
-            promise.deliver(status, status.ok() ? shard : caf::actor{});
+            promise.deliver(status, status.ok() ? shard : ShardActor{});
           },
           [promise, who](caf::error& error) mutable {
             promise.deliver(Unavailable(who + " did not answer: " + caf::to_string(error)),
-                            caf::actor{});
+                            ShardActor{});
           });
+  });
   return promise;
 }
 

@@ -17,27 +17,30 @@
 #ifndef ACTORFLOW_ACTORS_PARAMETER_SHARD_H_
 #define ACTORFLOW_ACTORS_PARAMETER_SHARD_H_
 
-#include <caf/actor.hpp>
-#include <caf/fwd.hpp>
 #include <string>
 #include <vector>
 
+#include <caf/all.hpp>
+
 #include "actors/parameter_shard_state.h"
+#include "actors/shard_messages.h"
 #include "actors/task_services.h"
 #include "graph/status.h"
 
 namespace actorflow {
 
 // Spawns a shard named `name` (the name starts its error messages). The config's
-// errors (ValidateShardConfig) come back without spawning anything.
-StatusOr<caf::actor> SpawnParameterShard(caf::actor_system& system, const std::string& name,
+// errors (ValidateShardConfig) come back without spawning anything. Its protocol is
+// documented at ShardActor (actors/shard_messages.h).
+StatusOr<ShardActor> SpawnParameterShard(caf::actor_system& system, const std::string& name,
                                          const ShardConfig& config);
 
-// The front actor's (shard_atom, name, config) handler: the shard `name` of the task
-// (created on first use, under services.mu) if its config equals `config`;
+// The front actor's (get_shard_atom, name, config) handler: the shard `name` of the
+// task (created on first use, under services.mu) if its config equals `config`;
 // InvalidArgument for a bad config, FailedPrecondition naming both configs when the
-// shard exists with another one. Answers (Status, shard or a null actor).
-caf::result<Status, caf::actor> GetOrCreateShard(caf::event_based_actor* self,
+// shard exists with another one. Answers (Status, shard or a null handle) through
+// `self`'s response promise.
+caf::result<Status, ShardActor> GetOrCreateShard(caf::local_actor* self,
                                                  TaskServices& services, const std::string& name,
                                                  const ShardConfig& config);
 

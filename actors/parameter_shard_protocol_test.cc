@@ -8,6 +8,7 @@
 #define CAF_SUITE parameter_shard_protocol
 #include <caf/test/dsl.hpp>
 #include <caf/test/unit_test_impl.hpp>
+#include <gmock/gmock.h>
 
 #include <optional>
 
@@ -30,12 +31,13 @@ struct ShardTestConfig : caf::actor_system_config {
 template <class T>
 using Answer = std::shared_ptr<std::optional<T>>;
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
+// GoogleMock's substring matcher under CAF's test engine.
+bool HasText(const std::string& text, const std::string& part) {
+  return ::testing::Value(text, ::testing::HasSubstr(part));
 }
 
 struct fixture : test_coordinator_fixture<ShardTestConfig> {
-  caf::actor shard;
+  ShardActor shard;
   std::vector<caf::actor> workers;
 
   void Start(UpdateMode mode, int total, int aggregate = 1, int bound = 0) {
@@ -59,7 +61,7 @@ struct fixture : test_coordinator_fixture<ShardTestConfig> {
   template <class Reply, class... Ts>
   Answer<Reply> Ask(Ts... xs) {
     auto answer = std::make_shared<std::optional<Reply>>();
-    caf::actor target = shard;
+    ShardActor target = shard;
     sys.spawn([=](caf::event_based_actor* self) {
       self->request(target, caf::infinite, xs...).then([=](Reply& r) { *answer = r; });
     });
@@ -170,7 +172,7 @@ CAF_TEST(an ssp push parked past its deadline is answered on the virtual clock) 
   Drain();
   CAF_REQUIRE(parked->has_value());
   CAF_CHECK_EQUAL((*parked)->status.code(), Code::kDeadlineExceeded);
-  CAF_CHECK(Contains((*parked)->status.message(), "ahead of the slowest live worker"));
+  CAF_CHECK(HasText((*parked)->status.message(), "ahead of the slowest live worker"));
   CAF_CHECK_EQUAL(Stats().parked_pushes, 0);
 }
 
@@ -203,7 +205,7 @@ CAF_TEST(a worker dying under sync without a backup fails the waiters naming it)
   Drain();
   CAF_REQUIRE(first->has_value());
   CAF_CHECK_EQUAL((*first)->status.code(), Code::kUnavailable);
-  CAF_CHECK(Contains((*first)->status.message(), "lost: worker 1"));
+  CAF_CHECK(HasText((*first)->status.message(), "lost: worker 1"));
 }
 
 CAF_TEST(a pull before the chief initializes waits for it or for its deadline) {
@@ -249,7 +251,7 @@ CAF_TEST(a wrong shape is rejected naming the variable and nothing is applied) {
   Drain();
   CAF_REQUIRE(bad->has_value());
   CAF_CHECK_EQUAL((*bad)->status.code(), Code::kInvalidArgument);
-  CAF_CHECK(Contains((*bad)->status.message(), "variable 'w'"));
+  CAF_CHECK(HasText((*bad)->status.message(), "variable 'w'"));
   CAF_CHECK(Value() == (std::vector<float>{1, 2}));
   CAF_CHECK_EQUAL(Stats().version, 0);
 }
@@ -258,8 +260,8 @@ CAF_TEST(get or create returns the same shard and refuses another mode) {
   TaskServices services;
   services.task_name = "/job:ps/replica:0/task:0";
   caf::actor front = sys.spawn([&services](caf::event_based_actor* self) -> caf::behavior {
-    return {[self, &services](shard_atom, const std::string& name,
-                              const ShardConfig& c) -> caf::result<Status, caf::actor> {
+    return {[self, &services](get_shard_atom, const std::string& name,
+                              const ShardConfig& c) -> caf::result<Status, ShardActor> {
       return GetOrCreateShard(self, services, name, c);
     }};
   });
@@ -274,13 +276,13 @@ CAF_TEST(get or create returns the same shard and refuses another mode) {
 
   struct Got {
     Status status;
-    caf::actor actor;
+    ShardActor actor;
   };
   auto ask = [&](const ShardConfig& c) {
     auto got = std::make_shared<std::optional<Got>>();
     sys.spawn([=](caf::event_based_actor* self) {
-      self->request(front, caf::infinite, shard_atom::value, std::string("p/model"), c)
-          .then([=](Status& s, caf::actor& a) {
+      self->request(front, caf::infinite, get_shard_atom::value, std::string("p/model"), c)
+          .then([=](Status& s, ShardActor& a) {
             *got = Got{s, a};
           });
     });
@@ -296,11 +298,11 @@ CAF_TEST(get or create returns the same shard and refuses another mode) {
   CAF_CHECK(again.actor == first.actor);
   Got conflict = ask(async);
   CAF_CHECK_EQUAL(conflict.status.code(), Code::kFailedPrecondition);
-  CAF_CHECK(Contains(conflict.status.message(), "sync 2 of 2"));
+  CAF_CHECK(HasText(conflict.status.message(), "sync 2 of 2"));
   CAF_CHECK(!conflict.actor);
   Got invalid = ask(bad);
   CAF_CHECK_EQUAL(invalid.status.code(), Code::kInvalidArgument);
-  CAF_CHECK(Contains(invalid.status.message(), "replicas_to_aggregate=3"));
+  CAF_CHECK(HasText(invalid.status.message(), "replicas_to_aggregate=3"));
   ClearShards(services, {});
   caf::anon_send_exit(front, caf::exit_reason::user_shutdown);
   Drain();

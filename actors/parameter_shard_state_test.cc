@@ -2,6 +2,7 @@
 // numbers the tests pass in.
 #include "actors/parameter_shard_state.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace actorflow {
@@ -10,9 +11,6 @@ namespace {
 using State = ParameterShardState;
 constexpr int64_t kNever = State::kNoDeadline;
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 ShardConfig Config(UpdateMode mode, int total, int aggregate = 1, int bound = 0) {
   ShardConfig c;
@@ -125,7 +123,7 @@ TEST(ParameterShardStateTest, SyncFailsWaitersNamingTheLostWorkersWhenTooFewRema
   s->WorkerLost(1, &out);
   ASSERT_EQ(out.pushes.size(), 1u);
   EXPECT_EQ(out.pushes[0].status.code(), Code::kUnavailable);
-  EXPECT_TRUE(Contains(out.pushes[0].status.message(), "lost: worker 1"));
+  EXPECT_THAT(out.pushes[0].status.message(), ::testing::HasSubstr("lost: worker 1"));
   // Nothing of the failed version is kept for later.
   EXPECT_EQ(s->GetStats().accumulated, 0);
   // Worker 1 comes back: the protocol works again from scratch.
@@ -193,8 +191,8 @@ TEST(ParameterShardStateTest, AWrongShapeIsRejectedNamingTheVariableAndNothingIs
   s->Push(1, p, kNever, &out);
   ASSERT_EQ(out.pushes.size(), 1u);
   EXPECT_EQ(out.pushes[0].status.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(out.pushes[0].status.message(), "'b'"));
-  EXPECT_TRUE(Contains(out.pushes[0].status.message(), "float32[3]"));
+  EXPECT_THAT(out.pushes[0].status.message(), ::testing::HasSubstr("'b'"));
+  EXPECT_THAT(out.pushes[0].status.message(), ::testing::HasSubstr("float32[3]"));
   EXPECT_FALSE(out.pushes[0].applied);
   EXPECT_EQ(s->version(), 0);
   out = {};
@@ -205,17 +203,17 @@ TEST(ParameterShardStateTest, AWrongShapeIsRejectedNamingTheVariableAndNothingIs
   p.names = {"a"};
   p.gradients = {Tensor::FromVector<float>({1, 1})};
   s->Push(3, p, kNever, &out);
-  EXPECT_TRUE(Contains(out.pushes[0].status.message(), "no gradient for variable 'b'"));
+  EXPECT_THAT(out.pushes[0].status.message(), ::testing::HasSubstr("no gradient for variable 'b'"));
   out = {};
   p.names = {"a", "c"};
   p.gradients = {Tensor::FromVector<float>({1, 1}), Tensor::FromVector<float>({1})};
   s->Push(4, p, kNever, &out);
-  EXPECT_TRUE(Contains(out.pushes[0].status.message(), "variable 'c'"));
+  EXPECT_THAT(out.pushes[0].status.message(), ::testing::HasSubstr("variable 'c'"));
   out = {};
   p.names = {"a", "b"};
   p.gradients = {Tensor::FromVector<double>({1, 1}), Tensor::FromVector<float>({1})};
   s->Push(5, p, kNever, &out);
-  EXPECT_TRUE(Contains(out.pushes[0].status.message(), "'a' is float64[2]"));
+  EXPECT_THAT(out.pushes[0].status.message(), ::testing::HasSubstr("'a' is float64[2]"));
   EXPECT_EQ(s->version(), 0);
 }
 
@@ -232,7 +230,7 @@ TEST(ParameterShardStateTest, APullBeforeInitializeWaitsForTheChief) {
   ASSERT_EQ(out.pulls.size(), 1u);
   EXPECT_EQ(out.pulls[0].id, 1u);
   EXPECT_EQ(out.pulls[0].status.code(), Code::kDeadlineExceeded);
-  EXPECT_TRUE(Contains(out.pulls[0].status.message(), "not initialized"));
+  EXPECT_THAT(out.pulls[0].status.message(), ::testing::HasSubstr("not initialized"));
   out = {};
   ASSERT_TRUE(s->Initialize({"w"}, {Tensor::FromVector<float>({7})}, &out).ok());
   ASSERT_EQ(out.pulls.size(), 1u);
@@ -260,7 +258,7 @@ TEST(ParameterShardStateTest, AParkedSyncPushPastItsDeadlineSaysWhatItWaitedFor)
   s->Expire(50, &out);
   ASSERT_EQ(out.pushes.size(), 1u);
   EXPECT_EQ(out.pushes[0].status.code(), Code::kDeadlineExceeded);
-  EXPECT_TRUE(Contains(out.pushes[0].status.message(), "1 of 3 gradients for version 0"));
+  EXPECT_THAT(out.pushes[0].status.message(), ::testing::HasSubstr("1 of 3 gradients for version 0"));
 }
 
 TEST(ParameterShardStateTest, ADuplicatePushIsNotAppliedTwice) {
@@ -421,7 +419,7 @@ TEST(ParameterShardStateTest, ARestoreWithABadSlotNamesItAndChangesNothing) {
                                        Tensor::FromVector<double>({7})},
                           {"w/Adam_m"}, {Tensor::FromVector<float>({1, 2, 3})}, 5, &out);
   EXPECT_EQ(bad.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(bad.message(), "'w/Adam_m'")) << bad;
+  EXPECT_THAT(bad.message(), ::testing::HasSubstr("'w/Adam_m'")) << bad;
   EXPECT_EQ(s->version(), 1);
   EXPECT_EQ(Values(s.get()), before);
 }
@@ -437,7 +435,7 @@ TEST(ParameterShardStateTest, InitializingTwiceKeepsTheValues) {
 TEST(ParameterShardStateTest, BadConfigurationsAndWorkersAreRejected) {
   auto too_many = State::Create("ps0", Config(UpdateMode::kSync, 2, 3));
   EXPECT_EQ(too_many.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(too_many.status().message(), "replicas_to_aggregate=3"));
+  EXPECT_THAT(too_many.status().message(), ::testing::HasSubstr("replicas_to_aggregate=3"));
   ShardConfig bad_rule = Config(UpdateMode::kAsync, 1);
   bad_rule.optimizer = "rmsprop";
   EXPECT_EQ(State::Create("ps0", bad_rule).status().code(), Code::kInvalidArgument);

@@ -38,7 +38,7 @@ struct QueueActorState {
   }
 };
 
-using QueueActor = caf::stateful_actor<QueueActorState>;
+using QueueSelf = QueueActor::stateful_pointer<QueueActorState>;
 
 const char* OpName(QueueOp::Kind kind) {
   switch (kind) {
@@ -48,7 +48,7 @@ const char* OpName(QueueOp::Kind kind) {
   }
 }
 
-caf::result<QueueReply> HandleOp(QueueActor* self, QueueOp& op) {
+caf::result<QueueReply> HandleOp(QueueSelf self, QueueOp& op) {
   QueueActorState& st = self->state;
   QueueState& q = *st.queue;
   switch (op.kind) {
@@ -89,7 +89,8 @@ caf::result<QueueReply> HandleOp(QueueActor* self, QueueOp& op) {
   return rp;
 }
 
-caf::behavior QueueBehavior(QueueActor* self, QueueSpec spec, caf::actor owner) {
+QueueActor::behavior_type QueueBehavior(QueueSelf self, QueueSpec spec,
+                                        caf::strong_actor_ptr owner) {
   self->state.queue = std::make_unique<QueueState>(std::move(spec));
   auto stop = [self](const caf::error& reason) {
     QueueState& q = *self->state.queue;
@@ -125,12 +126,13 @@ caf::behavior QueueBehavior(QueueActor* self, QueueSpec spec, caf::actor owner) 
 
 }  // namespace
 
-caf::actor SpawnQueueActor(caf::actor_system& system, QueueSpec spec, caf::actor owner) {
+QueueActor SpawnQueueActor(caf::actor_system& system, QueueSpec spec,
+                           caf::strong_actor_ptr owner) {
   return system.spawn(QueueBehavior, std::move(spec), std::move(owner));
 }
 
 void ClearQueues(TaskServices& services, const std::vector<std::string>& containers) {
-  std::vector<caf::actor> stopped;
+  std::vector<QueueActor> stopped;
   {
     std::lock_guard<std::mutex> lock(services.mu);
     for (auto it = services.queues.begin(); it != services.queues.end();) {
@@ -145,7 +147,7 @@ void ClearQueues(TaskServices& services, const std::vector<std::string>& contain
       }
     }
   }
-  for (const caf::actor& q : stopped) caf::anon_send_exit(q, caf::exit_reason::user_shutdown);
+  for (const QueueActor& q : stopped) caf::anon_send_exit(q, caf::exit_reason::user_shutdown);
 }
 
 }  // namespace actorflow

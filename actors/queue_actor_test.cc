@@ -3,6 +3,7 @@
 // worker's master). The central property: a timed-out request is answered alone and
 // the queue stays usable (unlike TensorFlow #5115).
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <future>
@@ -16,9 +17,6 @@
 namespace actorflow {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 // A float32 [] queue of capacity 2, with enqueue of a fed value and dequeues with
 // and without a 100 ms timeout, on `device` ("" = default).
@@ -72,7 +70,7 @@ std::unique_ptr<Session> Local(const Graph* g, int64_t operation_timeout_ms = 0)
 void ExpectTimedOutDequeueLeavesQueueUsable(Session* s) {
   StatusOr<float> timed_out = Dequeue(s, "value_100ms");
   ASSERT_EQ(timed_out.status().code(), Code::kDeadlineExceeded) << timed_out.status();
-  EXPECT_TRUE(Contains(timed_out.status().message(), "100 ms")) << timed_out.status();
+  EXPECT_THAT(timed_out.status().message(), ::testing::HasSubstr("100 ms")) << timed_out.status();
   ASSERT_TRUE(Enqueue(s, 4.f).ok());
   StatusOr<float> v = Dequeue(s, "value_100ms");
   ASSERT_TRUE(v.ok()) << v.status();
@@ -141,7 +139,7 @@ TEST(QueueActorTest, ClosedQueueDrainsThenAnswersOutOfRange) {
   EXPECT_EQ(*Dequeue(s.get()), 1.f);
   Status empty = Dequeue(s.get()).status();
   EXPECT_EQ(empty.code(), Code::kOutOfRange) << empty;
-  EXPECT_TRUE(Contains(empty.message(), "closed")) << empty;
+  EXPECT_THAT(empty.message(), ::testing::HasSubstr("closed")) << empty;
 }
 
 TEST(QueueActorTest, CloseAnswersAWaitingDequeueWithOutOfRange) {
@@ -163,8 +161,8 @@ TEST(QueueActorTest, EnqueueOfTheWrongDtypeNamesTheComponent) {
   ASSERT_NE(s, nullptr);
   Status bad = s->Run({}, {}, {"bad"}, nullptr);
   EXPECT_EQ(bad.code(), Code::kInvalidArgument) << bad;
-  EXPECT_TRUE(Contains(bad.message(), "component 1")) << bad;
-  EXPECT_TRUE(Contains(bad.message(), "'bad'")) << bad;
+  EXPECT_THAT(bad.message(), ::testing::HasSubstr("component 1")) << bad;
+  EXPECT_THAT(bad.message(), ::testing::HasSubstr("'bad'")) << bad;
 }
 
 TEST(QueueActorTest, OpOnAnUnknownQueueNameIsNotFound) {
@@ -180,7 +178,7 @@ TEST(QueueActorTest, OpOnAnUnknownQueueNameIsNotFound) {
   ASSERT_NE(s, nullptr);
   Status missing = s->Run({}, {"orphan"}, {}, nullptr);
   EXPECT_EQ(missing.code(), Code::kNotFound) << missing;
-  EXPECT_TRUE(Contains(missing.message(), "nowhere")) << missing;
+  EXPECT_THAT(missing.message(), ::testing::HasSubstr("nowhere")) << missing;
 }
 
 TEST(QueueActorTest, SharedNameReusedWithOtherParametersIsRejected) {
@@ -194,7 +192,7 @@ TEST(QueueActorTest, SharedNameReusedWithOtherParametersIsRejected) {
   ASSERT_TRUE(s->Run({}, {"size_a"}, {}, nullptr).ok());
   Status clash = s->Run({}, {"size_b"}, {}, nullptr);
   EXPECT_EQ(clash.code(), Code::kInvalidArgument) << clash;
-  EXPECT_TRUE(Contains(clash.message(), "capacity")) << clash;
+  EXPECT_THAT(clash.message(), ::testing::HasSubstr("capacity")) << clash;
 }
 
 TEST(QueueActorTest, DirectSessionHasNoQueues) {

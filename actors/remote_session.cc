@@ -33,6 +33,7 @@ class RemoteSession : public Session {
   }
 
   Status Connect(int64_t timeout_ms) {
+    connect_timeout_ms_ = timeout_ms;
     std::string host;
     uint16_t port = 0;
     AF_RETURN_IF_ERROR(ParseTarget(options_.target, &host, &port));
@@ -46,7 +47,10 @@ class RemoteSession : public Session {
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs, RunMetadata* metadata) override {
     if (closed_) return FailedPrecondition("Run on a closed session");
-    if (graph_->num_nodes() != sent_nodes_) AF_RETURN_IF_ERROR(OpenSession(30000));
+    if (graph_->num_nodes() != sent_nodes_) AF_RETURN_IF_ERROR(OpenSession(connect_timeout_ms_));
+    const int64_t timeout_ms = run_options.timeout_in_ms > 0
+                                   ? run_options.timeout_in_ms
+                                   : options_.default_step_timeout_in_ms;
     RemoteStep step;
     step.session_id = session_id_;
     for (const auto& [name, value] : feeds) {
@@ -55,16 +59,16 @@ class RemoteSession : public Session {
     }
     step.fetches = fetches;
     step.targets = targets;
-    step.timeout_in_ms = run_options.timeout_in_ms;
+    step.timeout_in_ms = timeout_ms;
     step.trace = run_options.trace_level == RunOptions::TraceLevel::kFullTrace;
     step.want_metadata = metadata != nullptr;
     // The master enforces the step's deadline; the margin covers the network.
-    caf::duration wait = run_options.timeout_in_ms > 0
-                             ? caf::duration{std::chrono::milliseconds(run_options.timeout_in_ms + 5000)}
+    caf::duration wait = timeout_ms > 0
+                             ? caf::duration{std::chrono::milliseconds(timeout_ms + 5000)}
                              : caf::duration{caf::infinite};
     caf::scoped_actor self{*system_};
     Status status = Internal("no answer from " + options_.target);
-    self->request(front_, wait, step_atom::value, std::move(step))
+    self->request(front_, wait, remote_step_atom::value, std::move(step))
         .receive(
             [&](RemoteStepResult& r) {
               status = r.status;
@@ -118,9 +122,11 @@ class RemoteSession : public Session {
   SessionOptions options_;
   caf::actor_system_config cfg_;
   std::unique_ptr<caf::actor_system> system_;
-  caf::actor front_;
+  FrontActor front_;
   uint64_t session_id_ = 0;
   int sent_nodes_ = -1;
+  // SessionOptions.connect_timeout_in_ms: bounds every (re)open of the session.
+  int64_t connect_timeout_ms_ = 30000;
   std::atomic<bool> closed_{false};
 };
 
@@ -145,7 +151,7 @@ Status ResetCluster(const std::string& target, const std::vector<std::string>& c
   caf::actor_system system{cfg};
   auto reset_one = [&](const std::string& h, uint16_t p, const std::string& who,
                        std::string* cluster_json) -> Status {
-    AF_ASSIGN_OR_RETURN(caf::actor front, ConnectToServer(system, h, p,
+    AF_ASSIGN_OR_RETURN(FrontActor front, ConnectToServer(system, h, p,
                                                           std::chrono::milliseconds(timeout_ms), who));
     caf::scoped_actor self{system};
     Status status;

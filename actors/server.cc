@@ -24,12 +24,37 @@ struct FrontState {
   // Shared with the Server object, which may replace it (LocalCluster) before use.
   std::shared_ptr<std::mutex> cluster_mu;
   std::shared_ptr<std::shared_ptr<const ClusterSpec>> cluster;
-  std::map<uint64_t, caf::actor> sessions;
+  std::map<uint64_t, MasterActor> sessions;
   uint64_t next_session = 1;
   const char* name = "actorflow_front";
 };
 
-caf::behavior FrontBehavior(caf::stateful_actor<FrontState>* self, FrontState init) {
+using FrontSelf = FrontActor::stateful_pointer<FrontState>;
+
+// Closes session `id`: see close_atom at FrontActor (actors/front_protocol.h).
+caf::result<Status> CloseSession(FrontSelf self, uint64_t id) {
+  auto it = self->state.sessions.find(id);
+  if (it == self->state.sessions.end()) return Status::OK();
+  MasterActor master = std::move(it->second);
+  self->state.sessions.erase(it);
+  auto promise = self->make_response_promise<Status>();
+  // The master answers once every device dropped the session's partitions (or its
+  // own close deadline passed); it ends after that either way.
+  self->request(master, caf::infinite, close_atom::value)
+      .then(
+          [self, promise, master](Status& status) mutable {
+            self->send_exit(master, caf::exit_reason::user_shutdown);
+            promise.deliver(status);
+          },
+          [self, promise, master](caf::error& e) mutable {
+            self->send_exit(master, caf::exit_reason::user_shutdown);
+            promise.deliver(Internal("the master of a closed session failed: " +
+                                     caf::to_string(e)));
+          });
+  return promise;
+}
+
+FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
   self->state = std::move(init);
   return {
       [self](ping_atom) -> std::string { return "actorflow server " + self->state.task_name; },
@@ -61,7 +86,7 @@ caf::behavior FrontBehavior(caf::stateful_actor<FrontState>* self, FrontState in
         result.session_id = id;
         return result;
       },
-      [self](step_atom, RemoteStep& step) -> caf::result<RemoteStepResult> {
+      [self](remote_step_atom, RemoteStep& step) -> caf::result<RemoteStepResult> {
         auto it = self->state.sessions.find(step.session_id);
         if (it == self->state.sessions.end()) {
           RemoteStepResult r;
@@ -83,11 +108,8 @@ caf::behavior FrontBehavior(caf::stateful_actor<FrontState>* self, FrontState in
         self->send(it->second, step_atom::value, std::move(req));
         return rp;
       },
-      [self](close_atom, uint64_t session_id) {
-        auto it = self->state.sessions.find(session_id);
-        if (it == self->state.sessions.end()) return;
-        self->send_exit(it->second, caf::exit_reason::user_shutdown);
-        self->state.sessions.erase(it);
+      [self](close_atom, uint64_t session_id) -> caf::result<Status> {
+        return CloseSession(self, session_id);
       },
       [self](reset_atom, const std::vector<std::string>& containers) -> std::string {
         for (auto& r : self->state.resources) r->Clear(containers);
@@ -96,9 +118,15 @@ caf::behavior FrontBehavior(caf::stateful_actor<FrontState>* self, FrontState in
         std::lock_guard<std::mutex> lock(*self->state.cluster_mu);
         return *self->state.cluster ? (*self->state.cluster)->ToJson() : std::string();
       },
-      [self](stats_atom) -> std::vector<DevicePeer> { return self->state.devices; },
-      [self](shard_atom, const std::string& name,
-             const ShardConfig& config) -> caf::result<Status, caf::actor> {
+      [self](front_stats_atom) -> FrontStats {
+        FrontStats stats;
+        stats.task = self->state.task_name;
+        stats.sessions = static_cast<int64_t>(self->state.sessions.size());
+        stats.devices = static_cast<int64_t>(self->state.devices.size());
+        return stats;
+      },
+      [self](get_shard_atom, const std::string& name,
+             const ShardConfig& config) -> caf::result<Status, ShardActor> {
         return GetOrCreateShard(self, *self->state.services, name, config);
       },
   };
@@ -138,13 +166,13 @@ class ServerImpl : public Server {
       dc.type = "CPU";
       dc.resources = std::make_shared<ResourceManager>();
       dc.services = init.services;
-      caf::actor dev = SpawnDeviceActor(*system_, dc);
+      DeviceActor dev = SpawnDeviceActor(*system_, dc);
       init.devices.push_back(DevicePeer{dc.name, dc.type, dev});
       init.resources.push_back(dc.resources);
       devices_.push_back(dev);
     }
     std::vector<DevicePeer> peers = init.devices;
-    for (const caf::actor& d : devices_) caf::anon_send(d, peers_atom::value, peers);
+    for (const DeviceActor& d : devices_) caf::anon_send(d, peers_atom::value, peers);
     front_ = system_->spawn(FrontBehavior, std::move(init));
     // SO_REUSEADDR: a restarted task binds its port again at once; a port with a live
     // listener still fails, so "port in use" is still reported.
@@ -169,7 +197,7 @@ class ServerImpl : public Server {
     if (!system_) return;
     if (port_ != 0) system_->middleman().unpublish(front_, port_);
     caf::anon_send_exit(front_, caf::exit_reason::user_shutdown);
-    for (const caf::actor& d : devices_) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+    for (const DeviceActor& d : devices_) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
     if (services_) ClearShards(*services_, {});
     front_ = nullptr;
     devices_.clear();
@@ -179,8 +207,8 @@ class ServerImpl : public Server {
  private:
   caf::actor_system_config cfg_;
   std::unique_ptr<caf::actor_system> system_;
-  caf::actor front_;
-  std::vector<caf::actor> devices_;
+  FrontActor front_;
+  std::vector<DeviceActor> devices_;
   std::shared_ptr<TaskServices> services_;
   std::shared_ptr<std::mutex> cluster_mu_ = std::make_shared<std::mutex>();
   std::shared_ptr<std::shared_ptr<const ClusterSpec>> cluster_ =

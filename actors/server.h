@@ -1,11 +1,10 @@
 // A task of a cluster: TensorFlow's tf.train.Server. It owns an actor system with
 // CAF's middleman, one device actor per device (their variables outlive sessions
 // and clients), and one front actor published on the task's address, which serves
-// both protocols of the task on one port:
-//   worker service: (devices_atom) -> vector<DevicePeer>; (reset_atom, containers)
-//   master service: (open_atom, OpenSessionRequest) -> OpenSessionResult,
-//                   (step_atom, RemoteStep) -> RemoteStepResult, (close_atom, id)
-//   (ping_atom) -> "actorflow server /job:J/replica:0/task:I"
+// both services of the task (worker: its devices; master: sessions of remote
+// clients) on one port. The front's protocol is documented at FrontActor in
+// actors/front_protocol.h. A server serves any number of sessions over its life:
+// closing one frees its master, its plans and its partitions on every device.
 // CAF-free header.
 #ifndef ACTORFLOW_ACTORS_SERVER_H_
 #define ACTORFLOW_ACTORS_SERVER_H_

@@ -15,7 +15,10 @@
 
 namespace actorflow {
 
-// Precondition: `graph` outlives the session. InvalidArgument for an unknown target.
+// Precondition: `graph` outlives the session. InvalidArgument for an unknown target
+// or a bad timeout (a negative default_step_timeout_in_ms; for a remote target a
+// connect_timeout_in_ms <= 0). Every session honours
+// SessionOptions.default_step_timeout_in_ms; a remote one also connect_timeout_in_ms.
 StatusOr<std::unique_ptr<Session>> NewSession(const Graph* graph, const SessionOptions& options);
 
 }  // namespace actorflow

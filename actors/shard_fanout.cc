@@ -41,14 +41,14 @@ Status CallBase::Wait(bool has_deadline, std::chrono::steady_clock::time_point d
   return status_;
 }
 
-caf::actor SpawnFanOut(caf::actor_system& system, std::vector<caf::actor> shards,
+caf::actor SpawnFanOut(caf::actor_system& system, std::vector<ShardActor> shards,
                        std::vector<std::string> names) {
   return system.spawn([shards, names](FanOutActor* self) -> caf::behavior {
     auto& st = self->state;
     st.shards = shards;
     st.names = names;
     st.down.assign(shards.size(), Status::OK());
-    for (const caf::actor& s : shards) self->monitor(s);
+    for (const ShardActor& s : shards) self->monitor(s);
     self->set_down_handler([self](caf::down_msg& down) {
       auto& st = self->state;
       for (size_t t = 0; t < st.shards.size(); ++t) {

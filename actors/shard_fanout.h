@@ -5,6 +5,11 @@
 // with Unavailable naming its ps task (a request to a dead remote actor would
 // otherwise only time out), and every later call to it fails the same way.
 //
+// The fan-out actor itself stays dynamically typed: its one message is a local
+// closure posted by its own client (FanOutTask) and it is never published, so a
+// typed interface would check nothing; the requests it sends go through typed
+// ShardActor handles and are checked at compile time.
+//
 // Thread safety: a Call is shared by the waiting thread and the fan-out actor and
 // guarded by its mutex; the actor's state is its own.
 // Included only by actors/*.cc (CAF).
@@ -20,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/shard_messages.h"
 #include "graph/status.h"
 
 namespace actorflow {
@@ -79,7 +85,7 @@ class Call : public CallBase {
 };
 
 struct FanOutState {
-  std::vector<caf::actor> shards;
+  std::vector<ShardActor> shards;
   std::vector<std::string> names;              // "/job:ps/task:0 at host:port"
   std::vector<Status> down;                    // OK while the shard is up
   std::vector<std::weak_ptr<CallBase>> calls;  // in flight
@@ -92,7 +98,7 @@ struct FanOutTask {
   std::function<void(FanOutActor*)> fn;
 };
 
-caf::actor SpawnFanOut(caf::actor_system& system, std::vector<caf::actor> shards,
+caf::actor SpawnFanOut(caf::actor_system& system, std::vector<ShardActor> shards,
                        std::vector<std::string> names);
 
 // Inside a FanOutTask: registers `call` and sends `xs` to each of its targets with

@@ -1,34 +1,22 @@
-// The parameter shard protocol's vocabulary: atoms and the `inspect` overloads of its
-// payloads (the payload structs themselves are the CAF-free ones of
-// actors/parameter_shard_state.h). RegisterMessageTypes (actors/wire.cc) registers
-// them; tensors travel through Tensor's own overload (one raw byte block).
-//
-// Messages (a shard is the actor SpawnParameterShard made; a front is a Server's):
-//   front: (shard_atom, name, ShardConfig) -> (Status, shard actor)   get-or-create
-//   shard: (shard_atom, ShardConfig) -> Status          FailedPrecondition on a conflict
-//          (shard_init_atom, names, values) -> Status
-//          (shard_pull_atom, min_version, timeout_ms) -> PullReply
-//          (shard_push_atom, ShardPushArgs, timeout_ms) -> PushReply   (with the values
-//                                                         when return_values)
-//          (shard_join_atom, worker, worker actor) -> Status   the shard monitors it
-//          (shard_leave_atom, worker) -> Status
-//          (shard_stats_atom) -> Stats
-//          (shard_snap_atom, version, timeout_ms) -> PullReply   values and optimizer
-//                                                   slots at exactly version
-//          (shard_restore_atom, names, values, slot_names, slot_values, version) -> Status
-//          (shard_hold_atom, bool hold) -> Status              park / apply pushes
-//          (shard_floor_atom, floor) -> Status      version := max(version, floor)
-// timeout_ms <= 0: no deadline. Included only by actors/*.cc.
+// The parameter shard protocol: its atoms, the `inspect` overloads of its payloads
+// (the payload structs themselves are the CAF-free ones of
+// actors/parameter_shard_state.h) and the shard's typed interface, ShardActor.
+// RegisterMessageTypes (actors/wire.cc) registers the payloads; tensors travel
+// through Tensor's own overload (one raw byte block). The front actor's
+// get-or-create message (get_shard_atom) is part of FrontActor
+// (actors/front_protocol.h). Included only by actors/*.cc and actors headers that
+// are themselves included only there (CAF).
 #ifndef ACTORFLOW_ACTORS_SHARD_MESSAGES_H_
 #define ACTORFLOW_ACTORS_SHARD_MESSAGES_H_
 
 #include <caf/all.hpp>
 
 #include "actors/parameter_shard_state.h"
+#include "actors/wire_core.h"
 
 namespace actorflow {
 
-using shard_atom = caf::atom_constant<caf::atom("shard")>;
+using shard_check_atom = caf::atom_constant<caf::atom("scheck")>;
 using shard_init_atom = caf::atom_constant<caf::atom("sinit")>;
 using shard_pull_atom = caf::atom_constant<caf::atom("spull")>;
 using shard_push_atom = caf::atom_constant<caf::atom("spush")>;
@@ -39,7 +27,7 @@ using shard_snap_atom = caf::atom_constant<caf::atom("ssnap")>;
 using shard_restore_atom = caf::atom_constant<caf::atom("srestore")>;
 using shard_hold_atom = caf::atom_constant<caf::atom("shold")>;
 using shard_floor_atom = caf::atom_constant<caf::atom("sfloor")>;
-using shard_sweep_atom = caf::atom_constant<caf::atom("ssweep")>;  // to itself
+using shard_sweep_atom = caf::atom_constant<caf::atom("ssweep")>;
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ShardConfig& x) {
@@ -80,6 +68,56 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::Stats
            x.workers_lost, x.workers_left, x.clocks, x.parked_pulls, x.parked_pushes,
            x.accumulated);
 }
+
+// The parameter shard actor (SpawnParameterShard, actors/parameter_shard.h). It
+// never blocks: a request that must wait is parked as a response promise. Every
+// timeout_ms below is the requester's: <= 0 means no deadline; a parked request
+// past it is answered with DeadlineExceeded by the shard itself (a requester's own
+// timeout tells the shard nothing). A requester that dies loses its parked requests.
+//
+//   (shard_check_atom, ShardConfig) -> Status
+//       OK when the shard serves this config; FailedPrecondition naming both configs
+//       otherwise (the front's get-or-create asks this of an existing shard).
+//   (shard_init_atom, vector<string> names, vector<Tensor> values) -> Status
+//       The chief's initial values; releases pulls parked before it.
+//       AlreadyExists (values and version kept) when already initialized.
+//   (shard_pull_atom, int64 min_version, int64 timeout_ms) -> PullReply
+//       The values once the shard is initialized and at version >= min_version.
+//   (shard_push_atom, ShardPushArgs, int64 timeout_ms) -> PushReply
+//       A worker's gradients, applied per the shard's UpdateMode (async: at once;
+//       sync: once replicas_to_aggregate gradients for the version came, stale ones
+//       dropped and said so; SSP: parked while more than staleness_bound versions
+//       ahead of the slowest live worker). With return_values the reply carries the
+//       values after the push.
+//   (shard_join_atom, int32 worker, actor who) -> Status
+//       Registers worker index `worker`; the shard monitors `who` and counts the
+//       worker lost when it dies (no longer waited for by sync or SSP).
+//   (shard_leave_atom, int32 worker) -> Status      a clean goodbye; always OK
+//   (shard_snap_atom, int64 version, int64 timeout_ms) -> PullReply
+//       Values and optimizer slots at exactly `version` (parked until then).
+//   (shard_restore_atom, vector<string> names, vector<Tensor> values,
+//    vector<string> slot_names, vector<Tensor> slot_values, int64 version) -> Status
+//       Replaces the shard's contents with a checkpoint's, at `version`.
+//   (shard_hold_atom, bool hold) -> Status          park (true) / apply (false) pushes
+//   (shard_floor_atom, int64 floor) -> Status       version := max(version, floor)
+//   (shard_stats_atom) -> ParameterShardState::Stats
+//   (shard_sweep_atom, int64 at_ms)
+//       Internal: the delayed message the shard sends itself to expire parked
+//       requests whose deadline is at or before `at_ms`.
+using ShardActor = caf::typed_actor<
+    caf::replies_to<shard_check_atom, ShardConfig>::with<Status>,
+    caf::replies_to<shard_init_atom, std::vector<std::string>, std::vector<Tensor>>::with<Status>,
+    caf::replies_to<shard_pull_atom, int64_t, int64_t>::with<ParameterShardState::PullReply>,
+    caf::replies_to<shard_push_atom, ShardPushArgs, int64_t>::with<ParameterShardState::PushReply>,
+    caf::replies_to<shard_join_atom, int32_t, caf::actor>::with<Status>,
+    caf::replies_to<shard_leave_atom, int32_t>::with<Status>,
+    caf::replies_to<shard_snap_atom, int64_t, int64_t>::with<ParameterShardState::PullReply>,
+    caf::replies_to<shard_restore_atom, std::vector<std::string>, std::vector<Tensor>,
+                    std::vector<std::string>, std::vector<Tensor>, int64_t>::with<Status>,
+    caf::replies_to<shard_hold_atom, bool>::with<Status>,
+    caf::replies_to<shard_floor_atom, int64_t>::with<Status>,
+    caf::replies_to<shard_stats_atom>::with<ParameterShardState::Stats>,
+    caf::reacts_to<shard_sweep_atom, int64_t>>;
 
 }  // namespace actorflow
 

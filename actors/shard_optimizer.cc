@@ -1,17 +1,10 @@
 #include "actors/shard_optimizer.h"
 
 #include <algorithm>
-#include <cmath>
 #include <type_traits>
 
 namespace actorflow {
 namespace {
-
-constexpr double kMomentum = 0.9;
-constexpr double kBeta1 = 0.9;
-constexpr double kBeta2 = 0.999;
-constexpr double kEpsilon = 1e-8;
-constexpr double kAdagradInitialAccumulator = 0.1;
 
 constexpr char kBeta1PowerSuffix[] = "Adam_beta1_power";
 constexpr char kBeta2PowerSuffix[] = "Adam_beta2_power";
@@ -40,29 +33,30 @@ Tensor Filled(const Tensor& like, double value) {
 
 StatusOr<std::unique_ptr<ShardOptimizer>> ShardOptimizer::Create(const std::string& rule,
                                                                  double learning_rate) {
-  if (rule != "sgd" && rule != "momentum" && rule != "adam" && rule != "adagrad") {
-    return InvalidArgument("unknown optimizer '" + rule +
-                           "': valid optimizers are sgd, momentum, adam, adagrad");
-  }
-  if (!std::isfinite(learning_rate) || learning_rate <= 0) {
-    return InvalidArgument("optimizer '" + rule +
-                           "': the learning rate must be a positive number, got " +
-                           std::to_string(learning_rate));
-  }
-  return std::unique_ptr<ShardOptimizer>(new ShardOptimizer(rule, learning_rate));
+  const std::string error = OptimizerConfigError(rule, learning_rate);
+  if (!error.empty()) return InvalidArgument(error);
+  OptimizerKind kind = OptimizerKind::kGradientDescent;
+  ParseOptimizerKind(rule, &kind);
+  return std::unique_ptr<ShardOptimizer>(new ShardOptimizer(kind, learning_rate));
 }
 
 std::vector<std::string> ShardOptimizer::SlotSuffixes(const std::string& rule) {
-  if (rule == "momentum") return {"Momentum"};
-  if (rule == "adagrad") return {"Adagrad"};
-  if (rule == "adam") return {"Adam_m", "Adam_v", kBeta1PowerSuffix, kBeta2PowerSuffix};
-  return {};
+  OptimizerKind kind;
+  if (!ParseOptimizerKind(rule, &kind)) return {};
+  std::vector<std::string> suffixes = OptimizerSlotNames(kind);
+  if (kind == OptimizerKind::kAdam) {
+    suffixes.push_back(kBeta1PowerSuffix);
+    suffixes.push_back(kBeta2PowerSuffix);
+  }
+  return suffixes;
 }
 
 std::vector<std::string> ShardOptimizer::AllSlotSuffixes() {
   std::vector<std::string> all;
-  for (const char* rule : {"momentum", "adagrad", "adam"}) {
-    for (std::string& suffix : SlotSuffixes(rule)) all.push_back(std::move(suffix));
+  for (OptimizerKind kind : kAllOptimizerKinds) {
+    for (std::string& suffix : SlotSuffixes(OptimizerKindName(kind))) {
+      all.push_back(std::move(suffix));
+    }
   }
   return all;
 }
@@ -82,13 +76,9 @@ void ShardOptimizer::AddVariable(const std::string& name, const Tensor& value) {
   VariableSlots& entry = slots_[name];
   entry.dtype = value.dtype();
   entry.shape = value.shape();
-  std::vector<Tensor>& slots = entry.slots;
-  slots.clear();
-  if (rule_ == "momentum") slots.push_back(Filled(value, 0.0));
-  if (rule_ == "adagrad") slots.push_back(Filled(value, kAdagradInitialAccumulator));
-  if (rule_ == "adam") {
-    slots.push_back(Filled(value, 0.0));
-    slots.push_back(Filled(value, 0.0));
+  entry.slots.clear();
+  for (size_t i = 0; i < OptimizerSlotNames(kind_).size(); ++i) {
+    entry.slots.push_back(Filled(value, OptimizerSlotInitialValue(kind_)));
   }
 }
 
@@ -112,49 +102,43 @@ void ShardOptimizer::ApplyTyped(std::vector<Tensor>* slots, Tensor* var_tensor,
   const T* grad = grad_tensor.data<T>();
   const int64_t n = var_tensor->NumElements();
   const T lr = static_cast<T>(learning_rate_);
-  if (rule_ == "sgd") {
-    for (int64_t i = 0; i < n; ++i) var[i] -= lr * grad[i];
-  } else if (rule_ == "momentum") {
-    const T momentum = static_cast<T>(kMomentum);
-    T* accum = (*slots)[0].data<T>();
-    for (int64_t i = 0; i < n; ++i) {
-      accum[i] = accum[i] * momentum + grad[i];
-      var[i] -= lr * accum[i];
+  switch (kind_) {
+    case OptimizerKind::kGradientDescent:
+      for (int64_t i = 0; i < n; ++i) GradientDescentUpdate(var[i], grad[i], lr);
+      break;
+    case OptimizerKind::kMomentum: {
+      const MomentumParams<T> params{lr, static_cast<T>(kDefaultMomentum), false};
+      T* accum = (*slots)[0].data<T>();
+      for (int64_t i = 0; i < n; ++i) MomentumUpdate(var[i], accum[i], grad[i], params);
+      break;
     }
-  } else if (rule_ == "adagrad") {
-    T* accum = (*slots)[0].data<T>();
-    for (int64_t i = 0; i < n; ++i) {
-      const T g = grad[i];
-      accum[i] += g * g;
-      var[i] -= lr * g / std::sqrt(accum[i]);
+    case OptimizerKind::kAdagrad: {
+      T* accum = (*slots)[0].data<T>();
+      for (int64_t i = 0; i < n; ++i) AdagradUpdate(var[i], accum[i], grad[i], lr);
+      break;
     }
-  } else {  // adam
-    const T beta1_power = std::is_same<T, float>::value ? static_cast<T>(beta1_power_f_)
-                                                        : static_cast<T>(beta1_power_d_);
-    const T beta2_power = std::is_same<T, float>::value ? static_cast<T>(beta2_power_f_)
-                                                        : static_cast<T>(beta2_power_d_);
-    const T beta1 = static_cast<T>(kBeta1);
-    const T beta2 = static_cast<T>(kBeta2);
-    const T epsilon = static_cast<T>(kEpsilon);
-    const T one = T(1);
-    const T lr_t = lr * std::sqrt(one - beta2_power) / (one - beta1_power);
-    T* m = (*slots)[0].data<T>();
-    T* v = (*slots)[1].data<T>();
-    for (int64_t i = 0; i < n; ++i) {
-      const T g = grad[i];
-      m[i] = beta1 * m[i] + (one - beta1) * g;
-      v[i] = beta2 * v[i] + (one - beta2) * g * g;
-      var[i] -= lr_t * m[i] / (std::sqrt(v[i]) + epsilon);
+    case OptimizerKind::kAdam: {
+      const bool f32 = std::is_same<T, float>::value;
+      const T beta1_power = f32 ? static_cast<T>(beta1_power_f_) : static_cast<T>(beta1_power_d_);
+      const T beta2_power = f32 ? static_cast<T>(beta2_power_f_) : static_cast<T>(beta2_power_d_);
+      const AdamParams<T> params{AdamStepSize(lr, beta1_power, beta2_power),
+                                 static_cast<T>(kDefaultAdamBeta1),
+                                 static_cast<T>(kDefaultAdamBeta2),
+                                 static_cast<T>(kDefaultAdamEpsilon)};
+      T* m = (*slots)[0].data<T>();
+      T* v = (*slots)[1].data<T>();
+      for (int64_t i = 0; i < n; ++i) AdamUpdate(var[i], m[i], v[i], grad[i], params);
+      break;
     }
   }
 }
 
 void ShardOptimizer::FinishUpdate() {
-  if (rule_ != "adam") return;
-  beta1_power_f_ *= static_cast<float>(kBeta1);
-  beta2_power_f_ *= static_cast<float>(kBeta2);
-  beta1_power_d_ *= kBeta1;
-  beta2_power_d_ *= kBeta2;
+  if (kind_ != OptimizerKind::kAdam) return;
+  beta1_power_f_ *= static_cast<float>(kDefaultAdamBeta1);
+  beta2_power_f_ *= static_cast<float>(kDefaultAdamBeta2);
+  beta1_power_d_ *= kDefaultAdamBeta1;
+  beta2_power_d_ *= kDefaultAdamBeta2;
 }
 
 std::map<std::string, Tensor> ShardOptimizer::ExportSlots() const {
@@ -164,7 +148,7 @@ std::map<std::string, Tensor> ShardOptimizer::ExportSlots() const {
     for (size_t i = 0; i < entry.slots.size(); ++i) {
       out[name + "/" + suffixes[i]] = entry.slots[i];
     }
-    if (rule_ != "adam") continue;
+    if (kind_ != OptimizerKind::kAdam) continue;
     const bool f32 = entry.dtype == DType::kFloat32;
     out[name + "/" + kBeta1PowerSuffix] =
         f32 ? Tensor::Scalar<float>(beta1_power_f_) : Tensor::Scalar<double>(beta1_power_d_);
@@ -176,7 +160,7 @@ std::map<std::string, Tensor> ShardOptimizer::ExportSlots() const {
 
 Status ShardOptimizer::ImportSlots(const std::map<std::string, Tensor>& slots) {
   const std::vector<std::string> suffixes = SlotSuffixes(rule_);
-  const size_t per_variable = rule_ == "adam" ? 2 : suffixes.size();  // [var shape] slots
+  const size_t per_variable = OptimizerSlotNames(kind_).size();  // [var shape] slots
   // Checked first, committed after: by variable, its [var shape] slots (in order).
   std::map<std::string, std::vector<const Tensor*>> given;
   // Adam's beta powers by dtype: {beta1, beta2} and the slot each came from.
@@ -227,7 +211,7 @@ Status ShardOptimizer::ImportSlots(const std::map<std::string, Tensor>& slots) {
                                "slots of variable '" + var + "' are given");
       }
     }
-    if (rule_ != "adam") continue;
+    if (kind_ != OptimizerKind::kAdam) continue;
     const DType dtype = slots_.at(var).dtype;
     for (int p = 0; p < 2; ++p) {
       if (!powers[p].count(dtype)) {

@@ -1,6 +1,6 @@
-// The update rules a parameter shard applies to its variables: the formulas of the
-// training kernels (kernels/cpu/training_kernels.cc) with the hyper-parameters of
-// training/optimizer.h's MakeOptimizer, so that a model trained through parameter
+// The update rules a parameter shard applies to its variables: the element rules of
+// kernels/optimizer_rules.h (the training kernels' own) with its default
+// hyper-parameters (MakeOptimizer's), so that a model trained through parameter
 // servers follows the same arithmetic as the graph optimizers:
 //   sgd       var -= lr * grad
 //   momentum  accum = 0.9 * accum + grad; var -= lr * accum            (accum from 0)
@@ -37,6 +37,7 @@
 
 #include "graph/status.h"
 #include "graph/tensor.h"
+#include "kernels/optimizer_rules.h"
 
 namespace actorflow {
 
@@ -84,8 +85,8 @@ class ShardOptimizer {
   const std::string& rule() const { return rule_; }
 
  private:
-  ShardOptimizer(std::string rule, double learning_rate)
-      : rule_(std::move(rule)), learning_rate_(learning_rate) {}
+  ShardOptimizer(OptimizerKind kind, double learning_rate)
+      : kind_(kind), rule_(OptimizerKindName(kind)), learning_rate_(learning_rate) {}
 
   template <typename T>
   void ApplyTyped(std::vector<Tensor>* slots, Tensor* var, const Tensor& grad);
@@ -97,12 +98,15 @@ class ShardOptimizer {
     std::vector<Tensor> slots;
   };
 
-  std::string rule_;
+  OptimizerKind kind_;
+  std::string rule_;  // OptimizerKindName(kind_)
   double learning_rate_;
   std::map<std::string, VariableSlots> slots_;  // by variable name
   // Adam's beta powers, kept in each dtype as the graph keeps them.
-  float beta1_power_f_ = 0.9f, beta2_power_f_ = 0.999f;
-  double beta1_power_d_ = 0.9, beta2_power_d_ = 0.999;
+  float beta1_power_f_ = static_cast<float>(kDefaultAdamBeta1);
+  float beta2_power_f_ = static_cast<float>(kDefaultAdamBeta2);
+  double beta1_power_d_ = kDefaultAdamBeta1;
+  double beta2_power_d_ = kDefaultAdamBeta2;
 };
 
 }  // namespace actorflow

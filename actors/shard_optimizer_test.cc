@@ -48,7 +48,7 @@ std::vector<Tensor> GraphSteps(const std::string& rule, double lr, DType dtype) 
   EXPECT_TRUE(train.ok()) << train.status();
   GlobalVariablesInitializer(root.WithOpName("init"));
   EXPECT_TRUE(root.ok());
-  auto session = NewDirectSession(root.graph());
+  auto session = NewDirectSession(root.graph()).value();
   std::vector<Tensor> out;
   EXPECT_TRUE(session->Run({}, {}, {"init"}, &out).ok());
   std::vector<Tensor> steps;

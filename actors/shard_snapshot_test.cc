@@ -1,6 +1,7 @@
 // Coordinated snapshots, holds and restores of one shard (actors/
 // parameter_shard_state.h) as plain calls: no actors, no clock but the numbers the
 // tests pass in.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "actors/parameter_shard_state.h"
@@ -10,10 +11,6 @@ namespace {
 
 using State = ParameterShardState;
 constexpr int64_t kNever = State::kNoDeadline;
-
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
 
 ShardConfig Config(UpdateMode mode, int total, int aggregate = 1) {
   ShardConfig c;
@@ -92,7 +89,7 @@ TEST(ShardSnapshotTest, SnapshotOfAnOlderVersionFailsNamingTheShardAndVersions) 
   s->SnapshotAt(9, 1, kNever, &out);
   ASSERT_EQ(out.pulls.size(), 1u);
   EXPECT_EQ(out.pulls[0].status.code(), Code::kFailedPrecondition);
-  EXPECT_TRUE(Contains(out.pulls[0].status.message(), "ps0 is at version 3"))
+  EXPECT_THAT(out.pulls[0].status.message(), ::testing::HasSubstr("ps0 is at version 3"))
       << out.pulls[0].status;
 }
 

@@ -13,6 +13,7 @@
 
 #include <caf/test/dsl.hpp>
 #include <caf/test/unit_test_impl.hpp>
+#include <gmock/gmock.h>
 
 #include "actors/device_actor.h"
 #include "actors/master_actor.h"
@@ -29,11 +30,11 @@ const char kTask1[] = "/job:worker/replica:0/task:1/device:CPU:0";
 
 struct fixture : test_coordinator_fixture<> {
   Scope root = Scope::NewRootScope();
-  caf::actor task0;
-  caf::actor task1;
-  caf::actor master;
+  DeviceActor task0;
+  DeviceActor task1;
+  MasterActor master;
 
-  caf::actor Device(const std::string& name) {
+  DeviceActor Device(const std::string& name) {
     DeviceConfig c;
     c.name = name;
     c.type = "CPU";
@@ -87,24 +88,33 @@ struct fixture : test_coordinator_fixture<> {
     }
   }
 
-  DeviceStats Stats(const caf::actor& device) {
+  DeviceStats Stats(const DeviceActor& device) {
     DeviceStats out;
-    self->send(device, stats_atom::value);
+    self->send(device, device_stats_atom::value);
     Drain();
     self->receive([&](DeviceStats& s) { out = s; });
     return out;
   }
 
+  MasterStats StatsOf(const MasterActor& m) {
+    MasterStats out;
+    self->send(m, master_stats_atom::value);
+    Drain();
+    self->receive([&](MasterStats& s) { out = s; });
+    return out;
+  }
+
   ~fixture() {
-    for (auto& a : {master, task0, task1}) {
+    if (master) caf::anon_send_exit(master, caf::exit_reason::user_shutdown);
+    for (auto& a : {task0, task1}) {
       if (a) caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     }
     run();
   }
 };
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
+bool HasText(const std::string& text, const std::string& part) {
+  return ::testing::Value(text, ::testing::HasSubstr(part));
 }
 
 // How the master asked a device to run a partition.
@@ -116,10 +126,24 @@ struct RunAsked {
 // A stand-in device: accepts every partition, answers each run with 7 per fetch and,
 // when asked to record, one executed node "c" (with stats when asked for those too),
 // and notes how each run asked.
-caf::behavior RecordingDevice(caf::event_based_actor*,
-                              std::shared_ptr<std::vector<RunAsked>> asked) {
+DeviceActor::behavior_type RecordingDevice(DeviceActor::pointer,
+                                           std::shared_ptr<std::vector<RunAsked>> asked) {
   auto fetches = std::make_shared<std::map<uint64_t, size_t>>();
   return {
+      [fetches](deregister_atom, const std::vector<uint64_t>& ids) -> Status {
+        for (uint64_t id : ids) fetches->erase(id);
+        return Status::OK();
+      },
+      [](tensor_atom, const TensorDelivery&) {},
+      [](abort_atom, const AbortRequest&) {},
+      [](peers_atom, const std::vector<DevicePeer>&) {},
+      [fetches](device_stats_atom) -> DeviceStats {
+        DeviceStats s;
+        s.partitions = static_cast<int64_t>(fetches->size());
+        return s;
+      },
+      [](resume_atom, Closure& c) { c.fn(); },
+      [](recv_timeout_atom, const std::string&) {},
       [fetches](register_atom, const PartitionRegistration& reg) -> Status {
         (*fetches)[reg.partition_id] = reg.partition->fetches.size();
         return Status::OK();
@@ -206,14 +230,14 @@ CAF_TEST(a worker dying mid step fails that step naming it) {
   Drain();
   CAF_REQUIRE(reply->done);
   CAF_CHECK_EQUAL(reply->status.code(), Code::kUnavailable);
-  CAF_CHECK(Contains(reply->status.message(), "/job:worker/replica:0/task:1"));
+  CAF_CHECK(HasText(reply->status.message(), "/job:worker/replica:0/task:1"));
   CAF_CHECK_EQUAL(Stats(task0).pending_recvs, 0);
   auto later = Step({"local"});
   Drain();
   CAF_REQUIRE(later->done);
   CAF_REQUIRE(later->status.ok());
   CAF_CHECK_EQUAL(later->outputs[0].data<float>()[0], -2.0f);
-  task1 = nullptr;
+  task1 = DeviceActor{};
 }
 
 CAF_TEST(devices record nodes only for a client that wants run metadata) {
@@ -266,6 +290,77 @@ CAF_TEST(devices record nodes only for a client that wants run metadata) {
   CAF_CHECK(!asked->back().collect_stats);
   CAF_CHECK_EQUAL(remote->metadata.executed_nodes, std::vector<std::string>{"c"});
   CAF_CHECK(remote->metadata.step_stats.empty());
+}
+
+CAF_TEST(closing a session deregisters its partitions from every device) {
+  auto x = Const(root.WithDevice("/job:worker/task:0").WithOpName("x"), 3.0f);
+  auto y = Neg(root.WithDevice("/job:worker/task:1").WithOpName("y"), x);
+  Neg(root.WithDevice("/job:worker/task:0").WithOpName("z"), y);
+  Neg(root.WithDevice("/job:worker/task:0").WithOpName("local"), x);
+  CAF_REQUIRE(root.ok());
+  Start();
+  for (const char* fetch : {"z", "local"}) {  // two plans, three partitions
+    auto reply = Step({fetch});
+    Drain();
+    CAF_REQUIRE(reply->done);
+    CAF_REQUIRE(reply->status.ok());
+  }
+  CAF_CHECK_EQUAL(Stats(task0).partitions, 2);
+  CAF_CHECK_EQUAL(Stats(task1).partitions, 1);
+  MasterStats before = StatsOf(master);
+  CAF_CHECK_EQUAL(before.plans, 2);
+  CAF_CHECK_EQUAL(before.partitions, 3);
+
+  auto closed = std::make_shared<Status>(Internal("no answer"));
+  MasterActor m = master;
+  sys.spawn([m, closed](caf::event_based_actor* asker) {
+    asker->request(m, caf::infinite, close_atom::value).then([closed](Status& s) {
+      *closed = s;
+    });
+  });
+  Drain();
+  CAF_CHECK(closed->ok());
+  CAF_CHECK_EQUAL(Stats(task0).partitions, 0);
+  CAF_CHECK_EQUAL(Stats(task1).partitions, 0);
+  MasterStats after = StatsOf(master);
+  CAF_CHECK_EQUAL(after.plans, 0);
+  CAF_CHECK_EQUAL(after.partitions, 0);
+  CAF_CHECK(after.closed);
+
+  // A closed session runs nothing more.
+  auto late = Step({"local"});
+  Drain();
+  CAF_REQUIRE(late->done);
+  CAF_CHECK_EQUAL(late->status.code(), Code::kFailedPrecondition);
+}
+
+CAF_TEST(two masters sharing a device never share a step or partition id) {
+  auto x = Const(root.WithDevice("/job:worker/task:0").WithOpName("x"), 1.0f);
+  Neg(root.WithDevice("/job:worker/task:0").WithOpName("n"), x);
+  CAF_REQUIRE(root.ok());
+  Start();
+  MasterConfig mc;
+  mc.graph = root.graph();
+  mc.devices = {DeviceInfo{kTask0, "CPU"}, DeviceInfo{kTask1, "CPU"}};
+  mc.device_actors = {task0, task1};
+  mc.default_device = kTask0;
+  MasterActor second = SpawnMasterActor(sys, mc);
+  // Both masters' partitions sit on task0 side by side and both run.
+  for (int round = 0; round < 3; ++round) {
+    for (MasterActor m : {master, second}) {
+      auto req = std::make_shared<StepRequest>();
+      req->fetches = {"n"};
+      req->reply = std::make_shared<StepReply>();
+      auto reply = req->reply;
+      caf::anon_send(m, step_atom::value, std::move(req));
+      Drain();
+      CAF_REQUIRE(reply->done);
+      CAF_REQUIRE(reply->status.ok());
+      CAF_CHECK_EQUAL(reply->outputs[0].data<float>()[0], -1.0f);
+    }
+  }
+  CAF_CHECK_EQUAL(Stats(task0).partitions, 2);
+  caf::anon_send_exit(second, caf::exit_reason::user_shutdown);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -4,6 +4,7 @@
 // same one by name. Created once per task (a Server, or an in-process session).
 //
 // Thread safety: guarded by `mu`; entries are actor handles, cheap to copy out.
+// Includes the queue and shard protocols (CAF): include only from actors/.
 #ifndef ACTORFLOW_ACTORS_TASK_SERVICES_H_
 #define ACTORFLOW_ACTORS_TASK_SERVICES_H_
 
@@ -11,7 +12,8 @@
 #include <mutex>
 #include <string>
 
-#include <caf/actor.hpp>
+#include "actors/queue_protocol.h"
+#include "actors/shard_messages.h"
 
 namespace actorflow {
 
@@ -19,8 +21,8 @@ struct TaskServices {
   std::string task_name;  // "/job:ps/replica:0/task:0", or the local task
   std::mutex mu;
   // Keyed by "container/name".
-  std::map<std::string, caf::actor> queues;
-  std::map<std::string, caf::actor> shards;
+  std::map<std::string, QueueActor> queues;
+  std::map<std::string, ShardActor> shards;
 };
 
 }  // namespace actorflow

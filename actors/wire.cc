@@ -20,6 +20,12 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   cfg.add_message_type<RemoteStepResult>("actorflow.RemoteStepResult");
   cfg.add_message_type<OpenSessionRequest>("actorflow.OpenSessionRequest");
   cfg.add_message_type<OpenSessionResult>("actorflow.OpenSessionResult");
+  cfg.add_message_type<FrontStats>("actorflow.FrontStats");
+  cfg.add_message_type<MasterStats>("actorflow.MasterStats");
+  cfg.add_message_type<std::vector<uint64_t>>("std::vector<@u64>");
+  // Typed handles inside messages (a caf::actor is built in; these are not).
+  cfg.add_message_type<DeviceActor>("actorflow.DeviceActor");
+  cfg.add_message_type<ShardActor>("actorflow.ShardActor");
   // Parameter shards (actors/shard_messages.h).
   cfg.add_message_type<ShardConfig>("actorflow.ShardConfig");
   cfg.add_message_type<ShardPushArgs>("actorflow.ShardPushArgs");

@@ -1,10 +1,10 @@
 // How the runtime's messages cross processes: CAF `inspect` overloads for every
-// payload that a remote node may receive, and the registration of those types with
-// an actor system. Included through actors/messages.h only.
+// protocol payload that a remote node may receive (the basic values' are in
+// actors/wire_core.h), and the registration of those types with an actor system.
+// Included through actors/messages.h only (CAF).
 //
-// A Tensor is written as dtype, shape, byte count and then its bytes in one raw
-// block (never element by element); the human-readable inspector used for logging
-// sees only dtype and shape. A partition travels as graph JSON plus its name lists.
+// A partition travels as graph JSON plus its name lists; a typed actor handle as
+// the actor's address (its interface is not sent: both ends compile the same one).
 #ifndef ACTORFLOW_ACTORS_WIRE_H_
 #define ACTORFLOW_ACTORS_WIRE_H_
 
@@ -12,6 +12,10 @@
 
 #include <caf/all.hpp>
 
+#include "actors/device_protocol.h"
+#include "actors/front_protocol.h"
+#include "actors/master_protocol.h"
+#include "actors/wire_core.h"
 #include "graph/graph_json.h"
 
 namespace actorflow {
@@ -19,53 +23,6 @@ namespace actorflow {
 // Registers every serializable message type; call on each actor system's config
 // before the system starts (clients, servers, local clusters alike).
 void RegisterMessageTypes(caf::actor_system_config& cfg);
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, Status& x) {
-  int32_t code = static_cast<int32_t>(x.code());
-  std::string message = x.message();
-  auto load = caf::meta::load_callback([&]() -> caf::error {
-    x = Status(static_cast<Code>(code), message);
-    return caf::none;
-  });
-  return f(caf::meta::type_name("actorflow.Status"), code, message, load);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, Tensor& x) {
-  int32_t dtype = x.IsInitialized() ? static_cast<int32_t>(x.dtype()) : -1;
-  std::vector<int64_t> dims = x.IsInitialized() ? x.shape().dims() : std::vector<int64_t>{};
-  if constexpr (std::is_base_of<caf::serializer, Inspector>::value) {
-    auto save = caf::meta::save_callback([&]() -> caf::error {
-      uint64_t bytes = x.IsInitialized() ? x.TotalBytes() : 0;
-      if (auto err = f(bytes)) return err;
-      return bytes > 0 ? f.apply_raw(bytes, x.raw_data()) : caf::error{};
-    });
-    return f(caf::meta::type_name("actorflow.Tensor"), dtype, dims, save);
-  } else if constexpr (std::is_base_of<caf::deserializer, Inspector>::value) {
-    auto load = caf::meta::load_callback([&]() -> caf::error {
-      uint64_t bytes = 0;
-      if (auto err = f(bytes)) return err;
-      if (dtype < 0) {
-        x = Tensor();
-        return caf::none;
-      }
-      // Every byte is read below: skip the zero fill.
-      x = Tensor::Uninitialized(static_cast<DType>(dtype), Shape(dims));
-      if (bytes != x.TotalBytes()) return caf::make_error(caf::sec::invalid_argument);
-      return bytes > 0 ? f.apply_raw(bytes, x.raw_data()) : caf::error{};
-    });
-    return f(caf::meta::type_name("actorflow.Tensor"), dtype, dims, load);
-  } else {
-    return f(caf::meta::type_name("actorflow.Tensor"), dtype, dims);
-  }
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, NodeExecStats& x) {
-  return f(caf::meta::type_name("actorflow.NodeExecStats"), x.node_name, x.op, x.device,
-           x.start_micros, x.end_micros, x.thread_id);
-}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, DevicePeer& x) {
@@ -152,6 +109,17 @@ typename Inspector::result_type inspect(Inspector& f, OpenSessionRequest& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, OpenSessionResult& x) {
   return f(caf::meta::type_name("actorflow.OpenSessionResult"), x.status, x.session_id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, MasterStats& x) {
+  return f(caf::meta::type_name("actorflow.MasterStats"), x.plans, x.partitions, x.in_flight,
+           x.closed);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, FrontStats& x) {
+  return f(caf::meta::type_name("actorflow.FrontStats"), x.task, x.sessions, x.devices);
 }
 
 }  // namespace actorflow

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace actorflow {
@@ -55,9 +56,7 @@ constexpr char kEveryAttrKindGraph[] = R"json({"format": "actorflow.graph/1", "n
   {"name": "done", "op": "NoOp", "inputs": ["^init", "^noise"]}
 ]})json";
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 std::unique_ptr<Graph> MustBuild(const std::string& text) {
   auto graph = GraphFromJson(text);
@@ -124,18 +123,22 @@ TEST(GraphJson, WritesConvertedAttrsBackAsJson) {
   auto graph = MustBuild(kEveryAttrKindGraph);
   const std::string text = GraphToJson(*graph);
   // DType -> name ("float" alias normalized), unknown-rank Shape -> null.
-  EXPECT_TRUE(Contains(text, R"({"name":"any","op":"Placeholder","attrs":{"dtype":"float32","shape":null}})"))
+  EXPECT_THAT(
+      text,
+      HasSubstr(R"({"name":"any","op":"Placeholder","attrs":{"dtype":"float32","shape":null}})"))
       << text;
-  EXPECT_TRUE(Contains(text, R"("attrs":{"dtype":"float32","shape":[-1,3]})")) << text;
+  EXPECT_THAT(text, HasSubstr(R"("attrs":{"dtype":"float32","shape":[-1,3]})")) << text;
   // Declared floats stay floats even when integral; ints stay ints.
-  EXPECT_TRUE(Contains(text, R"("maxval":2.0,"minval":0.25,"seed":7)")) << text;
-  EXPECT_TRUE(Contains(text, R"("_scales":[0.5,1.0])")) << text;
+  EXPECT_THAT(text, HasSubstr(R"("maxval":2.0,"minval":0.25,"seed":7)")) << text;
+  EXPECT_THAT(text, HasSubstr(R"("_scales":[0.5,1.0])")) << text;
   // Tensors: dtype, shape, data; non-finite as strings, integral floats as integers.
-  EXPECT_TRUE(Contains(text,
-      R"({"dtype":"float32","shape":[2,3],"data":["nan","inf","-inf",-0.0,0.1,3]})")) << text;
-  EXPECT_TRUE(Contains(text, R"("data":[-9223372036854775808,9223372036854775807])")) << text;
-  EXPECT_TRUE(Contains(text, R"("inputs":["xent:1","^init"])")) << text;
-  EXPECT_TRUE(Contains(text, R"("device":"/job:ps/task:0")")) << text;
+  EXPECT_THAT(
+      text,
+      HasSubstr(R"({"dtype":"float32","shape":[2,3],"data":["nan","inf","-inf",-0.0,0.1,3]})"))
+      << text;
+  EXPECT_THAT(text, HasSubstr(R"("data":[-9223372036854775808,9223372036854775807])")) << text;
+  EXPECT_THAT(text, HasSubstr(R"("inputs":["xent:1","^init"])")) << text;
+  EXPECT_THAT(text, HasSubstr(R"("device":"/job:ps/task:0")")) << text;
 }
 
 TEST(GraphJson, SerializationIsCompactDeterministicAndOmitsEmptyKeys) {
@@ -160,12 +163,13 @@ TEST(GraphJson, PrettyOutputHasOneNodePerLine) {
   auto graph = MustBuild(kExampleGraph);
   const std::string text = GraphToJson(*graph, /*pretty=*/true);
   EXPECT_EQ(text.rfind("{\"format\": \"actorflow.graph/1\",\n \"nodes\": [\n", 0), 0u) << text;
-  EXPECT_TRUE(Contains(text,
-      "\n  {\"name\": \"init\", \"op\": \"Assign\", \"inputs\": [\"w\", \"w_init\"]},\n"))
+  EXPECT_THAT(
+      text,
+      HasSubstr("\n  {\"name\": \"init\", \"op\": \"Assign\", \"inputs\": [\"w\", \"w_init\"]},\n"))
       << text;
-  EXPECT_TRUE(Contains(text,
-      "\n  {\"name\": \"m\", \"op\": \"MatMul\", \"inputs\": [\"p\", \"w\"], "
-      "\"attrs\": {\"transpose_b\": false}, \"device\": \"/device:CPU:0\"}\n ]}\n"))
+  EXPECT_THAT(
+      text, HasSubstr("\n  {\"name\": \"m\", \"op\": \"MatMul\", \"inputs\": [\"p\", \"w\"], "
+                      "\"attrs\": {\"transpose_b\": false}, \"device\": \"/device:CPU:0\"}\n ]}\n"))
       << text;
   size_t lines = 0;
   for (char c : text) lines += c == '\n';
@@ -188,7 +192,7 @@ void ExpectParseError(const std::string& text, const std::vector<std::string>& p
   ASSERT_FALSE(graph.ok()) << text;
   EXPECT_EQ(graph.status().code(), Code::kInvalidArgument) << graph.status();
   for (const std::string& part : parts) {
-    EXPECT_TRUE(Contains(graph.status().message(), part))
+    EXPECT_THAT(graph.status().message(), HasSubstr(part))
         << "missing '" << part << "' in: " << graph.status();
   }
 }
@@ -295,7 +299,7 @@ TEST(LoadGraphFile, MissingFileIsNotFoundNamingThePath) {
   auto graph = LoadGraphFile(path);
   ASSERT_FALSE(graph.ok());
   EXPECT_EQ(graph.status().code(), Code::kNotFound);
-  EXPECT_TRUE(Contains(graph.status().message(), path)) << graph.status();
+  EXPECT_THAT(graph.status().message(), HasSubstr(path)) << graph.status();
 }
 
 TEST(LoadGraphFile, DirectoryIsNotFoundNamingThePath) {
@@ -303,7 +307,7 @@ TEST(LoadGraphFile, DirectoryIsNotFoundNamingThePath) {
   auto graph = LoadGraphFile(path);
   ASSERT_FALSE(graph.ok());
   EXPECT_EQ(graph.status().code(), Code::kNotFound) << graph.status();
-  EXPECT_TRUE(Contains(graph.status().message(), path)) << graph.status();
+  EXPECT_THAT(graph.status().message(), HasSubstr(path)) << graph.status();
 }
 
 TEST(LoadGraphFile, ErrorsArePrefixedByThePath) {

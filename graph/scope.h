@@ -9,11 +9,21 @@
 //   auto sum = Add(root.WithOpName("sum"), a, b);
 //   if (!root.ok()) ... root.status() names the node that failed.
 //
+// Devices: WithDevice requests a device for the nodes built in the scope;
+// WithDeviceFunction lets a function choose it from the node (TensorFlow's device
+// functions, e.g. placement/replica_device_setter.h). A node built in a ColocateWith
+// scope, or with a ref input (an update of a variable), is placed with that node: a
+// device function leaves it the scope's request, or else its partner's device. A
+// requested device that conflicts with the partner's explicit request is an
+// InvalidArgument when the node is added, naming both nodes and devices (the placer
+// would reject the pair at the first Run).
+//
 // Thread safety: a Scope and its graph are for one building thread at a time.
 #ifndef ACTORFLOW_GRAPH_SCOPE_H_
 #define ACTORFLOW_GRAPH_SCOPE_H_
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -75,6 +85,12 @@ class Scope {
   Scope NewSubScope(const std::string& name) const;   // names become "name/op"
   Scope WithOpName(const std::string& name) const;    // the next op's exact name
   Scope WithDevice(const std::string& device) const;  // requested device spec
+  // The device of each later node is `fn(def)`, def being the node as it would be
+  // added (its op, name, inputs, attrs and the WithDevice request, which `fn` should
+  // keep where it is set). Not applied to colocated nodes (see the top of this file).
+  // An empty fn removes the function.
+  using DeviceFunction = std::function<std::string(const NodeDef& def)>;
+  Scope WithDeviceFunction(DeviceFunction fn) const;
   Scope WithControlDependencies(const std::vector<Output>& deps) const;
   // Ops built in the returned scope are placed with `other`'s node ("_class" attr).
   Scope ColocateWith(const Output& other) const;
@@ -107,7 +123,12 @@ class Scope {
   std::shared_ptr<State> state_;
   std::string name_prefix_;  // "outer/inner/" or empty
   std::string op_name_;      // exact name for the next op, or empty
+  // The device of a node: device_, device_function_'s choice, or its colocation
+  // partner's; InvalidArgument when it conflicts with the partner's request.
+  Status ResolveDevice(const std::vector<Output>& inputs, NodeDef* def) const;
+
   std::string device_;
+  DeviceFunction device_function_;
   std::vector<std::string> control_deps_;
   std::string colocate_with_;
 };

@@ -10,6 +10,15 @@
 // it instead (documented at each). Device tensors stay inside their device's
 // executor: a device's runtime copies them to host memory before they leave it.
 //
+// Slices: Slice/Split/SplitSizes cut along the first dimension without copying: the
+// parts are views into the same buffer at a byte offset (raw_data() of a part that
+// does not start at row 0 is then not kTensorAlignment-aligned). A view keeps the
+// whole buffer alive and counts as a sharer for RefCountIsOne().
+//
+// Printing: DebugString() is the short "float32[2,3]" that error messages use to name
+// a tensor; DebugStringWithValues() and operator<< add the values,
+// "Tensor<type: float32 shape: [2,2] values: [[1 2][3 4]]>".
+//
 // Thread safety: a Tensor object is not synchronized; a buffer shared by several
 // Tensors must be treated as immutable by all of them unless RefCountIsOne() holds
 // (copy-on-write is how variables update in place; see kernels/resource.h).
@@ -20,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -31,6 +41,9 @@ namespace actorflow {
 
 // Buffers are aligned for AVX-512 loads and cache lines.
 inline constexpr size_t kTensorAlignment = 64;
+
+// How many values DebugStringWithValues() and operator<< print before "...".
+inline constexpr int64_t kDefaultPrintedValues = 10;
 
 // Where a buffer's bytes live. kDevice bytes must never be dereferenced on the host.
 enum class MemoryKind { kHost, kDevice };
@@ -76,6 +89,7 @@ class Tensor {
     t.shape_ = shape;
     t.num_elements_ = shape.num_elements();
     t.buffer_ = std::make_shared<TensorBuffer>(t.TotalBytes(), /*zero_fill=*/false);
+    t.data_ = static_cast<char*>(t.buffer_->data());
     return t;
   }
 
@@ -117,13 +131,43 @@ class Tensor {
   }
   // For a device tensor this is a device address: pass it to that device's kernels,
   // never dereference it on the host.
-  void* raw_data() const { return buffer_ ? buffer_->data() : nullptr; }
+  // A slice's address lies inside its buffer (see Slice).
+  void* raw_data() const { return data_; }
   // kHost for a tensor without a buffer.
   MemoryKind memory_kind() const { return buffer_ ? buffer_->memory_kind() : MemoryKind::kHost; }
   bool IsOnDevice() const { return memory_kind() == MemoryKind::kDevice; }
 
   // Same buffer, new shape with the same number of elements.
   StatusOr<Tensor> Reshaped(const Shape& shape) const;
+
+  // Rows [begin, end) of the first dimension: shape [end - begin, d1, d2, ...]. Never
+  // copies, for host and device tensors alike: the result aliases those rows of this
+  // tensor's buffer (SharesBufferWith() is true), so a write through one is seen
+  // through the other, and it keeps the whole buffer alive. DeepCopy() the result for
+  // an independent tensor. begin == end gives an empty tensor [0, d1, ...].
+  // InvalidArgument naming the shape for a scalar or for bounds outside
+  // 0 <= begin <= end <= dim(0); FailedPrecondition for a tensor without a buffer.
+  StatusOr<Tensor> Slice(int64_t begin, int64_t end) const;
+  // `parts` slices of dim(0) / parts rows each, in order, every one a view as Slice's.
+  // InvalidArgument when parts < 1 or dim(0) is not a multiple of parts (the message
+  // gives both), and as Slice.
+  StatusOr<std::vector<Tensor>> Split(int64_t parts) const;
+  // Slices of sizes[0], sizes[1], ... rows, in order, views as Slice's. InvalidArgument
+  // when a size is negative or the sizes do not add up to dim(0), and as Slice.
+  StatusOr<std::vector<Tensor>> SplitSizes(const std::vector<int64_t>& sizes) const;
+
+  // The value of a tensor with exactly one element (a scalar, or any shape such as
+  // [1] or [1,1]). A mismatch is a Status, not a crash, since the tensor usually
+  // comes from a graph the caller did not write: InvalidArgument naming both dtypes
+  // when T is not the tensor's dtype ("scalar<int32>() of a float32[] tensor") or
+  // naming the shape when it does not hold one element; FailedPrecondition for a
+  // tensor without a buffer or on a device.
+  template <typename T>
+  StatusOr<T> scalar() const {
+    Status s = CheckScalar(DTypeOf<T>::value);
+    if (!s.ok()) return s;
+    return *data<T>();
+  }
   // A new host buffer with the same contents. A device tensor cannot be copied on the
   // host: the result is then an uninitialized Tensor (the device's runtime copies).
   Tensor DeepCopy() const;
@@ -135,15 +179,33 @@ class Tensor {
   // Element i as a double (bool as 0/1); for tests and printing. NaN for a device
   // tensor (its bytes are not readable here).
   double ElementAsDouble(int64_t i) const;
-  // "float32[2,3]", "float32[2,3]@device" for a device tensor.
+  // "float32[2,3]", "float32[2,3]@device" for a device tensor: dtype and shape only,
+  // how error messages name a tensor.
   std::string DebugString() const;
+  // The values, row-major and nested by dimension: "[[1 2][3 4]]" for [2,2], "7" for a
+  // scalar, "[]" for an empty [0] tensor. After `max_values` values (< 0: no limit)
+  // the rest is "..." ("[[1 2][3...]]" for max_values 3). Integers exactly, bool as
+  // true/false, floats with 6 significant digits ("0.333333", "1e+10", "nan", "-inf").
+  // "<uninitialized>" without a buffer, "<on device>" for a device tensor.
+  std::string SummarizeValue(int64_t max_values = kDefaultPrintedValues) const;
+  // "Tensor<type: float32 shape: [2,2] values: [[1 2][3 4]]>" (values as
+  // SummarizeValue's).
+  std::string DebugStringWithValues(int64_t max_values = kDefaultPrintedValues) const;
 
  private:
+  // OK when this tensor holds one readable element of `requested` (see scalar()).
+  Status CheckScalar(DType requested) const;
+
   DType dtype_ = DType::kFloat32;
   Shape shape_;
   int64_t num_elements_ = 0;
   std::shared_ptr<TensorBuffer> buffer_;
+  // The first byte of this tensor in buffer_: buffer_->data() except for a slice.
+  char* data_ = nullptr;
 };
+
+// Writes t.DebugStringWithValues(): what test frameworks print for a Tensor.
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 // True when dtype, shape and every element are equal (NaN equals NaN). False when
 // either tensor is a device tensor (its elements cannot be compared on the host).

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace actorflow {
@@ -28,9 +29,7 @@ bool SameBits(const Tensor& a, const Tensor& b) {
          std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
 }
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 TEST(TensorToJson, WritesDtypeShapeAndFlatRowMajorData) {
   Tensor t = Tensor::FromVector<int32_t>({1, 2, 3, 4, 5, 6}, Shape{2, 3});
@@ -122,7 +121,7 @@ void ExpectTensorError(const std::string& text, const std::string& part) {
   auto t = TensorFromJson(json::parse(text));
   ASSERT_FALSE(t.ok()) << text;
   EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(t.status().message(), part)) << t.status();
+  EXPECT_THAT(t.status().message(), HasSubstr(part)) << t.status();
 }
 
 TEST(TensorFromJson, NamesWhatIsWrong) {
@@ -165,7 +164,7 @@ void ExpectFeedError(const std::string& text, DType dtype, const Shape& allowed,
   ASSERT_FALSE(t.ok()) << text;
   EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(t.status().message().rfind("placeholder 'x'", 0), 0u) << t.status();
-  EXPECT_TRUE(Contains(t.status().message(), part)) << t.status();
+  EXPECT_THAT(t.status().message(), HasSubstr(part)) << t.status();
 }
 
 TEST(TensorFromJsonValue, IntegerFeedsAFloat32ScalarAsFloat) {
@@ -269,25 +268,25 @@ TEST(ParseJsonText, MalformedTextNamesLineAndColumn) {
   EXPECT_EQ(j.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(j.status().message().rfind("feeds.json: malformed JSON at line 3, column 7: ", 0), 0u)
       << j.status();
-  EXPECT_TRUE(Contains(j.status().message(), "expected ':'")) << j.status();
+  EXPECT_THAT(j.status().message(), HasSubstr("expected ':'")) << j.status();
 }
 
 TEST(ParseJsonText, ReportsPositionsOfEveryKindOfError) {
   auto truncated = ParseJsonText("[1,\n", "x");
   ASSERT_FALSE(truncated.ok());
-  EXPECT_TRUE(Contains(truncated.status().message(), "x: malformed JSON at line 2, column 1"))
+  EXPECT_THAT(truncated.status().message(), HasSubstr("x: malformed JSON at line 2, column 1"))
       << truncated.status();
   auto empty = ParseJsonText("", "x");
   ASSERT_FALSE(empty.ok());
-  EXPECT_TRUE(Contains(empty.status().message(), "line 1, column 1")) << empty.status();
+  EXPECT_THAT(empty.status().message(), HasSubstr("line 1, column 1")) << empty.status();
   auto overflow = ParseJsonText("[1,\n 1e999]", "x");
   ASSERT_FALSE(overflow.ok());
-  EXPECT_TRUE(Contains(overflow.status().message(), "at line 2, column "))
+  EXPECT_THAT(overflow.status().message(), HasSubstr("at line 2, column "))
       << overflow.status();
-  EXPECT_TRUE(Contains(overflow.status().message(), "number overflow")) << overflow.status();
+  EXPECT_THAT(overflow.status().message(), HasSubstr("number overflow")) << overflow.status();
   auto trailing = ParseJsonText("{} x", "x");
   ASSERT_FALSE(trailing.ok());
-  EXPECT_TRUE(Contains(trailing.status().message(), "line 1, column 4")) << trailing.status();
+  EXPECT_THAT(trailing.status().message(), HasSubstr("line 1, column 4")) << trailing.status();
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 
 #include "graph/prune.h"
@@ -44,7 +45,10 @@ class DirectSession : public Session {
     const int64_t step_start = std::chrono::duration_cast<std::chrono::microseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
                                    .count();
-    StepResult result = RunStep(executor, std::move(args), run_options.timeout_in_ms);
+    const int64_t timeout_ms = run_options.timeout_in_ms > 0
+                                   ? run_options.timeout_in_ms
+                                   : options_.default_step_timeout_in_ms;
+    StepResult result = RunStep(executor, std::move(args), timeout_ms);
     if (metadata != nullptr) {
       metadata->executed_nodes = std::move(result.executed_nodes);
       metadata->step_stats = std::move(result.step_stats);
@@ -167,8 +171,14 @@ class DirectSession : public Session {
 
 }  // namespace
 
-std::unique_ptr<Session> NewDirectSession(const Graph* graph, const SessionOptions& options) {
-  return std::make_unique<DirectSession>(graph, options);
+StatusOr<std::unique_ptr<Session>> NewDirectSession(const Graph* graph,
+                                                    const SessionOptions& options) {
+  if (graph == nullptr) return InvalidArgument("NewDirectSession: no graph");
+  if (options.default_step_timeout_in_ms < 0) {
+    return InvalidArgument("SessionOptions.default_step_timeout_in_ms must be >= 0, got " +
+                           std::to_string(options.default_step_timeout_in_ms));
+  }
+  return std::unique_ptr<Session>(std::make_unique<DirectSession>(graph, options));
 }
 
 }  // namespace actorflow

@@ -1,4 +1,4 @@
-// Executor: runs one set of nodes (a pruned graph, later one device's partition) in
+// Executor: runs one set of nodes (a pruned graph, or one device's partition) in
 // dependency order, step after step. Built once per (graph, feeds, fetches, targets)
 // signature; each RunAsync is one step with its own state, so steps may overlap.
 //

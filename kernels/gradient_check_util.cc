@@ -57,7 +57,9 @@ void CheckGradientsOnce(const std::string& what, const std::vector<Tensor>& inpu
   }
   const Output y = f(root, xs);
   ASSERT_TRUE(root.ok()) << root.status();
-  auto session = NewDirectSession(root.graph());
+  auto session_or = NewDirectSession(root.graph());
+  ASSERT_TRUE(session_or.ok()) << session_or.status();
+  std::unique_ptr<Session> session = std::move(session_or).value();
   const Tensor value = RunWith(session.get(), inputs, y.name());
   ASSERT_TRUE(value.IsInitialized());
   Rng rng(seed);

@@ -32,7 +32,7 @@ std::vector<double> Values(const Tensor& t) {
 
 // Fetches `outputs` (no feeds) and returns their values.
 std::vector<std::vector<double>> Fetch(const Scope& root, const std::vector<Output>& outputs) {
-  auto session = NewDirectSession(root.graph());
+  auto session = NewDirectSession(root.graph()).value();
   std::vector<std::string> names;
   for (const Output& o : outputs) names.push_back(o.name());
   std::vector<Tensor> out;
@@ -63,7 +63,7 @@ TEST(GradientsTest, TwoLayerPerceptronLossMatchesCentralDifferencesInItsVariable
   ASSERT_TRUE(grads.ok()) << grads.status();
   ASSERT_TRUE(root.ok()) << root.status();
 
-  auto session = NewDirectSession(root.graph());
+  auto session = NewDirectSession(root.graph()).value();
   std::vector<Tensor> init;
   for (const Shape& shape : shapes) init.push_back(rng.Uniform(shape, -1, 1));
   auto assign_all = [&](const std::vector<Tensor>& v) {
@@ -272,7 +272,7 @@ TEST(GradientsTest, Float32GradientsAgreeWithFloat64) {
     auto g = Gradients(root, {loss}, {x});
     ASSERT_TRUE(g.ok()) << g.status();
     ASSERT_EQ((*g)[0].dtype(), t);
-    auto session = NewDirectSession(root.graph());
+    auto session = NewDirectSession(root.graph()).value();
     std::vector<Tensor> out;
     ASSERT_TRUE(session->Run({{"x", value}}, {(*g)[0].name()}, {}, &out).ok());
     grads.push_back(Values(out[0]));

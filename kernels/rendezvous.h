@@ -1,6 +1,6 @@
 // The services a step's kernels use to talk to the world outside their executor,
-// implemented by the runtime that hosts the executor (a device actor, later a GPU
-// stream) and absent (nullptr) in DirectSession.
+// implemented by the runtime that hosts the executor (the device actor of a CPU or
+// GPU device) and absent (nullptr) in DirectSession.
 //
 // Rendezvous: how _Send and _Recv kernels exchange tensors between partitions. A
 // tensor is keyed by (step id, tensor name, sending device, receiving device); a

@@ -1,5 +1,6 @@
 // Resources that outlive a step: variables, held by a ResourceManager per device
-// (per session for DirectSession; later per worker, so they outlive sessions).
+// (per session for DirectSession; per device in the actor runtime, where a server
+// keeps them for the task's life, so variables outlive sessions and clients).
 //
 // Thread safety: ResourceManager is internally synchronized. A Variable's fields are
 // guarded by its `mu`. Readers take `value` (a shared buffer) under `mu` and then use

@@ -27,8 +27,9 @@
 namespace actorflow {
 
 struct SessionOptions {
-  // Where the session runs: "" = in this process. Later: "actorflow://host:port",
-  // a local cluster.
+  // Where the session runs (actors/session_factory.h reads it): "" or "local" = the
+  // actor runtime in this process, "direct" = a DirectSession, "actorflow://host:port"
+  // = the master of that task.
   std::string target;
   // Devices of the local task by type, e.g. {"CPU": 2, "GPU": 1} (TensorFlow's
   // device_count). Absent types get their default (1 CPU, every GPU found).
@@ -37,13 +38,26 @@ struct SessionOptions {
   bool log_device_placement = false;
   int inter_op_parallelism_threads = 0;  // 0 = the runtime picks
   // Deadline for each blocking op (queues, Recv) when RunOptions sets none; 0 = none.
+  // Honoured by the in-process actor session; a remote master's devices keep their own.
   int64_t operation_timeout_in_ms = 0;
+  // The deadline of every step whose RunOptions.timeout_in_ms is 0; 0 = none.
+  // How the deadlines combine: a step's deadline is RunOptions.timeout_in_ms when it
+  // is > 0, else this; each blocking op inside the step is bounded as well by
+  // operation_timeout_in_ms (or the op's own timeout). Whichever passes first ends
+  // the step with DeadlineExceeded, naming the step's deadline or the blocked op.
+  int64_t default_step_timeout_in_ms = 0;
+  // Remote targets (actorflow://host:port): how long opening the session may take
+  // (connecting to the master, retrying refused connections of a task still
+  // starting, sending the graph), and re-sending the graph after nodes were added.
+  // Past it: Unavailable naming the target. Must be > 0.
+  int64_t connect_timeout_in_ms = 30000;
 };
 
 struct RunOptions {
   enum class TraceLevel { kNoTrace, kFullTrace };
   TraceLevel trace_level = TraceLevel::kNoTrace;
-  // Deadline of the whole step; 0 = none. Exceeding it is DeadlineExceeded.
+  // Deadline of the whole step; 0 = SessionOptions.default_step_timeout_in_ms (none
+  // when that is 0 too). Exceeding it is DeadlineExceeded.
   int64_t timeout_in_ms = 0;
 };
 

@@ -2,6 +2,7 @@
 // run through a DirectSession for several steps and compared with the update rules
 // computed here in double precision; plus the errors that name the variable.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,9 +17,7 @@
 namespace actorflow {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 std::vector<double> ToDoubles(const Tensor& t) {
   std::vector<double> out(t.NumElements());
@@ -62,7 +61,9 @@ class ApplyGraph {
 
   void StartSession() {
     ASSERT_TRUE(root_.ok()) << root_.status();
-    session_ = NewDirectSession(root_.graph());
+    auto session = NewDirectSession(root_.graph());
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_ = std::move(session).value();
   }
   Session* session() const { return session_.get(); }
   Status Init() { return session_->Run({}, {}, {"init"}, nullptr); }
@@ -257,8 +258,8 @@ TEST_P(TrainingKernelsTest, AnUninitializedVariableIsAFailedPreconditionNamingIt
   auto out = g.Step("apply", kGrads[0]);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), Code::kFailedPrecondition) << out.status();
-  EXPECT_TRUE(Contains(out.status().message(), "'var'")) << out.status();
-  EXPECT_TRUE(Contains(out.status().message(), "'apply'")) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr("'var'")) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr("'apply'")) << out.status();
 }
 
 TEST_P(TrainingKernelsTest, AnUninitializedSlotIsAFailedPreconditionNamingIt) {
@@ -270,7 +271,7 @@ TEST_P(TrainingKernelsTest, AnUninitializedSlotIsAFailedPreconditionNamingIt) {
   auto out = g.Step("apply", kGrads[0]);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), Code::kFailedPrecondition) << out.status();
-  EXPECT_TRUE(Contains(out.status().message(), "'accum'")) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr("'accum'")) << out.status();
 }
 
 TEST_P(TrainingKernelsTest, AGradientOfAnotherShapeIsInvalidArgumentNamingTheVariable) {
@@ -281,8 +282,8 @@ TEST_P(TrainingKernelsTest, AGradientOfAnotherShapeIsInvalidArgumentNamingTheVar
   auto out = g.Step("apply", {1, 2, 3}, Shape{3});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), Code::kInvalidArgument) << out.status();
-  EXPECT_TRUE(Contains(out.status().message(), "'var'")) << out.status();
-  EXPECT_TRUE(Contains(out.status().message(), "[3]")) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr("'var'")) << out.status();
+  EXPECT_THAT(out.status().message(), HasSubstr("[3]")) << out.status();
   // The failed step left the variable unchanged.
   ExpectNear(kInitialVar, g.Fetch("var"), "variable after the failed step");
 }
@@ -294,8 +295,8 @@ TEST_P(TrainingKernelsTest, AKnownGradientShapeMismatchFailsAtGraphBuildTime) {
                        MakeTensor(dtype(), Shape{3}, {1, 2, 3}));
   ASSERT_FALSE(root.ok());
   EXPECT_EQ(root.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(root.status().message(), "'apply'")) << root.status();
-  EXPECT_TRUE(Contains(root.status().message(), "delta")) << root.status();
+  EXPECT_THAT(root.status().message(), HasSubstr("'apply'")) << root.status();
+  EXPECT_THAT(root.status().message(), HasSubstr("delta")) << root.status();
 }
 
 TEST_P(TrainingKernelsTest, TheVariableMustComeFromAVariableNode) {
@@ -304,7 +305,7 @@ TEST_P(TrainingKernelsTest, TheVariableMustComeFromAVariableNode) {
   ApplyGradientDescent(root.WithOpName("apply"), not_a_var, Scalar(dtype(), 0.1),
                        MakeTensor(dtype(), Shape{2}, {1, 2}));
   ASSERT_FALSE(root.ok());
-  EXPECT_TRUE(Contains(root.status().message(), "must be a Variable node")) << root.status();
+  EXPECT_THAT(root.status().message(), HasSubstr("must be a Variable node")) << root.status();
 }
 
 TEST_P(TrainingKernelsTest, AReaderKeepsTheValueItReadBeforeTheUpdate) {
@@ -329,7 +330,7 @@ TEST(TrainingKernelsDTypeTest, IntegerVariablesAreRejectedAtGraphBuildTime) {
   ApplyGradientDescent(root.WithOpName("apply"), var, 1, Tensor::FromVector<int32_t>({1, 2}));
   ASSERT_FALSE(root.ok());
   EXPECT_EQ(root.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(root.status().message(), "int32")) << root.status();
+  EXPECT_THAT(root.status().message(), HasSubstr("int32")) << root.status();
 }
 
 TEST(TrainingKernelsDTypeTest, HyperParametersOfAnotherDTypeAreRejected) {
@@ -338,7 +339,7 @@ TEST(TrainingKernelsDTypeTest, HyperParametersOfAnotherDTypeAreRejected) {
   // 0.1f is a float32 literal.
   ApplyGradientDescent(root.WithOpName("apply"), var, 0.1f, Tensor::FromVector<double>({1, 2}));
   ASSERT_FALSE(root.ok());
-  EXPECT_TRUE(Contains(root.status().message(), "alpha")) << root.status();
+  EXPECT_THAT(root.status().message(), HasSubstr("alpha")) << root.status();
 }
 
 INSTANTIATE_TEST_SUITE_P(FloatDTypes, TrainingKernelsTest,

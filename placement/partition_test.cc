@@ -1,5 +1,6 @@
 #include "placement/partition.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -77,9 +78,8 @@ const Node* WithTensorName(const Graph& g, const std::string& op, const std::str
   return found;
 }
 
-bool Contains(const std::vector<std::string>& list, const std::string& item) {
-  return std::find(list.begin(), list.end(), item) != list.end();
-}
+using ::testing::Contains;
+using ::testing::Not;
 
 Tensor Floats(std::vector<float> values) { return Tensor::FromVector(values); }
 
@@ -199,11 +199,11 @@ TEST(PartitionTest, TargetsAreThePlacedTargetsAndEverySend) {
   ASSERT_EQ(step.partitions.size(), 2u);
   for (const DevicePartition& p : step.partitions) {
     for (const Node* send : NodesWithOp(*p.graph, "_Send")) {
-      EXPECT_TRUE(Contains(p.targets, send->name())) << send->name();
+      EXPECT_THAT(p.targets, Contains(send->name())) << send->name();
     }
   }
-  EXPECT_TRUE(Contains(step.On(kCpu0).targets, "n"));
-  EXPECT_FALSE(Contains(step.On(kCpu1).targets, "n"));
+  EXPECT_THAT(step.On(kCpu0).targets, Contains("n"));
+  EXPECT_THAT(step.On(kCpu1).targets, Not(Contains("n")));
 }
 
 TEST(PartitionTest, EachPartitionPrunesToAValidStepCoveringItsNodes) {

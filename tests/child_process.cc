@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 extern char** environ;
@@ -163,18 +164,29 @@ bool ChildProcess::Pump(Clock::time_point deadline) {
 
 bool ChildProcess::WaitForLine(const std::string& prefix, std::chrono::milliseconds timeout,
                                std::string* line) {
+  return WaitForLineIn(out_, &out_fd_, &scanned_, prefix, timeout, line);
+}
+
+bool ChildProcess::WaitForErrLine(const std::string& prefix, std::chrono::milliseconds timeout,
+                                  std::string* line) {
+  return WaitForLineIn(err_, &err_fd_, &err_scanned_, prefix, timeout, line);
+}
+
+bool ChildProcess::WaitForLineIn(const std::string& text, const int* fd, size_t* scanned,
+                                 const std::string& prefix, std::chrono::milliseconds timeout,
+                                 std::string* line) {
   const auto deadline = Clock::now() + timeout;
   while (true) {
     size_t end;
-    while ((end = out_.find('\n', scanned_)) != std::string::npos) {
-      std::string candidate = out_.substr(scanned_, end - scanned_);
-      scanned_ = end + 1;
+    while ((end = text.find('\n', *scanned)) != std::string::npos) {
+      std::string candidate = text.substr(*scanned, end - *scanned);
+      *scanned = end + 1;
       if (candidate.rfind(prefix, 0) == 0) {
         if (line != nullptr) *line = candidate;
         return true;
       }
     }
-    if (out_fd_ < 0) return false;  // stdout closed: the line can no longer come
+    if (*fd < 0) return false;  // the pipe closed: the line can no longer come
     if (Clock::now() >= deadline) return false;
     Pump(deadline);
   }
@@ -219,6 +231,27 @@ void ChildProcess::Kill(int signal) {
   if (reaped_) return;
   ::kill(pid_, signal);
   if (signal == SIGKILL) Reap(/*block=*/true);
+}
+
+std::string FindWorkspaceProgram(const std::string& relative) {
+  std::vector<std::string> candidates;
+  if (const char* srcdir = std::getenv("TEST_SRCDIR")) {
+    const char* workspace = std::getenv("TEST_WORKSPACE");
+    candidates.push_back(std::string(srcdir) + "/" + (workspace ? workspace : "actorflow") + "/" +
+                         relative);
+  }
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n > 0) {
+    candidates.push_back(std::string(exe, static_cast<size_t>(n)) + ".runfiles/actorflow/" +
+                         relative);
+  }
+  candidates.push_back(relative);
+  candidates.push_back("bazel-bin/" + relative);
+  for (const std::string& path : candidates) {
+    if (::access(path.c_str(), X_OK) == 0) return path;
+  }
+  return "";
 }
 
 int FreeLoopbackPort() {

@@ -49,6 +49,9 @@ class ChildProcess {
   // passed (false).
   bool WaitForLine(const std::string& prefix, std::chrono::milliseconds timeout,
                    std::string* line);
+  // The same for a stderr line (where a --json command writes its progress).
+  bool WaitForErrLine(const std::string& prefix, std::chrono::milliseconds timeout,
+                      std::string* line);
   // Waits until the child exits (reaping it, draining both pipes); false when
   // `timeout` passed first.
   bool WaitForExit(std::chrono::milliseconds timeout);
@@ -73,6 +76,11 @@ class ChildProcess {
   // (both pipes closed) or the time passed.
   bool Pump(std::chrono::steady_clock::time_point deadline);
   void Reap(bool block);
+  // WaitForLine on `text` (out_ or err_), read from `*fd`, holding no wanted line
+  // before `*scanned`.
+  bool WaitForLineIn(const std::string& text, const int* fd, size_t* scanned,
+                     const std::string& prefix, std::chrono::milliseconds timeout,
+                     std::string* line);
 
   pid_t pid_ = -1;
   int out_fd_ = -1;
@@ -84,8 +92,15 @@ class ChildProcess {
   int term_signal_ = 0;
   std::string out_;
   std::string err_;
-  size_t scanned_ = 0;  // out_ before this offset holds no wanted line
+  size_t scanned_ = 0;      // out_ before this offset holds no wanted line
+  size_t err_scanned_ = 0;  // the same for err_
 };
+
+// The path of an executable of the workspace (e.g. "tools/actorflow") wherever the
+// caller runs: a test's runfiles ($TEST_SRCDIR), the runfiles of the running
+// binary (`bazel run` of a benchmark), the current directory, then bazel-bin.
+// Empty when none of them is executable.
+std::string FindWorkspaceProgram(const std::string& relative);
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read, closed).
 // 0 when no socket could be bound.

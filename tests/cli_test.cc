@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -61,9 +62,8 @@ std::vector<std::string> Executed(const json& result) {
   return result.at("executed").get<std::vector<std::string>>();
 }
 
-bool Contains(const std::vector<std::string>& names, const std::string& name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
+using ::testing::Contains;
+using ::testing::Not;
 
 constexpr int kRuntimeError = 1;
 constexpr int kUsageError = 2;
@@ -96,7 +96,7 @@ TEST(CliRunTest, PowOfSumAndProductIs15625AndSkipsTheUselessNode) {
   EXPECT_EQ(r.at("fetches").at("pow_op").at("data"), json::parse("[15625]"));
   EXPECT_EQ(r.at("fetches").at("pow_op").at("dtype"), "int32");
   const std::vector<std::string> executed = Executed(r);
-  EXPECT_FALSE(Contains(executed, "useless"));
+  EXPECT_THAT(executed, Not(Contains("useless")));
   for (const std::string node : {"x", "y", "add_op", "mul_op", "pow_op"}) {
     EXPECT_EQ(std::count(executed.begin(), executed.end(), node), 1) << node;
   }
@@ -133,7 +133,7 @@ TEST(CliRunTest, FeedAndFetchNamesMayCarryAnOutputIndex) {
 TEST(CliRunTest, AnyNodesOutputMayBeFedNotOnlyPlaceholders) {
   json r = RunJson({"run", "--graph", Example("add.json"), "--fetch", "add", "--feed", "a=10"});
   EXPECT_EQ(r.at("fetches").at("add").at("data"), json::parse("[15]"));
-  EXPECT_FALSE(Contains(Executed(r), "a"));
+  EXPECT_THAT(Executed(r), Not(Contains("a")));
 }
 
 TEST(CliRunTest, BeforeStepInitializesTheVariableForMatMul) {
@@ -142,8 +142,8 @@ TEST(CliRunTest, BeforeStepInitializesTheVariableForMatMul) {
                     "p=[[1,2],[3,4]]", "--fetch", "m", "--timeout-ms", "10000"});
   EXPECT_EQ(r.at("fetches").at("m"),
             json::parse(R"({"dtype":"float32","shape":[2,3],"data":[9,12,15,19,26,33]})"));
-  EXPECT_FALSE(Contains(Executed(r), "init"));
-  EXPECT_TRUE(Contains(Executed(r), "m"));
+  EXPECT_THAT(Executed(r), Not(Contains("init")));
+  EXPECT_THAT(Executed(r), Contains("m"));
 }
 
 TEST(CliRunTest, HumanReadableMatrixIsNested) {

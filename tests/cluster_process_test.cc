@@ -9,6 +9,7 @@
 // server run on //tests:test_server (the server plus the test-only ops), and
 // TestSignalFifo tells this process that a step has reached a node over there.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -34,9 +35,7 @@ using subprocess::ProcessClusterOptions;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 std::string TmpDir() {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -133,7 +132,7 @@ TEST(ClusterProcessTest, TheRunCommandRunsAGraphWithDeviceFieldsOnTheCluster) {
   BuildSlidesModel(root);
   ASSERT_TRUE(root.ok()) << root.status();
   const std::string graph_json = GraphToJson(*root.graph(), /*pretty=*/true);
-  ASSERT_TRUE(Contains(graph_json, "\"device\": \"/job:ps/task:0\"")) << graph_json;
+  ASSERT_THAT(graph_json, HasSubstr("\"device\": \"/job:ps/task:0\"")) << graph_json;
   const std::string graph_path = WriteTmpFile("slides_graph.json", graph_json);
 
   // Client 1 (worker 0's master): initialize, then compute on both workers.
@@ -189,7 +188,7 @@ TEST(ClusterProcessTest, KillingAWorkerMidStepFailsThatStepAndARestartHealsIt) {
       << "the step hung after its worker's process died";
   Status lost = step.get();
   EXPECT_EQ(lost.code(), Code::kUnavailable) << lost;
-  EXPECT_TRUE(Contains(lost.message(), "/job:worker/replica:0/task:1")) << lost;
+  EXPECT_THAT(lost.message(), HasSubstr("/job:worker/replica:0/task:1")) << lost;
   EXPECT_LT(Clock::now() - killed, std::chrono::seconds(5)) << "noticed the loss only late";
 
   std::vector<Tensor> out;
@@ -218,8 +217,8 @@ TEST(ClusterProcessTest, AnUnreachableTaskIsUnavailableWithinTheDeadlineNamingIt
   Status s = session->Run(run_options, {}, {"on_ps"}, {}, nullptr, nullptr);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   EXPECT_EQ(s.code(), Code::kUnavailable) << s;
-  EXPECT_TRUE(Contains(s.message(), "/job:ps/task:0")) << s;
-  EXPECT_TRUE(Contains(s.message(), cluster->Address("ps", 0))) << s;
+  EXPECT_THAT(s.message(), HasSubstr("/job:ps/task:0")) << s;
+  EXPECT_THAT(s.message(), HasSubstr(cluster->Address("ps", 0))) << s;
 }
 
 // ---- Bad input: the server refuses it with a one-line reason and a non-zero exit.
@@ -231,8 +230,8 @@ TEST(ClusterProcessBadInputTest, AMalformedClusterFileEndsTheServerWithLineAndCo
   ASSERT_NE(server, nullptr);
   EXPECT_TRUE(server->exited());
   EXPECT_EQ(server->exit_code(), 2) << server->err();
-  EXPECT_TRUE(Contains(server->err(), "malformed_cluster.json")) << server->err();
-  EXPECT_TRUE(Contains(server->err(), "line 2, column 3")) << server->err();
+  EXPECT_THAT(server->err(), HasSubstr("malformed_cluster.json")) << server->err();
+  EXPECT_THAT(server->err(), HasSubstr("line 2, column 3")) << server->err();
   EXPECT_EQ(server->out(), "") << "a server that cannot start must not claim to be ready";
 }
 
@@ -244,8 +243,8 @@ TEST(ClusterProcessBadInputTest, ATaskIndexOutOfRangeEndsTheServerSayingTheTaskC
   ASSERT_NE(server, nullptr);
   EXPECT_TRUE(server->exited());
   EXPECT_EQ(server->exit_code(), 2) << server->err();
-  EXPECT_TRUE(Contains(server->err(), "/job:worker/task:5")) << server->err();
-  EXPECT_TRUE(Contains(server->err(), "2 tasks")) << server->err();
+  EXPECT_THAT(server->err(), HasSubstr("/job:worker/task:5")) << server->err();
+  EXPECT_THAT(server->err(), HasSubstr("2 tasks")) << server->err();
 }
 
 TEST(ClusterProcessBadInputTest, APortAlreadyInUseEndsTheServerNamingIt) {
@@ -258,8 +257,8 @@ TEST(ClusterProcessBadInputTest, APortAlreadyInUseEndsTheServerNamingIt) {
   ASSERT_NE(server, nullptr);
   EXPECT_TRUE(server->exited());
   EXPECT_EQ(server->exit_code(), 1) << server->err();
-  EXPECT_TRUE(Contains(server->err(), "Unavailable")) << server->err();
-  EXPECT_TRUE(Contains(server->err(), address)) << server->err();
+  EXPECT_THAT(server->err(), HasSubstr("Unavailable")) << server->err();
+  EXPECT_THAT(server->err(), HasSubstr(address)) << server->err();
   EXPECT_EQ(server->out(), "");
 }
 
@@ -281,7 +280,7 @@ TEST(ClusterProcessBadInputTest, AClientOfAPortThatIsNotAnActorflowServerFailsIn
   EXPECT_TRUE(session.status().code() == Code::kUnavailable ||
               session.status().code() == Code::kFailedPrecondition)
       << session.status();
-  EXPECT_TRUE(Contains(session.status().message(), address)) << session.status();
+  EXPECT_THAT(session.status().message(), HasSubstr(address)) << session.status();
   EXPECT_GE(impostor.connections(), 1);
 }
 
@@ -305,8 +304,8 @@ TEST(ClusterProcessBadInputTest, ATaskAddressWhereSomethingElseListensFailsTheSt
   Status s = session->Run(run_options, {}, {"on_ps"}, {}, nullptr, nullptr);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(8));
   EXPECT_FALSE(s.ok());
-  EXPECT_TRUE(Contains(s.message(), "/job:ps/task:0")) << s;
-  EXPECT_TRUE(Contains(s.message(), cluster->Address("ps", 0))) << s;
+  EXPECT_THAT(s.message(), HasSubstr("/job:ps/task:0")) << s;
+  EXPECT_THAT(s.message(), HasSubstr(cluster->Address("ps", 0))) << s;
   // The worker survived the impostor.
   EXPECT_FALSE(cluster->process("worker", 0)->HasExited());
 }

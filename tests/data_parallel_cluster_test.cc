@@ -1,57 +1,33 @@
 // Between-graph data-parallel training on a LocalCluster: the ps tasks are real
 // servers on 127.0.0.1 in this process, the workers are DataParallelJob threads that
 // reach them through ConnectParameterServers. The three update modes train Iris; a
-// straggler with a backup worker; a worker lost during async and during sync
-// training with a backup. Rates are measured and printed, never asserted.
+// straggler held back while the backup workers make every update; a worker lost
+// during async and during sync training with a backup.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <cstdlib>
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "actors/local_cluster.h"
-#include "actors/parameter_client_impl.h"
+#include "actors/local_cluster_fixture.h"
 #include "actors/session_factory.h"
-#include "training/csv_dataset.h"
+#include "graph/status_testing.h"
 #include "training/data_parallel.h"
+#include "training/iris_testing.h"
 
 namespace actorflow {
 namespace {
 
-std::string DataPath(const std::string& file) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  return std::string(srcdir ? srcdir : ".") + "/actorflow/examples/data/" + file;
-}
-
-class DataParallelClusterTest : public ::testing::Test {
+class DataParallelClusterTest : public LocalClusterTest {
  protected:
-  void SetUp() override {
-    auto train = LoadCsv(DataPath("iris_training.csv"));
-    ASSERT_TRUE(train.ok()) << train.status();
-    auto test = LoadCsv(DataPath("iris_test.csv"));
-    ASSERT_TRUE(test.ok()) << test.status();
-    train_ = {train->features, train->labels};
-    test_ = {test->features, test->labels};
-    auto columns = NormalizedNumericColumns(train->feature_names, train->features);
-    ASSERT_TRUE(columns.ok()) << columns.status();
-    columns_ = *columns;
-  }
+  void SetUp() override { ASSERT_OK_AND_ASSIGN(iris_, LoadIris()); }
 
   DataParallelOptions Options(UpdateMode mode, int workers, int aggregate = 0) const {
-    DataParallelOptions options;
-    options.spec.feature_columns = columns_;
-    options.spec.hidden_units = {10, 10};
-    options.spec.n_classes = 3;
-    options.seed = 3;
-    options.batch_size = 16;
-    options.epochs = 30;
-    options.ps.mode = mode;
-    options.ps.total_replicas = workers;
-    options.ps.replicas_to_aggregate = aggregate > 0 ? aggregate : workers;
-    options.ps.optimizer = "sgd";
-    options.ps.learning_rate = 0.2;
+    DataParallelOptions options = IrisDataParallelOptions(iris_, mode, workers, aggregate);
     options.session_factory = [](const Graph* graph) {
       return NewSession(graph, SessionOptions());
     };
@@ -61,22 +37,13 @@ class DataParallelClusterTest : public ::testing::Test {
 
   // A job on a fresh cluster (a ps task's shards are initialized once).
   std::unique_ptr<DataParallelJob> Job(const DataParallelOptions& options) {
-    auto cluster = LocalCluster::Start({{"ps", 1}});
-    EXPECT_TRUE(cluster.ok()) << cluster.status();
-    if (!cluster.ok()) return nullptr;
-    clusters_.push_back(std::move(*cluster));
-    const ClusterSpec spec = clusters_.back()->spec();
-    const ParameterServerOptions ps = options.ps;
-    return std::make_unique<DataParallelJob>(
-        options,
-        [spec, ps](int) { return ConnectParameterServers(spec, "ps", ps, 10000); }, train_,
-        test_);
+    LocalCluster* cluster = StartCluster({{"ps", 1}});
+    if (cluster == nullptr) return nullptr;
+    return std::make_unique<DataParallelJob>(options, PsClients(*cluster, options.ps),
+                                             iris_.train, iris_.test);
   }
 
-  LabeledData train_;
-  LabeledData test_;
-  std::vector<NumericColumn> columns_;
-  std::vector<std::unique_ptr<LocalCluster>> clusters_;
+  IrisData iris_;
 };
 
 TEST_F(DataParallelClusterTest, SyncWithTwoWorkersStepsInLockStepAndLearnsIris) {
@@ -112,32 +79,54 @@ TEST_F(DataParallelClusterTest, StaleSynchronousWithTwoWorkersLearnsIris) {
   EXPECT_GE(result->eval.accuracy, 0.9);
 }
 
-// One of 3 workers sleeps (a timed wait, not a busy loop) 10x its own step time
-// after every step; with 2 of 3 gradients aggregated per update, the run goes at
-// the pace of the two others and the straggler's late gradients are dropped.
+// With 2 of 3 gradients aggregated per update, the two other workers make every
+// update on their own while worker 2 is held back after its first step (a wait on a
+// condition, bounded; no sleep): the hold ends only once their progress reports the
+// run's last global step, so a run that needed the straggler could not get there.
+// Released, the straggler pushes once more on the values it pulled before the hold;
+// that gradient is stale and dropped, and it stops at the reached target.
 TEST_F(DataParallelClusterTest, SyncWithABackupWorkerOutrunsAStragglerAndDropsItsStaleGradients) {
   DataParallelOptions options = Options(UpdateMode::kSync, 3, /*aggregate=*/2);
-  options.epochs = 40;
-  auto baseline = Job(options)->Run();
-  ASSERT_TRUE(baseline.ok()) << baseline.status();
-  auto job = Job(options);
-  job->set_delay(2, /*delay_factor=*/10.0);
-  auto straggled = job->Run();
-  ASSERT_TRUE(straggled.ok()) << straggled.status();
+  options.epochs = 10;
+  const int64_t target = SyncTargetGlobalStep(options, 120);
+  std::unique_ptr<DataParallelJob> job = Job(options);
+  ASSERT_NE(job, nullptr);
 
-  EXPECT_EQ(straggled->stats.updates_applied, SyncTargetGlobalStep(options, 120));
-  EXPECT_GT(straggled->stats.gradients_dropped_stale, 0);
-  EXPECT_GT(straggled->workers[2].delay_seconds, 0.0);
-  EXPECT_TRUE(straggled->workers_lost.empty());
-  const double base_rate = baseline->stats.updates_applied / baseline->workers[0].seconds;
-  const double rate = straggled->stats.updates_applied / straggled->workers[0].seconds;
-  std::printf("straggler: %.0f updates/s without, %.0f with (ratio %.2f); dropped %lld of %lld\n",
-              base_rate, rate, base_rate / rate,
-              static_cast<long long>(straggled->stats.gradients_dropped_stale),
-              static_cast<long long>(straggled->workers[0].steps + straggled->workers[1].steps +
-                                     straggled->workers[2].steps));
-  RecordProperty("rate_without_straggler", std::to_string(base_rate));
-  RecordProperty("rate_with_straggler", std::to_string(rate));
+  std::mutex mu;
+  std::condition_variable progressed;
+  int64_t backups_global_step = 0;  // the highest one workers 0 and 1 reported
+  bool held = false;
+  bool outrun = false;  // the backups reached `target` while the straggler was held
+  job->set_progress([&](const WorkerProgress& p) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (p.worker != 2) {
+      backups_global_step = std::max(backups_global_step, p.global_step);
+      progressed.notify_all();
+      return;
+    }
+    if (held) return;
+    held = true;
+    outrun = progressed.wait_for(lock, std::chrono::seconds(60),
+                                 [&] { return backups_global_step >= target; });
+  });
+  auto result = job->Run();
+  ASSERT_OK(result);
+
+  EXPECT_TRUE(outrun) << "the backups stopped at global step " << backups_global_step << " of "
+                      << target << " without the straggler";
+  EXPECT_EQ(result->stats.updates_applied, target);
+  EXPECT_EQ(result->eval.global_step, target);
+  const WorkerReport& straggler = result->workers[2];
+  EXPECT_EQ(straggler.steps, 2) << "one step before the hold, one stale push after it";
+  EXPECT_EQ(straggler.dropped_stale, 1);
+  EXPECT_LE(straggler.applied, 1);
+  EXPECT_TRUE(straggler.status.ok()) << straggler.status;
+  // Every update but the one the straggler may have joined took a gradient of each
+  // backup.
+  EXPECT_GE(result->workers[0].applied, target - 1);
+  EXPECT_GE(result->workers[1].applied, target - 1);
+  EXPECT_GT(result->stats.gradients_dropped_stale, 0);
+  EXPECT_TRUE(result->workers_lost.empty());
 }
 
 TEST_F(DataParallelClusterTest, AsyncWorkerLostMidRunIsReportedAndTheOthersFinish) {

@@ -7,6 +7,7 @@
 // output and its usage errors.
 //
 // Every wait is bounded; no sleeps, no fixed ports.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -162,7 +163,7 @@ std::vector<json> RunKillingWorkerTwo(const ProcessCluster& cluster, const std::
   }
   if (children[2] == nullptr) return {};
   std::string line;
-  EXPECT_TRUE(children[2]->WaitForLine("worker 2: step", kRunTimeout, &line))
+  EXPECT_TRUE(children[2]->WaitForErrLine("worker 2: step", kRunTimeout, &line))
       << "worker 2 reported no progress; stderr: " << children[2]->err();
   children[2]->Kill(SIGKILL);
   return {Finish(children[0].get(), "worker 0"), Finish(children[1].get(), "worker 1")};
@@ -200,9 +201,7 @@ TEST(DataParallelProcessTest, AWorkerKilledDuringSyncTrainingWithABackupDoesNotS
 
 // ---- `actorflow train --cluster local:...`: the whole cluster in one process ----------
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 TEST(DataParallelCommandTest, ALocalClusterPrintsProgressPerWorkerThenTheSummary) {
   subprocess::ProcessResult r = subprocess::RunProcess(
@@ -210,9 +209,9 @@ TEST(DataParallelCommandTest, ALocalClusterPrintsProgressPerWorkerThenTheSummary
                     Data("iris_training.csv"), "--test", Data("iris_test.csv"), "--epochs", "20"});
   ASSERT_TRUE(r.started) << r.error;
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(Contains(r.out, "worker 0: step ")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "worker 1: step ")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "updates applied 40, gradients dropped as stale 0, mean staleness "
+  EXPECT_THAT(r.out, HasSubstr("worker 0: step ")) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("worker 1: step ")) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("updates applied 40, gradients dropped as stale 0, mean staleness "
                               "0.00, workers lost: none\n"))
       << r.out;
   const size_t last = r.out.rfind("test accuracy ");
@@ -248,7 +247,7 @@ TEST(DataParallelCommandTest, MoreReplicasToAggregateThanWorkersIsAUsageError) {
   ASSERT_TRUE(r.started) << r.error;
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.out, "");
-  EXPECT_TRUE(Contains(r.err, "--replicas-to-aggregate 3 is more than the 2 workers")) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--replicas-to-aggregate 3 is more than the 2 workers")) << r.err;
 }
 
 TEST(DataParallelCommandTest, BadModesAndMisplacedFlagsAreUsageErrorsNamingTheFlag) {
@@ -270,7 +269,7 @@ TEST(DataParallelCommandTest, BadModesAndMisplacedFlagsAreUsageErrorsNamingTheFl
     subprocess::ProcessResult r = subprocess::RunProcess(Actorflow(), args);
     ASSERT_TRUE(r.started) << r.error;
     EXPECT_EQ(r.exit_code, 2) << needle << ": " << r.err;
-    EXPECT_TRUE(Contains(r.err, needle)) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(needle)) << r.err;
   }
 }
 

@@ -3,6 +3,7 @@
 // worker=2), and keeps `actorflow train`'s output contract; its model directory is
 // one `actorflow predict` reads; flags of between-graph training and bad cluster
 // shapes are usage errors naming the flag.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -40,9 +41,7 @@ json RunJson(const std::vector<std::string>& args) {
   return j;
 }
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 TEST(InGraphCliTest, TrainsIrisOnTwoLocalCpusWithTrainsJsonContract) {
   json j = RunJson({"train", "--replication", "in-graph", "--steps", "300", "--json"});
@@ -91,7 +90,7 @@ TEST(InGraphCliTest, BetweenGraphFlagsABadReplicationAndABadShapeAreUsageErrors)
     const ProcessResult r = RunActorflow(args);
     EXPECT_TRUE(r.exited) << c.says;
     EXPECT_EQ(r.exit_code, 2) << c.says << ": " << r.err;
-    EXPECT_TRUE(Contains(r.err, c.says)) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.says)) << r.err;
   }
 }
 

@@ -8,6 +8,7 @@
 // it registers as worker 1, says so on stdout and waits to be killed.
 //
 // Every wait is bounded; no sleeps, no fixed ports.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -32,9 +33,7 @@ using subprocess::ProcessClusterOptions;
 constexpr int64_t kTimeoutMs = 30000;
 const char kWorkerFlag[] = "--ssp-worker";
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 std::string TmpDir() {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -181,7 +180,7 @@ TEST(ParameterServerProcessTest, AKilledPsProcessIsUnavailableNamingItsTask) {
   ASSERT_TRUE(cluster->Kill("ps", 1).ok());
   auto pulled = client->Pull(kTimeoutMs);
   EXPECT_EQ(pulled.status().code(), Code::kUnavailable) << pulled.status();
-  EXPECT_TRUE(Contains(pulled.status().message(), "/job:ps/task:1")) << pulled.status();
+  EXPECT_THAT(pulled.status().message(), HasSubstr("/job:ps/task:1")) << pulled.status();
 }
 
 TEST(ParameterServerProcessTest, APsTaskNotRunningAtStartIsUnavailableAfterTheDeadline) {
@@ -191,8 +190,8 @@ TEST(ParameterServerProcessTest, APsTaskNotRunningAtStartIsUnavailableAfterTheDe
   ASSERT_TRUE(spec.ok());
   auto client = ConnectParameterServers(*spec, "ps", Options(UpdateMode::kAsync, 1), 500);
   EXPECT_EQ(client.status().code(), Code::kUnavailable);
-  EXPECT_TRUE(Contains(client.status().message(), "/job:ps/task:1")) << client.status();
-  EXPECT_TRUE(Contains(client.status().message(), cluster->Address("ps", 1))) << client.status();
+  EXPECT_THAT(client.status().message(), HasSubstr("/job:ps/task:1")) << client.status();
+  EXPECT_THAT(client.status().message(), HasSubstr(cluster->Address("ps", 1))) << client.status();
 }
 
 // The child side of AKilledWorkerProcessStopsHoldingBackSsp.

@@ -6,21 +6,22 @@
 // started again (it continues from the shards' global step), a restore with a
 // shard unreachable, and a checkpoint of adam that restores its slots (the restored
 // shards continue bit for bit). Every wait is bounded; no sleeps.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "actors/local_cluster.h"
+#include "actors/local_cluster_fixture.h"
 #include "actors/parameter_client_impl.h"
 #include "actors/session_factory.h"
+#include "graph/status_testing.h"
+#include "graph/test_files.h"
 #include "training/checkpoint.h"
-#include "training/csv_dataset.h"
-#include "training/feature_columns.h"
+#include "training/iris_testing.h"
 #include "training/ps_checkpoint.h"
 #include "training/recovery.h"
 
@@ -29,19 +30,8 @@ namespace {
 
 constexpr int64_t kTimeoutMs = 20000;
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-std::string DataPath(const std::string& file) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  return std::string(srcdir ? srcdir : ".") + "/actorflow/examples/data/" + file;
-}
-
-std::string TmpDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir ? dir : "/tmp") + "/" + name;
-}
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
 
 // The global step never goes backwards: every one the worker saw (pulls and
 // pushes) was at least the ones before it.
@@ -52,51 +42,32 @@ void ExpectMonotone(const RecoveryReport& report) {
   }
 }
 
-class RecoveryClusterTest : public ::testing::Test {
+class RecoveryClusterTest : public LocalClusterTest {
  protected:
   void SetUp() override {
-    auto train = LoadCsv(DataPath("iris_training.csv"));
-    ASSERT_TRUE(train.ok()) << train.status();
-    auto test = LoadCsv(DataPath("iris_test.csv"));
-    ASSERT_TRUE(test.ok()) << test.status();
-    train_ = {train->features, train->labels};
-    test_ = {test->features, test->labels};
-    auto columns = NormalizedNumericColumns(train->feature_names, train->features);
-    ASSERT_TRUE(columns.ok()) << columns.status();
-    options_.spec.feature_columns = *columns;
-    options_.spec.hidden_units = {10, 10};
-    options_.spec.n_classes = 3;
-    options_.seed = 3;
-    options_.batch_size = 16;
+    ASSERT_OK_AND_ASSIGN(const IrisData iris, LoadIris());
+    train_ = iris.train;
+    test_ = iris.test;
+    options_ = IrisDataParallelOptions(iris, UpdateMode::kSync, /*workers=*/1);
     options_.epochs = 60;
-    options_.ps.mode = UpdateMode::kSync;
-    options_.ps.total_replicas = 1;
-    options_.ps.replicas_to_aggregate = 1;
-    options_.ps.optimizer = "sgd";
-    options_.ps.learning_rate = 0.2;
     options_.session_factory = [](const Graph* graph) {
       return NewSession(graph, SessionOptions());
     };
     options_.timeout_ms = kTimeoutMs;
   }
 
-  std::unique_ptr<LocalCluster> Cluster(int ps) {
-    auto cluster = LocalCluster::Start({{"ps", ps}});
-    EXPECT_TRUE(cluster.ok()) << cluster.status();
-    return cluster.ok() ? std::move(cluster).value() : nullptr;
-  }
+  // A cluster of `ps` ps tasks that lives until the test ends.
+  LocalCluster* Cluster(int ps) { return StartCluster({{"ps", ps}}); }
 
   ParameterClientFactory Factory(const LocalCluster& cluster) const {
-    const ClusterSpec spec = cluster.spec();
-    const ParameterServerOptions ps = options_.ps;
-    return [spec, ps](int) { return ConnectParameterServers(spec, "ps", ps, 2000); };
+    return PsClients(cluster, options_.ps, /*connect_timeout_ms=*/2000);
   }
 
   RecoveryOptions Recovery(const std::string& dir) const {
     RecoveryOptions r;
     r.max_restarts = 2;
     r.reconnect_timeout_ms = 10000;
-    r.checkpoint_dir = TmpDir(dir);
+    r.checkpoint_dir = TestTempPath(dir);
     r.checkpoint_every_steps = 10;
     return r;
   }
@@ -123,7 +94,7 @@ TEST_F(RecoveryClusterTest, PsStoppedMidTrainingIsRestoredFromTheLastCheckpoint)
   const double baseline = Uninterrupted();
   auto cluster = Cluster(1);
   ASSERT_TRUE(cluster);
-  LocalCluster* c = cluster.get();
+  LocalCluster* c = cluster;
   WorkerOptions worker;
   bool killed = false;
   worker.progress = [&](const WorkerProgress& p) {
@@ -140,7 +111,7 @@ TEST_F(RecoveryClusterTest, PsStoppedMidTrainingIsRestoredFromTheLastCheckpoint)
   ASSERT_EQ(report.events.size(), 1u) << report.Summary();
   const RecoveryEvent& e = report.events[0];
   EXPECT_EQ(e.failure.code(), Code::kUnavailable);
-  EXPECT_TRUE(Contains(e.failure.message(), "/job:ps")) << e.failure;
+  EXPECT_THAT(e.failure.message(), HasSubstr("/job:ps")) << e.failure;
   EXPECT_TRUE(e.restored);
   EXPECT_EQ(e.checkpoint_step, 20);
   EXPECT_EQ(e.step_at_failure, 25);
@@ -159,7 +130,7 @@ TEST_F(RecoveryClusterTest, AnAsyncWorkerPushesOnlyTheRestOfItsShareAfterARestor
   options_.ps.mode = UpdateMode::kAsync;
   auto cluster = Cluster(1);
   ASSERT_TRUE(cluster);
-  LocalCluster* c = cluster.get();
+  LocalCluster* c = cluster;
   WorkerOptions worker;
   bool killed = false;
   std::vector<int64_t> steps;  // the worker's push count at each progress report
@@ -232,7 +203,7 @@ TEST_F(RecoveryClusterTest, SyncSnapshotCutsEveryShardAtOneVersionAndRestoresIt)
                                        {"b", Tensor::FromVector<float>({1})}};
     ASSERT_TRUE((*client)->Push(*base, g, kTimeoutMs).ok());
   }
-  const std::string dir = TmpDir("cut");
+  const std::string dir = TestTempPath("cut");
   auto saved = SavePsCheckpoint(client->get(), dir, -1, kTimeoutMs);
   ASSERT_TRUE(saved.ok()) << saved.status();
   EXPECT_EQ(saved->global_step, 3);
@@ -301,7 +272,7 @@ TEST_F(RecoveryClusterTest, AdamCheckpointRestoresItsSlotsAndContinuesBitForBit)
                                 {"b", Tensor::FromVector<double>({10})}})
                   .ok());
   ASSERT_EQ(PushAll(client->get(), before).size(), before.size());
-  const std::string dir = TmpDir("adam_cut");
+  const std::string dir = TestTempPath("adam_cut");
   auto saved = SavePsCheckpoint(client->get(), dir, -1, kTimeoutMs);
   ASSERT_TRUE(saved.ok()) << saved.status();
   EXPECT_EQ(saved->global_step, 3);
@@ -348,12 +319,12 @@ TEST_F(RecoveryClusterTest, RestoreWithAShardUnreachableNamesIt) {
                                  {"b", Tensor::FromVector<float>({2})}},
                                 5, kTimeoutMs);
   EXPECT_EQ(s.code(), Code::kUnavailable) << s;
-  EXPECT_TRUE(Contains(s.message(), "/job:ps/replica:0/task:1") ||
-              Contains(s.message(), "/job:ps/task:1"))
+  EXPECT_THAT(s.message(),
+              AnyOf(HasSubstr("/job:ps/replica:0/task:1"), HasSubstr("/job:ps/task:1")))
       << s;
   auto address = cluster->spec().Address(TaskId{"ps", 1});
   ASSERT_TRUE(address.ok());
-  EXPECT_TRUE(Contains(s.message(), address->ToString())) << s;
+  EXPECT_THAT(s.message(), HasSubstr(address->ToString())) << s;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 // what the chief evaluated. The recovery times are printed.
 //
 // Every wait is bounded; no sleeps, no fixed ports.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -64,9 +65,8 @@ std::string TmpDir(const std::string& name) {
 std::string Actorflow() { return subprocess::Runfile("tools/actorflow"); }
 std::string Data(const std::string& file) { return subprocess::Runfile("examples/data/" + file); }
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -198,7 +198,7 @@ TEST(RecoveryProcessTest, AKilledChiefRestartsFromTheCheckpointAndTheShardsGloba
   ASSERT_NE(chief, nullptr);
   ASSERT_NE(other, nullptr);
   std::string line;
-  ASSERT_TRUE(chief->WaitForLine(kKillAtLine, kRunTimeout, &line))
+  ASSERT_TRUE(chief->WaitForErrLine(kKillAtLine, kRunTimeout, &line))
       << "the chief reported no progress; stderr: " << chief->err();
   chief->Kill(SIGKILL);
   const Clock::time_point killed = Clock::now();
@@ -227,7 +227,7 @@ TEST(RecoveryProcessTest, AKilledChiefRestartsFromTheCheckpointAndTheShardsGloba
   const json& events = r1.at("recovery").at("events");
   ASSERT_EQ(events.size(), 1u) << r1.dump();
   EXPECT_TRUE(events[0].at("waited_for_workers").get<bool>()) << r1.dump();
-  EXPECT_TRUE(Contains(events[0].at("failure"), "lost: worker 0")) << r1.dump();
+  EXPECT_THAT(events[0].at("failure").get<std::string>(), HasSubstr("lost: worker 0")) << r1.dump();
   EXPECT_EQ(r1.at("recovery").at("restarts"), 0);
   EXPECT_EQ(r1.at("recovery").at("steps_lost"), 0);
 
@@ -253,16 +253,17 @@ TEST(RecoveryProcessTest, AKilledPsIsRestoredFromTheLastCheckpointAndTrainingRes
   ASSERT_NE(chief, nullptr);
   ASSERT_NE(other, nullptr);
   std::string line;
-  ASSERT_TRUE(chief->WaitForLine(kKillAtLine, kRunTimeout, &line))
+  ASSERT_TRUE(chief->WaitForErrLine(kKillAtLine, kRunTimeout, &line))
       << "the chief reported no progress; stderr: " << chief->err();
   ASSERT_TRUE(cluster->Kill("ps", 0).ok());
   const Clock::time_point killed = Clock::now();
   // The workers notice (Unavailable naming the task), not hang.
-  ASSERT_TRUE(chief->WaitForLine("worker 0: lost the parameter servers", kRunTimeout, &line))
+  ASSERT_TRUE(
+      chief->WaitForErrLine("worker 0: lost the parameter servers", kRunTimeout, &line))
       << chief->out() << chief->err();
   const double noticed_seconds = SecondsSince(killed);
-  EXPECT_TRUE(Contains(line, "Unavailable")) << line;
-  EXPECT_TRUE(Contains(line, "/job:ps/task:0") || Contains(line, "/job:ps/replica:0/task:0"))
+  EXPECT_THAT(line, HasSubstr("Unavailable")) << line;
+  EXPECT_THAT(line, AnyOf(HasSubstr("/job:ps/task:0"), HasSubstr("/job:ps/replica:0/task:0")))
       << line;
   const Clock::time_point restart = Clock::now();
   ASSERT_TRUE(cluster->Restart("ps", 0).ok());
@@ -277,7 +278,7 @@ TEST(RecoveryProcessTest, AKilledPsIsRestoredFromTheLastCheckpointAndTrainingRes
   const json& events = r0.at("recovery").at("events");
   ASSERT_EQ(events.size(), 1u) << r0.dump();
   const json& e = events[0];
-  EXPECT_TRUE(Contains(e.at("failure"), "Unavailable")) << e.dump();
+  EXPECT_THAT(e.at("failure").get<std::string>(), HasSubstr("Unavailable")) << e.dump();
   EXPECT_TRUE(e.at("restored").get<bool>()) << e.dump();
   const int64_t checkpoint_step = e.at("checkpoint_step");
   const int64_t failed_at = e.at("step_at_failure");
@@ -289,7 +290,8 @@ TEST(RecoveryProcessTest, AKilledPsIsRestoredFromTheLastCheckpointAndTrainingRes
   EXPECT_EQ(r0.at("recovery").at("restarts"), 1);
   const json& other_events = r1.at("recovery").at("events");
   ASSERT_EQ(other_events.size(), 1u) << r1.dump();
-  EXPECT_TRUE(Contains(other_events[0].at("failure"), "Unavailable")) << r1.dump();
+  EXPECT_THAT(other_events[0].at("failure").get<std::string>(), HasSubstr("Unavailable"))
+      << r1.dump();
   EXPECT_FALSE(other_events[0].at("restored").get<bool>());  // only the chief restores
 
   EXPECT_NEAR(r0.at("accuracy").get<double>(), baseline, kAccuracyBound + 1e-9) << r0.dump();

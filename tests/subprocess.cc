@@ -3,10 +3,10 @@
 #include <signal.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "graph/test_files.h"
 #include "tests/child_process.h"
 
 namespace actorflow {
@@ -21,14 +21,7 @@ constexpr std::chrono::seconds kDrainAfterKill{5};
 
 }  // namespace
 
-std::string Runfile(const std::string& relative) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  const char* workspace = std::getenv("TEST_WORKSPACE");
-  std::string base = srcdir ? srcdir : ".";
-  base += "/";
-  base += workspace ? workspace : "actorflow";
-  return base + "/" + relative;
-}
+std::string Runfile(const std::string& relative) { return TestRunfile(relative); }
 
 ProcessResult RunProcess(const std::string& program, const std::vector<std::string>& args) {
   ProcessResult result;

@@ -34,7 +34,8 @@ struct ProcessResult {
 // (normally exited false, signal SIGKILL) and error says so.
 ProcessResult RunProcess(const std::string& program, const std::vector<std::string>& args);
 
-// The path of a runfile of the test: $TEST_SRCDIR/<workspace>/<relative>.
+// The path of a runfile of the test: $TEST_SRCDIR/<workspace>/<relative>
+// (TestRunfile of graph/test_files.h).
 std::string Runfile(const std::string& relative);
 
 }  // namespace subprocess

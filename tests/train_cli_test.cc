@@ -55,13 +55,15 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
-// Runs a command that must succeed and returns the JSON object on its last stdout line.
+// Runs a --json command that must succeed and returns the JSON object that is its
+// only stdout line (progress goes to stderr).
 json RunJson(const std::vector<std::string>& args) {
   const ProcessResult r = RunActorflow(args);
   EXPECT_TRUE(r.exited) << "killed by signal " << r.signal;
   EXPECT_EQ(r.exit_code, 0) << "stderr: " << r.err;
-  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.err.find("actorflow: "), std::string::npos) << "stderr: " << r.err;
   const std::vector<std::string> lines = Lines(r.out);
+  EXPECT_EQ(lines.size(), 1u) << "stdout: " << r.out;
   if (lines.empty()) {
     ADD_FAILURE() << "no output";
     return json();

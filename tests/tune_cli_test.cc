@@ -33,7 +33,7 @@ TEST(TuneCliTest, GridOnTwoLocalWorkersPrintsTableAndJson) {
                                   "lr=0.01|0.1;hidden=10,10|32", "--steps", "150", "--json"});
   ASSERT_TRUE(r.exited) << r.err;
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-  EXPECT_NE(r.out.find("best: "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("best: "), std::string::npos) << r.err;  // --json: the table on stderr
   auto j = nlohmann::json::parse(LastLine(r.out));
   ASSERT_EQ(j["results"].size(), 4u);
   std::set<std::string> tasks;

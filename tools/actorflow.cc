@@ -1,6 +1,7 @@
 // The `actorflow` command line. Each subcommand lives in tools/<name>_command.cc and
 // is listed in MakeSubcommands below; this file only dispatches.
 #include <iostream>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -37,14 +38,14 @@ int Main(int argc, char** argv) {
     // --help and --version exit 0 with CLI11's own output; any other parse error is
     // a usage error reported like every other error.
     if (e.get_exit_code() == 0) return app.exit(e);
-    return ReportError(std::cerr,
-                       InvalidArgument(std::string(e.what()) + " (run 'actorflow --help' for usage)"),
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    return ReportError(std::cerr, DescribeParseError(subcommands, args, e.what()),
                        kExitUsageError);
   }
   for (const Subcommand& sub : subcommands) {
     if (sub.app->parsed()) return sub.main();
   }
-  return ReportError(std::cerr, InvalidArgument("no subcommand given"), kExitUsageError);
+  return ReportError(std::cerr, DescribeParseError(subcommands, {}, ""), kExitUsageError);
 }
 
 }  // namespace

@@ -1,11 +1,61 @@
 #include "tools/cli_common.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <exception>
 
+#include "tools/did_you_mean.h"
+
 namespace actorflow {
 namespace cli {
+namespace {
+
+// "--epochs" for each long name of every option of `app`, --help included.
+std::vector<std::string> LongFlagNames(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+  }
+  return names;
+}
+
+}  // namespace
+
+Status DescribeParseError(const std::vector<Subcommand>& subcommands,
+                          const std::vector<std::string>& args, const std::string& cli11_message) {
+  std::vector<std::string> names;
+  std::string list;
+  for (const Subcommand& sub : subcommands) {
+    names.push_back(sub.app->get_name());
+    list += (list.empty() ? "" : ", ") + sub.app->get_name();
+  }
+  if (args.empty()) return InvalidArgument("no subcommand given: expected one of " + list);
+  const std::string& first = args[0];
+  const CLI::App* app = nullptr;
+  for (const Subcommand& sub : subcommands) {
+    if (sub.app->get_name() == first) app = sub.app;
+  }
+  if (app == nullptr) {
+    if (first.rfind("-", 0) == 0) {
+      return InvalidArgument(cli11_message + " (run 'actorflow --help' for usage)");
+    }
+    return InvalidArgument("unknown subcommand '" + first + "'" +
+                           DidYouMean(NearestNames(first, names)) + ": expected one of " + list);
+  }
+  const std::vector<std::string> flags = LongFlagNames(*app);
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") break;  // what follows is positional
+    if (arg.rfind("--", 0) != 0 || arg.size() == 2) continue;
+    const std::string flag = arg.substr(0, arg.find('='));
+    if (std::find(flags.begin(), flags.end(), flag) != flags.end()) continue;
+    return InvalidArgument(first + ": unknown flag " + flag +
+                           DidYouMean(NearestNames(flag, flags, 1), "") + "; run 'actorflow " +
+                           first + " --help' for the flags");
+  }
+  return InvalidArgument(cli11_message + " (run 'actorflow " + first + " --help' for usage)");
+}
 
 std::string ResolveUserPath(const std::string& path) {
   if (path.empty() || path[0] == '/') return path;

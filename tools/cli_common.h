@@ -21,6 +21,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -41,6 +42,17 @@ struct Subcommand {
   CLI::App* app = nullptr;
   std::function<int()> main;
 };
+
+// The usage error for a command line that CLI11 could not parse (`cli11_message` is
+// its exception's what()), phrased for the user. `args` is argv without the program
+// name. Names the culprit and proposes the nearest valid name (tools/did_you_mean.h):
+// - no subcommand, or an unknown one: "unknown subcommand 'trian' (did you mean
+//   'train'?): expected one of run, server, train, predict, tune";
+// - an unknown flag of a known subcommand: "train: unknown flag --epoch (did you mean
+//   --epochs?); run 'actorflow train --help' for the flags";
+// - anything else: CLI11's message and where to find the usage.
+Status DescribeParseError(const std::vector<Subcommand>& subcommands,
+                          const std::vector<std::string>& args, const std::string& cli11_message);
 
 // Resolves a path given on the command line. A relative path is taken relative to
 // $BUILD_WORKING_DIRECTORY when that is set (`bazel run` changes the working

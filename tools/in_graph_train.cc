@@ -1,7 +1,5 @@
 #include "tools/in_graph_train.h"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <functional>
 #include <iostream>
@@ -83,7 +81,7 @@ StatusOr<Placement> PlaceReplicas(const std::string& cluster) {
 }
 
 Status Train(const TrainCommandOptions& o, const std::string& cluster, std::ostream& out,
-             bool interactive) {
+             std::ostream& progress, bool interactive) {
   AF_ASSIGN_OR_RETURN(TrainingData data, LoadTrainingData(o));
   AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, o.classes));
   AF_ASSIGN_OR_RETURN(Placement placement, PlaceReplicas(cluster));
@@ -96,7 +94,7 @@ Status Train(const TrainCommandOptions& o, const std::string& cluster, std::ostr
   if (session.target.empty()) session.device_count = {{"CPU", static_cast<int>(towers)}};
   options.model.session_factory = SessionFactoryFor(session);
   options.replication = placement.replication;
-  out << "in-graph replication: " << placement.description << "\n";
+  progress << "in-graph replication: " << placement.description << "\n";
 
   const auto start = std::chrono::steady_clock::now();
   AF_ASSIGN_OR_RETURN(std::unique_ptr<InGraphClassifier> classifier,
@@ -104,7 +102,7 @@ Status Train(const TrainCommandOptions& o, const std::string& cluster, std::ostr
   // One step trains a batch on every tower.
   const int64_t rows = data.train.labels.NumElements();
   const int64_t step_rows = o.batch * towers;
-  ProgressBar bar(out, PlannedTrainSteps(o, rows, step_rows), interactive);
+  ProgressBar bar(progress, PlannedTrainSteps(o, rows, step_rows), interactive);
   StatusOr<TrainResult> trained =
       classifier->Train(TrainingInput(data.train, step_rows, o.seed, o.epochs), MaxTrainSteps(o),
                         [&bar](const TrainProgress& p) { bar.Update(p.step, p.loss); });
@@ -126,9 +124,10 @@ Status Train(const TrainCommandOptions& o, const std::string& cluster, std::ostr
 
 int InGraphTrainCommand(const TrainCommandOptions& options, const std::string& cluster,
                         std::ostream& out, std::ostream& err, bool interactive) {
+  std::ostream& progress = options.json ? err : out;  // stdout: the result alone
   return RunChecked(
       out, err, [&]() { return CheckModelAndTrainingFlags(options); },
-      [&]() { return Train(options, cluster, out, interactive); },
+      [&]() { return Train(options, cluster, out, progress, interactive); },
       // The cluster's shape is judged only once the cluster is placed.
       [](const Status& status) {
         return status.code() == Code::kInvalidArgument && status.message().rfind("--", 0) == 0
@@ -173,7 +172,7 @@ Subcommand WithReplicationFlag(Subcommand train, std::shared_ptr<const TrainComm
       cluster = cluster_flag->results().back();
     }
     return InGraphTrainCommand(*options, cluster, std::cout, std::cerr,
-                               isatty(STDOUT_FILENO) != 0);
+                               ProgressIsInteractive(*options));
   };
   return train;
 }

@@ -18,9 +18,10 @@
 // - --replication between-graph (the default) is plain `actorflow train`, with or
 //   without --cluster. --mode, --replicas-to-aggregate, --job and --task select
 //   between-graph training and are usage errors with in-graph.
-// - Output is `actorflow train`'s: progress, then `test accuracy ...` or, with --json,
-//   one JSON object with "accuracy", "loss", "global_step", "seconds" (building,
-//   training and evaluation), "steps", "train_loss", "examples", "classes",
+// - Output is `actorflow train`'s: progress (on stderr under --json), then `test
+//   accuracy ...` or, with --json, stdout's only line: one JSON object with
+//   "accuracy", "loss", "global_step", "seconds" (building, training and
+//   evaluation), "steps", "train_loss", "examples", "classes",
 //   "replication": "in-graph", "towers" and "ps_tasks". --checkpoint-dir works as in
 //   `actorflow train` (the directory is a DNNClassifier model directory).
 //
@@ -40,7 +41,8 @@ namespace actorflow {
 namespace cli {
 
 // Runs in-graph training with the train flags in `options` on `cluster` (the
-// --cluster value; empty: local CPU devices). Returns the exit code. Never throws.
+// --cluster value; empty: local CPU devices); streams as TrainCommand's. Returns the
+// exit code. Never throws.
 int InGraphTrainCommand(const TrainCommandOptions& options, const std::string& cluster,
                         std::ostream& out, std::ostream& err, bool interactive);
 

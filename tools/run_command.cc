@@ -14,6 +14,7 @@
 #include "actors/session_factory.h"
 #include "kernels/chrome_trace.h"
 #include "kernels/session.h"
+#include "tools/did_you_mean.h"
 
 namespace actorflow {
 namespace cli {
@@ -54,6 +55,50 @@ Status CheckFetchesAndTargets(const RunCommandOptions& options) {
   return ParseDeviceCounts(options.devices).status();
 }
 
+// The graph's node names, for "did you mean" proposals.
+std::vector<std::string> NodeNames(const Graph& graph) {
+  std::vector<std::string> names;
+  for (int id = 0; id < graph.num_nodes(); ++id) {
+    if (const Node* node = graph.node(id)) names.push_back(node->name());
+  }
+  return names;
+}
+
+// The node `name` ("node" or "node:k") refers to; when there is none, a Status with
+// `code` (NotFound for what the session would look up, InvalidArgument for a feed)
+// starting with `what` (e.g. "--fetch 'lossx'") that proposes near node names.
+StatusOr<const Node*> FindNamedNode(const Graph& graph, const std::string& name,
+                                    const std::string& what, Code code = Code::kNotFound) {
+  auto parsed = ParseTensorName(name);
+  if (!parsed.ok()) return parsed.status().WithContext(what);
+  const Node* node = graph.FindNode(parsed->first);
+  if (node == nullptr) {
+    return Status(code, what + ": the graph has no node named '" + parsed->first + "'" +
+                            DidYouMean(NearestNames(parsed->first, NodeNames(graph))));
+  }
+  return node;
+}
+
+// The --fetch names split into the tensors to fetch and the nodes to run as targets:
+// a plain node name ("train", not "train:0") of a node without outputs (a NoOp, a
+// group of updates) is run, since it has nothing to fetch.
+struct FetchPlan {
+  std::vector<std::string> tensors;
+  std::vector<std::string> targets;
+  std::vector<bool> is_target;  // per --fetch name
+};
+
+StatusOr<FetchPlan> PlanFetches(const Graph& graph, const std::vector<std::string>& fetches) {
+  FetchPlan plan;
+  for (const std::string& fetch : fetches) {
+    AF_ASSIGN_OR_RETURN(const Node* node, FindNamedNode(graph, fetch, "--fetch '" + fetch + "'"));
+    const bool target = node->num_outputs() == 0 && fetch == node->name();
+    plan.is_target.push_back(target);
+    (target ? plan.targets : plan.tensors).push_back(fetch);
+  }
+  return plan;
+}
+
 // Converts the feeds to tensors of the fed outputs' dtypes, checked against their
 // inferred shapes. "x" and "x:0" name the same tensor; feeding it twice is an error.
 StatusOr<FeedList> BuildFeeds(const Graph& graph, const std::vector<FeedArg>& args) {
@@ -62,12 +107,9 @@ StatusOr<FeedList> BuildFeeds(const Graph& graph, const std::vector<FeedArg>& ar
   for (const FeedArg& arg : args) {
     auto parsed = ParseTensorName(arg.name);
     if (!parsed.ok()) return parsed.status().WithContext("--feed");
-    const auto& [node_name, index] = *parsed;
-    const Node* node = graph.FindNode(node_name);
-    if (node == nullptr) {
-      return InvalidArgument("feed '" + arg.name + "': the graph has no node named '" +
-                             node_name + "'");
-    }
+    const int index = parsed->second;
+    AF_ASSIGN_OR_RETURN(const Node* node, FindNamedNode(graph, arg.name, "feed '" + arg.name + "'",
+                                                        Code::kInvalidArgument));
     if (index >= node->num_outputs()) {
       return InvalidArgument("feed '" + arg.name + "': " + node->Describe() + " has " +
                              std::to_string(node->num_outputs()) + " output(s)");
@@ -134,6 +176,14 @@ Status LoadAndRun(const RunCommandOptions& options, const std::vector<FeedArg>& 
   AF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph,
                       LoadGraphFile(ResolveUserPath(options.graph_path)));
   AF_ASSIGN_OR_RETURN(FeedList feeds, BuildFeeds(*graph, feed_args));
+  // Any node may run first: a target is a node, so "init:0" means the node "init".
+  std::vector<std::string> before;
+  for (const std::string& target : options.before) {
+    AF_ASSIGN_OR_RETURN(const Node* node,
+                        FindNamedNode(*graph, target, "--before '" + target + "'"));
+    before.push_back(node->name());
+  }
+  AF_ASSIGN_OR_RETURN(FetchPlan plan, PlanFetches(*graph, options.fetches));
 
   SessionOptions session_options;
   session_options.target = options.target;
@@ -145,10 +195,10 @@ Status LoadAndRun(const RunCommandOptions& options, const std::vector<FeedArg>& 
   RunOptions run_options;
   run_options.timeout_in_ms = options.timeout_ms;
 
-  for (const std::string& target : options.before) {
+  for (size_t i = 0; i < before.size(); ++i) {
     std::vector<Tensor> unused;
-    Status s = session->Run(run_options, feeds, {}, {target}, &unused, nullptr);
-    if (!s.ok()) return s.WithContext("--before step '" + target + "'");
+    Status s = session->Run(run_options, feeds, {}, {before[i]}, &unused, nullptr);
+    if (!s.ok()) return s.WithContext("--before step '" + options.before[i] + "'");
   }
 
   std::vector<Tensor> outputs;
@@ -156,28 +206,36 @@ Status LoadAndRun(const RunCommandOptions& options, const std::vector<FeedArg>& 
   RunOptions fetch_options = run_options;
   if (!options.trace_path.empty()) fetch_options.trace_level = RunOptions::TraceLevel::kFullTrace;
   AF_RETURN_IF_ERROR(
-      session->Run(fetch_options, feeds, options.fetches, {}, &outputs, &metadata));
+      session->Run(fetch_options, feeds, plan.tensors, plan.targets, &outputs, &metadata));
   if (!options.trace_path.empty()) {
     AF_RETURN_IF_ERROR(WriteChromeTrace(metadata, ResolveUserPath(options.trace_path)));
   }
   AF_RETURN_IF_ERROR(session->Close());
-  if (outputs.size() != options.fetches.size()) {
+  if (outputs.size() != plan.tensors.size()) {
     return Internal("the session returned " + std::to_string(outputs.size()) +
-                    " tensor(s) for " + std::to_string(options.fetches.size()) + " fetch(es)");
+                    " tensor(s) for " + std::to_string(plan.tensors.size()) + " fetch(es)");
   }
 
+  size_t next_output = 0;
   if (options.json) {
-    // Ordered as documented: "fetches" then "executed"; tensors as dtype, shape, data.
+    // Ordered as documented: "fetches" then "executed"; tensors as dtype, shape, data;
+    // a node run as a target (it has no outputs) as null.
     nlohmann::ordered_json result;
     result["fetches"] = nlohmann::ordered_json::object();
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      result["fetches"][options.fetches[i]] = TensorToOrderedJson(outputs[i]);
+    for (size_t i = 0; i < options.fetches.size(); ++i) {
+      result["fetches"][options.fetches[i]] =
+          plan.is_target[i] ? nlohmann::ordered_json(nullptr)
+                            : TensorToOrderedJson(outputs[next_output++]);
     }
     result["executed"] = metadata.executed_nodes;
     out << result.dump() << "\n";
   } else {
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      out << options.fetches[i] << " = " << FormatTensorLine(outputs[i]) << "\n";
+    for (size_t i = 0; i < options.fetches.size(); ++i) {
+      if (plan.is_target[i]) {
+        out << options.fetches[i] << ": ran (no outputs)\n";
+      } else {
+        out << options.fetches[i] << " = " << FormatTensorLine(outputs[next_output++]) << "\n";
+      }
     }
   }
   out.flush();

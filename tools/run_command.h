@@ -11,7 +11,13 @@
 //   placement options, --trace writes the fetch step's Chrome trace (one track per
 //   device), --target runs on a remote master instead of in this process.
 // - Each `--before TARGET` runs as its own step (targets = {TARGET}), in the order
-//   given, before the fetch step: that is how variables get initialized.
+//   given, before the fetch step: that is how variables get initialized. TARGET is
+//   any node, with or without outputs ("init:0" means the node "init").
+// - A --fetch NAME that is a node without outputs (a NoOp, a group of updates) and is
+//   given without ":k" runs as a target of the fetch step, since it has nothing to
+//   fetch: it prints `NAME: ran (no outputs)`, and null in the JSON "fetches".
+// - A --fetch, --before or --feed name that is no node of the graph is an error that
+//   proposes the near node names ("did you mean 'loss'?").
 // - A feed's JSON is a number or nested lists; numbers convert to the fed output's
 //   dtype, and the value's shape must be one the output's inferred shape admits.
 //   NAME is "node" or "node:k"; any node's output may be fed, not only placeholders.
@@ -19,8 +25,8 @@
 //   exactly one line of compact JSON:
 //     {"fetches": {"NAME": {"dtype": ..., "shape": [...], "data": [...]}},
 //      "executed": ["node", ...]}
-//   where NAME is the fetch as given and "executed" lists the nodes the fetch step
-//   ran (RunMetadata::executed_nodes).
+//   where NAME is the fetch as given (its value null for a node run as a target) and
+//   "executed" lists the nodes the fetch step ran (RunMetadata::executed_nodes).
 // - `--timeout-ms N` (default 30000) is every step's RunOptions::timeout_in_ms.
 //
 // Errors are reported as one line `actorflow: <Status>` naming the culprit; see
@@ -42,11 +48,12 @@ namespace cli {
 struct RunCommandOptions {
   // The graph JSON file; relative paths go through ResolveUserPath.
   std::string graph_path;
-  // Tensor names to fetch ("node" or "node:k"), in output order. At least one.
+  // Tensor names to fetch ("node" or "node:k"), in output order; a node without
+  // outputs runs as a target. At least one.
   std::vector<std::string> fetches;
   // "NAME=JSON" as written on the command line.
   std::vector<std::string> feeds;
-  // Targets run one step each, in order, before the fetch step.
+  // Nodes run one step each, in order, before the fetch step.
   std::vector<std::string> before;
   // Print one line of JSON instead of the human-readable lines.
   bool json = false;

@@ -64,8 +64,14 @@ int ServeUntilSignalled(const ServerCommandOptions& o) {
 
 Subcommand AddServerSubcommand(CLI::App* parent) {
   auto options = std::make_shared<ServerCommandOptions>();
-  CLI::App* app = parent->add_subcommand("server", "Run one task of a cluster");
-  app->add_option("--cluster", options->cluster_path, "Cluster spec JSON file");
+  CLI::App* app = parent->add_subcommand(
+      "server", "Run one task of a cluster (from --cluster/--job/--task, or from TF_CONFIG)");
+  app->add_option("--cluster", options->cluster_path,
+                  "Cluster spec JSON file (without it: the TF_CONFIG environment variable)");
+  app->footer(
+      "Without --cluster, the cluster and this task come from TF_CONFIG, e.g.\n"
+      "  TF_CONFIG='{\"cluster\": {\"ps\": [\"127.0.0.1:2222\"], \"worker\": "
+      "[\"127.0.0.1:2223\"]}, \"task\": {\"type\": \"ps\", \"index\": 0}}' actorflow server\n");
   app->add_option("--job", options->job, "This task's job");
   app->add_option("--task", options->task, "This task's index in its job");
   app->add_option("--devices", options->devices, "Devices of this task: cpu=N");

@@ -21,7 +21,7 @@ Status ResetTask(const std::string& target, const std::vector<std::string>& cont
   cfg.set("logger.console", caf::atom("none"));
   RegisterMessageTypes(cfg);
   caf::actor_system system{cfg};
-  AF_ASSIGN_OR_RETURN(caf::actor front,
+  AF_ASSIGN_OR_RETURN(FrontActor front,
                       ConnectToServer(system, host, port, std::chrono::milliseconds(timeout_ms), target));
   caf::scoped_actor self{system};
   Status status;

@@ -172,6 +172,31 @@ int64_t Epochs(const TrainCommandOptions& options, int64_t rows) {
 
 }  // namespace
 
+std::string StepsRescaledLine(const TrainCommandOptions& options, const DataParallelOptions& dp,
+                              int64_t rows) {
+  if (options.epochs > 0) return "";
+  const int64_t per_worker = PlannedStepsPerWorker(dp, rows);
+  if (per_worker == options.steps) return "";
+  return "--steps " + std::to_string(options.steps) + " of --batch " +
+         std::to_string(options.batch) + " on " + std::to_string(rows) + " rows is " +
+         std::to_string(dp.epochs) + " epoch(s) shared by " +
+         std::to_string(dp.ps.total_replicas) + " worker(s): " + std::to_string(per_worker) +
+         " steps per worker (--epochs N sets the passes directly)";
+}
+
+namespace {
+
+// Prints StepsRescaledLine when --steps was rescaled.
+void ReportRescaledSteps(const TrainCommandOptions& options, const DataParallelOptions& dp,
+                         int64_t rows, std::ostream& progress) {
+  const std::string line = StepsRescaledLine(options, dp, rows);
+  if (line.empty()) return;
+  progress << line << "\n";
+  progress.flush();
+}
+
+}  // namespace
+
 Status CheckClusterFlags(const TrainCommandOptions& options) {
   if (options.cluster.empty()) {
     if (options.task >= 0 || options.replicas_to_aggregate != 0 || options.mode != "sync" ||
@@ -230,7 +255,8 @@ Status CheckClusterFlags(const TrainCommandOptions& options) {
 }
 
 Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
-                      const LabeledData& train, const LabeledData& test, std::ostream& out) {
+                      const LabeledData& train, const LabeledData& test, std::ostream& out,
+                      std::ostream& progress) {
   DataParallelOptions dp;
   dp.spec = spec;
   dp.seed = options.seed;
@@ -244,7 +270,7 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   SessionOptions session_options;  // target "": the actor runtime, per worker
   AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
   dp.session_factory = SessionFactoryFor(session_options);
-  ProgressPrinter printer(out);
+  ProgressPrinter printer(progress);
 
   ClusterSpec cluster;
   std::unique_ptr<LocalCluster> local;
@@ -280,6 +306,7 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
                            std::to_string(workers) + " workers of job " + options.job);
   }
   AF_RETURN_IF_ERROR(ValidateDataParallelOptions(dp));
+  ReportRescaledSteps(options, dp, train.features.dim(0), progress);
   const ParameterServerOptions ps = dp.ps;
   const int64_t timeout = dp.timeout_ms;
 
@@ -309,9 +336,9 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
     dp.model_dir.clear();
   }
   const int task = options.task;
-  recovery.log = [&out, task](const std::string& line) {
-    out << "worker " << task << ": " << line << "\n";
-    out.flush();
+  recovery.log = [&progress, task](const std::string& line) {
+    progress << "worker " << task << ": " << line << "\n";
+    progress.flush();
   };
   const int64_t connect_timeout = std::min(timeout, recovery.reconnect_timeout_ms);
   RecoverySupervisor supervisor(

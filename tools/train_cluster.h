@@ -20,11 +20,13 @@
 // - Each worker computes its gradients in its own in-process session (the actor
 //   runtime; --devices as for `actorflow train`).
 // - An epoch is one pass over the training set by all workers together; --epochs N,
-//   or, without it, the passes that --steps batches of --batch rows make.
-// - Progress: one line per worker every ~10% of its steps. The end: one line per
+//   or, without it, the passes that --steps batches of --batch rows make (a
+//   progress line says so, with the steps each worker then runs).
+// - Progress (on stderr under --json, with the recovery lines below): one line per
+//   worker every ~10% of its steps. The end: one line per
 //   worker, one with the updates applied, the gradients dropped as stale, the mean
-//   staleness and the workers lost, then the test accuracy line; with --json the
-//   last line is one JSON object with "accuracy", "loss", "global_step", "seconds",
+//   staleness and the workers lost, then the test accuracy line; with --json
+//   stdout's only line is one JSON object with "accuracy", "loss", "global_step", "seconds",
 //   "updates_applied", "dropped_stale", "mean_staleness" and "workers_lost".
 // - Worker 0 (the chief) initializes the variables and, with --checkpoint-dir, writes
 //   the checkpoint that `actorflow predict` reads.
@@ -45,7 +47,9 @@
 #ifndef ACTORFLOW_TOOLS_TRAIN_CLUSTER_H_
 #define ACTORFLOW_TOOLS_TRAIN_CLUSTER_H_
 
+#include <cstdint>
 #include <ostream>
+#include <string>
 
 #include "graph/status.h"
 #include "tools/train_command.h"
@@ -63,9 +67,19 @@ namespace cli {
 // cluster flags given without --cluster.
 Status CheckClusterFlags(const TrainCommandOptions& options);
 
-// Runs the cluster mode on loaded data; writes progress and the result to `out`.
+// Runs the cluster mode on loaded data; writes the result to `out`, progress (and
+// the recovery supervisor's lines) to `progress`.
 Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
-                      const LabeledData& train, const LabeledData& test, std::ostream& out);
+                      const LabeledData& train, const LabeledData& test, std::ostream& out,
+                      std::ostream& progress);
+
+// Without --epochs, --steps becomes dp.epochs passes over the `rows` training rows
+// shared by the workers: the line that says so and how many steps each worker then
+// runs, e.g. "--steps 1000 of --batch 32 on 120 rows is 267 epoch(s) shared by 2
+// worker(s): 534 steps per worker (--epochs N sets the passes directly)". "" under
+// --epochs or when each worker runs exactly --steps steps.
+std::string StepsRescaledLine(const TrainCommandOptions& options, const DataParallelOptions& dp,
+                              int64_t rows);
 
 }  // namespace cli
 }  // namespace actorflow

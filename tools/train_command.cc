@@ -27,14 +27,16 @@ Status CheckFlags(const TrainCommandOptions& options) {
   return CheckClusterFlags(options);
 }
 
-Status Train(const TrainCommandOptions& options, std::ostream& out, bool interactive) {
+// The result goes to `out`, progress to `progress` (a bar when `interactive`).
+Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream& progress,
+             bool interactive) {
   AF_ASSIGN_OR_RETURN(TrainingData data, LoadTrainingData(options));
   AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, options.classes));
   AF_ASSIGN_OR_RETURN(DNNClassifierOptions model,
                       ClassifierOptionsFromFlags(options, data, classes));
   if (!options.cluster.empty()) {
     return TrainOnCluster(options, ModelSpecOf(model), {data.train.features, data.train.labels},
-                          {data.test.features, data.test.labels}, out);
+                          {data.test.features, data.test.labels}, out, progress);
   }
   SessionOptions session_options;  // target "": the actor runtime
   // With a GPU, nodes without a requested device default to /gpu:0.
@@ -46,7 +48,7 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, bool interac
                       DNNClassifier::Create(std::move(model)));
 
   const int64_t rows = data.train.labels.NumElements();
-  ProgressBar bar(out, PlannedTrainSteps(options, rows, options.batch), interactive);
+  ProgressBar bar(progress, PlannedTrainSteps(options, rows, options.batch), interactive);
   StatusOr<TrainResult> trained = classifier->Train(
       TrainingInput(data.train, options.batch, options.seed, options.epochs),
       MaxTrainSteps(options), [&bar](const TrainProgress& p) { bar.Update(p.step, p.loss); });
@@ -63,10 +65,16 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, bool interac
 
 }  // namespace
 
+bool ProgressIsInteractive(const TrainCommandOptions& options) {
+  return isatty(options.json ? STDERR_FILENO : STDOUT_FILENO) != 0;
+}
+
 int TrainCommand(const TrainCommandOptions& options, std::ostream& out, std::ostream& err,
                  bool interactive) {
+  // Under --json stdout holds the result line alone.
+  std::ostream& progress = options.json ? err : out;
   return RunChecked(out, err, [&]() { return CheckFlags(options); },
-                    [&]() { return Train(options, out, interactive); });
+                    [&]() { return Train(options, out, progress, interactive); });
 }
 
 Subcommand AddTrainSubcommand(CLI::App* parent) {
@@ -102,7 +110,7 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
   // --replication in-graph runs tools/in_graph_train.h instead.
   return WithReplicationFlag(Subcommand{app, [options]() {
                                return TrainCommand(*options, std::cout, std::cerr,
-                                                   isatty(STDOUT_FILENO) != 0);
+                                                   ProgressIsInteractive(*options));
                              }},
                              options);
 }

@@ -28,10 +28,11 @@
 // - --checkpoint-dir DIR saves a checkpoint and model.json there at the end (and
 //   resumes from DIR's latest checkpoint when it has one); `actorflow predict
 //   --checkpoint-dir DIR` needs nothing else.
-// - Progress goes to stdout: a bar redrawn in place on a terminal, else a line every
-//   ~10% of the steps. The result is the last line of stdout: `test accuracy ...`, or
-//   with --json one JSON object with at least "accuracy", "loss" (the mean test
-//   cross-entropy), "global_step" and "seconds" (training and evaluation wall time).
+// - Progress goes to stdout, or to stderr under --json: a bar redrawn in place on a
+//   terminal, else a line every ~10% of the steps. The result is the last line of
+//   stdout: `test accuracy ...`; with --json stdout is exactly one line, a JSON
+//   object with at least "accuracy", "loss" (the mean test cross-entropy),
+//   "global_step" and "seconds" (training and evaluation wall time).
 // - `--timeout-ms N` (default 30000) is every step's RunOptions::timeout_in_ms.
 //
 // Errors are one line `actorflow: <Status>` on stderr naming the culprit (the CSV
@@ -90,14 +91,18 @@ struct TrainCommandOptions {
   int64_t checkpoint_every = 0;
 };
 
-// Runs the command: progress and results go to `out` (a bar when `interactive`),
-// an error line to `err`. Returns the exit code. Never throws.
+// Runs the command: the result goes to `out`, progress to `out` too or, under
+// --json, to `err` (a bar when `interactive`), an error line to `err`. Returns the
+// exit code. Never throws.
 int TrainCommand(const TrainCommandOptions& options, std::ostream& out, std::ostream& err,
                  bool interactive);
 
 // Declares `train` on `parent`; the returned main runs TrainCommand on std::cout /
-// std::cerr, with a progress bar when stdout is a terminal.
+// std::cerr, with a progress bar when the progress stream is a terminal.
 Subcommand AddTrainSubcommand(CLI::App* parent);
+
+// Whether the stream progress goes to (stdout, or stderr under --json) is a terminal.
+bool ProgressIsInteractive(const TrainCommandOptions& options);
 
 }  // namespace cli
 }  // namespace actorflow

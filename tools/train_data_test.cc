@@ -2,6 +2,7 @@
 // checks that name a file and line, the number of classes, and the input functions.
 #include "tools/train_data.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -13,9 +14,7 @@ namespace actorflow {
 namespace cli {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 std::string WriteFile(const std::string& name, const std::string& contents) {
   const char* tmp = std::getenv("TEST_TMPDIR");
@@ -34,7 +33,7 @@ TrainCommandOptions Files(const std::string& train, const std::string& test) {
 TEST(LoadTrainingDataTest, WithoutFilesLoadsTheBundledIrisSplit) {
   auto data = LoadTrainingData(TrainCommandOptions());
   ASSERT_TRUE(data.ok()) << data.status();
-  EXPECT_TRUE(Contains(data->train_path, "iris_training.csv"));
+  EXPECT_THAT(data->train_path, HasSubstr("iris_training.csv"));
   EXPECT_EQ(data->train.features.dim(0), 120);
   EXPECT_EQ(data->test.features.dim(0), 30);
   EXPECT_EQ(data->train.feature_names.size(), 4u);
@@ -58,7 +57,7 @@ TEST(LoadTrainingDataTest, TestFileWithOtherFeaturesNamesTheFirstDifferentColumn
   const std::string test = WriteFile("features_test.csv", "a,c,label\n1,2,0\n");
   auto data = LoadTrainingData(Files(train, test));
   ASSERT_FALSE(data.ok());
-  EXPECT_TRUE(Contains(data.status().message(), "at column 2 ('c' instead of 'b')"))
+  EXPECT_THAT(data.status().message(), HasSubstr("at column 2 ('c' instead of 'b')"))
       << data.status();
 }
 
@@ -67,7 +66,7 @@ TEST(LoadTrainingDataTest, ATrainingFileWithoutRowsIsNamed) {
   const std::string test = WriteFile("some_rows.csv", "a,b,label\n1,2,0\n");
   auto data = LoadTrainingData(Files(empty, test));
   ASSERT_FALSE(data.ok());
-  EXPECT_TRUE(Contains(data.status().message(), empty + ": no data rows")) << data.status();
+  EXPECT_THAT(data.status().message(), HasSubstr(empty + ": no data rows")) << data.status();
 }
 
 TEST(ResolveClassesTest, DefaultsToTheLargestTrainingLabelPlusOneAndAtLeastTwo) {
@@ -89,12 +88,12 @@ TEST(ResolveClassesTest, ALabelOutsideTheClassesNamesItsFileLineAndWhy) {
   ASSERT_TRUE(data.ok()) << data.status();
   auto inferred = ResolveClasses(*data, 0);
   ASSERT_FALSE(inferred.ok());
-  EXPECT_TRUE(Contains(inferred.status().message(), test + ":4: label 4 is outside [0, 2)"))
+  EXPECT_THAT(inferred.status().message(), HasSubstr(test + ":4: label 4 is outside [0, 2)"))
       << inferred.status();
-  EXPECT_TRUE(Contains(inferred.status().message(), "set --classes")) << inferred.status();
+  EXPECT_THAT(inferred.status().message(), HasSubstr("set --classes")) << inferred.status();
   auto given = ResolveClasses(*data, 3);
   ASSERT_FALSE(given.ok());
-  EXPECT_TRUE(Contains(given.status().message(), "(--classes 3)")) << given.status();
+  EXPECT_THAT(given.status().message(), HasSubstr("(--classes 3)")) << given.status();
 }
 
 TEST(TrainingInputTest, BatchesEveryRowOncePerPassForTheGivenEpochs) {

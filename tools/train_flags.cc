@@ -20,7 +20,7 @@ void AddModelAndDataFlags(CLI::App* app, TrainCommandOptions* options) {
   app->add_option("--hidden", options->hidden, "Hidden layer sizes, e.g. 10,10")
       ->capture_default_str();
   app->add_option("--classes", options->classes, "Number of classes (default: max label + 1)");
-  app->add_option("--optimizer", options->optimizer, "sgd, momentum, adam or adagrad")
+  app->add_option("--optimizer", options->optimizer, ValidOptimizerNames())
       ->capture_default_str();
   app->add_option("--lr", options->learning_rate, "Learning rate")->capture_default_str();
   app->add_option("--batch", options->batch, "Batch size")->capture_default_str();

@@ -2,6 +2,7 @@
 // (each error names its flag), the classifier they describe, and the result lines.
 #include "tools/train_flags.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -13,9 +14,7 @@ namespace actorflow {
 namespace cli {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 std::string MessageOf(const Status& status) { return status.message(); }
 
@@ -31,7 +30,7 @@ TEST(ParseHiddenUnitsTest, ErrorsStartWithTheNameTheTextCameFrom) {
   EXPECT_EQ(MessageOf(ParseHiddenUnits("").status()).rfind("--hidden '':", 0), 0u);
   const std::string zero = MessageOf(ParseHiddenUnits("10,0").status());
   EXPECT_EQ(zero.rfind("--hidden: ", 0), 0u) << zero;
-  EXPECT_TRUE(Contains(zero, "layer 2")) << zero;
+  EXPECT_THAT(zero, HasSubstr("layer 2")) << zero;
   const std::string grid = MessageOf(ParseHiddenUnits("8,", "grid parameter hidden").status());
   EXPECT_EQ(grid.rfind("grid parameter hidden '8,':", 0), 0u) << grid;
 }
@@ -60,7 +59,7 @@ TEST(CheckModelAndTrainingFlagsTest, EachBadValueNamesItsFlag) {
     c.set(&options);
     Status status = CheckModelAndTrainingFlags(options);
     EXPECT_EQ(status.code(), Code::kInvalidArgument) << c.says;
-    EXPECT_TRUE(Contains(status.message(), c.says)) << status;
+    EXPECT_THAT(status.message(), HasSubstr(c.says)) << status;
   }
 }
 

@@ -242,14 +242,17 @@ std::string TuneReportJson(const TuneReport& report) {
 }
 
 int TuneCommand(const TuneCommandOptions& options, std::ostream& out, std::ostream& err) {
+  // Under --json stdout holds the JSON line alone; the lines and table go to stderr.
+  std::ostream& text = options.json ? err : out;
   return CatchExceptions(err, [&]() {
-    StatusOr<TuneReport> report = RunTune(options, &out);
+    StatusOr<TuneReport> report = RunTune(options, &text);
     if (!report.ok()) {
       return ReportError(err, report.status(),
                          report.status().code() == Code::kInvalidArgument ? kExitUsageError
                                                                           : kExitRuntimeError);
     }
-    PrintTuneTable(*report, out);
+    PrintTuneTable(*report, text);
+    text.flush();
     if (options.json) out << TuneReportJson(*report) << "\n";
     out.flush();
     for (const TrialResult& r : report->results) {

@@ -17,9 +17,10 @@
 //   configuration; data and model default to train's (Iris, a DNN [10, 10]).
 // - Output: a line per finished configuration, then a table of all of them (one row
 //   each: its parameters, test accuracy, seconds and task) and the best
-//   configuration (the most accurate; the first on ties). With --json the last line
-//   is {"results": [{"params": {"lr": "0.01", ...}, "accuracy": 0.97, "seconds": 1.2,
-//   "task": "/job:worker/task:0"}, ...], "best": {...}}.
+//   configuration (the most accurate; the first on ties). With --json those go to
+//   stderr and stdout is exactly one line, {"results": [{"params": {"lr": "0.01",
+//   ...}, "accuracy": 0.97, "seconds": 1.2, "task": "/job:worker/task:0"}, ...],
+//   "best": {...}}.
 // - Exit codes (cli_common.h): 2 for a grid that does not parse, an unknown
 //   parameter or a bad value (before anything trains), 1 when a configuration
 //   failed (the table still shows the others, the failed ones with their error).
@@ -65,6 +66,8 @@ void PrintTuneTable(const TuneReport& report, std::ostream& out);
 // The --json line (without the newline).
 std::string TuneReportJson(const TuneReport& report);
 
+// Runs the command: the lines and the table go to `out` (to `err` under --json, when
+// `out` gets the JSON line alone), an error line to `err`. Returns the exit code.
 int TuneCommand(const TuneCommandOptions& options, std::ostream& out, std::ostream& err);
 Subcommand AddTuneSubcommand(CLI::App* parent);
 

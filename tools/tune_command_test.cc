@@ -4,8 +4,10 @@
 
 #include "tools/tune_command.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -15,14 +17,7 @@ namespace actorflow {
 namespace cli {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-std::string LastLine(const std::string& text) {
-  std::string trimmed = text.substr(0, text.find_last_not_of('\n') + 1);
-  return trimmed.substr(trimmed.rfind('\n') + 1);
-}
+using ::testing::HasSubstr;
 
 TuneCommandOptions SmallSearch() {
   TuneCommandOptions options;
@@ -36,11 +31,14 @@ TuneCommandOptions SmallSearch() {
 TEST(TuneCommandTest, FourConfigurationsOnTwoWorkersEndWithTableAndJson) {
   std::ostringstream out, err;
   ASSERT_EQ(TuneCommand(SmallSearch(), out, err), kExitOk) << err.str() << out.str();
-  const std::string text = out.str();
-  EXPECT_TRUE(Contains(text, "lr    hidden  accuracy")) << text;
-  EXPECT_TRUE(Contains(text, "best: lr=")) << text;
+  // --json: the table goes to stderr, stdout is the JSON line alone.
+  const std::string text = err.str();
+  EXPECT_THAT(text, HasSubstr("lr    hidden  accuracy")) << text;
+  EXPECT_THAT(text, HasSubstr("best: lr=")) << text;
+  const std::string line = out.str();
+  EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1) << line;
 
-  auto j = nlohmann::json::parse(LastLine(text));
+  auto j = nlohmann::json::parse(line);
   ASSERT_EQ(j["results"].size(), 4u);
   std::set<std::string> tasks;
   std::set<std::string> configs;
@@ -82,7 +80,7 @@ TEST(TuneCommandTest, GridThatDoesNotParseIsAUsageError) {
   options.grid = "lr=0.01|;hidden";
   std::ostringstream out, err;
   EXPECT_EQ(TuneCommand(options, out, err), kExitUsageError);
-  EXPECT_TRUE(Contains(err.str(), "grid")) << err.str();
+  EXPECT_THAT(err.str(), HasSubstr("grid")) << err.str();
 }
 
 TEST(TuneCommandTest, UnknownOrBadParametersAreUsageErrorsNamingThem) {
@@ -90,11 +88,11 @@ TEST(TuneCommandTest, UnknownOrBadParametersAreUsageErrorsNamingThem) {
   options.grid = "lrate=0.1";
   std::ostringstream out, err;
   EXPECT_EQ(TuneCommand(options, out, err), kExitUsageError);
-  EXPECT_TRUE(Contains(err.str(), "'lrate' is not a tunable")) << err.str();
+  EXPECT_THAT(err.str(), HasSubstr("'lrate' is not a tunable")) << err.str();
   options.grid = "batch=0|8";
   std::ostringstream out2, err2;
   EXPECT_EQ(TuneCommand(options, out2, err2), kExitUsageError);
-  EXPECT_TRUE(Contains(err2.str(), "batch")) << err2.str();
+  EXPECT_THAT(err2.str(), HasSubstr("batch")) << err2.str();
 }
 
 TEST(TuneCommandTest, ClusterWithoutWorkersIsRejected) {
@@ -102,7 +100,7 @@ TEST(TuneCommandTest, ClusterWithoutWorkersIsRejected) {
   options.cluster = "local:ps=1";
   std::ostringstream out, err;
   EXPECT_EQ(TuneCommand(options, out, err), kExitUsageError);
-  EXPECT_TRUE(Contains(err.str(), "worker")) << err.str();
+  EXPECT_THAT(err.str(), HasSubstr("worker")) << err.str();
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ Status BuildModel(Model* m) {
   GlobalVariablesInitializer(root.WithOpName("init"));
   if (!root.ok()) return root.status();
   AF_ASSIGN_OR_RETURN(m->saver, Saver::Create(root.graph(), SaverOptions()));
-  m->session = NewDirectSession(root.graph());
+  AF_ASSIGN_OR_RETURN(m->session, NewDirectSession(root.graph()));
   m->global_step = step.name();
   return Status::OK();
 }

@@ -3,6 +3,7 @@
 
 #include "training/checkpoint_format.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -17,7 +18,7 @@
 namespace actorflow {
 namespace {
 
-using checkpoint_test::Contains;
+using ::testing::HasSubstr;
 using checkpoint_test::NewTempDir;
 using checkpoint_test::WriteFile;
 
@@ -84,8 +85,8 @@ TEST(ManifestTest, MalformedJsonNamesTheFileLineAndColumn) {
                               "/ckpts/ckpt-3.json");
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(parsed.status().message(), "/ckpts/ckpt-3.json")) << parsed.status();
-  EXPECT_TRUE(Contains(parsed.status().message(), "line 2, column 18")) << parsed.status();
+  EXPECT_THAT(parsed.status().message(), HasSubstr("/ckpts/ckpt-3.json")) << parsed.status();
+  EXPECT_THAT(parsed.status().message(), HasSubstr("line 2, column 18")) << parsed.status();
 }
 
 TEST(ManifestTest, InconsistentManifestsAreInvalidArgumentNamingTheFileAndTensor) {
@@ -115,8 +116,8 @@ TEST(ManifestTest, InconsistentManifestsAreInvalidArgumentNamingTheFileAndTensor
     auto parsed = ParseManifest(c.text, "dir/ckpt-1.json");
     ASSERT_FALSE(parsed.ok()) << c.text;
     EXPECT_EQ(parsed.status().code(), Code::kInvalidArgument) << c.text;
-    EXPECT_TRUE(Contains(parsed.status().message(), "dir/ckpt-1.json")) << parsed.status();
-    EXPECT_TRUE(Contains(parsed.status().message(), c.expected)) << parsed.status();
+    EXPECT_THAT(parsed.status().message(), HasSubstr("dir/ckpt-1.json")) << parsed.status();
+    EXPECT_THAT(parsed.status().message(), HasSubstr(c.expected)) << parsed.status();
   }
 }
 
@@ -150,7 +151,8 @@ TEST(ReadCheckpointTensorsTest, AFlippedByteIsAChecksumMismatchNamingTheTensor) 
   auto read = ReadCheckpointTensors(m, path);
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), Code::kInternal);
-  EXPECT_TRUE(Contains(read.status().message(), "tensor 'step': checksum mismatch")) << read.status();
+  EXPECT_THAT(read.status().message(), HasSubstr("tensor 'step': checksum mismatch"))
+      << read.status();
 }
 
 TEST(ReadCheckpointTensorsTest, ATruncatedDataFileIsCorruptionNamingTheFile) {
@@ -161,7 +163,7 @@ TEST(ReadCheckpointTensorsTest, ATruncatedDataFileIsCorruptionNamingTheFile) {
   auto read = ReadCheckpointTensors(m, path);
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), Code::kInternal);
-  EXPECT_TRUE(Contains(read.status().message(), path + "' is 30 bytes")) << read.status();
+  EXPECT_THAT(read.status().message(), HasSubstr(path + "' is 30 bytes")) << read.status();
 }
 
 TEST(ReadCheckpointTensorsTest, ABoolByteOtherThanZeroOrOneIsRejectedEvenWithAMatchingChecksum) {
@@ -170,7 +172,7 @@ TEST(ReadCheckpointTensorsTest, ABoolByteOtherThanZeroOrOneIsRejectedEvenWithAMa
   CheckpointManifest m = BuildManifest(9, tensors);
   auto read = ReadCheckpointTensors(m, WriteSampleData(m, tensors));
   ASSERT_FALSE(read.ok());
-  EXPECT_TRUE(Contains(read.status().message(), "tensor 'flag': invalid bool")) << read.status();
+  EXPECT_THAT(read.status().message(), HasSubstr("tensor 'flag': invalid bool")) << read.status();
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "training/checkpoint.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "graph/ops.h"
+#include "graph/status_testing.h"
 #include "kernels/direct_session.h"
 #include "training/checkpoint_format.h"
 #include "training/checkpoint_test_util.h"
@@ -21,7 +23,7 @@
 namespace actorflow {
 namespace {
 
-using checkpoint_test::Contains;
+using ::testing::HasSubstr;
 using checkpoint_test::Exists;
 using checkpoint_test::ListDir;
 using checkpoint_test::NewTempDir;
@@ -46,7 +48,9 @@ struct Model {
     auto saver_or = Saver::Create(root.graph(), options);
     ASSERT_TRUE(saver_or.ok()) << saver_or.status();
     saver = std::move(saver_or).value();
-    session = NewDirectSession(root.graph());
+    auto session_or = NewDirectSession(root.graph());
+    ASSERT_TRUE(session_or.ok()) << session_or.status();
+    session = std::move(session_or).value();
     if (init) {
       ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
     }
@@ -126,7 +130,7 @@ TEST(SaverTest, RestoreOfATrainedModelGivesIdenticalVariablesAndTrainingContinue
   // Every variable, Adam's slots and beta powers included, is in the checkpoint.
   EXPECT_EQ(m.saver->var_names().size(), m.root.graph()->GetCollection(kVariablesCollection).size());
 
-  auto fresh = NewDirectSession(m.root.graph());
+  auto fresh = NewDirectSession(m.root.graph()).value();
   ASSERT_TRUE(m.saver->Restore(fresh.get(), dir + "/ckpt-3").ok());
   for (const std::string& name : m.saver->var_names()) {
     std::vector<Tensor> restored;
@@ -248,14 +252,14 @@ TEST(RestoreTest, AShapeMismatchNamesTheVariableAndBothShapesAndAssignsNothing) 
   std::string dir = SaveAW(Tensor(DType::kFloat32, Shape{2, 3}));
   Status s = RestoreAWExpectingNothingAssigned(dir, Tensor(DType::kFloat32, Shape{3, 2}));
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s.message(), "variable 'w' has shape [3,2] in the graph but [2,3]")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("variable 'w' has shape [3,2] in the graph but [2,3]")) << s;
 }
 
 TEST(RestoreTest, ADtypeMismatchNamesTheVariableAndBothDtypes) {
   std::string dir = SaveAW(Tensor::FromVector<double>({1, 2}));
   Status s = RestoreAWExpectingNothingAssigned(dir, Tensor::FromVector<float>({1, 2}));
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s.message(), "variable 'w' is float32 in the graph but float64")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("variable 'w' is float32 in the graph but float64")) << s;
 }
 
 TEST(RestoreTest, ACorruptedDataByteIsAChecksumMismatchNamingTheTensor) {
@@ -265,8 +269,8 @@ TEST(RestoreTest, ACorruptedDataByteIsAChecksumMismatchNamingTheTensor) {
   WriteFile(dir + "/ckpt-1.data", data);
   Status s = RestoreAWExpectingNothingAssigned(dir, Tensor::FromVector<float>({0, 0, 0}));
   EXPECT_EQ(s.code(), Code::kInternal);
-  EXPECT_TRUE(Contains(s.message(), "tensor 'w': checksum mismatch")) << s;
-  EXPECT_TRUE(Contains(ReadCheckpoint(dir).status().message(), "tensor 'w': checksum mismatch"));
+  EXPECT_THAT(s.message(), HasSubstr("tensor 'w': checksum mismatch")) << s;
+  EXPECT_THAT(ReadCheckpoint(dir).status().message(), HasSubstr("tensor 'w': checksum mismatch"));
 }
 
 TEST(RestoreTest, AVariableMissingFromTheCheckpointIsNotFoundNamingIt) {
@@ -279,7 +283,7 @@ TEST(RestoreTest, AVariableMissingFromTheCheckpointIsNotFoundNamingIt) {
   EXPECT_EQ(ReadCheckpoint(dir)->size(), 1u);
   Status s = RestoreAWExpectingNothingAssigned(dir, Tensor::Scalar(0.0f));
   EXPECT_EQ(s.code(), Code::kNotFound);
-  EXPECT_TRUE(Contains(s.message(), "no tensor for variable 'w'")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("no tensor for variable 'w'")) << s;
 }
 
 TEST(RestoreTest, AMalformedManifestIsInvalidArgumentNamingTheFileLineAndColumn) {
@@ -287,7 +291,7 @@ TEST(RestoreTest, AMalformedManifestIsInvalidArgumentNamingTheFileLineAndColumn)
   WriteFile(dir + "/ckpt-1.json", "{\"format\": \"actorflow.checkpoint/1\",\n \"tensors\": [}\n");
   Status s = RestoreAWExpectingNothingAssigned(dir, Tensor::Scalar(1.0f));
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s.message(), dir + "/ckpt-1.json: malformed JSON at line 2, column")) << s;
+  EXPECT_THAT(s.message(), HasSubstr(dir + "/ckpt-1.json: malformed JSON at line 2, column")) << s;
 }
 
 TEST(SaverTest, AnUnwritableDirectoryIsAnErrorNamingItAndWritesNothing) {
@@ -299,7 +303,7 @@ TEST(SaverTest, AnUnwritableDirectoryIsAnErrorNamingItAndWritesNothing) {
   ASSERT_FALSE(saved.ok());
   EXPECT_TRUE(saved.status().code() == Code::kUnavailable ||
               saved.status().code() == Code::kPermissionDenied) << saved.status();
-  EXPECT_TRUE(Contains(saved.status().message(), "'" + file + "/ckpts'")) << saved.status();
+  EXPECT_THAT(saved.status().message(), HasSubstr("'" + file + "/ckpts'")) << saved.status();
   EXPECT_EQ(ReadFile(file), "x");
 }
 
@@ -335,22 +339,45 @@ TEST(SaverTest, CreateRejectsUnknownNodesNonVariablesAndAnEmptyList) {
   constant.var_names = {"c"};
   auto s = Saver::Create(m.root.graph(), constant);
   EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s.status().message(), "node 'c' (Const) is not a Variable")) << s.status();
+  EXPECT_THAT(s.status().message(), HasSubstr("node 'c' (Const) is not a Variable")) << s.status();
   Scope empty = Scope::NewRootScope();
   EXPECT_EQ(Saver::Create(empty.graph(), {}).status().code(), Code::kInvalidArgument);
 }
 
+// The second saver's nodes live under "save_1/" beside the first one's "save/"; each
+// restores through its own placeholders and Assigns, and either reads what the
+// other wrote (one checkpoint format, whatever the scope).
 TEST(SaverTest, TwoSaversInOneGraphGetTheirOwnNameScopes) {
   Model m;
-  BuildAW(&m, Tensor::Scalar(1.0f));
-  auto second = Saver::Create(m.root.graph(), {});
-  ASSERT_TRUE(second.ok()) << second.status();
-  EXPECT_NE(m.root.graph()->FindNode("save/w/value"), nullptr);
-  EXPECT_NE(m.root.graph()->FindNode("save/restore_all"), nullptr);
-  EXPECT_NE(m.root.graph()->FindNode("save_1/w/Assign"), nullptr);
-  std::string dir = NewTempDir();
-  ASSERT_TRUE(m.saver->Save(m.session.get(), dir, 1).ok());
-  EXPECT_TRUE((*second)->Restore(m.session.get(), dir).ok());
+  m.Var("w", Tensor::FromVector<float>({1, 2}));
+  AssignAdd(m.root.WithOpName("bump"), Output(m.root.graph()->FindNode("w")), {10.f, 10.f});
+  m.Finish();
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<Saver> second, Saver::Create(m.root.graph(), {}));
+
+  const Graph* graph = m.root.graph();
+  for (const std::string scope : {"save", "save_1"}) {
+    const Node* assign = graph->FindNode(scope + "/w/Assign");
+    ASSERT_NE(assign, nullptr) << scope;
+    ASSERT_EQ(assign->num_inputs(), 2) << scope;
+    EXPECT_EQ(assign->input(0).node->name(), "w") << scope;
+    EXPECT_EQ(assign->input(1).node->name(), scope + "/w/value") << scope;
+    const Node* restore_all = graph->FindNode(scope + "/restore_all");
+    ASSERT_NE(restore_all, nullptr) << scope;
+    ASSERT_EQ(restore_all->control_inputs().size(), 1u) << scope;
+    EXPECT_EQ(restore_all->control_inputs()[0], assign) << scope;
+  }
+  EXPECT_EQ(graph->FindNode("save_2/restore_all"), nullptr) << "only two savers were made";
+
+  const std::string first_dir = NewTempDir();
+  ASSERT_OK(m.saver->Save(m.session.get(), first_dir, 1));  // w = [1, 2]
+  ASSERT_OK(m.session->Run({}, {}, {"bump"}, nullptr));
+  const std::string second_dir = NewTempDir();
+  ASSERT_OK(second->Save(m.session.get(), second_dir, 2));  // w = [11, 12]
+
+  ASSERT_OK(second->Restore(m.session.get(), first_dir));
+  EXPECT_TRUE(TensorsEqual(m.Fetch("w"), Tensor::FromVector<float>({1, 2}))) << m.Fetch("w");
+  ASSERT_OK(m.saver->Restore(m.session.get(), second_dir));
+  EXPECT_TRUE(TensorsEqual(m.Fetch("w"), Tensor::FromVector<float>({11, 12}))) << m.Fetch("w");
 }
 
 }  // namespace

@@ -3,48 +3,31 @@
 #ifndef ACTORFLOW_TRAINING_CHECKPOINT_TEST_UTIL_H_
 #define ACTORFLOW_TRAINING_CHECKPOINT_TEST_UTIL_H_
 
-#include <stdlib.h>
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include <dirent.h>
 #include <gtest/gtest.h>
+
+#include "graph/test_files.h"
 
 namespace actorflow {
 namespace checkpoint_test {
 
-inline bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
 // A new empty directory, unique per call.
 inline std::string NewTempDir() {
-  const char* root = std::getenv("TEST_TMPDIR");
-  std::string pattern = std::string(root != nullptr ? root : "/tmp") + "/ckpt_XXXXXX";
-  std::vector<char> buffer(pattern.begin(), pattern.end());
-  buffer.push_back('\0');
-  const char* made = ::mkdtemp(buffer.data());
-  EXPECT_NE(made, nullptr) << "mkdtemp " << pattern;
-  return made != nullptr ? std::string(made) : pattern;
+  const std::string dir = NewTestTempDir("ckpt");
+  EXPECT_FALSE(dir.empty()) << "no new directory under " << TestTempRoot();
+  return dir;
 }
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
+inline std::string ReadFile(const std::string& path) { return ReadTestFile(path); }
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << bytes;
-  ASSERT_TRUE(file.good()) << "cannot write " << path;
+  ASSERT_TRUE(WriteTestFile(path, bytes)) << "cannot write " << path;
 }
 
 inline bool Exists(const std::string& path) {

@@ -1,5 +1,6 @@
 #include "training/csv_dataset.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +14,8 @@
 
 namespace actorflow {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(CsvTest, LoadsTheIrisTrainingSet) {
   auto data = LoadCsv(DataPath("iris_training.csv"));
@@ -66,7 +69,7 @@ TEST(CsvTest, FeedsAGraphThroughABatchedIterator) {
   std::vector<Output> next =
       MakeOneShotIterator(root, (*ds)->Shuffle(120, 1)->Batch(32)->Prefetch(2)).GetNext();
   ASSERT_TRUE(root.ok()) << root.status();
-  auto session = NewDirectSession(root.graph());
+  auto session = NewDirectSession(root.graph()).value();
   int rows = 0;
   std::vector<Tensor> out;
   Status s;
@@ -106,22 +109,22 @@ TEST(CsvErrorTest, AMissingColumnNamesFileLineAndColumn) {
   auto data = LoadCsv(path);
   ASSERT_EQ(data.status().code(), Code::kInvalidArgument);
   // Line 3, "3,4" ends at character 3: the missing field would start at character 4.
-  EXPECT_TRUE(Contains(data.status().message(), path + ":3:4: field 3 (label) at character 4"))
+  EXPECT_THAT(data.status().message(), HasSubstr(path + ":3:4: field 3 (label) at character 4"))
       << data.status();
-  EXPECT_TRUE(Contains(data.status().message(), "missing")) << data.status();
+  EXPECT_THAT(data.status().message(), HasSubstr("missing")) << data.status();
 }
 
 TEST(CsvErrorTest, ANonNumericValueNamesFileLineAndColumn) {
   const std::string path = WriteTempFile("non_numeric.csv", "a,b,label\n1,2,0\n3, abc,1\n");
   auto data = LoadCsv(path);
   ASSERT_EQ(data.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(data.status().message(), path + ":3:4: field 2 (b) at character 4"))
+  EXPECT_THAT(data.status().message(), HasSubstr(path + ":3:4: field 2 (b) at character 4"))
       << data.status();
-  EXPECT_TRUE(Contains(data.status().message(), "'abc' is not a number")) << data.status();
+  EXPECT_THAT(data.status().message(), HasSubstr("'abc' is not a number")) << data.status();
 
   const std::string bad_label = WriteTempFile("bad_label.csv", "a,label\n1,2.5\n");
   auto labels = LoadCsv(bad_label);
-  EXPECT_TRUE(Contains(labels.status().message(), bad_label + ":2:3: field 2 (label)"))
+  EXPECT_THAT(labels.status().message(), HasSubstr(bad_label + ":2:3: field 2 (label)"))
       << labels.status();
 }
 
@@ -129,7 +132,7 @@ TEST(CsvErrorTest, AnExtraFieldIsAnError) {
   const std::string path = WriteTempFile("extra.csv", "a,label\n1,0,9\n");
   auto data = LoadCsv(path);
   EXPECT_EQ(data.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(data.status().message(), path + ":2:5: field 3 at character 5"))
+  EXPECT_THAT(data.status().message(), HasSubstr(path + ":2:5: field 3 at character 5"))
       << data.status();
 }
 
@@ -139,8 +142,8 @@ TEST(CsvErrorTest, AnUnknownLabelColumnListsTheHeader) {
   options.label_column = "species";
   for (const Status& s : {LoadCsv(path, options).status(), CsvDataset(path, options).status()}) {
     EXPECT_EQ(s.code(), Code::kInvalidArgument);
-    EXPECT_TRUE(Contains(s.message(), "'species'")) << s;
-    EXPECT_TRUE(Contains(s.message(), "a, b, label")) << s;
+    EXPECT_THAT(s.message(), HasSubstr("'species'")) << s;
+    EXPECT_THAT(s.message(), HasSubstr("a, b, label")) << s;
   }
 }
 
@@ -148,7 +151,7 @@ TEST(CsvErrorTest, AMissingFileIsNotFoundNamingIt) {
   const std::string path = DataPath("no_such_file.csv");
   for (const Status& s : {LoadCsv(path).status(), CsvDataset(path).status()}) {
     EXPECT_EQ(s.code(), Code::kNotFound);
-    EXPECT_TRUE(Contains(s.message(), path)) << s;
+    EXPECT_THAT(s.message(), HasSubstr(path)) << s;
   }
 }
 
@@ -161,7 +164,7 @@ TEST(CsvErrorTest, ADatasetReportsABadRowWhenReachedAndGoesOn) {
   ASSERT_TRUE(it->GetNext(&e).ok());
   Status s = it->GetNext(&e);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s.message(), path + ":3:1:")) << s;
+  EXPECT_THAT(s.message(), HasSubstr(path + ":3:1:")) << s;
   ASSERT_TRUE(it->GetNext(&e).ok());
   EXPECT_EQ(e[1].ElementAsDouble(0), 2);
   EXPECT_EQ(it->GetNext(&e).code(), Code::kOutOfRange);

@@ -4,33 +4,22 @@
 // real parameter shards (LocalCluster, processes) is in tests/data_parallel_*.
 #include "training/data_parallel.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <condition_variable>
-#include <cstdlib>
-#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "graph/status_testing.h"
+#include "graph/test_files.h"
 #include "kernels/direct_session.h"
-#include "training/csv_dataset.h"
+#include "training/iris_testing.h"
 #include "training/fake_parameter_server.h"
 
 namespace actorflow {
 namespace {
-
-std::string DataPath(const std::string& file) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  return std::string(srcdir ? srcdir : ".") + "/actorflow/examples/data/" + file;
-}
-
-std::string TempDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + name;
-  std::filesystem::remove_all(dir);
-  return dir;
-}
 
 SessionFactory DirectSessions() {
   return [](const Graph* graph) -> StatusOr<std::unique_ptr<Session>> {
@@ -38,38 +27,19 @@ SessionFactory DirectSessions() {
   };
 }
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 class DataParallelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto train = LoadCsv(DataPath("iris_training.csv"));
-    ASSERT_TRUE(train.ok()) << train.status();
-    auto test = LoadCsv(DataPath("iris_test.csv"));
-    ASSERT_TRUE(test.ok()) << test.status();
-    train_ = {train->features, train->labels};
-    test_ = {test->features, test->labels};
-    auto columns = NormalizedNumericColumns(train->feature_names, train->features);
-    ASSERT_TRUE(columns.ok()) << columns.status();
-    columns_ = *columns;
+    ASSERT_OK_AND_ASSIGN(iris_, LoadIris());
+    train_ = iris_.train;
+    test_ = iris_.test;
   }
 
   // Iris, normalized, [10, 10], plain SGD on the shards.
   DataParallelOptions Options(UpdateMode mode, int workers, int aggregate = 0) const {
-    DataParallelOptions options;
-    options.spec.feature_columns = columns_;
-    options.spec.hidden_units = {10, 10};
-    options.spec.n_classes = 3;
-    options.seed = 3;
-    options.batch_size = 16;
-    options.epochs = 30;
-    options.ps.mode = mode;
-    options.ps.total_replicas = workers;
-    options.ps.replicas_to_aggregate = aggregate > 0 ? aggregate : workers;
-    options.ps.optimizer = "sgd";
-    options.ps.learning_rate = 0.2;
+    DataParallelOptions options = IrisDataParallelOptions(iris_, mode, workers, aggregate);
     options.session_factory = DirectSessions();
     options.timeout_ms = 20000;
     return options;
@@ -85,9 +55,9 @@ class DataParallelTest : public ::testing::Test {
         train_, test_);
   }
 
+  IrisData iris_;
   LabeledData train_;
   LabeledData test_;
-  std::vector<NumericColumn> columns_;
   std::shared_ptr<FakeParameterServer> server_;
 };
 
@@ -232,7 +202,7 @@ TEST_F(DataParallelTest, StopWakesAWorkerOutOfItsInjectedDelay) {
 TEST_F(DataParallelTest, TheChiefWritesACheckpointThatDNNClassifierLoads) {
   DataParallelOptions options = Options(UpdateMode::kSync, 2);
   options.epochs = 5;
-  options.model_dir = TempDir("data_parallel_model");
+  options.model_dir = NewTestTempDir("data_parallel_model");
   auto result = Job(options)->Run();
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->checkpoint, options.model_dir + "/ckpt-20");
@@ -257,8 +227,8 @@ TEST_F(DataParallelTest, TheChiefWritesACheckpointThatDNNClassifierLoads) {
 TEST_F(DataParallelTest, MoreReplicasToAggregateThanWorkersIsInvalid) {
   Status status = Job(Options(UpdateMode::kSync, 2, /*aggregate=*/3))->Run().status();
   EXPECT_EQ(status.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(status.message(), "replicas to aggregate 3")) << status;
-  EXPECT_TRUE(Contains(status.message(), "2 workers")) << status;
+  EXPECT_THAT(status.message(), HasSubstr("replicas to aggregate 3")) << status;
+  EXPECT_THAT(status.message(), HasSubstr("2 workers")) << status;
 }
 
 TEST_F(DataParallelTest, WorkerModelStartsFromTheClassifiersSeededInitialValues) {

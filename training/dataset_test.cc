@@ -1,15 +1,21 @@
 #include "training/dataset.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "graph/status_testing.h"
 #include "training/dataset_test_util.h"
 
 namespace actorflow {
 namespace {
+
+using ::testing::HasSubstr;
 
 // --- FromTensorSlices ----------------------------------------------------------------
 
@@ -28,7 +34,7 @@ TEST(FromTensorSlicesTest, SlicesEveryComponentAlongDimZero) {
 TEST(FromTensorSlicesTest, RejectsComponentsWithDifferentDimZero) {
   auto ds = Dataset::FromTensorSlices({Range(4), Range(3)});
   EXPECT_EQ(ds.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(ds.status().message(), "component 1")) << ds.status();
+  EXPECT_THAT(ds.status().message(), HasSubstr("component 1")) << ds.status();
 }
 
 TEST(FromTensorSlicesTest, RejectsNoComponentsAndScalars) {
@@ -131,7 +137,7 @@ TEST(BatchTest, RejectsElementsOfDifferentShapes) {
   Element e;
   Status s = ragged->Batch(2)->MakeIterator()->GetNext(&e);
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
-  EXPECT_TRUE(Contains(s.message(), "Batch")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("Batch")) << s;
 }
 
 // --- Repeat --------------------------------------------------------------------------
@@ -202,7 +208,7 @@ TEST(MapTest, ReportsFunctionErrorsAndUndeclaredOutputs) {
       [](Element) -> StatusOr<Element> { return Element{Tensor::Scalar(1.0f)}; });
   s = to_float->MakeIterator()->GetNext(&e);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s.message(), "declares (int32 [])")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("declares (int32 [])")) << s;
 }
 
 // --- Prefetch ------------------------------------------------------------------------
@@ -238,15 +244,57 @@ TEST(PrefetchTest, PropagatesErrorsInOrder) {
                                             "OutOfRange", "OutOfRange"}));
 }
 
+// What the producer thread did, seen from the Map function it calls.
+struct ProducerProbe {
+  std::atomic<int64_t> calls{0};
+  std::atomic<bool> iterator_destroyed{false};
+  std::atomic<int64_t> calls_after_destruction{0};
+};
+
+// `input` mapped through a function that counts its calls on `probe` and holds
+// the only reference to a sentinel that *input_alive watches: the sentinel lives
+// exactly as long as whatever (an iterator chain) keeps the function.
+std::shared_ptr<const Dataset> ProbedInput(const std::shared_ptr<const Dataset>& input,
+                                           std::shared_ptr<ProducerProbe> probe,
+                                           std::weak_ptr<int>* input_alive) {
+  auto sentinel = std::make_shared<int>(0);
+  *input_alive = sentinel;
+  return input->Map([probe, sentinel](Element e) -> StatusOr<Element> {
+    ++probe->calls;
+    if (probe->iterator_destroyed) ++probe->calls_after_destruction;
+    return e;
+  });
+}
+
 TEST(PrefetchTest, StopsItsThreadWhenDestroyedEarly) {
   // The producer fills its buffer from an endless input and waits; destroying the
-  // iterator must wake it and join.
+  // iterator must wake it and join it before returning: afterwards the input chain
+  // (only the iterator holds it) is gone and never called again, and the producer
+  // never read past its buffer (1 consumed + 2 buffered).
+  constexpr int64_t kBuffer = 2;
   for (int round = 0; round < 20; ++round) {
-    std::unique_ptr<Iterator> it = RangeDataset(4)->Repeat(-1)->Prefetch(2)->MakeIterator();
+    auto probe = std::make_shared<ProducerProbe>();
+    std::weak_ptr<int> input_alive;
+    std::unique_ptr<Iterator> it =
+        ProbedInput(RangeDataset(4)->Repeat(-1), probe, &input_alive)->Prefetch(kBuffer)
+            ->MakeIterator();
     Element e;
-    ASSERT_TRUE(it->GetNext(&e).ok());
+    ASSERT_OK(it->GetNext(&e));
+    it.reset();
+    probe->iterator_destroyed = true;
+    EXPECT_TRUE(input_alive.expired()) << "round " << round << ": the producer kept its input";
+    EXPECT_EQ(probe->calls_after_destruction, 0) << "round " << round;
+    EXPECT_GE(probe->calls, 1) << "round " << round;
+    EXPECT_LE(probe->calls, 1 + kBuffer) << "round " << round;
   }
-  std::unique_ptr<Iterator> never_started = RangeDataset(4)->Prefetch(2)->MakeIterator();
+  // An iterator never read starts no thread and never touches its input.
+  auto probe = std::make_shared<ProducerProbe>();
+  std::weak_ptr<int> input_alive;
+  std::unique_ptr<Iterator> never_started =
+      ProbedInput(RangeDataset(4), probe, &input_alive)->Prefetch(kBuffer)->MakeIterator();
+  never_started.reset();
+  EXPECT_TRUE(input_alive.expired());
+  EXPECT_EQ(probe->calls, 0);
 }
 
 }  // namespace

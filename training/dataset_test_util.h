@@ -5,14 +5,13 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "graph/tensor.h"
+#include "graph/test_files.h"
 #include "training/dataset.h"
 
 namespace actorflow {
@@ -64,20 +63,13 @@ inline std::vector<int> Iota(int begin, int end) {
   return v;
 }
 
-inline std::string DataPath(const std::string& file) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  return std::string(srcdir ? srcdir : ".") + "/actorflow/examples/data/" + file;
-}
+inline std::string DataPath(const std::string& file) { return TestDataFile(file); }
 
+// Writes $TEST_TMPDIR/name and returns its path.
 inline std::string WriteTempFile(const std::string& name, const std::string& contents) {
-  const char* tmpdir = std::getenv("TEST_TMPDIR");
-  const std::string path = std::string(tmpdir ? tmpdir : "/tmp") + "/" + name;
-  std::ofstream(path) << contents;
+  const std::string path = TestTempPath(name);
+  EXPECT_TRUE(WriteTestFile(path, contents)) << path;
   return path;
-}
-
-inline bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
 }
 
 }  // namespace actorflow

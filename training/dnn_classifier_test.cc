@@ -3,10 +3,10 @@
 // DirectSession; the actor runtime is exercised end to end by tests/train_cli_test.
 #include "training/dnn_classifier.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,28 +14,14 @@
 #include <string>
 #include <vector>
 
+#include "graph/test_files.h"
 #include "kernels/direct_session.h"
 #include "training/csv_dataset.h"
 
 namespace actorflow {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
-
-std::string DataPath(const std::string& file) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  return std::string(srcdir ? srcdir : ".") + "/actorflow/examples/data/" + file;
-}
-
-// A fresh, empty directory under the test's temporary directory.
-std::string TempDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + name;
-  std::filesystem::remove_all(dir);
-  return dir;
-}
+using ::testing::HasSubstr;
 
 SessionFactory DirectSessions() {
   return [](const Graph* graph) -> StatusOr<std::unique_ptr<Session>> {
@@ -62,10 +48,10 @@ InputFn EvalInput(const CsvData& data) {
 class DNNClassifierTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto train = LoadCsv(DataPath("iris_training.csv"));
+    auto train = LoadCsv(TestDataFile("iris_training.csv"));
     ASSERT_TRUE(train.ok()) << train.status();
     train_ = *train;
-    auto test = LoadCsv(DataPath("iris_test.csv"));
+    auto test = LoadCsv(TestDataFile("iris_test.csv"));
     ASSERT_TRUE(test.ok()) << test.status();
     test_ = *test;
   }
@@ -179,7 +165,7 @@ TEST_F(DNNClassifierTest, NormalizedColumnsTrainToo) {
 }
 
 TEST_F(DNNClassifierTest, ModelDirHoldsWhatPredictionNeeds) {
-  const std::string dir = TempDir("iris_model");
+  const std::string dir = NewTestTempDir("iris_model");
   DNNClassifierOptions options = IrisOptions();
   options.model_dir = dir;
   options.label_column = "label";
@@ -220,7 +206,7 @@ TEST_F(DNNClassifierTest, ModelDirHoldsWhatPredictionNeeds) {
 }
 
 TEST_F(DNNClassifierTest, ModelDirOfAnotherModelIsRefused) {
-  const std::string dir = TempDir("other_model");
+  const std::string dir = NewTestTempDir("other_model");
   DNNClassifierOptions options = IrisOptions();
   options.model_dir = dir;
   {
@@ -231,21 +217,21 @@ TEST_F(DNNClassifierTest, ModelDirOfAnotherModelIsRefused) {
   options.hidden_units = {20};
   Status s = DNNClassifier::Create(options).status();
   EXPECT_EQ(s.code(), Code::kFailedPrecondition);
-  EXPECT_TRUE(Contains(s.message(), "hidden units [10, 10] there, [20] here")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("hidden units [10, 10] there, [20] here")) << s;
 }
 
 TEST_F(DNNClassifierTest, ModelDirThatCannotBeCreatedIsAnError) {
-  const std::string file = TempDir("plain_file");
+  const std::string file = TestTempPath("plain_file");
   std::ofstream(file) << "not a directory";
   DNNClassifierOptions options = IrisOptions();
   options.model_dir = file + "/model";
   Status s = DNNClassifier::Create(options).status();
   EXPECT_FALSE(s.ok());
-  EXPECT_TRUE(Contains(s.message(), file + "/model")) << s;
+  EXPECT_THAT(s.message(), HasSubstr(file + "/model")) << s;
 }
 
 TEST_F(DNNClassifierTest, LoadWithoutCheckpointIsNotFound) {
-  EXPECT_EQ(DNNClassifier::Load(TempDir("empty_model"), DirectSessions()).status().code(),
+  EXPECT_EQ(DNNClassifier::Load(NewTestTempDir("empty_model"), DirectSessions()).status().code(),
             Code::kNotFound);
 }
 
@@ -255,7 +241,7 @@ TEST_F(DNNClassifierTest, RejectsBadModels) {
   EXPECT_EQ(DNNClassifier::Create(options).status().code(), Code::kInvalidArgument);
   options.hidden_units = {10, 0};
   Status zero = DNNClassifier::Create(options).status();
-  EXPECT_TRUE(Contains(zero.message(), "layer 2 has 0 units")) << zero;
+  EXPECT_THAT(zero.message(), HasSubstr("layer 2 has 0 units")) << zero;
   options = IrisOptions();
   options.n_classes = 1;
   EXPECT_EQ(DNNClassifier::Create(options).status().code(), Code::kInvalidArgument);
@@ -263,10 +249,10 @@ TEST_F(DNNClassifierTest, RejectsBadModels) {
   options.optimizer = "rmsprop";
   Status unknown = DNNClassifier::Create(options).status();
   EXPECT_EQ(unknown.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(unknown.message(), "rmsprop")) << unknown;
+  EXPECT_THAT(unknown.message(), HasSubstr("rmsprop")) << unknown;
   options = IrisOptions();
   options.activation = "elu";
-  EXPECT_TRUE(Contains(DNNClassifier::Create(options).status().message(), "elu"));
+  EXPECT_THAT(DNNClassifier::Create(options).status().message(), HasSubstr("elu"));
   options = IrisOptions();
   options.session_factory = nullptr;
   EXPECT_EQ(DNNClassifier::Create(options).status().code(), Code::kInvalidArgument);
@@ -279,9 +265,9 @@ TEST_F(DNNClassifierTest, LabelOutOfRangeNamesTheLabelAndTheBatch) {
   ASSERT_TRUE(classifier.ok()) << classifier.status();
   Status s = (*classifier)->Train(EvalInput(train_), 10).status();
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s.message(), "label 2")) << s;
-  EXPECT_TRUE(Contains(s.message(), "batch 0")) << s;
-  EXPECT_TRUE(Contains(s.message(), "[0, 2)")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("label 2")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("batch 0")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("[0, 2)")) << s;
   EXPECT_EQ((*classifier)->Evaluate(EvalInput(test_)).status().code(), Code::kInvalidArgument);
 }
 
@@ -292,7 +278,7 @@ TEST_F(DNNClassifierTest, FeaturesOfTheWrongWidthAreAnError) {
   ASSERT_TRUE(classifier.ok()) << classifier.status();
   Status s = (*classifier)->Predict(EvalInput(test_)).status();
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s.message(), "float32 [batch, 3]")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("float32 [batch, 3]")) << s;
 }
 
 }  // namespace

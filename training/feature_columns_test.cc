@@ -2,6 +2,7 @@
 // description that carries them (model.json).
 #include "training/feature_columns.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,9 +18,7 @@
 namespace actorflow {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 // float32 [3, 2]: column 0 is 1, 2, 3; column 1 is constant 5.
 Tensor ThreeRows() { return Tensor::FromVector<float>({1, 5, 2, 5, 3, 5}, Shape{3, 2}); }
@@ -43,7 +42,7 @@ TEST(ComputeNormalizationTest, RejectsBadInput) {
   with_nan.data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
   Status s = ComputeNormalization(with_nan).status();
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s.message(), "row 2, column 2")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("row 2, column 2")) << s;
 }
 
 TEST(NormalizedNumericColumnsTest, NamesEachColumnWithItsStatistics) {
@@ -59,11 +58,11 @@ TEST(ValidateFeatureColumnsTest, NamesTheBadColumn) {
   EXPECT_EQ(ValidateFeatureColumns({}).code(), Code::kInvalidArgument);
   Status dup = ValidateFeatureColumns(NumericColumns({"a", "b", "a"}));
   EXPECT_EQ(dup.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(dup.message(), "'a' appears twice")) << dup;
+  EXPECT_THAT(dup.message(), HasSubstr("'a' appears twice")) << dup;
   std::vector<NumericColumn> negative = NumericColumns({"x"});
   negative[0].normalization = Normalization{0.0, -1.0};
   Status neg = ValidateFeatureColumns(negative);
-  EXPECT_TRUE(Contains(neg.message(), "'x'")) << neg;
+  EXPECT_THAT(neg.message(), HasSubstr("'x'")) << neg;
 }
 
 // Runs InputLayer on `features` in a DirectSession.
@@ -73,7 +72,7 @@ Tensor RunInputLayer(const std::vector<NumericColumn>& columns, const Tensor& fe
   auto layer = InputLayer(root, columns, x);
   EXPECT_TRUE(layer.ok()) << layer.status();
   if (!layer.ok()) return Tensor();
-  auto session = NewDirectSession(root.graph());
+  auto session = NewDirectSession(root.graph()).value();
   std::vector<Tensor> out;
   Status s = session->Run({{"x", features}}, {layer->name()}, {}, &out);
   EXPECT_TRUE(s.ok()) << s;
@@ -103,7 +102,7 @@ TEST(InputLayerTest, PassesRawColumnsThroughAndChecksTheWidth) {
   auto x = Placeholder(root.WithOpName("x"), DType::kFloat32, Shape{-1, 3});
   Status s = InputLayer(root, NumericColumns({"a", "b"}), x).status();
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(s.message(), "[?,3]")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("[?,3]")) << s;
 }
 
 DNNModelSpec IrisLikeSpec() {
@@ -128,20 +127,20 @@ TEST(ModelSpecTest, RoundTripsThroughJsonBitForBit) {
 TEST(ModelSpecTest, RejectsInvalidModelsNamingTheCulprit) {
   DNNModelSpec spec = IrisLikeSpec();
   spec.hidden_units = {};
-  EXPECT_TRUE(Contains(ValidateModelSpec(spec).message(), "at least one hidden layer"));
+  EXPECT_THAT(ValidateModelSpec(spec).message(), HasSubstr("at least one hidden layer"));
   spec.hidden_units = {10, 0};
-  EXPECT_TRUE(Contains(ValidateModelSpec(spec).message(), "layer 2 has 0 units"));
+  EXPECT_THAT(ValidateModelSpec(spec).message(), HasSubstr("layer 2 has 0 units"));
   spec = IrisLikeSpec();
   spec.n_classes = 1;
   EXPECT_EQ(ValidateModelSpec(spec).code(), Code::kInvalidArgument);
   spec = IrisLikeSpec();
   spec.activation = "softsign";
-  EXPECT_TRUE(Contains(ValidateModelSpec(spec).message(), "softsign"));
+  EXPECT_THAT(ValidateModelSpec(spec).message(), HasSubstr("softsign"));
   Status bad =
       ParseModelSpec("{\"format\": \"actorflow.dnn_classifier/1\"}", "d/model.json").status();
   EXPECT_EQ(bad.code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(bad.message(), "d/model.json")) << bad;
-  EXPECT_TRUE(Contains(bad.message(), "feature_columns")) << bad;
+  EXPECT_THAT(bad.message(), HasSubstr("d/model.json")) << bad;
+  EXPECT_THAT(bad.message(), HasSubstr("feature_columns")) << bad;
   EXPECT_EQ(ParseModelSpec("{", "m.json").status().code(), Code::kInvalidArgument);
 }
 
@@ -149,7 +148,7 @@ TEST(ModelSpecTest, ReadingADirectoryWithoutOneIsNotFound) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   Status s = ReadModelSpec(std::string(tmp ? tmp : "/tmp") + "/no_such_model_dir").status();
   EXPECT_EQ(s.code(), Code::kNotFound);
-  EXPECT_TRUE(Contains(s.message(), "model.json")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("model.json")) << s;
 }
 
 }  // namespace

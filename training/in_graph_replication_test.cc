@@ -8,8 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +15,7 @@
 
 #include "actors/local_cluster.h"
 #include "actors/session_factory.h"
+#include "graph/test_files.h"
 #include "training/checkpoint.h"
 #include "training/csv_dataset.h"
 #include "training/dnn_classifier.h"
@@ -24,18 +23,6 @@
 
 namespace actorflow {
 namespace {
-
-std::string DataPath(const std::string& file) {
-  const char* srcdir = std::getenv("TEST_SRCDIR");
-  return std::string(srcdir ? srcdir : ".") + "/actorflow/examples/data/" + file;
-}
-
-std::string TempDir(const std::string& name) {
-  const char* tmp = std::getenv("TEST_TMPDIR");
-  const std::string dir = std::string(tmp ? tmp : "/tmp") + "/" + name;
-  std::filesystem::remove_all(dir);
-  return dir;
-}
 
 SessionFactory Sessions(const std::string& target, int cpus) {
   return [target, cpus](const Graph* graph) {
@@ -92,10 +79,10 @@ std::map<std::string, std::string> TraceTrainStep(InGraphClassifier* c, const Cs
 class InGraphReplicationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto train = LoadCsv(DataPath("iris_training.csv"));
+    auto train = LoadCsv(TestDataFile("iris_training.csv"));
     ASSERT_TRUE(train.ok()) << train.status();
     train_ = *train;
-    auto test = LoadCsv(DataPath("iris_test.csv"));
+    auto test = LoadCsv(TestDataFile("iris_test.csv"));
     ASSERT_TRUE(test.ok()) << test.status();
     test_ = *test;
   }
@@ -196,8 +183,8 @@ TEST(BuildInGraphModelTest, RejectsNoTowerNoPsDeviceAndABadSpec) {
 
 TEST_F(InGraphReplicationTest, AReplicatedStepOfAnUnevenBatchIsDNNClassifiersSingleDeviceStep) {
   // 33 rows: towers of 17 and 16. Plain SGD, so the variables show the gradient.
-  const std::string single_dir = TempDir("single");
-  const std::string replicated_dir = TempDir("replicated");
+  const std::string single_dir = NewTestTempDir("single");
+  const std::string replicated_dir = NewTestTempDir("replicated");
   DNNClassifierOptions single = IrisOptions(Sessions("direct", 1));
   single.optimizer = "sgd";
   single.learning_rate = 0.1;
@@ -257,7 +244,7 @@ TEST_F(InGraphReplicationTest, OnALocalClusterTowersRunOnTheWorkersAndUpdatesOnT
 }
 
 TEST_F(InGraphReplicationTest, ItsModelDirectoryIsOneDNNClassifierLoadsAndEvaluatesAlike) {
-  const std::string dir = TempDir("in_graph_model");
+  const std::string dir = NewTestTempDir("in_graph_model");
   DNNClassifierOptions options = IrisOptions(Sessions("", 2));
   options.model_dir = dir;
   auto c = Create(options, LocalCpus());

@@ -5,6 +5,7 @@
 
 #include "training/input_pipeline.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -21,9 +22,7 @@
 namespace actorflow {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 std::string TempFile(const std::string& name, const std::string& contents) {
   const char* dir = std::getenv("TEST_TMPDIR");
@@ -92,8 +91,8 @@ TEST(InputPipelineTest, BadCsvLineNamesTheFileAndLine) {
   ASSERT_TRUE(StartQueueRunners(session.get(), &coord, {g.files.runner, g.batch.runner}).ok());
   Status joined = coord.Join(5000);
   EXPECT_EQ(joined.code(), Code::kInvalidArgument) << joined;
-  EXPECT_TRUE(Contains(joined.message(), "bad.csv:3:3")) << joined;
-  EXPECT_TRUE(Contains(joined.message(), "oops")) << joined;
+  EXPECT_THAT(joined.message(), HasSubstr("bad.csv:3:3")) << joined;
+  EXPECT_THAT(joined.message(), HasSubstr("oops")) << joined;
 }
 
 // The Iris DNN [4] -> 10 -> 10 -> 3 with fixed seeds, shared by both pipelines.

@@ -1,5 +1,6 @@
 #include "training/iterator_ops.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,6 +13,8 @@
 
 namespace actorflow {
 namespace {
+
+using ::testing::HasSubstr;
 
 // The guide's first example: each Run of GetNext's output takes the next row.
 TEST(OneShotIteratorTest, YieldsEachSliceThenOutOfRangeOnEveryLaterRun) {
@@ -26,7 +29,7 @@ TEST(OneShotIteratorTest, YieldsEachSliceThenOutOfRangeOnEveryLaterRun) {
   EXPECT_EQ(next[0].dtype(), DType::kFloat32);
   EXPECT_EQ(next[0].shape(), (Shape{2}));
 
-  auto session = NewDirectSession(root.graph());
+  auto session = NewDirectSession(root.graph()).value();
   for (int row = 0; row < 4; ++row) {
     std::vector<Tensor> out;
     ASSERT_TRUE(session->Run({}, {next[0].name()}, {}, &out).ok()) << "row " << row;
@@ -36,8 +39,8 @@ TEST(OneShotIteratorTest, YieldsEachSliceThenOutOfRangeOnEveryLaterRun) {
     std::vector<Tensor> out;
     Status s = session->Run({}, {next[0].name()}, {}, &out);
     EXPECT_EQ(s.code(), Code::kOutOfRange) << s;
-    EXPECT_TRUE(Contains(s.message(), "End of sequence")) << s;
-    EXPECT_TRUE(Contains(s.message(), next[0].node->name())) << s;
+    EXPECT_THAT(s.message(), HasSubstr("End of sequence")) << s;
+    EXPECT_THAT(s.message(), HasSubstr(next[0].node->name())) << s;
   }
 }
 
@@ -55,7 +58,7 @@ TEST(OneShotIteratorTest, BatchedComponentsFeedOtherOpsWithAnUnknownBatchDim) {
   Output row_sums = Sum(root, next[0], {1});
   ASSERT_TRUE(root.ok()) << root.status();
 
-  auto session = NewDirectSession(root.graph());
+  auto session = NewDirectSession(root.graph()).value();
   std::vector<Tensor> out;
   ASSERT_TRUE(session->Run({}, {row_sums.name(), next[1].name()}, {}, &out).ok());
   EXPECT_EQ(Values(out[0]), (std::vector<double>{3, 7}));
@@ -71,7 +74,7 @@ TEST(OneShotIteratorTest, EachSessionStartsFromTheBeginning) {
   std::vector<Output> next = MakeOneShotIterator(root, RangeDataset(3)).GetNext();
   ASSERT_TRUE(root.ok()) << root.status();
   for (int session_index = 0; session_index < 2; ++session_index) {
-    auto session = NewDirectSession(root.graph());
+    auto session = NewDirectSession(root.graph()).value();
     std::vector<Tensor> out;
     ASSERT_TRUE(session->Run({}, {next[0].name()}, {}, &out).ok());
     EXPECT_EQ(out[0].ElementAsDouble(0), 0) << "session " << session_index;
@@ -82,7 +85,7 @@ TEST(OneShotIteratorTest, AnInvalidDatasetIsAnErrorInTheScope) {
   Scope root = Scope::NewRootScope();
   OneShotIterator iterator = MakeOneShotIterator(root, RangeDataset(3)->Batch(0));
   EXPECT_EQ(root.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(root.status().message(), "batch_size")) << root.status();
+  EXPECT_THAT(root.status().message(), HasSubstr("batch_size")) << root.status();
   std::vector<Output> next = iterator.GetNext();
   ASSERT_EQ(next.size(), 1u);
   EXPECT_FALSE(next[0].valid());
@@ -95,11 +98,11 @@ TEST(OneShotIteratorTest, AnUnregisteredIteratorIdIsNotFoundAtRunTime) {
                                    {"output_dtypes", std::vector<std::string>{"int32"}}});
   ASSERT_NE(node, nullptr) << root.status();
   EXPECT_EQ(node->num_outputs(), 1);
-  auto session = NewDirectSession(root.graph());
+  auto session = NewDirectSession(root.graph()).value();
   std::vector<Tensor> out;
   Status s = session->Run({}, {node->name()}, {}, &out);
   EXPECT_EQ(s.code(), Code::kNotFound) << s;
-  EXPECT_TRUE(Contains(s.message(), "nowhere")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("nowhere")) << s;
 }
 
 TEST(IteratorGetNextOpTest, HasOneOutputPerDTypeWithTheGivenShapes) {
@@ -129,7 +132,7 @@ TEST(IteratorGetNextOpTest, RejectsBadDTypesAndMismatchedShapeLists) {
                       {"output_dtypes", std::vector<std::string>{"float32", "int32"}},
                       {"output_shapes", std::vector<std::string>{"[4]"}}});
   EXPECT_EQ(mismatched.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(mismatched.status().message(), "output_shapes")) << mismatched.status();
+  EXPECT_THAT(mismatched.status().message(), HasSubstr("output_shapes")) << mismatched.status();
   Scope bad_shape = Scope::NewRootScope();
   bad_shape.AddNode("IteratorGetNext", {},
                     {{"iterator_id", "x"},

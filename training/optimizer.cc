@@ -24,6 +24,10 @@ std::string SlotKey(const Output& var, const std::string& slot) {
 
 }  // namespace
 
+Scope Optimizer::BesideVariable(const Scope& scope, const Output& var) {
+  return scope.WithDevice(var.node->requested_device()).ColocateWith(var);
+}
+
 Status Optimizer::Prepare(const Scope&, const std::vector<Output>&) { return Status::OK(); }
 
 StatusOr<std::vector<Output>> Optimizer::Finish(const Scope&) { return std::vector<Output>{}; }
@@ -146,7 +150,8 @@ StatusOr<Output> Optimizer::ApplyGradientsGated(const Scope& scope,
   std::vector<Output> updates;
   for (const auto& [grad, var] : grads_and_vars) {
     const Scope update_scope =
-        optimizer_scope.NewSubScope("update_" + var.node->name()).WithControlDependencies({gate});
+        BesideVariable(optimizer_scope.NewSubScope("update_" + var.node->name()), var)
+            .WithControlDependencies({gate});
     AF_ASSIGN_OR_RETURN(Output update, ApplyDense(update_scope, grad, var));
     if (!scope.ok()) return scope.status();
     updates.push_back(update);
@@ -156,12 +161,17 @@ StatusOr<Output> Optimizer::ApplyGradientsGated(const Scope& scope,
   std::vector<Output> step_ops = updates;
   step_ops.insert(step_ops.end(), finish.begin(), finish.end());
   if (global_step.valid()) {
-    step_ops.push_back(AssignAdd(after_updates.NewSubScope("global_step"), global_step,
-                                 ScalarOf(global_step.dtype(), 1)));
+    step_ops.push_back(
+        AssignAdd(BesideVariable(after_updates.NewSubScope("global_step"), global_step),
+                  global_step, ScalarOf(global_step.dtype(), 1)));
   }
   const Node* train = NoOp(scope.WithControlDependencies(step_ops));
   if (!scope.ok()) return scope.status();
   return Output(train);
+}
+
+StatusOr<Output> Optimizer::Minimize(const Scope& scope, Output loss) {
+  return Minimize(scope, loss, Output());
 }
 
 StatusOr<Output> Optimizer::Minimize(const Scope& scope, Output loss, Output global_step,

@@ -16,6 +16,14 @@
 // "NoOp..." name). Every other node goes under the sub-scope "<optimizer name>/" (the
 // updates: "<name>/update_<var>/Apply..."); gradients go under "gradients/".
 //
+// Devices, as in TensorFlow 1.x: each update (the Apply op, its hyper-parameter
+// constants, Adam's beta power updates) is built beside its variable, with the
+// variable's requested device and colocated with it, whatever the caller's device
+// scope; so is the global step's increment. The gradients, the gate and the train op
+// follow the caller's scope. So with variables on "/job:ps/task:0",
+//   opt.Minimize(root.WithDevice("/job:worker/task:0"), loss, step)
+// computes the gradients on the worker and applies them on the ps task.
+//
 // What one run of the train op does, in order:
 // 1. Every gradient (and the loss, for Minimize) is computed; every update waits for
 //    all of them (through the NoOp "<name>/gate/NoOp"), so every read of a variable in
@@ -47,6 +55,7 @@
 #include "graph/scope.h"
 #include "graph/status.h"
 #include "graph/tensor.h"
+#include "kernels/optimizer_rules.h"
 
 namespace actorflow {
 
@@ -77,6 +86,8 @@ class Optimizer {
   // optimize or none has a gradient; Gradients' errors.
   StatusOr<Output> Minimize(const Scope& scope, Output loss, Output global_step,
                             std::vector<Output> var_list = {});
+  // Minimize without a global step.
+  StatusOr<Output> Minimize(const Scope& scope, Output loss);
 
   // The slot variable `slot` ("Momentum", "Adam_m", ...) this optimizer made for
   // `var` in `graph`; NotFound if it made none.
@@ -106,6 +117,9 @@ class Optimizer {
                                       const Output& colocate_with, double initial_value);
   // A scalar tensor of `dtype` holding `value` (a hyper-parameter literal).
   static Tensor ScalarOf(DType dtype, double value);
+  // `scope` on `var`'s requested device (instead of the scope's), colocated with it:
+  // where the ops that update `var` are built.
+  static Scope BesideVariable(const Scope& scope, const Output& var);
 
  private:
   // ApplyGradients, with every update also waiting for `gates` (Minimize's loss).
@@ -151,8 +165,9 @@ class MomentumOptimizer : public Optimizer {
 // beta1/beta2 after each step). Slots "Adam_m" and "Adam_v", initially 0.
 class AdamOptimizer : public Optimizer {
  public:
-  explicit AdamOptimizer(double learning_rate = 0.001, double beta1 = 0.9, double beta2 = 0.999,
-                         double epsilon = 1e-8);
+  explicit AdamOptimizer(double learning_rate = kDefaultAdamLearningRate,
+                         double beta1 = kDefaultAdamBeta1, double beta2 = kDefaultAdamBeta2,
+                         double epsilon = kDefaultAdamEpsilon);
 
  protected:
   Status Prepare(const Scope& scope, const std::vector<Output>& vars) override;
@@ -176,7 +191,8 @@ class AdamOptimizer : public Optimizer {
 // initial_accumulator_value (> 0, so the first step does not divide by 0).
 class AdagradOptimizer : public Optimizer {
  public:
-  explicit AdagradOptimizer(double learning_rate, double initial_accumulator_value = 0.1);
+  explicit AdagradOptimizer(double learning_rate,
+                            double initial_accumulator_value = kDefaultAdagradInitialAccumulator);
 
  protected:
   StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad, const Output& var) override;
@@ -186,10 +202,12 @@ class AdagradOptimizer : public Optimizer {
   double initial_accumulator_value_;
 };
 
-// "sgd", "momentum" (momentum 0.9), "adam" or "adagrad" with the given learning rate
-// and default hyper-parameters. InvalidArgument naming an unknown optimizer (listing
-// the valid names) or a learning rate that is not a positive finite number.
+// "sgd", "momentum", "adam" or "adagrad" (OptimizerKindName) with the given learning
+// rate and the default hyper-parameters of kernels/optimizer_rules.h, the ones the
+// parameter shards use. InvalidArgument naming an unknown optimizer (listing the
+// valid names) or a learning rate that is not a positive finite number.
 StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const std::string& name, double learning_rate);
+StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(OptimizerKind kind, double learning_rate);
 
 }  // namespace actorflow
 

@@ -1,6 +1,4 @@
 // The concrete optimizers (their update ops and state) and MakeOptimizer.
-#include <cmath>
-
 #include "graph/ops.h"
 #include "training/optimizer.h"
 
@@ -9,7 +7,7 @@ namespace actorflow {
 // --- GradientDescent -------------------------------------------------------------
 
 GradientDescentOptimizer::GradientDescentOptimizer(double learning_rate)
-    : Optimizer("GradientDescent"), learning_rate_(learning_rate) {}
+    : Optimizer(OptimizerKindGraphName(OptimizerKind::kGradientDescent)), learning_rate_(learning_rate) {}
 
 StatusOr<Output> GradientDescentOptimizer::ApplyDense(const Scope& scope, const Output& grad,
                                                       const Output& var) {
@@ -19,7 +17,7 @@ StatusOr<Output> GradientDescentOptimizer::ApplyDense(const Scope& scope, const 
 // --- Momentum ----------------------------------------------------------------------
 
 MomentumOptimizer::MomentumOptimizer(double learning_rate, double momentum, bool use_nesterov)
-    : Optimizer("Momentum"),
+    : Optimizer(OptimizerKindGraphName(OptimizerKind::kMomentum)),
       learning_rate_(learning_rate),
       momentum_(momentum),
       use_nesterov_(use_nesterov) {}
@@ -35,7 +33,7 @@ StatusOr<Output> MomentumOptimizer::ApplyDense(const Scope& scope, const Output&
 // --- Adam ------------------------------------------------------------------------------
 
 AdamOptimizer::AdamOptimizer(double learning_rate, double beta1, double beta2, double epsilon)
-    : Optimizer("Adam"),
+    : Optimizer(OptimizerKindGraphName(OptimizerKind::kAdam)),
       learning_rate_(learning_rate),
       beta1_(beta1),
       beta2_(beta2),
@@ -77,7 +75,7 @@ StatusOr<std::vector<Output>> AdamOptimizer::Finish(const Scope& scope) {
   for (const auto& [dtype, powers] : powers_) {
     for (const auto& [power, beta] :
          {std::make_pair(powers.beta1_power, beta1_), std::make_pair(powers.beta2_power, beta2_)}) {
-      const Scope s = scope.NewSubScope("update_" + power.node->name()).ColocateWith(power);
+      const Scope s = BesideVariable(scope.NewSubScope("update_" + power.node->name()), power);
       ops.push_back(Assign(s, power, Mul(s, power, ScalarOf(dtype, beta))));
     }
   }
@@ -88,7 +86,7 @@ StatusOr<std::vector<Output>> AdamOptimizer::Finish(const Scope& scope) {
 // --- Adagrad ---------------------------------------------------------------------------
 
 AdagradOptimizer::AdagradOptimizer(double learning_rate, double initial_accumulator_value)
-    : Optimizer("Adagrad"),
+    : Optimizer(OptimizerKindGraphName(OptimizerKind::kAdagrad)),
       learning_rate_(learning_rate),
       initial_accumulator_value_(initial_accumulator_value) {}
 
@@ -102,21 +100,31 @@ StatusOr<Output> AdagradOptimizer::ApplyDense(const Scope& scope, const Output& 
 // --- MakeOptimizer ----------------------------------------------------------------------
 
 StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const std::string& name, double learning_rate) {
-  if (name != "sgd" && name != "momentum" && name != "adam" && name != "adagrad") {
-    return InvalidArgument("unknown optimizer '" + name +
-                           "': valid optimizers are sgd, momentum, adam, adagrad");
-  }
-  if (!std::isfinite(learning_rate) || learning_rate <= 0) {
-    return InvalidArgument("optimizer '" + name +
-                           "': the learning rate must be a positive "
-                           "number, got " +
-                           std::to_string(learning_rate));
-  }
+  const std::string error = OptimizerConfigError(name, learning_rate);
+  if (!error.empty()) return InvalidArgument(error);
+  OptimizerKind kind = OptimizerKind::kGradientDescent;
+  ParseOptimizerKind(name, &kind);
+  return MakeOptimizer(kind, learning_rate);
+}
+
+StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(OptimizerKind kind, double learning_rate) {
+  const std::string error = OptimizerConfigError(OptimizerKindName(kind), learning_rate);
+  if (!error.empty()) return InvalidArgument(error);
   std::unique_ptr<Optimizer> optimizer;
-  if (name == "sgd") optimizer.reset(new GradientDescentOptimizer(learning_rate));
-  if (name == "momentum") optimizer.reset(new MomentumOptimizer(learning_rate, /*momentum=*/0.9));
-  if (name == "adam") optimizer.reset(new AdamOptimizer(learning_rate));
-  if (name == "adagrad") optimizer.reset(new AdagradOptimizer(learning_rate));
+  switch (kind) {
+    case OptimizerKind::kGradientDescent:
+      optimizer.reset(new GradientDescentOptimizer(learning_rate));
+      break;
+    case OptimizerKind::kMomentum:
+      optimizer.reset(new MomentumOptimizer(learning_rate, kDefaultMomentum));
+      break;
+    case OptimizerKind::kAdam:
+      optimizer.reset(new AdamOptimizer(learning_rate));
+      break;
+    case OptimizerKind::kAdagrad:
+      optimizer.reset(new AdagradOptimizer(learning_rate));
+      break;
+  }
   return optimizer;
 }
 

@@ -6,6 +6,7 @@
 
 #include "training/partitioned_variable.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -24,7 +25,8 @@
 namespace actorflow {
 namespace {
 
-using checkpoint_test::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using checkpoint_test::NewTempDir;
 
 std::string Cpu(int k) { return "/cpu:" + std::to_string(k); }
@@ -64,8 +66,8 @@ TEST(CreatePartitionedVariableTest, MoreShardsThanRowsIsInvalidArgumentNamingThe
   auto w = CreatePartitionedVariable(root, "embedding", Shape{2, 5}, Ramp(2, 5), 3, Cpu);
   ASSERT_FALSE(w.ok());
   EXPECT_EQ(w.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(w.status().message(), "'embedding'")) << w.status();
-  EXPECT_TRUE(Contains(w.status().message(), "dimension 0 (size 2) into 3 shards")) << w.status();
+  EXPECT_THAT(w.status().message(), HasSubstr("'embedding'")) << w.status();
+  EXPECT_THAT(w.status().message(), HasSubstr("dimension 0 (size 2) into 3 shards")) << w.status();
   EXPECT_EQ(root.graph()->FindNode("embedding/part_0"), nullptr) << "a rejected variable left nodes";
 }
 
@@ -77,7 +79,7 @@ TEST(CreatePartitionedVariableTest, RejectsAScalarZeroShardsAndAnInitialValueOfA
             Code::kInvalidArgument);
   auto wrong = CreatePartitionedVariable(root, "v", Shape{4, 2}, Ramp(2, 4), 2, nullptr);
   EXPECT_EQ(wrong.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(wrong.status().message(), "'v'")) << wrong.status();
+  EXPECT_THAT(wrong.status().message(), HasSubstr("'v'")) << wrong.status();
 }
 
 TEST(CreatePartitionedVariableTest, PartsLiveOnTheirShardsAndReadAsTheWholeValue) {
@@ -103,7 +105,7 @@ TEST(CreatePartitionedVariableTest, PartsLiveOnTheirShardsAndReadAsTheWholeValue
   auto placement = session->ExplainPlacement();
   ASSERT_TRUE(placement.ok()) << placement.status();
   for (int k = 0; k < 3; ++k) {
-    EXPECT_TRUE(Contains(*placement, "w/part_" + std::to_string(k) +
+    EXPECT_THAT(*placement, HasSubstr("w/part_" + std::to_string(k) +
                                          " (Variable): /job:localhost/replica:0/task:0/device:CPU:" +
                                          std::to_string(k)))
         << *placement;
@@ -152,7 +154,7 @@ TEST(CreatePartitionedVariableTest, TrainingThePartsIsExactlyTrainingTheWholeVar
   // Each update ran on its part's shard.
   auto placement = split.session->ExplainPlacement();
   ASSERT_TRUE(placement.ok()) << placement.status();
-  EXPECT_TRUE(Contains(*placement, "GradientDescent/update_w/part_2/ApplyGradientDescent "
+  EXPECT_THAT(*placement, HasSubstr("GradientDescent/update_w/part_2/ApplyGradientDescent "
                                    "(ApplyGradientDescent): /job:localhost/replica:0/task:0/device:CPU:2"))
       << *placement;
 }
@@ -320,11 +322,14 @@ TEST(RestoreAnotherModelTest, NamesEveryVariableThatDiffersMissingMismatchedAndE
   ASSERT_TRUE(session_b->Run({}, {}, {"init"}, nullptr).ok());
   Status s = (*saver_b)->Restore(session_b.get(), dir);
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
-  EXPECT_TRUE(Contains(s.message(), "does not match the graph")) << s;
-  EXPECT_TRUE(Contains(s.message(), "variable 'dense/kernel' has shape [2,3] in the graph but [3,2]")) << s;
-  EXPECT_TRUE(Contains(s.message(), "no tensor for variable 'logits/kernel'")) << s;
-  EXPECT_TRUE(Contains(s.message(), "the checkpoint has variables the graph lacks: 'conv/filter'")) << s;
-  EXPECT_FALSE(Contains(s.message(), "'dense/bias'")) << "dense/bias matches: " << s;
+  EXPECT_THAT(s.message(), HasSubstr("does not match the graph")) << s;
+  EXPECT_THAT(s.message(),
+              HasSubstr("variable 'dense/kernel' has shape [2,3] in the graph but [3,2]"))
+      << s;
+  EXPECT_THAT(s.message(), HasSubstr("no tensor for variable 'logits/kernel'")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("the checkpoint has variables the graph lacks: 'conv/filter'"))
+      << s;
+  EXPECT_THAT(s.message(), Not(HasSubstr("'dense/bias'"))) << "dense/bias matches: " << s;
   // Nothing was assigned.
   EXPECT_TRUE(TensorsEqual(Fetch(session_b.get(), "dense/kernel"), Ramp(2, 3)));
 }

@@ -4,6 +4,7 @@
 
 #include "training/queue_runner.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -15,9 +16,7 @@
 namespace actorflow {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 std::unique_ptr<Session> Open(const Graph* graph) {
   auto s = NewSession(graph, SessionOptions());
@@ -34,8 +33,8 @@ TEST(CoordinatorTest, FirstErrorWinsAndOutOfRangeIsACleanStop) {
   coord.RequestStop(Internal("later"), "runner b");
   Status joined = coord.Join(100);
   EXPECT_EQ(joined.code(), Code::kInternal);
-  EXPECT_TRUE(Contains(joined.message(), "runner a")) << joined;
-  EXPECT_TRUE(Contains(joined.message(), "boom")) << joined;
+  EXPECT_THAT(joined.message(), HasSubstr("runner a")) << joined;
+  EXPECT_THAT(joined.message(), HasSubstr("boom")) << joined;
   EXPECT_EQ(coord.error_source(), "runner a");
 }
 
@@ -55,7 +54,7 @@ TEST(CoordinatorTest, StopCallbacksRunOnceAndJoinReportsStragglers) {
   EXPECT_EQ(calls, 1);
   Status joined = coord.Join(50);
   EXPECT_EQ(joined.code(), Code::kDeadlineExceeded) << joined;
-  EXPECT_TRUE(Contains(joined.message(), "stubborn")) << joined;
+  EXPECT_THAT(joined.message(), HasSubstr("stubborn")) << joined;
   {
     std::lock_guard<std::mutex> lock(mu);
     release = true;
@@ -111,8 +110,8 @@ TEST(QueueRunnerTest, JoinReportsTheFirstErrorAndTheRunnerThatRaisedIt) {
   ASSERT_TRUE(runner.Start(session.get(), &coord).ok());
   Status joined = coord.Join(3000);
   EXPECT_EQ(joined.code(), Code::kInvalidArgument) << joined;
-  EXPECT_TRUE(Contains(joined.message(), "queue runner typo (op bad_enqueue)")) << joined;
-  EXPECT_TRUE(Contains(joined.message(), "component 0")) << joined;
+  EXPECT_THAT(joined.message(), HasSubstr("queue runner typo (op bad_enqueue)")) << joined;
+  EXPECT_THAT(joined.message(), HasSubstr("component 0")) << joined;
 }
 
 TEST(QueueRunnerTest, MaxRunsEndsCleanlyAndClosesTheQueueForItsConsumers) {

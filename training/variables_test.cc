@@ -3,6 +3,7 @@
 
 #include "training/variables.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,9 +16,7 @@
 namespace actorflow {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 using Names = std::vector<std::string>;
 
@@ -60,8 +59,8 @@ TEST(CreateVariableTest, AnInitialValueWithoutAFullyDefinedShapeIsRejectedNaming
   auto w = CreateVariable(root, "w", x);
   ASSERT_FALSE(w.ok());
   EXPECT_EQ(w.status().code(), Code::kInvalidArgument);
-  EXPECT_TRUE(Contains(w.status().message(), "'w'")) << w.status();
-  EXPECT_TRUE(Contains(w.status().message(), "[?,3]")) << w.status();
+  EXPECT_THAT(w.status().message(), HasSubstr("'w'")) << w.status();
+  EXPECT_THAT(w.status().message(), HasSubstr("[?,3]")) << w.status();
   EXPECT_EQ(root.graph()->FindNode("w"), nullptr);
   EXPECT_TRUE(root.graph()->GetCollection(kVariablesCollection).empty());
 }
@@ -71,7 +70,7 @@ TEST(CreateVariableTest, ADuplicateNameIsAnError) {
   ASSERT_TRUE(CreateVariable(root, "w", 1.0f).ok());
   auto again = CreateVariable(root, "w", 2.0f);
   ASSERT_FALSE(again.ok());
-  EXPECT_TRUE(Contains(again.status().message(), "'w'")) << again.status();
+  EXPECT_THAT(again.status().message(), HasSubstr("'w'")) << again.status();
 }
 
 TEST(CreateVariableTest, AFailedScopeIsReported) {
@@ -79,7 +78,7 @@ TEST(CreateVariableTest, AFailedScopeIsReported) {
   root.UpdateStatus(InvalidArgument("earlier failure"));
   auto w = CreateVariable(root, "w", 1.0f);
   ASSERT_FALSE(w.ok());
-  EXPECT_TRUE(Contains(w.status().message(), "earlier failure"));
+  EXPECT_THAT(w.status().message(), HasSubstr("earlier failure"));
 }
 
 TEST(GlobalVariablesInitializerTest, RunningItInitializesEveryVariable) {
@@ -95,7 +94,7 @@ TEST(GlobalVariablesInitializerTest, RunningItInitializesEveryVariable) {
   EXPECT_EQ(init.node->name(), "init");
   EXPECT_EQ(init.node->control_inputs().size(), 3u);
 
-  auto session = NewDirectSession(root.graph());
+  auto session = NewDirectSession(root.graph()).value();
   std::vector<Tensor> out;
   Status before = session->Run({}, {"a"}, {}, &out);
   EXPECT_EQ(before.code(), Code::kFailedPrecondition) << before;
@@ -115,7 +114,7 @@ TEST(GlobalVariablesInitializerTest, WithNoVariablesItIsANoOpThatRuns) {
   auto init = GlobalVariablesInitializer(root.WithOpName("init"));
   ASSERT_TRUE(root.ok()) << root.status();
   EXPECT_EQ(init.node->op(), "NoOp");
-  auto session = NewDirectSession(root.graph());
+  auto session = NewDirectSession(root.graph()).value();
   EXPECT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
 }
 
@@ -135,7 +134,7 @@ TEST(GlobalStepTest, IsANonTrainableInt64ScalarStartingAtZero) {
   EXPECT_EQ(found->node, step->node);
 
   GlobalVariablesInitializer(root.WithOpName("init"));
-  auto session = NewDirectSession(root.graph());
+  auto session = NewDirectSession(root.graph()).value();
   std::vector<Tensor> out;
   ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
   ASSERT_TRUE(session->Run({}, {"global_step"}, {}, &out).ok());
@@ -148,7 +147,7 @@ TEST(GlobalStepTest, ASecondGlobalStepIsAlreadyExists) {
   auto again = CreateGlobalStep(root);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), Code::kAlreadyExists);
-  EXPECT_TRUE(Contains(again.status().message(), "global_step"));
+  EXPECT_THAT(again.status().message(), HasSubstr("global_step"));
 }
 
 TEST(GlobalStepTest, AGraphWithoutOneHasNone) {

@@ -9,48 +9,34 @@
 #include <type_traits>
 
 #include "graph/types.h"
+#include "kernels/cpu/state_kernels.h"
+#include "kernels/cpu/variable_update.h"
 #include "kernels/kernel.h"
 #include "kernels/resource.h"
 
 namespace actorflow {
+namespace cpu {
+
+void PlaceholderKernel::Compute(KernelContext* ctx) {
+  const Node& n = ctx->node();
+  ctx->SetStatus(InvalidArgument("you must feed a value for placeholder '" + n.name() +
+                                 "' with dtype " + DTypeName(n.output_dtype(0)) + " and shape " +
+                                 n.output_shape(0).ToString()));
+}
+
+}  // namespace cpu
+
 namespace {
 
-class ConstKernel : public Kernel {
- public:
-  explicit ConstKernel(const Node& node) : Kernel(node), value_(node.attr<Tensor>("value")) {}
-  void Compute(KernelContext* ctx) override { ctx->set_output(0, value_); }
-
- private:
-  Tensor value_;
-};
-
-class PlaceholderKernel : public Kernel {
- public:
-  using Kernel::Kernel;
-  void Compute(KernelContext* ctx) override {
-    const Node& n = ctx->node();
-    ctx->SetStatus(InvalidArgument("you must feed a value for placeholder '" + n.name() +
-                                   "' with dtype " + DTypeName(n.output_dtype(0)) +
-                                   " and shape " + n.output_shape(0).ToString()));
-  }
-};
+using cpu::ConstKernel;
+using cpu::NoOpKernel;
+using cpu::PlaceholderKernel;
 
 class IdentityKernel : public Kernel {
  public:
   using Kernel::Kernel;
   void Compute(KernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
 };
-
-class NoOpKernel : public Kernel {
- public:
-  using Kernel::Kernel;
-  void Compute(KernelContext*) override {}
-};
-
-Status Uninitialized(const VariableResource& var) {
-  return FailedPrecondition("attempting to use uninitialized value '" + var.name() +
-                            "': run its initializer (an Assign) first");
-}
 
 class VariableKernel : public Kernel {
  public:
@@ -59,7 +45,7 @@ class VariableKernel : public Kernel {
     auto var = VariableForNode(ctx->resources(), ctx->node());
     if (!var.ok()) return ctx->SetStatus(var.status());
     std::lock_guard<std::mutex> lock((*var)->mu);
-    if (!(*var)->initialized) return ctx->SetStatus(Uninitialized(**var));
+    if (!(*var)->initialized) return ctx->SetStatus(UninitializedVariable(**var));
     ctx->set_output(0, (*var)->value);
   }
 };
@@ -72,13 +58,8 @@ class AssignKernel : public Kernel {
     auto var = VariableForNode(ctx->resources(), *node.input(0).node);
     if (!var.ok()) return ctx->SetStatus(var.status());
     const Tensor& value = ctx->input(1);
-    const bool validate_shape = node.attr<bool>("validate_shape");
-    if (validate_shape && !(*var)->declared_shape().IsCompatibleWith(value.shape())) {
-      return ctx->Fail(Code::kInvalidArgument,
-                       "cannot assign a value of shape " + value.shape().ToString() +
-                           " to variable '" + (*var)->name() + "' of shape " +
-                           (*var)->declared_shape().ToString());
-    }
+    Status valid = CheckAssign(**var, value, node.attr<bool>("validate_shape"));
+    if (!valid.ok()) return ctx->SetStatus(valid.WithContext(node.Describe()));
     std::lock_guard<std::mutex> lock((*var)->mu);
     // The new value is shared with the producer of `value`; later in-place updates
     // copy first (Variable::MutableValue), so sharing is safe.
@@ -97,7 +78,7 @@ class AssignUpdateKernel : public Kernel {
     if (!var.ok()) return ctx->SetStatus(var.status());
     const Tensor& delta = ctx->input(1);
     std::lock_guard<std::mutex> lock((*var)->mu);
-    if (!(*var)->initialized) return ctx->SetStatus(Uninitialized(**var));
+    if (!(*var)->initialized) return ctx->SetStatus(UninitializedVariable(**var));
     if ((*var)->value.shape() != delta.shape()) {
       return ctx->Fail(Code::kInvalidArgument,
                        "update of shape " + delta.shape().ToString() + " for variable '" +

@@ -12,17 +12,14 @@
 // variable; InvalidArgument for a slot or gradient whose shape differs from the
 // variable's, or a hyper-parameter that is not a scalar.
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <memory>
-#include <mutex>
-#include <string>
 #include <vector>
 
 #include "graph/types.h"
 #include "kernels/cpu/kernel_util.h"
+#include "kernels/cpu/variable_update.h"
 #include "kernels/kernel.h"
+#include "kernels/optimizer_rules.h"
 #include "kernels/resource.h"
 
 namespace actorflow {
@@ -38,8 +35,9 @@ struct ApplyArgs {
 };
 
 // The shared part of every Apply kernel: finds, locks and checks the variables of the
-// ref inputs, checks the scalars and the gradient, then calls Update() and outputs
-// the variable's new value. Subclasses implement only the arithmetic.
+// ref inputs, checks the scalars and the gradient (LockApplyVariables), then calls
+// Update() and outputs the variable's new value. Subclasses implement only the loop
+// over the elements, with the rule of kernels/optimizer_rules.h.
 template <typename T>
 class ApplyKernel : public Kernel {
  public:
@@ -48,61 +46,12 @@ class ApplyKernel : public Kernel {
 
   void Compute(KernelContext* ctx) final {
     const Node& node = ctx->node();
-    // The op set declares the refs as inputs 0..num_refs-1.
-    const int num_refs = static_cast<int>(node.op_def().ref_inputs.size());
-    const int grad_input = grad_input_;
-
-    std::vector<std::shared_ptr<VariableResource>> vars;
-    for (int i = 0; i < num_refs; ++i) {
-      auto var = VariableForNode(ctx->resources(), *node.input(i).node);
-      if (!var.ok()) return ctx->SetStatus(var.status().WithContext(node.Describe()));
-      vars.push_back(std::move(var).value());
-    }
-    for (int i = num_refs; i < node.num_inputs(); ++i) {
-      if (i != grad_input && ctx->input(i).rank() != 0) {
-        return ctx->Fail(Code::kInvalidArgument,
-                         "input " + std::to_string(i) + " ('" + node.input(i).ToString() +
-                             "') must be a scalar, got shape " + ctx->input(i).shape().ToString());
-      }
-    }
-
-    // Lock each distinct variable once, in address order.
-    std::vector<VariableResource*> order;
-    for (const auto& v : vars) order.push_back(v.get());
-    std::sort(order.begin(), order.end());
-    order.erase(std::unique(order.begin(), order.end()), order.end());
-    std::vector<std::unique_lock<std::mutex>> locks;
-    locks.reserve(order.size());
-    for (VariableResource* v : order) locks.emplace_back(v->mu);
-
-    for (const auto& v : vars) {
-      if (!v->initialized) {
-        return ctx->Fail(Code::kFailedPrecondition, "attempting to use uninitialized value '" +
-                                                        v->name() +
-                                                        "': run its initializer (an Assign) first");
-      }
-      if (v->value.dtype() != DTypeOf<T>::value) {
-        return ctx->Fail(Code::kInvalidArgument, "variable '" + v->name() + "' holds " +
-                                                     v->value.DebugString() + ", expected dtype " +
-                                                     DTypeName(DTypeOf<T>::value));
-      }
-    }
-    const Shape& var_shape = vars[0]->value.shape();
-    for (int i = 1; i < num_refs; ++i) {
-      if (vars[i]->value.shape() != var_shape) {
-        return ctx->Fail(Code::kInvalidArgument,
-                         "slot variable '" + vars[i]->name() + "' has shape " +
-                             vars[i]->value.shape().ToString() + " but variable '" +
-                             vars[0]->name() + "' has shape " + var_shape.ToString());
-      }
-    }
-    const Tensor& grad = ctx->input(grad_input);
-    if (grad.shape() != var_shape) {
-      return ctx->Fail(Code::kInvalidArgument, "gradient of shape " + grad.shape().ToString() +
-                                                   " for variable '" + vars[0]->name() +
-                                                   "' of shape " + var_shape.ToString());
-    }
-
+    StatusOr<LockedVariables> locked =
+        LockApplyVariables(ctx->resources(), node, grad_input_, DTypeOf<T>::value,
+                           [ctx](int i) -> const Tensor& { return ctx->input(i); });
+    if (!locked.ok()) return ctx->SetStatus(locked.status().WithContext(node.Describe()));
+    const auto& vars = locked->vars;
+    const Tensor& grad = ctx->input(grad_input_);
     ApplyArgs<T> args;
     // MutableValue() on a variable listed twice copies at most once: after the first
     // call its buffer has a single owner.
@@ -135,7 +84,7 @@ class ApplyGradientDescentKernel : public ApplyKernel<T> {
     const T alpha = this->Scalar(ctx, 1);
     T* var = args.refs[0];
     const T* grad = args.grad;
-    for (int64_t i = 0; i < args.n; ++i) var[i] -= alpha * grad[i];
+    for (int64_t i = 0; i < args.n; ++i) GradientDescentUpdate(var[i], grad[i], alpha);
   }
 };
 
@@ -148,22 +97,11 @@ class ApplyMomentumKernel : public ApplyKernel<T> {
 
  protected:
   void Update(const KernelContext& ctx, const ApplyArgs<T>& args) override {
-    const T lr = this->Scalar(ctx, 2);
-    const T momentum = this->Scalar(ctx, 4);
+    const MomentumParams<T> params{this->Scalar(ctx, 2), this->Scalar(ctx, 4), use_nesterov_};
     T* var = args.refs[0];
     T* accum = args.refs[1];
     const T* grad = args.grad;
-    if (use_nesterov_) {
-      for (int64_t i = 0; i < args.n; ++i) {
-        accum[i] = accum[i] * momentum + grad[i];
-        var[i] -= lr * grad[i] + lr * momentum * accum[i];
-      }
-    } else {
-      for (int64_t i = 0; i < args.n; ++i) {
-        accum[i] = accum[i] * momentum + grad[i];
-        var[i] -= lr * accum[i];
-      }
-    }
+    for (int64_t i = 0; i < args.n; ++i) MomentumUpdate(var[i], accum[i], grad[i], params);
   }
 
  private:
@@ -178,24 +116,14 @@ class ApplyAdamKernel : public ApplyKernel<T> {
 
  protected:
   void Update(const KernelContext& ctx, const ApplyArgs<T>& args) override {
-    const T beta1_power = this->Scalar(ctx, 3);
-    const T beta2_power = this->Scalar(ctx, 4);
-    const T lr = this->Scalar(ctx, 5);
-    const T beta1 = this->Scalar(ctx, 6);
-    const T beta2 = this->Scalar(ctx, 7);
-    const T epsilon = this->Scalar(ctx, 8);
-    const T one = T(1);
-    const T lr_t = lr * std::sqrt(one - beta2_power) / (one - beta1_power);
+    const AdamParams<T> params{
+        AdamStepSize(this->Scalar(ctx, 5), this->Scalar(ctx, 3), this->Scalar(ctx, 4)),
+        this->Scalar(ctx, 6), this->Scalar(ctx, 7), this->Scalar(ctx, 8)};
     T* var = args.refs[0];
     T* m = args.refs[1];
     T* v = args.refs[2];
     const T* grad = args.grad;
-    for (int64_t i = 0; i < args.n; ++i) {
-      const T g = grad[i];
-      m[i] = beta1 * m[i] + (one - beta1) * g;
-      v[i] = beta2 * v[i] + (one - beta2) * g * g;
-      var[i] -= lr_t * m[i] / (std::sqrt(v[i]) + epsilon);
-    }
+    for (int64_t i = 0; i < args.n; ++i) AdamUpdate(var[i], m[i], v[i], grad[i], params);
   }
 };
 
@@ -211,11 +139,7 @@ class ApplyAdagradKernel : public ApplyKernel<T> {
     T* var = args.refs[0];
     T* accum = args.refs[1];
     const T* grad = args.grad;
-    for (int64_t i = 0; i < args.n; ++i) {
-      const T g = grad[i];
-      accum[i] += g * g;
-      var[i] -= lr * g / std::sqrt(accum[i]);
-    }
+    for (int64_t i = 0; i < args.n; ++i) AdagradUpdate(var[i], accum[i], grad[i], lr);
   }
 };
 

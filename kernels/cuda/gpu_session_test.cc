@@ -3,6 +3,7 @@
 // the guide's example runs through soft placement: pi on the CPU instead of /gpu:0.
 // With a GPU, pi runs there, and training on the GPU matches training on the CPU;
 // those cases are skipped, with the driver's answer, where there is no GPU.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -18,9 +19,7 @@
 namespace actorflow {
 namespace {
 
-bool Contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using ::testing::HasSubstr;
 
 std::string Device(const std::string& type, int i) {
   return std::string(kLocalTask) + "/device:" + type + ":" + std::to_string(i);
@@ -52,9 +51,9 @@ std::string LineOf(const std::string& explained, const std::string& name) {
 TEST(GpuSessionTest, TheRuntimeIsLinkedAndSaysWhatItFound) {
   ASSERT_NE(GetGpuRuntime(), nullptr);
   if (GpuDeviceCount() == 0) {
-    EXPECT_TRUE(Contains(DescribeGpus(), "no GPU")) << DescribeGpus();
+    EXPECT_THAT(DescribeGpus(), HasSubstr("no GPU")) << DescribeGpus();
   } else {
-    EXPECT_TRUE(Contains(DescribeGpus(), "GPU(s)")) << DescribeGpus();
+    EXPECT_THAT(DescribeGpus(), HasSubstr("GPU(s)")) << DescribeGpus();
   }
 }
 
@@ -96,14 +95,14 @@ TEST(GpuSessionTest, GuideExampleRunsWithPiOnTheGpuOrSoftPlacedAndAAndBOnTheCpu)
 
   auto explained = session->ExplainPlacement();
   ASSERT_TRUE(explained.ok()) << explained.status();
-  EXPECT_TRUE(Contains(LineOf(*explained, "a"), Device("CPU", 0))) << *explained;
-  EXPECT_TRUE(Contains(LineOf(*explained, "b"), Device("CPU", 0))) << *explained;
+  EXPECT_THAT(LineOf(*explained, "a"), HasSubstr(Device("CPU", 0))) << *explained;
+  EXPECT_THAT(LineOf(*explained, "b"), HasSubstr(Device("CPU", 0))) << *explained;
   if (GpuDeviceCount() == 0) {
-    EXPECT_TRUE(Contains(LineOf(*explained, "pi"), Device("CPU", 0))) << *explained;
-    EXPECT_TRUE(Contains(LineOf(*explained, "pi"), "soft placement")) << *explained;
+    EXPECT_THAT(LineOf(*explained, "pi"), HasSubstr(Device("CPU", 0))) << *explained;
+    EXPECT_THAT(LineOf(*explained, "pi"), HasSubstr("soft placement")) << *explained;
   } else {
-    EXPECT_TRUE(Contains(LineOf(*explained, "pi"), Device("GPU", 0))) << *explained;
-    EXPECT_TRUE(Contains(LineOf(*explained, "pi"), "requested /gpu:0")) << *explained;
+    EXPECT_THAT(LineOf(*explained, "pi"), HasSubstr(Device("GPU", 0))) << *explained;
+    EXPECT_THAT(LineOf(*explained, "pi"), HasSubstr("requested /gpu:0")) << *explained;
   }
 }
 
@@ -115,8 +114,8 @@ TEST(GpuSessionTest, WithoutAGpuARequestForOneFailsStrictlyListingTheDevices) {
   ASSERT_NE(session, nullptr);
   Status s = session->Run({}, {"x"}, {}, nullptr);
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
-  EXPECT_TRUE(Contains(s.message(), "/gpu:0")) << s;
-  EXPECT_TRUE(Contains(s.message(), Device("CPU", 0))) << s;
+  EXPECT_THAT(s.message(), HasSubstr("/gpu:0")) << s;
+  EXPECT_THAT(s.message(), HasSubstr(Device("CPU", 0))) << s;
 }
 
 // A two-layer classifier on `device` ("" = the session's default), trained with
@@ -231,9 +230,9 @@ TEST(GpuSessionTest, IntegerOpsRequestedOnTheGpuAreSoftPlacedOnTheCpuSayingWhy) 
   EXPECT_EQ(out[1].data<int32_t>()[0], 42);
   auto explained = session->ExplainPlacement();
   ASSERT_TRUE(explained.ok());
-  EXPECT_TRUE(Contains(LineOf(*explained, "x"), Device("GPU", 0))) << *explained;
-  EXPECT_TRUE(Contains(LineOf(*explained, "m"), Device("CPU", 0))) << *explained;
-  EXPECT_TRUE(Contains(LineOf(*explained, "m"), "no GPU kernel for op Add with dtype int32"))
+  EXPECT_THAT(LineOf(*explained, "x"), HasSubstr(Device("GPU", 0))) << *explained;
+  EXPECT_THAT(LineOf(*explained, "m"), HasSubstr(Device("CPU", 0))) << *explained;
+  EXPECT_THAT(LineOf(*explained, "m"), HasSubstr("no GPU kernel for op Add with dtype int32"))
       << *explained;
 }
 

@@ -11,12 +11,14 @@
 // from the rendezvous and queues its copy to the device. Integer tensors cross too
 // (labels for a GPU loss), though no integer math runs on the GPU: the only integer
 // kernels here are _Send/_Recv, Placeholder (fed values stay in host memory) and an
-// int32 Const in host memory (see HostConstGpuKernel).
+// int32 Const in host memory (see RegisterStateKernels).
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "graph/types.h"
+#include "kernels/cpu/state_kernels.h"
+#include "kernels/cpu/variable_update.h"
 #include "kernels/cuda/gpu_kernel.h"
 #include "kernels/rendezvous.h"
 #include "kernels/resource.h"
@@ -44,50 +46,13 @@ class ConstGpuKernel : public GpuKernel {
   Tensor device_value_;  // guarded by mu_
 };
 
-// An int32 constant stays in host memory: the partitioner puts one on the sending
-// device of every cross-device control edge (a _Send's dummy input), and nothing on
-// the GPU computes with integers. The placer sees this kernel, so an int32 Const
-// requested on a GPU stays there, harmlessly, in host memory.
-class HostConstGpuKernel : public Kernel {
- public:
-  explicit HostConstGpuKernel(const Node& node) : Kernel(node), value_(node.attr<Tensor>("value")) {}
-  void Compute(KernelContext* ctx) override { ctx->set_output(0, value_); }
-
- private:
-  const Tensor value_;
-};
-
-// Fed placeholders never run their kernel; an unfed one fails like the CPU's.
-class PlaceholderGpuKernel : public Kernel {
- public:
-  using Kernel::Kernel;
-  void Compute(KernelContext* ctx) override {
-    const Node& n = ctx->node();
-    ctx->SetStatus(InvalidArgument("you must feed a value for placeholder '" + n.name() +
-                                   "' with dtype " + DTypeName(n.output_dtype(0)) +
-                                   " and shape " + n.output_shape(0).ToString()));
-  }
-};
-
-// Nothing to queue, so nothing to wait for: a synchronous kernel.
-class NoOpGpuKernel : public Kernel {
- public:
-  using Kernel::Kernel;
-  void Compute(KernelContext*) override {}
-};
-
-Status Uninitialized(const VariableResource& var) {
-  return FailedPrecondition("attempting to use uninitialized value '" + var.name() +
-                            "': run its initializer (an Assign) first");
-}
-
 class VariableGpuKernel : public GpuKernel {
  public:
   using GpuKernel::GpuKernel;
   Status Launch(GpuLaunch* l) override {
     AF_ASSIGN_OR_RETURN(auto var, VariableForNode(l->ctx->resources(), l->ctx->node()));
     std::lock_guard<std::mutex> lock(var->mu);
-    if (!var->initialized) return Uninitialized(*var);
+    if (!var->initialized) return UninitializedVariable(*var);
     // A value put there by host code (a restore) moves to the device once.
     if (!var->value.IsOnDevice()) {
       AF_ASSIGN_OR_RETURN(var->value, CopyToDevice(l->device, var->value));
@@ -104,11 +69,7 @@ class AssignGpuKernel : public GpuKernel {
     const Node& node = l->ctx->node();
     AF_ASSIGN_OR_RETURN(auto var, VariableForNode(l->ctx->resources(), *node.input(0).node));
     const Tensor& value = l->inputs[1];
-    if (node.attr<bool>("validate_shape") && !var->declared_shape().IsCompatibleWith(value.shape())) {
-      return InvalidArgument("cannot assign a value of shape " + value.shape().ToString() +
-                             " to variable '" + var->name() + "' of shape " +
-                             var->declared_shape().ToString());
-    }
+    AF_RETURN_IF_ERROR(CheckAssign(*var, value, node.attr<bool>("validate_shape")));
     std::lock_guard<std::mutex> lock(var->mu);
     // Shared with the producer of `value`; in-place updates copy first.
     var->value = value;
@@ -124,81 +85,82 @@ RendezvousKey KeyOf(const KernelContext& ctx) {
                        n.attr<std::string>("send_device"), n.attr<std::string>("recv_device")};
 }
 
-Status NoRendezvous(const Node& node) {
-  return FailedPrecondition(node.Describe() +
-                            ": cross-device edge in a session without a rendezvous "
-                            "(partitioned graphs run only in the actor runtime)");
+// The GPU of the kernel's device, made current for this thread.
+StatusOr<GpuDevice*> CurrentDevice(const KernelContext& ctx) {
+  AF_ASSIGN_OR_RETURN(GpuDevice * device, DeviceFromName(ctx.device_name()));
+  if (!MakeCurrent(device).ok()) return Internal("cudaSetDevice");
+  return device;
 }
+
+// An end of a cross-device edge: fails without a rendezvous (a DirectSession), else
+// Transfer()s. Every error names the node.
+class CrossDeviceGpuKernel : public Kernel {
+ public:
+  using Kernel::Kernel;
+  bool IsAsync() const final { return true; }
+  void Compute(KernelContext*) final {}
+  void ComputeAsync(KernelContext* ctx, std::function<void()> done) final {
+    if (ctx->rendezvous() == nullptr || ctx->scheduler() == nullptr) {
+      Fail(ctx, FailedPrecondition("cross-device edge in a session without a rendezvous "
+                                   "(partitioned graphs run only in the actor runtime)"));
+      return done();
+    }
+    Transfer(ctx, std::move(done));
+  }
+
+ protected:
+  static void Fail(KernelContext* ctx, const Status& s) {
+    ctx->SetStatus(s.WithContext(ctx->node().Describe()));
+  }
+  virtual void Transfer(KernelContext* ctx, std::function<void()> done) = 0;
+};
 
 // Input: a device tensor (or a host one, e.g. a feed passed through). Sends its host
 // copy once the stream has produced it.
-class SendGpuKernel : public Kernel {
+class SendGpuKernel : public CrossDeviceGpuKernel {
  public:
-  using Kernel::Kernel;
-  bool IsAsync() const override { return true; }
-  void Compute(KernelContext*) override {}
-  void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
-    if (ctx->rendezvous() == nullptr || ctx->scheduler() == nullptr) {
-      ctx->SetStatus(NoRendezvous(ctx->node()));
-      return done();
-    }
+  using CrossDeviceGpuKernel::CrossDeviceGpuKernel;
+
+ protected:
+  void Transfer(KernelContext* ctx, std::function<void()> done) override {
     const Tensor& value = ctx->input(0);
     if (!value.IsOnDevice()) {
-      Status s = ctx->rendezvous()->Send(KeyOf(*ctx), value);
-      if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
+      Fail(ctx, ctx->rendezvous()->Send(KeyOf(*ctx), value));
       return done();
     }
-    auto device = DeviceFromName(ctx->device_name());
-    Status status = device.status();
-    StatusOr<Tensor> host = Tensor();
-    if (status.ok()) status = MakeCurrent(*device).ok() ? Status::OK() : Internal("cudaSetDevice");
-    if (status.ok()) {
-      host = QueueCopyToHost(*device, value);
-      status = host.status();
-    }
-    if (!status.ok()) {
-      ctx->SetStatus(status.WithContext(ctx->node().Describe()));
+    auto device = CurrentDevice(*ctx);
+    StatusOr<Tensor> host = device.ok() ? QueueCopyToHost(*device, value)
+                                        : StatusOr<Tensor>(device.status());
+    if (!host.ok()) {
+      Fail(ctx, host.status());
       return done();
     }
     Tensor copy = std::move(host).value();
     FinishWhenQueuedWorkDone(
-        ctx, *device,
-        [ctx, copy] {
-          Status s = ctx->rendezvous()->Send(KeyOf(*ctx), copy);
-          if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
-        },
+        ctx, *device, [ctx, copy] { Fail(ctx, ctx->rendezvous()->Send(KeyOf(*ctx), copy)); },
         std::move(done));
   }
 };
 
 // Output: the received tensor, copied to the device (queued; done once it is there).
-class RecvGpuKernel : public Kernel {
+class RecvGpuKernel : public CrossDeviceGpuKernel {
  public:
-  using Kernel::Kernel;
-  bool IsAsync() const override { return true; }
-  void Compute(KernelContext*) override {}
-  void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
-    if (ctx->rendezvous() == nullptr || ctx->scheduler() == nullptr) {
-      ctx->SetStatus(NoRendezvous(ctx->node()));
-      return done();
-    }
+  using CrossDeviceGpuKernel::CrossDeviceGpuKernel;
+
+ protected:
+  void Transfer(KernelContext* ctx, std::function<void()> done) override {
     // The rendezvous calls back on the executor's thread.
     ctx->rendezvous()->RecvAsync(
         KeyOf(*ctx), [ctx, done](const Status& status, const Tensor& value) {
-          if (!status.ok()) {
-            ctx->SetStatus(status.WithContext(ctx->node().Describe()));
-            return done();
-          }
-          auto device = DeviceFromName(ctx->device_name());
-          Status s = device.status();
+          auto device = status.ok() ? CurrentDevice(*ctx) : StatusOr<GpuDevice*>(status);
           StatusOr<Tensor> on_device = value;
-          if (s.ok()) s = MakeCurrent(*device).ok() ? Status::OK() : Internal("cudaSetDevice");
-          if (s.ok() && !value.IsOnDevice()) {
+          if (!device.ok()) {
+            on_device = device.status();
+          } else if (!value.IsOnDevice()) {
             on_device = CopyToDevice(*device, value);
-            s = on_device.status();
           }
-          if (!s.ok()) {
-            ctx->SetStatus(s.WithContext(ctx->node().Describe()));
+          if (!on_device.ok()) {
+            Fail(ctx, on_device.status());
             return done();
           }
           ctx->set_output(0, std::move(on_device).value());
@@ -214,20 +176,25 @@ void RegisterFloatType() {
   r.Register("Const", kDeviceGpu, dt, MakeKernelFactory<ConstGpuKernel>());
   r.Register("Variable", kDeviceGpu, dt, MakeKernelFactory<VariableGpuKernel>());
   r.Register("Assign", kDeviceGpu, dt, MakeKernelFactory<AssignGpuKernel>());
-  r.Register("NoOp", kDeviceGpu, dt, MakeKernelFactory<NoOpGpuKernel>());
+  r.Register("NoOp", kDeviceGpu, dt, MakeKernelFactory<cpu::NoOpKernel>());
 }
 
 bool RegisterStateKernels() {
   RegisterFloatType<float>();
   RegisterFloatType<double>();
+  // An int32 constant stays in host memory (the CPU's kernel): the partitioner puts
+  // one on the sending device of every cross-device control edge (a _Send's dummy
+  // input), and nothing on the GPU computes with integers. The placer sees this
+  // kernel, so an int32 Const requested on a GPU stays there, harmlessly. Fed
+  // placeholders never run their kernel and a NoOp queues nothing: the CPU's too.
   KernelRegistry::Global().Register("Const", kDeviceGpu, DType::kInt32,
-                                    MakeKernelFactory<HostConstGpuKernel>());
+                                    MakeKernelFactory<cpu::ConstKernel>());
   for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kBool}) {
     // Every dtype: the partitioner gives a GPU partition a Placeholder for each fed
     // tensor it consumes (int32 labels for a GPU loss); fed values arrive in host
     // memory and the consumers copy them over.
     KernelRegistry::Global().Register("Placeholder", kDeviceGpu, dt,
-                                      MakeKernelFactory<PlaceholderGpuKernel>());
+                                      MakeKernelFactory<cpu::PlaceholderKernel>());
     KernelRegistry::Global().Register("_Send", kDeviceGpu, dt, MakeKernelFactory<SendGpuKernel>());
     KernelRegistry::Global().Register("_Recv", kDeviceGpu, dt, MakeKernelFactory<RecvGpuKernel>());
   }

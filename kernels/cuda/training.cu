@@ -1,9 +1,9 @@
-// The optimizers' in-place updates on the GPU (gpu_launch.h), element for element
-// the arithmetic of kernels/cpu/training_kernels.cc. Hyper-parameters are read from
-// device memory by every thread (one cached load each).
-#include <cmath>
-
+// The optimizers' in-place updates on the GPU (gpu_launch.h): one thread per element
+// runs the rule of kernels/optimizer_rules.h, the CPU kernels' and the parameter
+// shards' arithmetic. Hyper-parameters are read from device memory by every thread
+// (one cached load each).
 #include "kernels/cuda/cuda_internal.cuh"
+#include "kernels/optimizer_rules.h"
 
 namespace actorflow {
 namespace gpu {
@@ -17,20 +17,15 @@ template <typename T>
 __global__ void GradientDescentKernel(T* __restrict__ var, const T* __restrict__ alpha,
                                       const T* __restrict__ delta, int64_t n) {
   const T a = *alpha;
-  AF_GRID_STRIDE(i, n) { var[i] -= a * delta[i]; }
+  AF_GRID_STRIDE(i, n) { GradientDescentUpdate(var[i], delta[i], a); }
 }
 
 template <typename T>
 __global__ void MomentumKernel(T* __restrict__ var, T* __restrict__ accum,
                                const T* __restrict__ lr_p, const T* __restrict__ grad,
                                const T* __restrict__ momentum_p, bool nesterov, int64_t n) {
-  const T lr = *lr_p;
-  const T momentum = *momentum_p;
-  AF_GRID_STRIDE(i, n) {
-    const T acc = accum[i] * momentum + grad[i];
-    accum[i] = acc;
-    var[i] -= nesterov ? lr * grad[i] + lr * momentum * acc : lr * acc;
-  }
+  const MomentumParams<T> params{*lr_p, *momentum_p, nesterov};
+  AF_GRID_STRIDE(i, n) { MomentumUpdate(var[i], accum[i], grad[i], params); }
 }
 
 template <typename T>
@@ -38,31 +33,16 @@ __global__ void AdamKernel(T* __restrict__ var, T* __restrict__ m, T* __restrict
                            const T* beta1_power_p, const T* beta2_power_p, const T* lr_p,
                            const T* beta1_p, const T* beta2_p, const T* epsilon_p,
                            const T* __restrict__ grad, int64_t n) {
-  const T one = T(1);
-  const T beta1 = *beta1_p;
-  const T beta2 = *beta2_p;
-  const T epsilon = *epsilon_p;
-  const T lr_t = *lr_p * sqrt(one - *beta2_power_p) / (one - *beta1_power_p);
-  AF_GRID_STRIDE(i, n) {
-    const T g = grad[i];
-    const T mi = beta1 * m[i] + (one - beta1) * g;
-    const T vi = beta2 * v[i] + (one - beta2) * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    var[i] -= lr_t * mi / (sqrt(vi) + epsilon);
-  }
+  const AdamParams<T> params{AdamStepSize(*lr_p, *beta1_power_p, *beta2_power_p), *beta1_p,
+                             *beta2_p, *epsilon_p};
+  AF_GRID_STRIDE(i, n) { AdamUpdate(var[i], m[i], v[i], grad[i], params); }
 }
 
 template <typename T>
 __global__ void AdagradKernel(T* __restrict__ var, T* __restrict__ accum,
                               const T* __restrict__ lr_p, const T* __restrict__ grad, int64_t n) {
   const T lr = *lr_p;
-  AF_GRID_STRIDE(i, n) {
-    const T g = grad[i];
-    const T acc = accum[i] + g * g;
-    accum[i] = acc;
-    var[i] -= lr * g / sqrt(acc);
-  }
+  AF_GRID_STRIDE(i, n) { AdagradUpdate(var[i], accum[i], grad[i], lr); }
 }
 
 #undef AF_GRID_STRIDE

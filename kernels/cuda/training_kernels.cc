@@ -1,17 +1,15 @@
 // GPU kernels of the training ops (ApplyGradientDescent, ApplyMomentum, ApplyAdam,
 // ApplyAdagrad), float32 and float64, with the CPU kernels' checks and messages
-// (kernels/cpu/training_kernels.cc).
+// (kernels/cpu/training_kernels.cc; both check with LockApplyVariables). The
+// arithmetic is kernels/optimizer_rules.h's, in training.cu.
 //
 // The variables are locked (in address order) only while the update is queued: the
 // stream orders it after every earlier read that was queued, and copy-on-write
 // (MakeExclusiveOnDevice) keeps a buffer that a reader still holds unchanged. The
 // hyper-parameters stay on the device: the update kernel reads them there.
-#include <algorithm>
-#include <memory>
-#include <mutex>
-#include <string>
 #include <vector>
 
+#include "kernels/cpu/variable_update.h"
 #include "kernels/cuda/gpu_kernel.h"
 #include "kernels/resource.h"
 
@@ -29,57 +27,19 @@ class ApplyGpuKernel : public GpuKernel {
 
   Status Launch(GpuLaunch* l) final {
     const Node& node = l->ctx->node();
-    const int num_refs = static_cast<int>(node.op_def().ref_inputs.size());
-    std::vector<std::shared_ptr<VariableResource>> vars;
-    for (int i = 0; i < num_refs; ++i) {
-      AF_ASSIGN_OR_RETURN(auto var, VariableForNode(l->ctx->resources(), *node.input(i).node));
-      vars.push_back(std::move(var));
-    }
-    for (int i = num_refs; i < node.num_inputs(); ++i) {
-      if (i != grad_input_ && l->inputs[i].rank() != 0) {
-        return InvalidArgument("input " + std::to_string(i) + " ('" + node.input(i).ToString() +
-                               "') must be a scalar, got shape " +
-                               l->inputs[i].shape().ToString());
-      }
-    }
-    std::vector<VariableResource*> order;
-    for (const auto& v : vars) order.push_back(v.get());
-    std::sort(order.begin(), order.end());
-    order.erase(std::unique(order.begin(), order.end()), order.end());
-    std::vector<std::unique_lock<std::mutex>> locks;
-    for (VariableResource* v : order) locks.emplace_back(v->mu);
-
-    for (const auto& v : vars) {
-      if (!v->initialized) {
-        return FailedPrecondition("attempting to use uninitialized value '" + v->name() +
-                                  "': run its initializer (an Assign) first");
-      }
-      if (v->value.dtype() != DTypeOf<T>::value) {
-        return InvalidArgument("variable '" + v->name() + "' holds " + v->value.DebugString() +
-                               ", expected dtype " + DTypeName(DTypeOf<T>::value));
-      }
-    }
-    const Shape& var_shape = vars[0]->value.shape();
-    for (int i = 1; i < num_refs; ++i) {
-      if (vars[i]->value.shape() != var_shape) {
-        return InvalidArgument("slot variable '" + vars[i]->name() + "' has shape " +
-                               vars[i]->value.shape().ToString() + " but variable '" +
-                               vars[0]->name() + "' has shape " + var_shape.ToString());
-      }
-    }
+    AF_ASSIGN_OR_RETURN(LockedVariables locked,
+                        LockApplyVariables(l->ctx->resources(), node, grad_input_,
+                                           DTypeOf<T>::value,
+                                           [l](int i) -> const Tensor& { return l->inputs[i]; }));
     const Tensor& grad = l->inputs[grad_input_];
-    if (grad.shape() != var_shape) {
-      return InvalidArgument("gradient of shape " + grad.shape().ToString() + " for variable '" +
-                             vars[0]->name() + "' of shape " + var_shape.ToString());
-    }
     std::vector<void*> refs;
     // A variable listed twice is made exclusive once: the second call finds it so.
-    for (const auto& v : vars) {
+    for (const auto& v : locked.vars) {
       AF_RETURN_IF_ERROR(MakeExclusiveOnDevice(l->device, &v->value));
       refs.push_back(v->value.raw_data());
     }
     AF_RETURN_IF_ERROR(Queued(Update(l, refs, grad.raw_data(), grad.NumElements())));
-    l->ctx->set_output(0, vars[0]->value);
+    l->ctx->set_output(0, locked.vars[0]->value);
     return Status::OK();
   }
 

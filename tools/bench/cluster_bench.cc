@@ -41,6 +41,7 @@
 #include "actors/session_factory.h"
 #include "graph/ops.h"
 #include "graph/scope.h"
+#include "tests/child_process.h"
 #include "tests/process_cluster.h"
 #include "tools/bench/bench_util.h"
 
@@ -62,15 +63,9 @@ struct Flags {
 // The actorflow binary: --actorflow, or the runfiles (bazel run), or bazel-bin.
 std::string FindActorflow(const std::string& flag) {
   if (!flag.empty()) return flag;
-  std::vector<std::string> candidates = {"tools/actorflow"};
-  char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n > 0) candidates.push_back(std::string(exe, n) + ".runfiles/actorflow/tools/actorflow");
-  candidates.push_back("bazel-bin/tools/actorflow");
-  for (const std::string& path : candidates) {
-    if (access(path.c_str(), X_OK) == 0) return path;
-  }
-  Die(kProgram, "finding the actorflow binary", NotFound("pass --actorflow PATH"));
+  std::string path = subprocess::FindWorkspaceProgram("tools/actorflow");
+  if (path.empty()) Die(kProgram, "finding the actorflow binary", NotFound("pass --actorflow PATH"));
+  return path;
 }
 
 std::unique_ptr<Session> OpenOrDie(const Graph* graph, const std::string& target) {

@@ -117,7 +117,8 @@ MatMulResult BenchMatMul(int n, int threads, double budget_s) {
   std::unique_ptr<Kernel> kernel =
       ValueOrDie(KernelRegistry::Global().CreateKernel(*m, kDeviceCpu), "MatMul kernel");
   ResourceManager resources;
-  std::unique_ptr<Session> session = NewDirectSession(graph.get());
+  std::unique_ptr<Session> session =
+      ValueOrDie(NewDirectSession(graph.get()), "opening a direct session");
   const FeedList feeds = {{"a", a}, {"b", b}};
   std::vector<float> c(static_cast<size_t>(n) * n);
   int64_t step = 0;
@@ -195,7 +196,8 @@ OverheadResult BenchSessionOverhead(int runs, int warmup) {
     prev = name;
   }
   auto graph = ValueOrDie(Graph::FromNodeDefs(defs), "building the Add chain");
-  std::unique_ptr<Session> session = NewDirectSession(graph.get());
+  std::unique_ptr<Session> session =
+      ValueOrDie(NewDirectSession(graph.get()), "opening a direct session");
   const FeedList feeds = {{"x", Tensor::Scalar(1.0f)}};
   const std::vector<std::string> fetches = {prev};
   std::vector<Tensor> out;

@@ -1,5 +1,6 @@
 // Data-parallel training through the parameter servers, in the setup of the PyTorch
-// peer /work/shared/peers/dist_bench.py: 1 ps and 2 workers, each its own process on
+// peer script dist_bench.py (an external requirement, not part of this repository:
+// by default in ../shared/peers beside it): 1 ps and 2 workers, each its own process on
 // 127.0.0.1, the MLP 784-256-256-10 (a DNN with hidden [256, 256]) at batch 64 per
 // worker, synthetic data (seed = worker index), SGD lr 0.1 on the ps, one OpenBLAS
 // thread per process. The ps is an `actorflow server` process (ProcessCluster); the
@@ -302,15 +303,9 @@ nlohmann::json StragglerReport(const Flags& flags) {
 
 std::string FindActorflow(const std::string& flag) {
   if (!flag.empty()) return flag;
-  std::vector<std::string> candidates = {"tools/actorflow"};
-  char exe[4096];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n > 0) candidates.push_back(std::string(exe, n) + ".runfiles/actorflow/tools/actorflow");
-  candidates.push_back("bazel-bin/tools/actorflow");
-  for (const std::string& path : candidates) {
-    if (access(path.c_str(), X_OK) == 0) return path;
-  }
-  Die(kProgram, "finding the actorflow binary", NotFound("pass --actorflow PATH"));
+  std::string path = subprocess::FindWorkspaceProgram("tools/actorflow");
+  if (path.empty()) Die(kProgram, "finding the actorflow binary", NotFound("pass --actorflow PATH"));
+  return path;
 }
 
 std::string SelfPath() {

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Runs //tools/bench:ps_bench and the PyTorch distributed peer
-# (../shared/peers/dist_bench.py, modes ddp and ps) alternately in one run -- ours,
+# Runs //tools/bench:ps_bench and the PyTorch distributed peer dist_bench.py (modes
+# ddp and ps; an external script, not part of this repository: --peers DIR, default
+# ../shared/peers beside the repository) alternately in one run -- ours,
 # torch, ours, torch, ... R rounds -- and prints, per round and as min / median / max
 # over the rounds:
 #   sync:  our ms per global step (1 ps + 2 workers, every update averages both

@@ -172,7 +172,9 @@ int Main(int argc, char** argv) {
     Case c;
     c.name = std::move(name);
     c.graph = std::move(g);
-    c.session = actor ? ActorSessionWith(c.graph.get(), cpus) : NewDirectSession(c.graph.get());
+    c.session = actor ? ActorSessionWith(c.graph.get(), cpus)
+                      : ValueOrDie(NewDirectSession(c.graph.get()), kProgram,
+                                   "opening a direct session");
     c.fetches = {std::move(fetch)};
     trips.push_back(std::move(c));
   };

@@ -1,5 +1,6 @@
-// Training throughput through a Session, to set beside the PyTorch peer
-// (/work/shared/peers/torch_mlp_bench.py; tools/bench/run_training_vs_torch.sh runs
+// Training throughput through a Session, to set beside the PyTorch peer script
+// torch_mlp_bench.py (an external requirement, not part of this repository: by
+// default in ../shared/peers beside it; tools/bench/run_training_vs_torch.sh runs
 // both, interleaved, and prints the ratios):
 //   * MLP 784-256-256-10 (ReLU), sparse softmax cross-entropy, SGD lr 0.1, synthetic
 //     float32 data (seed 0) fed through placeholders every step: samples/s at batch

@@ -1,0 +1,59 @@
+// actorflow's public C++ API in one header: what a program that builds, trains and
+// runs graphs needs, on one machine or on a cluster, and no CAF header (the actor
+// runtime stays behind the Session interface). A user's BUILD depends on the one
+// target `//:actorflow`:
+//
+//   cc_binary(name = "train", srcs = ["train.cc"], deps = ["//:actorflow"])
+//
+//   #include "actorflow.h"
+//   using namespace actorflow;
+//   Scope root = Scope::NewRootScope();
+//   auto x = Placeholder(root, DType::kFloat32);
+//   auto y = Mul(root, x, 2.0f);
+//   auto session = ClientSession::Create(root);      // the actor runtime in process
+//   std::vector<Tensor> out;
+//   Status s = (*session)->Run({{x, 3.0f}}, {y}, &out);   // out[0] == 6
+//
+// What is here, by layer:
+//   errors and values   Status/StatusOr, DType, Shape, Tensor
+//   graph building      Graph, Scope, the op functions, Gradients
+//   running             Session, SessionOptions, RunOptions, RunMetadata, NewSession,
+//                       ClientSession
+//   clusters            ClusterSpec, Server, LocalCluster (targets actorflow://host:port),
+//                       ReplicaDeviceSetter (variables on ps tasks, the rest on a worker)
+//   training            variables, optimizers, datasets (CSV files too),
+//                       DNNClassifier, checkpoints (Saver)
+#ifndef ACTORFLOW_ACTORFLOW_H_
+#define ACTORFLOW_ACTORFLOW_H_
+
+// Errors, values, graphs and the builder API.
+#include "graph/gradients.h"
+#include "graph/graph.h"
+#include "graph/ops.h"
+#include "graph/scope.h"
+#include "graph/shape.h"
+#include "graph/status.h"
+#include "graph/tensor.h"
+#include "graph/types.h"
+
+// Sessions: the interface, the factory for every target, and ClientSession.
+#include "actors/client_session.h"
+#include "actors/session_factory.h"
+#include "kernels/session.h"
+
+// Clusters: specs, one task (tf.train.Server), a whole cluster in this process.
+#include "actors/local_cluster.h"
+#include "actors/server.h"
+#include "placement/cluster_spec.h"
+#include "placement/replica_device_setter.h"
+
+// Training: variables, optimizers, input pipelines, the Estimator-style classifier,
+// checkpoints.
+#include "training/checkpoint.h"
+#include "training/csv_dataset.h"
+#include "training/dataset.h"
+#include "training/dnn_classifier.h"
+#include "training/optimizer.h"
+#include "training/variables.h"
+
+#endif  // ACTORFLOW_ACTORFLOW_H_

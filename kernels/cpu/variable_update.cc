@@ -1,0 +1,71 @@
+#include "kernels/cpu/variable_update.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace actorflow {
+
+Status UninitializedVariable(const VariableResource& var) {
+  return FailedPrecondition("attempting to use uninitialized value '" + var.name() +
+                            "': run its initializer (an Assign) first");
+}
+
+Status CheckAssign(const VariableResource& var, const Tensor& value, bool validate_shape) {
+  if (validate_shape && !var.declared_shape().IsCompatibleWith(value.shape())) {
+    return InvalidArgument("cannot assign a value of shape " + value.shape().ToString() +
+                           " to variable '" + var.name() + "' of shape " +
+                           var.declared_shape().ToString());
+  }
+  return Status::OK();
+}
+
+StatusOr<LockedVariables> LockApplyVariables(ResourceManager* resources, const Node& node,
+                                             int grad_input, DType dtype,
+                                             const std::function<const Tensor&(int)>& input) {
+  // The op set declares the refs as inputs 0..num_refs-1.
+  const int num_refs = static_cast<int>(node.op_def().ref_inputs.size());
+  LockedVariables locked;
+  std::vector<std::shared_ptr<VariableResource>>& vars = locked.vars;
+  for (int i = 0; i < num_refs; ++i) {
+    AF_ASSIGN_OR_RETURN(auto var, VariableForNode(resources, *node.input(i).node));
+    vars.push_back(std::move(var));
+  }
+  for (int i = num_refs; i < node.num_inputs(); ++i) {
+    if (i != grad_input && input(i).rank() != 0) {
+      return InvalidArgument("input " + std::to_string(i) + " ('" + node.input(i).ToString() +
+                             "') must be a scalar, got shape " + input(i).shape().ToString());
+    }
+  }
+
+  std::vector<VariableResource*> order;
+  for (const auto& v : vars) order.push_back(v.get());
+  std::sort(order.begin(), order.end());
+  order.erase(std::unique(order.begin(), order.end()), order.end());
+  locked.locks.reserve(order.size());
+  for (VariableResource* v : order) locked.locks.emplace_back(v->mu);
+
+  for (const auto& v : vars) {
+    if (!v->initialized) return UninitializedVariable(*v);
+    if (v->value.dtype() != dtype) {
+      return InvalidArgument("variable '" + v->name() + "' holds " + v->value.DebugString() +
+                             ", expected dtype " + DTypeName(dtype));
+    }
+  }
+  const Shape& var_shape = vars[0]->value.shape();
+  for (int i = 1; i < num_refs; ++i) {
+    if (vars[i]->value.shape() != var_shape) {
+      return InvalidArgument("slot variable '" + vars[i]->name() + "' has shape " +
+                             vars[i]->value.shape().ToString() + " but variable '" +
+                             vars[0]->name() + "' has shape " + var_shape.ToString());
+    }
+  }
+  const Tensor& grad = input(grad_input);
+  if (grad.shape() != var_shape) {
+    return InvalidArgument("gradient of shape " + grad.shape().ToString() + " for variable '" +
+                           vars[0]->name() + "' of shape " + var_shape.ToString());
+  }
+  return locked;
+}
+
+}  // namespace actorflow

@@ -1,0 +1,195 @@
+// The optimizers' update rules, written once: their names, their default
+// hyper-parameters and the per-element arithmetic of one update. Three places apply
+// them and must agree to the bit: the CPU Apply* kernels (kernels/cpu/
+// training_kernels.cc), the CUDA Apply* kernels (kernels/cuda/training.cu) and the
+// parameter shard's optimizer (actors/shard_optimizer.cc); training/optimizers.cc's
+// MakeOptimizer and the command line take the names and defaults from here.
+//
+//   sgd       var -= lr * grad
+//   momentum  accum = accum * momentum + grad;
+//             var -= lr * accum                      (Nesterov: lr * grad + lr * momentum * accum)
+//   adam      lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power)   (once per update)
+//             m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2;
+//             var -= lr_t * m / (sqrt(v) + epsilon)
+//   adagrad   accum += g^2;  var -= lr * g / sqrt(accum)
+//
+// The element functions are templates on the element type (float, double); every
+// operation happens in that type, in the order written, so a caller gets the same
+// bits wherever it runs them on the host. They also compile as CUDA device code
+// (AF_HOST_DEVICE), where nvcc may contract a multiply-add into an FMA: GPU results
+// agree within rounding, not to the bit.
+//
+// Header-only, no dependency: kernels, the runtime and nvcc-compiled files include it.
+// Thread safety: constants and pure functions.
+#ifndef ACTORFLOW_KERNELS_OPTIMIZER_RULES_H_
+#define ACTORFLOW_KERNELS_OPTIMIZER_RULES_H_
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#if defined(__CUDACC__)
+#define AF_HOST_DEVICE __host__ __device__
+#else
+#define AF_HOST_DEVICE
+#endif
+
+namespace actorflow {
+
+enum class OptimizerKind { kGradientDescent, kMomentum, kAdam, kAdagrad };
+
+inline constexpr OptimizerKind kAllOptimizerKinds[] = {
+    OptimizerKind::kGradientDescent, OptimizerKind::kMomentum, OptimizerKind::kAdam,
+    OptimizerKind::kAdagrad};
+
+// Default hyper-parameters (TensorFlow 1.x's), used wherever a caller gives only a
+// learning rate: MakeOptimizer, the parameter shards, the command line.
+inline constexpr double kDefaultMomentum = 0.9;
+inline constexpr double kDefaultAdamLearningRate = 0.001;
+inline constexpr double kDefaultAdamBeta1 = 0.9;
+inline constexpr double kDefaultAdamBeta2 = 0.999;
+inline constexpr double kDefaultAdamEpsilon = 1e-8;
+// > 0, so that adagrad's first update does not divide by zero.
+inline constexpr double kDefaultAdagradInitialAccumulator = 0.1;
+
+// The names of each kind, indexed by the enum's value.
+struct OptimizerKindNames {
+  const char* name;        // command line and configuration: "sgd", "momentum", ...
+  const char* graph_name;  // the graph optimizer's name scope: "GradientDescent", ...
+};
+inline constexpr OptimizerKindNames kOptimizerKindNames[] = {
+    {"sgd", "GradientDescent"}, {"momentum", "Momentum"}, {"adam", "Adam"}, {"adagrad", "Adagrad"}};
+static_assert(sizeof(kOptimizerKindNames) / sizeof(kOptimizerKindNames[0]) ==
+                  sizeof(kAllOptimizerKinds) / sizeof(kAllOptimizerKinds[0]),
+              "one entry of names per OptimizerKind, in enum order");
+
+inline const char* OptimizerKindName(OptimizerKind kind) {
+  return kOptimizerKindNames[static_cast<int>(kind)].name;
+}
+inline const char* OptimizerKindGraphName(OptimizerKind kind) {
+  return kOptimizerKindNames[static_cast<int>(kind)].graph_name;
+}
+
+// "sgd, momentum, adam, adagrad": for messages that list the valid names.
+inline std::string ValidOptimizerNames() {
+  std::string names;
+  for (OptimizerKind kind : kAllOptimizerKinds) {
+    names += (names.empty() ? "" : ", ") + std::string(OptimizerKindName(kind));
+  }
+  return names;
+}
+
+// True and *kind for one of OptimizerKindName's names; false otherwise.
+inline bool ParseOptimizerKind(const std::string& name, OptimizerKind* kind) {
+  for (OptimizerKind k : kAllOptimizerKinds) {
+    if (name == OptimizerKindName(k)) {
+      *kind = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The error of a configuration (an optimizer name and a learning rate) that no
+// optimizer accepts, naming the culprit; empty when both are valid.
+inline std::string OptimizerConfigError(const std::string& name, double learning_rate) {
+  OptimizerKind unused;
+  if (!ParseOptimizerKind(name, &unused)) {
+    return "unknown optimizer '" + name + "': valid optimizers are " + ValidOptimizerNames();
+  }
+  if (!std::isfinite(learning_rate) || learning_rate <= 0) {
+    return "optimizer '" + name + "': the learning rate must be a positive number, got " +
+           std::to_string(learning_rate);
+  }
+  return std::string();
+}
+
+// The per-variable slots of each rule, in the order of the update's arguments (each
+// [var shape], named "<var>/<slot>"), and their initial values.
+inline std::vector<std::string> OptimizerSlotNames(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::kMomentum:
+      return {"Momentum"};
+    case OptimizerKind::kAdam:
+      return {"Adam_m", "Adam_v"};
+    case OptimizerKind::kAdagrad:
+      return {"Adagrad"};
+    case OptimizerKind::kGradientDescent:
+      break;
+  }
+  return {};
+}
+inline double OptimizerSlotInitialValue(OptimizerKind kind) {
+  return kind == OptimizerKind::kAdagrad ? kDefaultAdagradInitialAccumulator : 0.0;
+}
+
+// --- the arithmetic of one element ----------------------------------------------------
+
+template <typename T>
+AF_HOST_DEVICE inline T OptimizerSqrt(T x) {
+#if defined(__CUDA_ARCH__)
+  return sqrt(x);  // CUDA's device overloads for float and double
+#else
+  return std::sqrt(x);
+#endif
+}
+
+template <typename T>
+AF_HOST_DEVICE inline void GradientDescentUpdate(T& var, T grad, T lr) {
+  var -= lr * grad;
+}
+
+template <typename T>
+struct MomentumParams {
+  T lr;
+  T momentum;
+  bool use_nesterov;
+};
+
+template <typename T>
+AF_HOST_DEVICE inline void MomentumUpdate(T& var, T& accum, T grad, const MomentumParams<T>& p) {
+  const T acc = accum * p.momentum + grad;
+  accum = acc;
+  if (p.use_nesterov) {
+    var -= p.lr * grad + p.lr * p.momentum * acc;
+  } else {
+    var -= p.lr * acc;
+  }
+}
+
+// lr_t: the step size of one update (AdamStepSize), the same for every element.
+template <typename T>
+struct AdamParams {
+  T lr_t;
+  T beta1;
+  T beta2;
+  T epsilon;
+};
+
+// The bias-corrected step size: lr * sqrt(1 - beta2_power) / (1 - beta1_power).
+template <typename T>
+AF_HOST_DEVICE inline T AdamStepSize(T lr, T beta1_power, T beta2_power) {
+  const T one = T(1);
+  return lr * OptimizerSqrt(one - beta2_power) / (one - beta1_power);
+}
+
+template <typename T>
+AF_HOST_DEVICE inline void AdamUpdate(T& var, T& m, T& v, T grad, const AdamParams<T>& p) {
+  const T one = T(1);
+  const T mi = p.beta1 * m + (one - p.beta1) * grad;
+  const T vi = p.beta2 * v + (one - p.beta2) * grad * grad;
+  m = mi;
+  v = vi;
+  var -= p.lr_t * mi / (OptimizerSqrt(vi) + p.epsilon);
+}
+
+template <typename T>
+AF_HOST_DEVICE inline void AdagradUpdate(T& var, T& accum, T grad, T lr) {
+  const T acc = accum + grad * grad;
+  accum = acc;
+  var -= lr * grad / OptimizerSqrt(acc);
+}
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_KERNELS_OPTIMIZER_RULES_H_

@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Runs every runtime-speed figure of actorflow beside its peer, in one run.
+
+Each round runs our benchmark binaries and the PyTorch peers one after the other
+(ours, peer, ours, peer, ...), so that drift of the machine hits both sides alike.
+Every row is a ratio or a figure per round; the table gives min / median / max over
+the rounds and whether the median meets the row's target.
+
+Rows (their names are a contract of --json):
+  Iris 4-10-10-3 b32 training steps/s, actor session / PyTorch, 1 and 2 threads
+  the same, actor session / DirectSession
+  MLP 784-256-256-10 b64 and b256 samples/s / PyTorch, 1 and 2 threads, actor session
+  a tensor across two processes on loopback, 1 MiB and 16 MiB (GB/s)
+  remote trivial step round trip, client -> server -> client (us, median)
+  sync data-parallel step, 2 workers + 1 ps / PyTorch DDP/gloo
+  async ps updates/s / torch.rpc parameter server, 1 ps + 2 workers
+  one-network-per-device speed-up, 2 devices on 2 cores
+A row made of several cases (1 and 2 threads, b64 and b256, 1 and 16 MiB) is judged
+by its worst case; every case is listed under "cases" in the JSON.
+
+The peers are the scripts of the peer-benchmark folder (default: ../shared/peers
+beside the repository; --peers DIR), run with Debian's /usr/bin/python3 and
+python3-torch. Usage: see --help. tools/bench/run_all.sh is the entry point.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+PYTHON = "/usr/bin/python3"
+BINARIES = ["training_bench", "ps_bench", "cluster_bench", "tune_bench"]
+
+
+def parse_args():
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="one short round (a few minutes)")
+    ap.add_argument("--json", metavar="FILE", help="write the rows as a JSON list to FILE")
+    ap.add_argument("--rounds", type=int, default=None, help="rounds (default 3; --quick: 1)")
+    ap.add_argument("--bin-dir", metavar="DIR",
+                    help="take the benchmark binaries (and actorflow) from DIR instead of "
+                         "building them with bazel -c opt")
+    ap.add_argument("--peers", metavar="DIR", default=os.path.join(repo, "..", "shared", "peers"))
+    ap.add_argument("--out", metavar="DIR", default=f"/tmp/run_all-{time.strftime('%Y%m%d-%H%M%S')}",
+                    help="raw outputs and logs")
+    args = ap.parse_args()
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 3
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
+    args.repo = repo
+    return args
+
+
+def prepare_binaries(args):
+    """Copies the binaries into the output folder, so a concurrent rebuild cannot swap
+    them between rounds. Returns name -> path."""
+    os.makedirs(args.out, exist_ok=True)
+    if args.bin_dir:
+        src = {name: os.path.join(args.bin_dir, name) for name in BINARIES + ["actorflow"]}
+    else:
+        targets = [f"//tools/bench:{b}" for b in BINARIES] + ["//tools:actorflow"]
+        subprocess.run(["bazel", "build", "-c", "opt"] + targets, cwd=args.repo, check=True,
+                       stdout=sys.stderr)
+        bazel_bin = subprocess.run(["bazel", "info", "-c", "opt", "bazel-bin"], cwd=args.repo,
+                                   check=True, capture_output=True, text=True).stdout.strip()
+        src = {b: os.path.join(bazel_bin, "tools", "bench", b) for b in BINARIES}
+        src["actorflow"] = os.path.join(bazel_bin, "tools", "actorflow")
+    paths = {}
+    for name, path in src.items():
+        if not os.access(path, os.X_OK):
+            sys.exit(f"run_all: no executable {name} at {path}")
+        paths[name] = os.path.join(args.out, name)
+        shutil.copyfile(path, paths[name])
+        os.chmod(paths[name], 0o755)
+    return paths
+
+
+def run(cmd, log, cwd):
+    """Runs one benchmark process; returns its stdout. Its stderr goes to `log`."""
+    print(f"  {' '.join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}",
+          file=sys.stderr, flush=True)
+    with open(log, "w") as err:
+        done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True)
+    if done.returncode != 0:
+        print(f"run_all: {os.path.basename(cmd[0])} exited {done.returncode} (log: {log})",
+              file=sys.stderr)
+    return done.stdout
+
+
+def last_json(text):
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            return json.loads(line)
+    return None
+
+
+def triple_median(line):
+    m = re.search(r"min ([\d.]+) / median ([\d.]+) / max ([\d.]+)", line)
+    return float(m.group(2)) if m else None
+
+
+def torch_dist(text):
+    """The medians dist_bench.py prints: ddp/single step ms, rpc updates/s."""
+    res = {}
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("ddp ") and "step ms" in s:
+            res["ddp_ms"] = triple_median(s)
+        if s.startswith("server updates/s"):
+            res["rpc_ups"] = triple_median(s)
+    return res
+
+
+def one_round(args, bins, r):
+    """Runs every benchmark once; returns {case name: figure} for this round."""
+    out, q = args.out, args.quick
+    cwd = args.repo
+    fig = {}
+    iris_csv = os.path.join(args.repo, "examples", "data", "iris_training.csv")
+
+    # Training steps: ours (both sessions), then PyTorch.
+    tb = [bins["training_bench"], "--json", "--session", "both", "--iris-csv", iris_csv]
+    tb += ["--quick"] if q else ["--reps", "3"]
+    ours = last_json(run(tb, f"{out}/training-{r}.log", cwd))
+    peer = os.path.join(args.peers, "torch_mlp_bench.py")
+    pt = [PYTHON, peer, "--configs", "1/1", "1/2", "--reps", "2" if q else "3"]
+    if q:
+        pt += ["--steps", "40", "--iris-steps", "300", "--quiet-wait", "0"]
+    peer_json = "/tmp/peers/torch_mlp_bench.json"  # where the peer writes its figures
+    if os.path.exists(peer_json):
+        os.remove(peer_json)
+    run(pt, f"{out}/torch-mlp-{r}.log", cwd)
+    torch = json.load(open(peer_json)) if os.path.exists(peer_json) else None
+    if ours and torch:
+        o, t = ours["results"], torch["results"]
+        for threads, tc in (("t1", "1/1"), ("t2", "1/2")):
+            n = "1 thread" if threads == "t1" else "2 threads"
+            actor_iris = o[f"actor iris b32 {threads}"]["median"]
+            fig[f"iris actor/torch {n}"] = actor_iris / t[f"iris b32 {tc}"]["median"]
+            fig[f"iris actor/direct {n}"] = actor_iris / o[f"direct iris b32 {threads}"]["median"]
+            for b in ("64", "256"):
+                fig[f"mlp b{b} actor/torch {n}"] = (o[f"actor mlp784 b{b} {threads}"]["median"] /
+                                                   t[f"mlp784 b{b} {tc}"]["median"])
+
+    # Distributed training: ours, then DDP and the rpc parameter server.
+    pb = [bins["ps_bench"], "--json", "--actorflow", bins["actorflow"], "--reps", "2" if q else "3"]
+    ours = last_json(run(pb, f"{out}/ps-{r}.log", cwd))
+    reps = "2" if q else "3"
+    ddp = torch_dist(run([PYTHON, os.path.join(args.peers, "dist_bench.py"), "ddp", "--reps", reps],
+                         f"{out}/torch-ddp-{r}.log", cwd))
+    rpc = torch_dist(run([PYTHON, os.path.join(args.peers, "dist_bench.py"), "ps", "--reps", reps],
+                         f"{out}/torch-ps-{r}.log", cwd))
+    if ours and ddp.get("ddp_ms"):
+        fig["sync step ours/ddp"] = ours["sync"]["step_ms_stats"]["median"] / ddp["ddp_ms"]
+    if ours and rpc.get("rpc_ups"):
+        fig["async ups ours/rpc"] = ours["async"]["updates_per_s_stats"]["median"] / rpc["rpc_ups"]
+
+    # Across processes (no peer: absolute figures against the targets).
+    cb = [bins["cluster_bench"], "--json", "--actorflow", bins["actorflow"]]
+    cb += ["--quick"] if q else ["--repeats", "3"]
+    ours = last_json(run(cb, f"{out}/cluster-{r}.log", cwd))
+    if ours:
+        for size in ("1 MiB", "16 MiB"):
+            single = ours["transfer"][f"{size} resident"]["gb_per_s"]["median"]
+            piped = [v["gb_per_s"]["median"] for k, v in ours["transfer"].items()
+                     if k.startswith(f"{size} resident x")]
+            fig[f"tensor {size} one in flight"] = single
+            if piped:
+                fig[f"tensor {size} pipelined"] = piped[0]
+        fig["remote round trip us"] = ours["round_trip_us"]["worker0_only"]["median"]
+
+    # One network per device.
+    tu = [bins["tune_bench"], "--json"] + (["--quick"] if q else ["--rounds", "3"])
+    ours = last_json(run(tu, f"{out}/tune-{r}.log", cwd))
+    if ours:
+        fig["tune speed-up"] = ours["speedup"]
+    return fig
+
+
+# name, unit, target, direction (">=": the figure must reach it; "<=": stay under it),
+# and the cases (keys of one_round's figures) the row is made of.
+ROWS = [
+    ("Iris 4-10-10-3 b32 training steps/s, actor session ÷ PyTorch, 1 and 2 threads", "x", 10.0,
+     ">=", ["iris actor/torch 1 thread", "iris actor/torch 2 threads"]),
+    ("same, actor session ÷ DirectSession", "x", 0.9, ">=",
+     ["iris actor/direct 1 thread", "iris actor/direct 2 threads"]),
+    ("MLP 784-256-256-10 b64 and b256 samples/s ÷ PyTorch, 1 and 2 threads, actor session", "x",
+     1.25, ">=", ["mlp b64 actor/torch 1 thread", "mlp b256 actor/torch 1 thread",
+                  "mlp b64 actor/torch 2 threads", "mlp b256 actor/torch 2 threads"]),
+    ("tensor across two processes on loopback, 1 MiB and 16 MiB", "GB/s", 2.0, ">=",
+     ["tensor 1 MiB pipelined", "tensor 16 MiB pipelined", "tensor 1 MiB one in flight",
+      "tensor 16 MiB one in flight"]),
+    ("remote trivial step round trip (client → server → client), median", "us", 60.0, "<=",
+     ["remote round trip us"]),
+    ("sync data-parallel step, 2 workers + 1 ps on loopback ÷ PyTorch DDP/gloo step, same model "
+     "and batch", "x", 0.8, "<=", ["sync step ours/ddp"]),
+    ("async ps updates/s ÷ torch.rpc parameter server, 1 ps + 2 workers", "x", 3.0, ">=",
+     ["async ups ours/rpc"]),
+    ("one-network-per-device speed-up, 2 devices on 2 cores", "x", 1.9, ">=", ["tune speed-up"]),
+]
+# The tensor row is judged by its pipelined cases (several tensors in flight); the
+# one-in-flight cases are listed beside them.
+JUDGED = {"tensor across two processes on loopback, 1 MiB and 16 MiB":
+          ["tensor 1 MiB pipelined", "tensor 16 MiB pipelined"]}
+
+
+def summarize(rounds):
+    rows = []
+    for name, unit, target, direction, cases in ROWS:
+        case_stats = []
+        for case in cases:
+            values = [f[case] for f in rounds if case in f]
+            if not values:
+                continue
+            case_stats.append({"case": case, "min": min(values),
+                               "median": statistics.median(values), "max": max(values),
+                               "rounds": len(values)})
+        judged = [c for c in case_stats if c["case"] in JUDGED.get(name, cases)]
+        if not judged:
+            rows.append({"name": name, "unit": unit, "min": None, "median": None, "max": None,
+                         "target": target, "direction": direction, "met": False, "cases": []})
+            continue
+        worse = min if direction == ">=" else max
+        worst = worse(judged, key=lambda c: c["median"])
+        met = all((c["median"] >= target) if direction == ">=" else (c["median"] <= target)
+                  for c in judged)
+        rows.append({"name": name, "unit": unit, "min": worst["min"], "median": worst["median"],
+                     "max": worst["max"], "target": target, "direction": direction, "met": met,
+                     "worst_case": worst["case"], "cases": case_stats})
+    return rows
+
+
+def print_table(rows, rounds):
+    print(f"runtime speed, {rounds} round(s) interleaved with the peers; "
+          "min / median / max over rounds; a row is judged by its worst case")
+    print(f"| figure | min / median / max | target | met |")
+    print(f"|---|---|---|---|")
+    for row in rows:
+        if row["median"] is None:
+            print(f"| {row['name']} | no result | {row['direction']} {row['target']:g} {row['unit']} | no |")
+            continue
+        fmt = "{:.2f}" if row["unit"] != "us" else "{:.1f}"
+        trip = " / ".join(fmt.format(row[k]) for k in ("min", "median", "max"))
+        print(f"| {row['name']} | {trip} {row['unit']} ({row['worst_case']}) | "
+              f"{row['direction']} {row['target']:g} {row['unit']} | {'yes' if row['met'] else 'no'} |")
+        for c in row["cases"]:
+            if c["case"] == row["worst_case"]:
+                continue
+            trip = " / ".join(fmt.format(c[k]) for k in ("min", "median", "max"))
+            print(f"|   {c['case']} | {trip} {row['unit']} | | |")
+
+
+def main():
+    args = parse_args()
+    if not os.path.isfile(os.path.join(args.peers, "torch_mlp_bench.py")):
+        sys.exit(f"run_all: no peer benchmarks in {args.peers} (use --peers DIR)")
+    if subprocess.run([PYTHON, "-c", "import torch, sklearn"], capture_output=True).returncode != 0:
+        sys.exit(f"run_all: {PYTHON} lacks torch or sklearn: apt-get install -y python3-torch python3-sklearn")
+    bins = prepare_binaries(args)
+    rounds = []
+    for r in range(1, args.rounds + 1):
+        print(f"round {r}/{args.rounds} (load average {open('/proc/loadavg').read().split()[0]})",
+              file=sys.stderr, flush=True)
+        rounds.append(one_round(args, bins, r))
+    with open(os.path.join(args.out, "rounds.json"), "w") as f:
+        json.dump(rounds, f, indent=1)
+    rows = summarize(rounds)
+    print_table(rows, args.rounds)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+    print(f"raw outputs: {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,14 @@
+#!/bin/bash
+# Runs every runtime-speed figure beside its peer in one run and prints the table
+# (tools/bench/run_all.py says what each row measures).
+#
+#   tools/bench/run_all.sh [--quick] [--json FILE] [--rounds N] [--bin-dir DIR]
+#                          [--peers DIR] [--out DIR]
+#   --quick      one short round (a few minutes) instead of three full ones
+#   --json FILE  also write the rows as a list of {"name", "unit", "min", "median",
+#                "max", "target", "met"} objects (plus "direction" and "cases")
+#   --bin-dir    prebuilt -c opt binaries (training_bench, ps_bench, cluster_bench,
+#                tune_bench, actorflow) instead of building them
+# Needs Debian's /usr/bin/python3 with python3-torch and python3-sklearn (the peers' needs).
+set -euo pipefail
+exec /usr/bin/python3 "$(dirname "$0")/run_all.py" "$@"
