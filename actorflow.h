@@ -21,8 +21,8 @@
 //                       ClientSession
 //   clusters            ClusterSpec, Server, LocalCluster (targets actorflow://host:port),
 //                       ReplicaDeviceSetter (variables on ps tasks, the rest on a worker)
-//   training            variables, optimizers, datasets (CSV files too),
-//                       DNNClassifier, checkpoints (Saver)
+//   training            variables, layers (Dense), optimizers, datasets (CSV files
+//                       too), DNNClassifier, checkpoints (Saver)
 #ifndef ACTORFLOW_ACTORFLOW_H_
 #define ACTORFLOW_ACTORFLOW_H_
 
@@ -53,6 +53,7 @@
 #include "training/csv_dataset.h"
 #include "training/dataset.h"
 #include "training/dnn_classifier.h"
+#include "training/layers.h"
 #include "training/optimizer.h"
 #include "training/variables.h"
 

@@ -9,6 +9,7 @@
 #include "placement/ps_strategy.h"
 #include "training/dnn_model.h"
 #include "training/feature_columns.h"
+#include "training/layers.h"
 #include "training/variables.h"
 
 namespace actorflow {
@@ -53,12 +54,6 @@ StatusOr<std::vector<std::string>> VariableDevices(const std::vector<LayerSpec>&
   return devices;
 }
 
-Output Activate(const Scope& scope, const std::string& activation, const Output& x) {
-  if (activation == "tanh") return Tanh(scope, x);
-  if (activation == "sigmoid") return Sigmoid(scope, x);
-  return Relu(scope, x);
-}
-
 // Tower `index`'s forward pass over the shared variables (kernel, bias per layer).
 StatusOr<InGraphTower> BuildTower(const Scope& root, const DNNModelSpec& spec, int index,
                                   const std::string& device, const std::vector<Output>& variables) {
@@ -71,12 +66,13 @@ StatusOr<InGraphTower> BuildTower(const Scope& root, const DNNModelSpec& spec, i
   tower.weight = Placeholder(scope.WithOpName("weight"), DType::kFloat32, Shape{});
   if (!scope.ok()) return scope.status();
   AF_ASSIGN_OR_RETURN(Output x, InputLayer(scope, spec.feature_columns, tower.features));
+  AF_ASSIGN_OR_RETURN(Activation activation, ParseActivation(spec.activation));
   const size_t num_layers = variables.size() / 2;
   for (size_t i = 0; i < num_layers; ++i) {
     const bool logits = i + 1 == num_layers;
     Scope layer = scope.NewSubScope(logits ? "dnn/logits" : "dnn/hiddenlayer_" + std::to_string(i));
     x = BiasAdd(layer, MatMul(layer, x, variables[2 * i]), variables[2 * i + 1]);
-    if (!logits) x = Activate(layer, spec.activation, x);
+    if (!logits) x = Activate(layer, activation, x);
   }
   tower.probabilities = Softmax(scope.WithOpName("probabilities"), x);
   tower.class_ids = ArgMax(scope.WithOpName("class_ids"), x, 1);

@@ -2,8 +2,8 @@
 // only `#include "actorflow.h"` and `deps = ["//:actorflow"]`. TensorFlow 1.x's
 // between-graph pattern with one worker:
 //
-//   with tf.device("/job:ps/task:0"):     the variables
-//   with tf.device("/job:worker/task:0"): the model, the loss, optimizer.minimize(loss)
+//   with tf.device(tf.train.replica_device_setter(cluster=cluster)):
+//     the model (tf.layers.dense), the loss, optimizer.minimize(loss)
 //   sess = tf.Session(server.target);  for batch in dataset: sess.run(train_op, ...)
 //
 // The cluster (1 ps task, 1 worker task) is a LocalCluster: each task is a real
@@ -27,23 +27,19 @@ Status TrainIris() {
   AF_ASSIGN_OR_RETURN(CsvData train, LoadCsv("examples/data/iris_training.csv"));
   AF_ASSIGN_OR_RETURN(CsvData test, LoadCsv("examples/data/iris_test.csv"));
 
-  // The variables live on the parameter server...
-  Scope root = Scope::NewRootScope();
-  Scope ps = root.WithDevice("/job:ps/task:0"), worker = root.WithDevice("/job:worker/task:0");
-  const DType f32 = DType::kFloat32;
-  AF_ASSIGN_OR_RETURN(auto w1, CreateVariable(ps, "w1", TruncatedNormal(ps, {4, 10}, f32, 1)));
-  AF_ASSIGN_OR_RETURN(auto b1, CreateVariable(ps, "b1", Tensor(f32, {10})));
-  AF_ASSIGN_OR_RETURN(auto w2, CreateVariable(ps, "w2", TruncatedNormal(ps, {10, 3}, f32, 2)));
-  AF_ASSIGN_OR_RETURN(auto b2, CreateVariable(ps, "b2", Tensor(f32, {3})));
-
-  // ...the model, its loss and the optimizer on the worker. features [N,4], labels [N]
-  Output x = Placeholder(worker, f32, {-1, 4}), y = Placeholder(worker, DType::kInt32, {-1});
-  auto hidden = Relu(worker, BiasAdd(worker, MatMul(worker, x, w1), b1));  // [N,10]
-  auto logits = BiasAdd(worker, MatMul(worker, hidden, w2), b2);           // [N,3]
+  // The variables on the ps task, everything else on the worker (TF1's
+  // replica_device_setter); the optimizer puts each update next to its variable.
+  AF_ASSIGN_OR_RETURN(auto setter, ReplicaDeviceSetter(cluster->spec(), "/job:worker/task:0"));
+  Scope root = Scope::NewRootScope(), worker = root.WithDeviceFunction(setter);
+  // features [N,4] -> hidden [N,10] -> logits [N,3]; labels [N]
+  auto x = Placeholder(worker, DType::kFloat32, {-1, 4});
+  auto y = Placeholder(worker, DType::kInt32, {-1});
+  AF_ASSIGN_OR_RETURN(auto hidden, Dense(worker.NewSubScope("hidden"), x, 10, Activation::kRelu));
+  AF_ASSIGN_OR_RETURN(auto logits, Dense(worker.NewSubScope("logits"), hidden, 3));
   auto loss = Mean(worker, SparseSoftmaxCrossEntropyWithLogits(worker, logits, y).loss);
   auto hits = Equal(worker, ArgMax(worker, logits, 1), Cast(worker, y, DType::kInt64));
-  auto accuracy = Mean(worker, Cast(worker, hits, f32));
-  AF_ASSIGN_OR_RETURN(auto train_op, AdamOptimizer(0.01).Minimize(worker, loss, Output()));
+  auto accuracy = Mean(worker, Cast(worker, hits, DType::kFloat32));
+  AF_ASSIGN_OR_RETURN(auto train_op, AdamOptimizer(0.01).Minimize(worker, loss));
 
   // A session on the worker task's master; the variables are initialized once.
   AF_ASSIGN_OR_RETURN(auto session, ClientSession::Create(root, *cluster->Target("worker", 0)));
@@ -56,14 +52,12 @@ Status TrainIris() {
   std::vector<Tensor> batch, out;
   while (batches->GetNext(&batch).ok())
     AF_RETURN_IF_ERROR(session->Run({{x, batch[0]}, {y, batch[1]}}, {loss, train_op}, &out));
-  std::printf("Last batch loss: %.4f\n", out[0].data<float>()[0]);
   AF_RETURN_IF_ERROR(session->Run({{x, test.features}, {y, test.labels}}, {accuracy}, &out));
   std::printf("Test set accuracy: %.3f\n", out[0].data<float>()[0]);
   return Status::OK();
 }
 
 int main() {
-  const Status status = TrainIris();
-  if (!status.ok()) std::cerr << "iris_cluster: " << status << "\n";
-  return status.ok() ? 0 : 1;
+  if (Status s = TrainIris(); !s.ok()) { std::cerr << "iris_cluster: " << s << "\n"; return 1; }
+  return 0;
 }
