@@ -88,10 +88,23 @@ class RemoteSession : public Session {
     return status;
   }
 
+  // Returns once the server has freed the session (its master and every partition
+  // on every device), so a long-lived server holds nothing of a closed session.
+  // Bounded by the connect timeout; a server that is gone answers at once (CAF
+  // bounces a request to a dead peer), and its resources went with it.
   Status Close() override {
     if (closed_.exchange(true)) return Status::OK();
-    if (front_ && session_id_ != 0) caf::anon_send(front_, close_atom::value, session_id_);
-    return Status::OK();
+    if (!front_ || session_id_ == 0) return Status::OK();
+    caf::scoped_actor self{*system_};
+    Status status;
+    self->request(front_, std::chrono::milliseconds(connect_timeout_ms_), close_atom::value,
+                  session_id_)
+        .receive([&](Status& s) { status = std::move(s); },
+                 [&](caf::error& e) {
+                   status = Unavailable(options_.target + ": closing session " +
+                                        std::to_string(session_id_) + ": " + caf::to_string(e));
+                 });
+    return status;
   }
 
  private:

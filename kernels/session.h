@@ -104,7 +104,9 @@ class Session {
     return Run(RunOptions(), feeds, fetches, targets, outputs, nullptr);
   }
 
-  // Releases resources; later Runs fail with FailedPrecondition.
+  // Releases resources; later Runs fail with FailedPrecondition. A remote session
+  // returns once the server has freed the session's master and partitions (bounded
+  // by SessionOptions.connect_timeout_in_ms; Unavailable if the server did not say).
   virtual Status Close() = 0;
 };
 
