@@ -28,11 +28,7 @@
 #include <string>
 #include <vector>
 
-#if defined(__CUDACC__)
-#define AF_HOST_DEVICE __host__ __device__
-#else
-#define AF_HOST_DEVICE
-#endif
+#include "kernels/cuda/host_device.h"
 
 namespace actorflow {
 
@@ -127,11 +123,7 @@ inline double OptimizerSlotInitialValue(OptimizerKind kind) {
 
 template <typename T>
 AF_HOST_DEVICE inline T OptimizerSqrt(T x) {
-#if defined(__CUDA_ARCH__)
-  return sqrt(x);  // CUDA's device overloads for float and double
-#else
-  return std::sqrt(x);
-#endif
+  return HostDeviceSqrt(x);
 }
 
 template <typename T>
