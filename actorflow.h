@@ -22,7 +22,8 @@
 //   clusters            ClusterSpec, Server, LocalCluster (targets actorflow://host:port),
 //                       ReplicaDeviceSetter (variables on ps tasks, the rest on a worker)
 //   training            variables, layers (Dense), optimizers, datasets (CSV files
-//                       too), DNNClassifier, checkpoints (Saver)
+//                       too), DNNClassifier, checkpoints (Saver), SummaryWriter
+//                       (TensorBoard event files)
 #ifndef ACTORFLOW_ACTORFLOW_H_
 #define ACTORFLOW_ACTORFLOW_H_
 
@@ -55,6 +56,7 @@
 #include "training/dnn_classifier.h"
 #include "training/layers.h"
 #include "training/optimizer.h"
+#include "training/summary_writer.h"
 #include "training/variables.h"
 
 #endif  // ACTORFLOW_ACTORFLOW_H_

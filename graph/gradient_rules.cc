@@ -235,6 +235,43 @@ Status MatMulGrad(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
   return Status::OK();
 }
 
+// --- Convolution and pooling (graph/ops_nn_conv.cc) ---------------------------------
+
+// x's shape as an int32 size vector: a Const when known at build time (so the backward
+// op's output shape is known too), else read at run time.
+Output SizesOf(const Scope& s, const Output& x) {
+  if (!x.shape().IsFullyDefined()) return ShapeOf(s, x);
+  std::vector<int32_t> dims(x.shape().dims().begin(), x.shape().dims().end());
+  return Const(s, Tensor::FromVector(dims));
+}
+
+// y = conv(x, w): dx = Conv2DBackpropInput, dw = Conv2DBackpropFilter, same attrs.
+Status Conv2DGrad(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+  const Output x = In(op, 0), w = In(op, 1);
+  const auto& strides = op.attr<std::vector<int64_t>>("strides");
+  const auto& padding = op.attr<std::string>("padding");
+  (*dx)[0] = Conv2DBackpropInput(s, SizesOf(s, x), w, dy[0], strides, padding);
+  (*dx)[1] = Conv2DBackpropFilter(s, x, SizesOf(s, w), dy[0], strides, padding);
+  return Status::OK();
+}
+
+// Each output's gradient goes to the first maximum of its window.
+Status MaxPoolGradRule(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+  (*dx)[0] = MaxPoolGrad(s, In(op, 0), Out(op), dy[0], op.attr<std::vector<int64_t>>("ksize"),
+                         op.attr<std::vector<int64_t>>("strides"),
+                         op.attr<std::string>("padding"));
+  return Status::OK();
+}
+
+// Each output's gradient is spread evenly over its window's unpadded elements.
+Status AvgPoolGradRule(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+  (*dx)[0] = AvgPoolGrad(s, SizesOf(s, In(op, 0)), dy[0],
+                         op.attr<std::vector<int64_t>>("ksize"),
+                         op.attr<std::vector<int64_t>>("strides"),
+                         op.attr<std::string>("padding"));
+  return Status::OK();
+}
+
 // value [..., C] + bias [C]: dvalue = g, dbias = g summed over all but the last axis.
 Status BiasAddGrad(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
   (*dx)[0] = dy[0];
@@ -375,6 +412,9 @@ const std::map<std::string, GradientFn>& RuleTable() {
       {"LogSoftmax", LogSoftmaxGrad},
       {"MatMul", MatMulGrad},
       {"BiasAdd", BiasAddGrad},
+      {"Conv2D", Conv2DGrad},
+      {"MaxPool", MaxPoolGradRule},
+      {"AvgPool", AvgPoolGradRule},
       {"SoftmaxCrossEntropyWithLogits", SoftmaxCrossEntropyGrad},
       {"SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxCrossEntropyGrad},
       {"Sum", SumGrad},

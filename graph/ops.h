@@ -110,6 +110,36 @@ SoftmaxCrossEntropyResult SparseSoftmaxCrossEntropyWithLogits(const Scope& scope
                                                               const Input& logits,
                                                               const Input& labels);
 
+// --- Convolution and pooling (NHWC; graph/ops_nn_conv.cc) ------------------------
+// strides and ksize are [1, h, w, 1]; padding is "SAME" or "VALID" (TensorFlow's
+// geometry; SAME average pooling divides by the number of unpadded elements).
+// input [N,H,W,C] * filter [KH,KW,C,O] -> [N,OH,OW,O].
+Output Conv2D(const Scope& scope, const Input& input, const Input& filter,
+              const std::vector<int64_t>& strides, const std::string& padding);
+// The gradient of Conv2D's input: input_sizes [4] (int32/int64), filter [KH,KW,C,O],
+// out_backprop [N,OH,OW,O] -> input_sizes.
+Output Conv2DBackpropInput(const Scope& scope, const Input& input_sizes, const Input& filter,
+                           const Input& out_backprop, const std::vector<int64_t>& strides,
+                           const std::string& padding);
+// The gradient of Conv2D's filter: input [N,H,W,C], filter_sizes [4],
+// out_backprop [N,OH,OW,O] -> filter_sizes.
+Output Conv2DBackpropFilter(const Scope& scope, const Input& input, const Input& filter_sizes,
+                            const Input& out_backprop, const std::vector<int64_t>& strides,
+                            const std::string& padding);
+// value [N,H,W,C] -> [N,OH,OW,C]: the maximum / mean of each window.
+Output MaxPool(const Scope& scope, const Input& value, const std::vector<int64_t>& ksize,
+               const std::vector<int64_t>& strides, const std::string& padding);
+Output AvgPool(const Scope& scope, const Input& value, const std::vector<int64_t>& ksize,
+               const std::vector<int64_t>& strides, const std::string& padding);
+// grad [N,OH,OW,C] routed to the first maximum of each window -> orig_input's shape.
+Output MaxPoolGrad(const Scope& scope, const Input& orig_input, const Input& orig_output,
+                   const Input& grad, const std::vector<int64_t>& ksize,
+                   const std::vector<int64_t>& strides, const std::string& padding);
+// grad [N,OH,OW,C] spread evenly over each window -> orig_input_shape [4].
+Output AvgPoolGrad(const Scope& scope, const Input& orig_input_shape, const Input& grad,
+                   const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
+                   const std::string& padding);
+
 // --- Reductions ----------------------------------------------------------------
 // x [2,3,4] reduced over axis {1} -> [2,4], or [2,1,4] with keep_dims. Negative axes
 // count from the end; an explicit empty list reduces nothing; no axis argument

@@ -10,6 +10,7 @@
 #include "actors/local_cluster.h"
 #include "placement/cluster_spec.h"
 #include "tools/progress_bar.h"
+#include "tools/train_summaries.h"
 #include "tools/train_data.h"
 #include "tools/train_flags.h"
 #include "training/in_graph_classifier.h"
@@ -81,7 +82,7 @@ StatusOr<Placement> PlaceReplicas(const std::string& cluster) {
 }
 
 Status Train(const TrainCommandOptions& o, const std::string& cluster, std::ostream& out,
-             std::ostream& progress, bool interactive) {
+             std::ostream& progress, std::ostream& err, bool interactive) {
   AF_ASSIGN_OR_RETURN(TrainingData data, LoadTrainingData(o));
   AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, o.classes));
   AF_ASSIGN_OR_RETURN(Placement placement, PlaceReplicas(cluster));
@@ -102,13 +103,20 @@ Status Train(const TrainCommandOptions& o, const std::string& cluster, std::ostr
   // One step trains a batch on every tower.
   const int64_t rows = data.train.labels.NumElements();
   const int64_t step_rows = o.batch * towers;
-  ProgressBar bar(progress, PlannedTrainSteps(o, rows, step_rows), interactive);
+  const int64_t planned = PlannedTrainSteps(o, rows, step_rows);
+  ProgressBar bar(progress, planned, interactive);
+  // One graph trains every tower: its run is worker_0.
+  TrainSummaries summaries(ResolveUserPath(o.logdir), step_rows, o.learning_rate, err);
   StatusOr<TrainResult> trained =
       classifier->Train(TrainingInput(data.train, step_rows, o.seed, o.epochs), MaxTrainSteps(o),
-                        [&bar](const TrainProgress& p) { bar.Update(p.step, p.loss); });
+                        [&bar, &summaries, planned](const TrainProgress& p) {
+                          bar.Update(p.step, p.loss);
+                          summaries.Progress(0, p.step, planned, p.loss);
+                        });
   bar.Finish();
   AF_RETURN_IF_ERROR(trained.status());
   AF_ASSIGN_OR_RETURN(EvalResult eval, classifier->Evaluate(EvaluationInput(data.test)));
+  summaries.End(0, trained->steps, {{"accuracy", static_cast<float>(eval.accuracy)}});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -127,7 +135,7 @@ int InGraphTrainCommand(const TrainCommandOptions& options, const std::string& c
   std::ostream& progress = options.json ? err : out;  // stdout: the result alone
   return RunChecked(
       out, err, [&]() { return CheckModelAndTrainingFlags(options); },
-      [&]() { return Train(options, cluster, out, progress, interactive); },
+      [&]() { return Train(options, cluster, out, progress, err, interactive); },
       // The cluster's shape is judged only once the cluster is placed.
       [](const Status& status) {
         return status.code() == Code::kInvalidArgument && status.message().rfind("--", 0) == 0

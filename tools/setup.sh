@@ -15,6 +15,7 @@ packages=(
   libcli11-dev
   libbenchmark-dev
   python3
+  python3-protobuf
 )
 
 missing=()

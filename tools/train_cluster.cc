@@ -16,6 +16,7 @@
 #include "actors/parameter_client_impl.h"
 #include "placement/cluster_spec.h"
 #include "tools/train_flags.h"
+#include "tools/train_summaries.h"
 #include "training/recovery.h"
 
 namespace actorflow {
@@ -97,6 +98,18 @@ nlohmann::ordered_json RecoveryJson(const RecoveryReport& report) {
   if (!report.last_checkpoint.empty()) j["last_checkpoint"] = report.last_checkpoint;
   j["events"] = events;
   return j;
+}
+
+// Under --logdir: the end of each worker run here, at its last step.
+void LogResult(const DataParallelResult& result, TrainSummaries* summaries) {
+  const ParameterStats& stats = result.stats;
+  const std::vector<std::pair<std::string, float>> scalars = {
+      {"accuracy", static_cast<float>(result.eval.accuracy)},
+      {"updates_applied", static_cast<float>(stats.updates_applied)},
+      {"dropped_stale", static_cast<float>(stats.gradients_dropped_stale)},
+      {"mean_staleness", static_cast<float>(stats.mean_staleness)},
+      {"workers_lost", static_cast<float>(result.workers_lost.size())}};
+  for (const WorkerReport& w : result.workers) summaries->End(w.worker, w.steps, scalars);
 }
 
 // `recovery`: the supervisor's report of a cluster file's worker (else null).
@@ -256,7 +269,7 @@ Status CheckClusterFlags(const TrainCommandOptions& options) {
 
 Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
                       const LabeledData& train, const LabeledData& test, std::ostream& out,
-                      std::ostream& progress) {
+                      std::ostream& progress, std::ostream& warnings) {
   DataParallelOptions dp;
   dp.spec = spec;
   dp.seed = options.seed;
@@ -271,6 +284,12 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
   dp.session_factory = SessionFactoryFor(session_options);
   ProgressPrinter printer(progress);
+  TrainSummaries summaries(ResolveUserPath(options.logdir), options.batch, options.learning_rate,
+                           warnings);
+  const auto report_progress = [&printer, &summaries](const WorkerProgress& p) {
+    printer.Report(p);
+    summaries.Progress(p.worker, p.step, p.planned_steps, p.loss);
+  };
 
   ClusterSpec cluster;
   std::unique_ptr<LocalCluster> local;
@@ -315,8 +334,9 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
         dp,
         [&cluster, ps, timeout](int) { return ConnectParameterServers(cluster, kPsJob, ps, timeout); },
         train, test);
-    job.set_progress([&printer](const WorkerProgress& p) { printer.Report(p); });
+    job.set_progress(report_progress);
     AF_ASSIGN_OR_RETURN(DataParallelResult result, job.Run());
+    LogResult(result, &summaries);
     PrintResult(options, dp, result, nullptr, out);
     return Status::OK();
   }
@@ -324,7 +344,7 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   // checkpoints.
   WorkerOptions worker;
   worker.worker = options.task;
-  worker.progress = [&printer](const WorkerProgress& p) { printer.Report(p); };
+  worker.progress = report_progress;
   RecoveryOptions recovery;
   recovery.max_restarts = options.max_restarts >= 0 ? options.max_restarts : 3;
   recovery.reconnect_timeout_ms =
@@ -347,6 +367,7 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
       });
   RecoveryReport report;
   AF_RETURN_IF_ERROR(supervisor.Run(train, test, &report));
+  LogResult(report.result, &summaries);
   PrintResult(options, dp, report.result, &report, out);
   return Status::OK();
 }

@@ -68,10 +68,13 @@ namespace cli {
 Status CheckClusterFlags(const TrainCommandOptions& options);
 
 // Runs the cluster mode on loaded data; writes the result to `out`, progress (and
-// the recovery supervisor's lines) to `progress`.
+// the recovery supervisor's lines) to `progress`, a --logdir warning to `warnings`.
+// Under --logdir each worker this process runs logs to DIR/worker_<task>/
+// (tools/train_summaries.h); the end adds accuracy, updates_applied,
+// dropped_stale, mean_staleness and workers_lost (a count) at its last step.
 Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
                       const LabeledData& train, const LabeledData& test, std::ostream& out,
-                      std::ostream& progress);
+                      std::ostream& progress, std::ostream& warnings);
 
 // Without --epochs, --steps becomes dp.epochs passes over the `rows` training rows
 // shared by the workers: the line that says so and how many steps each worker then

@@ -14,6 +14,7 @@
 #include "tools/train_cluster.h"
 #include "tools/train_data.h"
 #include "tools/train_flags.h"
+#include "tools/train_summaries.h"
 #include "training/dnn_classifier.h"
 
 namespace actorflow {
@@ -29,14 +30,14 @@ Status CheckFlags(const TrainCommandOptions& options) {
 
 // The result goes to `out`, progress to `progress` (a bar when `interactive`).
 Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream& progress,
-             bool interactive) {
+             std::ostream& err, bool interactive) {
   AF_ASSIGN_OR_RETURN(TrainingData data, LoadTrainingData(options));
   AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, options.classes));
   AF_ASSIGN_OR_RETURN(DNNClassifierOptions model,
                       ClassifierOptionsFromFlags(options, data, classes));
   if (!options.cluster.empty()) {
     return TrainOnCluster(options, ModelSpecOf(model), {data.train.features, data.train.labels},
-                          {data.test.features, data.test.labels}, out, progress);
+                          {data.test.features, data.test.labels}, out, progress, err);
   }
   SessionOptions session_options;  // target "": the actor runtime
   // With a GPU, nodes without a requested device default to /gpu:0.
@@ -48,14 +49,21 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
                       DNNClassifier::Create(std::move(model)));
 
   const int64_t rows = data.train.labels.NumElements();
-  ProgressBar bar(progress, PlannedTrainSteps(options, rows, options.batch), interactive);
+  const int64_t planned = PlannedTrainSteps(options, rows, options.batch);
+  ProgressBar bar(progress, planned, interactive);
+  TrainSummaries summaries(ResolveUserPath(options.logdir), options.batch, options.learning_rate,
+                           err);
   StatusOr<TrainResult> trained = classifier->Train(
       TrainingInput(data.train, options.batch, options.seed, options.epochs),
-      MaxTrainSteps(options), [&bar](const TrainProgress& p) { bar.Update(p.step, p.loss); });
+      MaxTrainSteps(options), [&bar, &summaries, planned](const TrainProgress& p) {
+        bar.Update(p.step, p.loss);
+        summaries.Progress(0, p.step, planned, p.loss);
+      });
   bar.Finish();
   AF_RETURN_IF_ERROR(trained.status());
 
   AF_ASSIGN_OR_RETURN(EvalResult eval, classifier->Evaluate(EvaluationInput(data.test)));
+  summaries.End(0, trained->steps, {{"accuracy", static_cast<float>(eval.accuracy)}});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   PrintTrainResult(options, eval, *trained, seconds, classes, nlohmann::ordered_json::object(),
@@ -74,7 +82,7 @@ int TrainCommand(const TrainCommandOptions& options, std::ostream& out, std::ost
   // Under --json stdout holds the result line alone.
   std::ostream& progress = options.json ? err : out;
   return RunChecked(out, err, [&]() { return CheckFlags(options); },
-                    [&]() { return Train(options, out, progress, interactive); });
+                    [&]() { return Train(options, out, progress, err, interactive); });
 }
 
 Subcommand AddTrainSubcommand(CLI::App* parent) {
@@ -84,6 +92,8 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
   AddModelAndDataFlags(app, options.get());
   app->add_option("--checkpoint-dir", options->checkpoint_dir,
                   "Save a checkpoint and model.json here (resume from it if present)");
+  app->add_option("--logdir", options->logdir,
+                  "Write TensorBoard event files under DIR/worker_<task>/");
   AddTimeoutMsOption(app, &options->timeout_ms)->capture_default_str();
   app->add_flag("--json", options->json, "End with one line of JSON");
   app->add_option("--devices", options->devices,

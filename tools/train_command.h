@@ -4,7 +4,7 @@
 //   actorflow train [--train FILE] [--test FILE] [--label COLUMN] [--hidden 10,10]
 //                   [--classes N] [--optimizer sgd|momentum|adam|adagrad] [--lr X]
 //                   [--batch N] [--steps N] [--epochs N] [--seed N] [--normalize]
-//                   [--checkpoint-dir DIR] [--timeout-ms N] [--json]
+//                   [--checkpoint-dir DIR] [--logdir DIR] [--timeout-ms N] [--json]
 //                   [--cluster local:ps=P,worker=W | --cluster FILE --job worker --task I]
 //                   [--mode sync|async|ssp:S] [--replicas-to-aggregate N]
 //                   [--max-restarts N] [--checkpoint-every N] [--reconnect-timeout-ms N]
@@ -28,6 +28,9 @@
 // - --checkpoint-dir DIR saves a checkpoint and model.json there at the end (and
 //   resumes from DIR's latest checkpoint when it has one); `actorflow predict
 //   --checkpoint-dir DIR` needs nothing else.
+// - --logdir DIR writes TensorBoard event files (tools/train_summaries.h) under
+//   DIR/worker_<task>/: loss, learning_rate, examples_per_sec while training,
+//   accuracy at the end. A failure to write them is a warning, never an error.
 // - Progress goes to stdout, or to stderr under --json: a bar redrawn in place on a
 //   terminal, else a line every ~10% of the steps. The result is the last line of
 //   stdout: `test accuracy ...`; with --json stdout is exactly one line, a JSON
@@ -71,6 +74,8 @@ struct TrainCommandOptions {
   uint64_t seed = 1;
   bool normalize = false;
   std::string checkpoint_dir;
+  // TensorBoard event files go to logdir/worker_<task>/ (empty: none).
+  std::string logdir;
   int64_t timeout_ms = 30000;
   bool json = false;
   // The local session's devices, "cpu=N[,gpu=M]" (ParseDeviceCounts); empty: one CPU

@@ -12,6 +12,7 @@ const reference::RefTable& Table() {
     reference::AddReductionOps(t);
     reference::AddArrayOps(t);
     reference::AddNnOps(t);
+    reference::AddConvOps(t);
     return t;
   }();
   return *table;

@@ -37,6 +37,7 @@ void AddElementwiseOps(RefTable* table);
 void AddReductionOps(RefTable* table);
 void AddArrayOps(RefTable* table);
 void AddNnOps(RefTable* table);
+void AddConvOps(RefTable* table);  // reference_conv.cc
 
 // --- Indexing ---------------------------------------------------------------------
 

@@ -1,0 +1,255 @@
+// CPU kernels of Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter (NHWC input,
+// HWIO filter; float32 and float64). All three are im2col + OpenBLAS gemm, one image
+// at a time: the patch matrix P [OH*OW, KH*KW*C] of an image holds in row (oy, ox) the
+// window under output pixel (oy, ox) (zeros where it covers padding), and the HWIO
+// filter is already the row-major matrix F [KH*KW*C, O], so
+//   forward:          Y = P F
+//   input gradient:   dP = dY F^T, scattered back into the image (col2im)
+//   filter gradient:  dF += P^T dY, summed over the batch.
+// The patch buffer is one image's worth, so memory stays O(OH*OW*KH*KW*C); a 1x1
+// window at stride 1 needs none.
+#include <cblas.h>
+
+#include <climits>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/kernel_util.h"
+#include "kernels/cpu/window_geometry.h"
+#include "kernels/kernel.h"
+
+namespace actorflow {
+namespace cpu {
+namespace {
+
+// Row-major C[M,N] = op(A) op(B) + beta C; lda/ldb are the stored row lengths.
+inline void Gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
+                 int ldb, float beta, float* c) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+              n, k, 1.0f, a, lda, b, ldb, beta, c, n);
+}
+inline void Gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda,
+                 const double* b, int ldb, double beta, double* c) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+              n, k, 1.0, a, lda, b, ldb, beta, c, n);
+}
+
+WindowAttrs ConvAttrsOf(const Node& node, int64_t k_h, int64_t k_w) {
+  const auto& strides = node.attr<std::vector<int64_t>>("strides");
+  WindowAttrs a;
+  a.k_h = k_h;
+  a.k_w = k_w;
+  a.stride_h = strides[1];
+  a.stride_w = strides[2];
+  a.same = node.attr<std::string>("padding") == "SAME";
+  return a;
+}
+
+// Fills `patches` [OH*OW, KH*KW*C] from one image [H,W,C].
+template <typename T>
+void Im2Col(const WindowGeometry& g, const T* image, T* patches) {
+  const int64_t row_len = g.k_h * g.k_w * g.channels;
+  for (int64_t oy = 0; oy < g.out_h; ++oy) {
+    for (int64_t ox = 0; ox < g.out_w; ++ox) {
+      T* row = patches + (oy * g.out_w + ox) * row_len;
+      for (int64_t ky = 0; ky < g.k_h; ++ky) {
+        const int64_t iy = oy * g.stride_h - g.pad_top + ky;
+        for (int64_t kx = 0; kx < g.k_w; ++kx) {
+          const int64_t ix = ox * g.stride_w - g.pad_left + kx;
+          T* dst = row + (ky * g.k_w + kx) * g.channels;
+          if (iy < 0 || iy >= g.in_h || ix < 0 || ix >= g.in_w) {
+            for (int64_t c = 0; c < g.channels; ++c) dst[c] = T(0);
+          } else {
+            const T* src = image + (iy * g.in_w + ix) * g.channels;
+            for (int64_t c = 0; c < g.channels; ++c) dst[c] = src[c];
+          }
+        }
+      }
+    }
+  }
+}
+
+// Adds `patches` [OH*OW, KH*KW*C] back into one image [H,W,C] (the adjoint of Im2Col).
+template <typename T>
+void Col2ImAdd(const WindowGeometry& g, const T* patches, T* image) {
+  const int64_t row_len = g.k_h * g.k_w * g.channels;
+  for (int64_t oy = 0; oy < g.out_h; ++oy) {
+    for (int64_t ox = 0; ox < g.out_w; ++ox) {
+      const T* row = patches + (oy * g.out_w + ox) * row_len;
+      for (int64_t ky = 0; ky < g.k_h; ++ky) {
+        const int64_t iy = oy * g.stride_h - g.pad_top + ky;
+        if (iy < 0 || iy >= g.in_h) continue;
+        for (int64_t kx = 0; kx < g.k_w; ++kx) {
+          const int64_t ix = ox * g.stride_w - g.pad_left + kx;
+          if (ix < 0 || ix >= g.in_w) continue;
+          const T* src = row + (ky * g.k_w + kx) * g.channels;
+          T* dst = image + (iy * g.in_w + ix) * g.channels;
+          for (int64_t c = 0; c < g.channels; ++c) dst[c] += src[c];
+        }
+      }
+    }
+  }
+}
+
+// A 1x1 window at stride 1 (never padded): the patch matrix of an image is the image
+// itself, so the gemms read and write the image buffers directly.
+bool IsPointwise(const WindowGeometry& g) {
+  return g.k_h == 1 && g.k_w == 1 && g.stride_h == 1 && g.stride_w == 1;
+}
+
+// Validates input [N,H,W,C] against filter [KH,KW,C,O] (and out_backprop when given)
+// and computes the geometry; false after failing the context.
+bool ConvGeometry(KernelContext* ctx, const Node& node, const Shape& input, const Shape& filter,
+                  const Tensor* out_backprop, WindowGeometry* g) {
+  if (filter.rank() != 4 || input.rank() != 4) {
+    ctx->Fail(Code::kInvalidArgument, "needs input [N,H,W,C] and filter [KH,KW,C,O], got " +
+                                          input.ToString() + " and " + filter.ToString());
+    return false;
+  }
+  if (input.dim(3) != filter.dim(2)) {
+    ctx->Fail(Code::kInvalidArgument, "input " + input.ToString() + " has " +
+                                          std::to_string(input.dim(3)) +
+                                          " channels but filter " + filter.ToString() +
+                                          " expects " + std::to_string(filter.dim(2)));
+    return false;
+  }
+  StatusOr<WindowGeometry> geometry =
+      ComputeWindowGeometry(input, ConvAttrsOf(node, filter.dim(0), filter.dim(1)));
+  if (!geometry.ok()) {
+    ctx->Fail(Code::kInvalidArgument, geometry.status().message());
+    return false;
+  }
+  *g = *geometry;
+  const Shape expected{g->batch, g->out_h, g->out_w, filter.dim(3)};
+  if (out_backprop != nullptr && out_backprop->shape() != expected) {
+    ctx->Fail(Code::kInvalidArgument, "out_backprop " + out_backprop->shape().ToString() +
+                                          " is not the convolution's output shape " +
+                                          expected.ToString());
+    return false;
+  }
+  for (int64_t d : {g->out_h * g->out_w, g->k_h * g->k_w * g->channels, filter.dim(3)}) {
+    if (d > INT_MAX) {
+      ctx->Fail(Code::kInvalidArgument, "dimension " + std::to_string(d) +
+                                            " exceeds the BLAS limit of " +
+                                            std::to_string(INT_MAX));
+      return false;
+    }
+  }
+  return true;
+}
+
+// A size input (input_sizes, filter_sizes) as a Shape; false after failing the context.
+bool SizesInput(KernelContext* ctx, int i, const std::string& what, Shape* out) {
+  StatusOr<Shape> sizes = SizesFromTensor(ctx->input(i), what);
+  if (!sizes.ok()) {
+    ctx->Fail(Code::kInvalidArgument, sizes.status().message());
+    return false;
+  }
+  *out = *sizes;
+  return true;
+}
+
+// Inputs: input [N,H,W,C], filter [KH,KW,C,O]. Output: [N,OH,OW,O].
+template <typename T>
+class Conv2DKernel : public Kernel {
+ public:
+  explicit Conv2DKernel(const Node& node) : Kernel(node) {}
+
+  void Compute(KernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const Tensor& filter = ctx->input(1);
+    WindowGeometry g;
+    if (!ConvGeometry(ctx, node(), input.shape(), filter.shape(), nullptr, &g)) return;
+    const int64_t out_c = filter.dim(3);
+    Tensor& out = ctx->allocate_output(0, Shape{g.batch, g.out_h, g.out_w, out_c});
+    const int64_t rows = g.out_h * g.out_w;
+    const int64_t row_len = g.k_h * g.k_w * g.channels;
+    if (out.NumElements() == 0 || row_len == 0) return;
+    const bool pointwise = IsPointwise(g);
+    std::vector<T> patches(pointwise ? 0 : rows * row_len);
+    for (int64_t n = 0; n < g.batch; ++n) {
+      const T* image = input.data<T>() + n * g.in_h * g.in_w * g.channels;
+      if (!pointwise) Im2Col(g, image, patches.data());
+      Gemm(false, false, static_cast<int>(rows), static_cast<int>(out_c),
+           static_cast<int>(row_len), pointwise ? image : patches.data(),
+           static_cast<int>(row_len), filter.data<T>(), static_cast<int>(out_c), T(0),
+           out.data<T>() + n * rows * out_c);
+    }
+  }
+};
+
+// Inputs: input_sizes [4], filter [KH,KW,C,O], out_backprop [N,OH,OW,O].
+// Output: input_sizes, the gradient of Conv2D's input.
+template <typename T>
+class Conv2DBackpropInputKernel : public Kernel {
+ public:
+  explicit Conv2DBackpropInputKernel(const Node& node) : Kernel(node) {}
+
+  void Compute(KernelContext* ctx) override {
+    Shape input_shape;
+    if (!SizesInput(ctx, 0, "input_sizes", &input_shape)) return;
+    const Tensor& filter = ctx->input(1);
+    const Tensor& dy = ctx->input(2);
+    WindowGeometry g;
+    if (!ConvGeometry(ctx, node(), input_shape, filter.shape(), &dy, &g)) return;
+    Tensor& dx = ctx->allocate_output(0, input_shape);  // zero-filled
+    const int64_t out_c = filter.dim(3);
+    const int64_t rows = g.out_h * g.out_w;
+    const int64_t row_len = g.k_h * g.k_w * g.channels;
+    if (dx.NumElements() == 0 || rows == 0 || row_len == 0) return;
+    const bool pointwise = IsPointwise(g);
+    std::vector<T> patches(pointwise ? 0 : rows * row_len);
+    for (int64_t n = 0; n < g.batch; ++n) {
+      if (out_c == 0) break;
+      T* image = dx.data<T>() + n * g.in_h * g.in_w * g.channels;
+      Gemm(false, true, static_cast<int>(rows), static_cast<int>(row_len),
+           static_cast<int>(out_c), dy.data<T>() + n * rows * out_c, static_cast<int>(out_c),
+           filter.data<T>(), static_cast<int>(out_c), T(0),
+           pointwise ? image : patches.data());
+      if (!pointwise) Col2ImAdd(g, patches.data(), image);
+    }
+  }
+};
+
+// Inputs: input [N,H,W,C], filter_sizes [4], out_backprop [N,OH,OW,O].
+// Output: filter_sizes, the gradient of Conv2D's filter.
+template <typename T>
+class Conv2DBackpropFilterKernel : public Kernel {
+ public:
+  explicit Conv2DBackpropFilterKernel(const Node& node) : Kernel(node) {}
+
+  void Compute(KernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    Shape filter_shape;
+    if (!SizesInput(ctx, 1, "filter_sizes", &filter_shape)) return;
+    const Tensor& dy = ctx->input(2);
+    WindowGeometry g;
+    if (!ConvGeometry(ctx, node(), input.shape(), filter_shape, &dy, &g)) return;
+    Tensor& df = ctx->allocate_output(0, filter_shape);  // zero-filled
+    const int64_t out_c = filter_shape.dim(3);
+    const int64_t rows = g.out_h * g.out_w;
+    const int64_t row_len = g.k_h * g.k_w * g.channels;
+    if (df.NumElements() == 0 || rows == 0) return;
+    const bool pointwise = IsPointwise(g);
+    std::vector<T> patches(pointwise ? 0 : rows * row_len);
+    for (int64_t n = 0; n < g.batch; ++n) {
+      const T* image = input.data<T>() + n * g.in_h * g.in_w * g.channels;
+      if (!pointwise) Im2Col(g, image, patches.data());
+      Gemm(true, false, static_cast<int>(row_len), static_cast<int>(out_c),
+           static_cast<int>(rows), pointwise ? image : patches.data(),
+           static_cast<int>(row_len), dy.data<T>() + n * rows * out_c,
+           static_cast<int>(out_c), T(1), df.data<T>());
+    }
+  }
+};
+
+const CpuKernelRegistrations<Conv2DKernel, float, double> reg_conv2d("Conv2D");
+const SizesFirstKernelRegistrations<Conv2DBackpropInputKernel> reg_conv2d_input(
+    "Conv2DBackpropInput");
+const CpuKernelRegistrations<Conv2DBackpropFilterKernel, float, double> reg_conv2d_filter(
+    "Conv2DBackpropFilter");
+
+}  // namespace
+}  // namespace cpu
+}  // namespace actorflow
