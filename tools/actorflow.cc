@@ -8,6 +8,7 @@
 
 #include "graph/status.h"
 #include "tools/cli_common.h"
+#include "tools/launch_command.h"
 #include "tools/predict_command.h"
 #include "tools/run_command.h"
 #include "tools/server_command.h"
@@ -25,6 +26,7 @@ std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
       AddTrainSubcommand(app),
       AddPredictSubcommand(app),
       AddTuneSubcommand(app),
+      AddLaunchSubcommand(app),
   };
 }
 
