@@ -1,4 +1,5 @@
-// The wire format of the runtime's basic values (Status, Tensor, NodeExecStats):
+// The wire format of the runtime's basic values (Status, Tensor, NodeExecStats,
+// CrossDeviceTransfer):
 // CAF `inspect` overloads that every protocol header includes, so that any message
 // holding them can be sent (and, across processes, serialized). Included only by
 // actors headers that are themselves included only by actors/*.cc (CAF).
@@ -16,6 +17,7 @@
 
 #include <caf/all.hpp>
 
+#include "graph/checked_size.h"
 #include "graph/status.h"
 #include "graph/tensor.h"
 #include "kernels/session.h"
@@ -31,6 +33,31 @@ typename Inspector::result_type inspect(Inspector& f, Status& x) {
     return caf::none;
   });
   return f(caf::meta::type_name("actorflow.Status"), code, message, load);
+}
+
+// Whether a received tensor header (dtype, dims, byte count) describes a tensor that
+// may be allocated: a known dtype, dims >= 0, a byte count that fits in int64 and
+// equals `bytes`, and (when known, >= 0) no more bytes than the message has left. The
+// decoder checks this before it allocates, so that a corrupt or hostile message is
+// refused instead of allocating a wrapped-around size and reading past it.
+inline Status CheckReceivedTensor(int32_t dtype, const std::vector<int64_t>& dims,
+                                  uint64_t bytes, int64_t bytes_left) {
+  if (dtype < static_cast<int32_t>(DType::kFloat32) || dtype > static_cast<int32_t>(DType::kBool)) {
+    return InvalidArgument("received tensor has an unknown dtype code " + std::to_string(dtype));
+  }
+  auto expected = CheckedByteSize(static_cast<DType>(dtype), Shape(dims));
+  if (!expected.ok()) return expected.status().WithContext("received tensor");
+  if (static_cast<uint64_t>(*expected) != bytes) {
+    return InvalidArgument("received tensor " + std::string(DTypeName(static_cast<DType>(dtype))) +
+                           Shape(dims).ToString() + " needs " + std::to_string(*expected) +
+                           " bytes but the message says " + std::to_string(bytes));
+  }
+  if (bytes_left >= 0 && bytes > static_cast<uint64_t>(bytes_left)) {
+    return InvalidArgument("received tensor of " + std::to_string(bytes) +
+                           " bytes but the message has only " + std::to_string(bytes_left) +
+                           " left");
+  }
+  return Status::OK();
 }
 
 template <class Inspector>
@@ -52,9 +79,15 @@ typename Inspector::result_type inspect(Inspector& f, Tensor& x) {
         x = Tensor();
         return caf::none;
       }
+      int64_t bytes_left = -1;  // unknown for a deserializer that streams
+      if constexpr (std::is_same<Inspector, caf::binary_deserializer>::value) {
+        bytes_left = static_cast<int64_t>(f.remaining());
+      }
+      if (!CheckReceivedTensor(dtype, dims, bytes, bytes_left).ok()) {
+        return caf::make_error(caf::sec::invalid_argument);
+      }
       // Every byte is read below: skip the zero fill.
       x = Tensor::Uninitialized(static_cast<DType>(dtype), Shape(dims));
-      if (bytes != x.TotalBytes()) return caf::make_error(caf::sec::invalid_argument);
       return bytes > 0 ? f.apply_raw(bytes, x.raw_data()) : caf::error{};
     });
     return f(caf::meta::type_name("actorflow.Tensor"), dtype, dims, load);
@@ -67,6 +100,12 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, NodeExecStats& x) {
   return f(caf::meta::type_name("actorflow.NodeExecStats"), x.node_name, x.op, x.device,
            x.start_micros, x.end_micros, x.thread_id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, CrossDeviceTransfer& x) {
+  return f(caf::meta::type_name("actorflow.CrossDeviceTransfer"), x.src_device, x.dst_device,
+           x.tensors, x.bytes);
 }
 
 }  // namespace actorflow

@@ -2,6 +2,8 @@
 
 #include <type_traits>
 
+#include "graph/checked_size.h"
+
 namespace actorflow {
 
 const char* AttrTypeName(AttrType type) {
@@ -52,15 +54,23 @@ StatusOr<AttrValue> AttrValue::ConvertTo(AttrType type) const {
         return AttrValue(*dtype);
       }
       break;
-    case AttrType::kShape:
-      if (Is<Shape>()) return *this;
+    case AttrType::kShape: {
+      // The dtype is not known here: the element count is checked (bool: one byte an
+      // element); Graph::AddNode checks the byte count of the inferred outputs.
+      if (Is<Shape>()) {
+        AF_RETURN_IF_ERROR(CheckRepresentableShape(Get<Shape>(), DType::kBool));
+        return *this;
+      }
       if (Is<std::vector<int64_t>>()) {
         for (int64_t d : Get<std::vector<int64_t>>()) {
           if (d < -1) return InvalidArgument("shape dimension " + std::to_string(d) + " < -1");
         }
-        return AttrValue(Shape(Get<std::vector<int64_t>>()));
+        Shape shape(Get<std::vector<int64_t>>());
+        AF_RETURN_IF_ERROR(CheckRepresentableShape(shape, DType::kBool));
+        return AttrValue(std::move(shape));
       }
       break;
+    }
     case AttrType::kTensor:
       if (Is<Tensor>()) return *this;
       break;

@@ -2,6 +2,8 @@
 
 #include <functional>
 
+#include "graph/checked_size.h"
+
 namespace actorflow {
 
 std::string Endpoint::ToString() const {
@@ -154,6 +156,16 @@ StatusOr<const Node*> Graph::AddNode(NodeDef def) {
   if (op->infer) {
     Status s = op->infer(ctx);
     if (!s.ok()) return Status(s.code(), where + " (" + def.op + "): " + s.message());
+  }
+  // No tensor can have an output shape whose element or byte count overflows int64
+  // (a Fill, a Reshape or a broadcast of huge dims): refused here, before a kernel
+  // could allocate a wrapped-around size.
+  for (size_t i = 0; i < ctx.output_shapes().size(); ++i) {
+    Status s = CheckRepresentableShape(ctx.output_shapes()[i], ctx.output_dtypes()[i]);
+    if (!s.ok()) {
+      return InvalidArgument(where + " (" + def.op + "): output " + std::to_string(i) + ": " +
+                             s.message());
+    }
   }
   node->output_dtypes_ = ctx.output_dtypes();
   node->output_shapes_ = ctx.output_shapes();

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "graph/checked_size.h"
+
 namespace actorflow {
 namespace op_set_internal {
 
@@ -138,7 +140,10 @@ StatusOr<Shape> ParseShapeString(const std::string& text) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
-  return Shape(std::move(dims));
+  Shape shape(std::move(dims));
+  Status representable = CheckRepresentableShape(shape, DType::kBool);  // elements only
+  if (!representable.ok()) return representable.WithContext("'" + text + "'");
+  return shape;
 }
 
 }  // namespace op_set_internal

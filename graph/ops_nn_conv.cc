@@ -24,12 +24,17 @@ namespace actorflow {
 namespace op_set_internal {
 namespace {
 
-// Checks a [1, h, w, 1] attr with h, w >= 1.
+// Windows and strides wider than this are refused (TensorFlow's are int32), so that
+// the geometry's arithmetic on them cannot overflow.
+constexpr int64_t kMaxWindowAttr = int64_t{1} << 31;
+
+// Checks a [1, h, w, 1] attr with 1 <= h, w <= kMaxWindowAttr.
 Status CheckWindowAttr(const InferenceContext& ctx, const std::string& name) {
   const auto& v = ctx.attr<std::vector<int64_t>>(name);
-  if (v.size() != 4 || v[0] != 1 || v[3] != 1 || v[1] < 1 || v[2] < 1) {
-    return InvalidArgument("attr '" + name + "' must be [1, h, w, 1] with h, w >= 1, got " +
-                           IntListToString(v));
+  if (v.size() != 4 || v[0] != 1 || v[3] != 1 || v[1] < 1 || v[2] < 1 ||
+      v[1] > kMaxWindowAttr || v[2] > kMaxWindowAttr) {
+    return InvalidArgument("attr '" + name + "' must be [1, h, w, 1] with 1 <= h, w <= " +
+                           std::to_string(kMaxWindowAttr) + ", got " + IntListToString(v));
   }
   return Status::OK();
 }
@@ -46,7 +51,7 @@ Status CheckPaddingAttr(const InferenceContext& ctx) {
 StatusOr<int64_t> OutputDim(const std::string& axis, int64_t in, int64_t k, int64_t stride,
                             bool same) {
   if (in < 0 || k < 0) return int64_t{-1};
-  if (same) return (in + stride - 1) / stride;
+  if (same) return in / stride + (in % stride != 0 ? 1 : 0);  // ceil, without overflow
   if (k > in) {
     return InvalidArgument("the " + axis + " window " + std::to_string(k) +
                            " is larger than the input " + axis + " " + std::to_string(in) +
@@ -85,7 +90,9 @@ StatusOr<Shape> SizesInput(const InferenceContext& ctx, int i, const std::string
     std::vector<int64_t> dims(4);
     for (int d = 0; d < 4; ++d) {
       dims[d] = t->dtype() == DType::kInt32 ? t->data<int32_t>()[d] : t->data<int64_t>()[d];
-      if (dims[d] < 0) return InvalidArgument(what + " has a negative dim");
+      if (dims[d] < 0) {
+        return InvalidArgument(what + " " + IntListToString(dims) + " has a negative dim");
+      }
       if (known[d] >= 0 && known[d] != dims[d]) {
         return InvalidArgument(what + " " + IntListToString(dims) +
                                " conflicts with the other inputs at dim " + std::to_string(d));

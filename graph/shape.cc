@@ -1,5 +1,9 @@
 #include "graph/shape.h"
 
+#include <limits>
+
+#include "graph/checked_size.h"
+
 namespace actorflow {
 
 bool Shape::IsFullyDefined() const {
@@ -12,8 +16,33 @@ bool Shape::IsFullyDefined() const {
 
 int64_t Shape::num_elements() const {
   if (!IsFullyDefined()) return -1;
+  uint64_t n = 1;  // unsigned: an unchecked overflow wraps instead of being undefined
+  for (int64_t d : dims_) n *= static_cast<uint64_t>(d);
+  return static_cast<int64_t>(n);
+}
+
+StatusOr<int64_t> Shape::CheckedNumElements() const {
+  if (unknown_rank_) return InvalidArgument("shape " + ToString() + " has an unknown rank");
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
+  bool overflowed = false;
+  for (int64_t d : dims_) {
+    if (d < 0) {
+      return InvalidArgument("shape " + ToString() + " has " +
+                             (d == kUnknownDim ? std::string("an unknown dimension")
+                                               : "a negative dimension " + std::to_string(d)) +
+                             "; a tensor's dimensions are integers >= 0");
+    }
+    if (!overflowed && !CheckedMul(n, d, &n)) overflowed = true;
+  }
+  // A 0 dim anywhere makes the product 0, whatever overflowed before it.
+  for (int64_t d : dims_) {
+    if (d == 0) return int64_t{0};
+  }
+  if (overflowed) {
+    return InvalidArgument("shape " + ToString() +
+                           " has more elements than an int64 can count (at most " +
+                           std::to_string(std::numeric_limits<int64_t>::max()) + ")");
+  }
   return n;
 }
 

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "graph/status.h"
+
 namespace actorflow {
 
 class Shape {
@@ -29,8 +31,14 @@ class Shape {
   void set_dim(int i, int64_t value) { dims_[i] = value; }
 
   bool IsFullyDefined() const;
-  // Product of the dimensions (1 for a scalar); -1 if not fully defined.
+  // Product of the dimensions (1 for a scalar); -1 if not fully defined. Unchecked:
+  // only for shapes known to be representable (a Tensor's, or one that passed
+  // CheckedNumElements); a shape from outside goes through CheckedNumElements first.
   int64_t num_elements() const;
+  // Product of the dimensions, refusing shapes no tensor can have: InvalidArgument
+  // when the rank or a dim is unknown, a dim is negative, or the product does not fit
+  // in int64 (graph/checked_size.h has the byte count).
+  StatusOr<int64_t> CheckedNumElements() const;
   // True when some fully defined shape could match both (unknowns match anything).
   bool IsCompatibleWith(const Shape& other) const;
   // The more specific of two compatible shapes (unknowns filled from the other).

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "graph/checked_size.h"
+
 namespace actorflow {
 
 namespace {
@@ -138,8 +140,30 @@ StatusOr<Shape> ReshapedShape(const Shape& input, const std::vector<int64_t>& re
     } else if (d < -1) {
       return InvalidArgument("requested shape " + IntListToString(requested) +
                              " has a negative dimension " + std::to_string(d));
-    } else {
-      known_product *= d;
+    } else if (!CheckedMul(known_product, d, &known_product)) {
+      // Overflow must not wrap around to the input's count and pass the check below.
+      bool has_zero = false;
+      for (int64_t e : requested) has_zero = has_zero || e == 0;
+      if (!has_zero) {
+        return InvalidArgument("requested shape " + IntListToString(requested) +
+                               " has more elements than an int64 can count");
+      }
+      known_product = 0;
+      break;
+    }
+  }
+  if (known_product == 0) {  // the dims after a 0 were not checked for -1s yet
+    int unknowns = 0;
+    for (size_t i = 0; i < requested.size(); ++i) {
+      if (requested[i] < -1) {
+        return InvalidArgument("requested shape " + IntListToString(requested) +
+                               " has a negative dimension " + std::to_string(requested[i]));
+      }
+      if (requested[i] == -1 && unknowns++ == 0) unknown_index = static_cast<int>(i);
+    }
+    if (unknowns > 1) {
+      return InvalidArgument("requested shape " + IntListToString(requested) +
+                             " has more than one -1");
     }
   }
   Shape out(requested);
@@ -228,7 +252,12 @@ StatusOr<Shape> ConcatShape(const std::vector<Shape>& inputs, int64_t axis) {
     for (int i = 0; i < rank; ++i) {
       const int64_t d = s.dim(i);
       if (i == a) {
-        axis_sum = (axis_sum < 0 || !Known(d)) ? kUnknown : axis_sum + d;
+        if (axis_sum < 0 || !Known(d)) {
+          axis_sum = kUnknown;
+        } else if (!CheckedAdd(axis_sum, d, &axis_sum)) {
+          return InvalidArgument("the inputs' dimensions " + std::to_string(a) +
+                                 " add up to more than an int64 can count");
+        }
       } else if (Known(d)) {
         if (Known(out[i]) && out[i] != d) {
           return InvalidArgument("input " + std::to_string(k) + " has shape " + s.ToString() +
@@ -270,13 +299,13 @@ StatusOr<Shape> SlicedShape(const Shape& input, const std::vector<int64_t>& begi
       out[i] = s;  // -1 stays unknown
       continue;
     }
-    const int64_t end = s == -1 ? dim : b + s;
-    if (b > dim || end > dim) {
+    // b <= dim is checked first, so that b + s cannot overflow past the check.
+    if (b > dim || (s != -1 && s > dim - b)) {
       return InvalidArgument("slice begin " + IntListToString(begin) + " size " +
                              IntListToString(size) + " is out of bounds for " +
                              input.ToString() + " in dimension " + std::to_string(i));
     }
-    out[i] = end - b;
+    out[i] = s == -1 ? dim - b : s;
   }
   return Shape(std::move(out));
 }

@@ -46,7 +46,14 @@ Tensor::Tensor(DType dtype, const Shape& shape, std::shared_ptr<TensorBuffer> bu
 }
 
 StatusOr<Tensor> Tensor::Reshaped(const Shape& shape) const {
-  if (!shape.IsFullyDefined() || shape.num_elements() != num_elements_) {
+  // Checked: a shape whose element count wraps around to this tensor's would make a
+  // view far larger than the buffer.
+  StatusOr<int64_t> elements = shape.CheckedNumElements();
+  if (!elements.ok()) {
+    return elements.status().WithContext("cannot reshape a tensor of shape " +
+                                         shape_.ToString());
+  }
+  if (*elements != num_elements_) {
     return InvalidArgument("cannot reshape a tensor of shape " + shape_.ToString() + " (" +
                            std::to_string(num_elements_) + " elements) to " + shape.ToString());
   }

@@ -75,7 +75,9 @@ class Tensor {
  public:
   // An empty float32 scalar placeholder with no buffer (IsInitialized() is false).
   Tensor() = default;
-  // Allocates a zero-filled host buffer. Precondition: shape.IsFullyDefined().
+  // Allocates a zero-filled host buffer. Precondition: shape.IsFullyDefined() and
+  // its byte count fits in int64; a shape from outside is checked first with
+  // CheckedByteSize (graph/checked_size.h).
   Tensor(DType dtype, const Shape& shape);
   // Wraps an existing buffer (device memory, pinned host memory). Preconditions:
   // shape.IsFullyDefined() and buffer->size() >= the tensor's TotalBytes().
@@ -137,7 +139,9 @@ class Tensor {
   MemoryKind memory_kind() const { return buffer_ ? buffer_->memory_kind() : MemoryKind::kHost; }
   bool IsOnDevice() const { return memory_kind() == MemoryKind::kDevice; }
 
-  // Same buffer, new shape with the same number of elements.
+  // Same buffer, new shape with the same number of elements. InvalidArgument when
+  // the shape is not fully defined, its element count does not fit in int64, or it
+  // differs from this tensor's.
   StatusOr<Tensor> Reshaped(const Shape& shape) const;
 
   // Rows [begin, end) of the first dimension: shape [end - begin, d1, d2, ...]. Never

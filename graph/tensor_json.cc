@@ -7,6 +7,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "graph/checked_size.h"
+
 namespace actorflow {
 namespace {
 
@@ -287,7 +289,6 @@ StatusOr<Tensor> TensorFromJson(const nlohmann::json& json) {
                            Describe(shape_json));
   }
   std::vector<int64_t> dims;
-  int64_t num_elements = 1;
   for (size_t i = 0; i < shape_json.size(); ++i) {
     const Json& d = shape_json[i];
     if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<uint64_t>() > (1ull << 62)) ||
@@ -296,11 +297,12 @@ StatusOr<Tensor> TensorFromJson(const nlohmann::json& json) {
                              Describe(d) + "; a tensor's shape is fully defined (integers >= 0)");
     }
     dims.push_back(d.get<int64_t>());
-    if (__builtin_mul_overflow(num_elements, dims.back(), &num_elements)) {
-      return InvalidArgument("tensor: shape has more elements than an int64 can count");
-    }
   }
   Shape shape(dims);
+  // Checked before anything is allocated: the data list must then match it exactly.
+  StatusOr<int64_t> bytes = CheckedByteSize(*dtype, shape);
+  if (!bytes.ok()) return bytes.status().WithContext("tensor");
+  const int64_t num_elements = shape.num_elements();
 
   const Json& data_json = json["data"];
   if (!data_json.is_array()) {

@@ -126,6 +126,26 @@ TEST_F(RecoveryClusterTest, PsStoppedMidTrainingIsRestoredFromTheLastCheckpoint)
               report.result.eval.accuracy, baseline);
 }
 
+TEST_F(RecoveryClusterTest, TheChiefWritesModelJsonWithItsFirstCheckpoint) {
+  auto cluster = Cluster(1);
+  ASSERT_TRUE(cluster);
+  RecoveryOptions recovery = Recovery("model_json");
+  const std::string model_json = recovery.checkpoint_dir + "/model.json";
+  int checkpoints_logged = 0;
+  bool model_json_with_first = false;
+  recovery.log = [&](const std::string& line) {
+    // Logged right after a scheduled checkpoint is written, long before the end.
+    if (line.rfind("checkpoint ", 0) != 0 || checkpoints_logged++ > 0) return;
+    model_json_with_first = ReadTestFile(model_json).find("\"format\"") != std::string::npos;
+  };
+  RecoverySupervisor sup(options_, WorkerOptions{}, recovery, Factory(*cluster));
+  RecoveryReport report;
+  Status s = sup.Run(train_, test_, &report);
+  ASSERT_TRUE(s.ok()) << s << "\n" << report.Summary();
+  EXPECT_GE(checkpoints_logged, 1);
+  EXPECT_TRUE(model_json_with_first) << model_json;
+}
+
 TEST_F(RecoveryClusterTest, AnAsyncWorkerPushesOnlyTheRestOfItsShareAfterARestore) {
   options_.ps.mode = UpdateMode::kAsync;
   auto cluster = Cluster(1);

@@ -1,6 +1,7 @@
 #include "tools/predict_command.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -83,6 +84,16 @@ Status Predict(const PredictCommandOptions& options, std::ostream& out) {
     return slices->Batch(256);
   };
   AF_ASSIGN_OR_RETURN(std::vector<Prediction> predictions, classifier->Predict(input));
+  // Finite weights can still overflow into NaN or infinite probabilities: a
+  // prediction that is not a number is an error, never a row of "<discarded>".
+  for (size_t i = 0; i < predictions.size(); ++i) {
+    for (float v : predictions[i].probabilities) {
+      if (std::isfinite(v)) continue;
+      return InvalidArgument("the model in " + dir + " gives non-finite probabilities for row " +
+                             std::to_string(i + 1) + " of " + path +
+                             " (are its weights or the row's features extreme?)");
+    }
+  }
 
   if (options.json) {
     nlohmann::json rows = nlohmann::json::array();

@@ -96,28 +96,13 @@ Status UpdateLatest(const std::string& dir, const std::string& basename) {
   return checkpoint_file::SyncDirectory(dir);
 }
 
-// The steps of the complete checkpoints (those with a manifest) in `names`, ascending.
-std::vector<int64_t> CompleteCheckpointSteps(const std::vector<std::string>& names) {
-  const std::string suffix = kCheckpointManifestSuffix;
-  std::vector<int64_t> steps;
-  for (const auto& name : names) {
-    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
-      continue;
-    }
-    auto step = ParseCheckpointBasename(std::string_view(name).substr(0, name.size() - suffix.size()));
-    if (step) steps.push_back(*step);
-  }
-  std::sort(steps.begin(), steps.end());
-  return steps;
-}
-
 // Deletes the lowest-step checkpoints beyond `max_to_keep`, never `keep_step`: the
 // manifest first, so that a crash in between leaves an orphan data file, not a
 // checkpoint without data.
 Status Prune(const std::string& dir, int max_to_keep, int64_t keep_step) {
   if (max_to_keep <= 0) return Status::OK();
   AF_ASSIGN_OR_RETURN(std::vector<std::string> names, checkpoint_file::ListDirectory(dir));
-  std::vector<int64_t> steps = CompleteCheckpointSteps(names);
+  std::vector<int64_t> steps = CheckpointStepsWithSuffix(names, kCheckpointManifestSuffix);
   size_t excess = steps.size() > static_cast<size_t>(max_to_keep) ? steps.size() - max_to_keep : 0;
   for (size_t i = 0; i < steps.size() && excess > 0; ++i) {
     if (steps[i] == keep_step) continue;
@@ -130,9 +115,21 @@ Status Prune(const std::string& dir, int max_to_keep, int64_t keep_step) {
   return checkpoint_file::SyncDirectory(dir);
 }
 
-// Best effort: removes temporary files left by Saves whose process no longer exists
-// (killed mid-write). Files of live processes, this one included, are left alone.
-void RemoveDeadWritersTempFiles(const std::string& dir, const std::vector<std::string>& names) {
+// Best effort: removes what interrupted Saves and Prunes left behind: temporary files
+// of Saves whose process no longer exists (killed mid-write; files of live processes,
+// this one included, are left alone), and data files without a manifest (a Save
+// killed between its two renames, a Prune killed between its two unlinks), which no
+// reader can use. Runs before a Save writes, so that leftovers go even when that Save
+// fails, and again after it.
+void RemoveOrphans(const std::string& dir) {
+  auto listed = checkpoint_file::ListDirectory(dir);
+  if (!listed.ok()) return;
+  const std::vector<std::string>& names = *listed;
+  const std::vector<int64_t> complete = CheckpointStepsWithSuffix(names, kCheckpointManifestSuffix);
+  for (int64_t step : CheckpointStepsWithSuffix(names, kCheckpointDataSuffix)) {
+    if (std::binary_search(complete.begin(), complete.end(), step)) continue;
+    checkpoint_file::RemoveFile(JoinPath(dir, CheckpointBasename(step) + kCheckpointDataSuffix));
+  }
   for (const auto& name : names) {
     if (name.empty() || name[0] != '.') continue;
     size_t marker = name.rfind(kTempMarker);
@@ -146,6 +143,7 @@ void RemoveDeadWritersTempFiles(const std::string& dir, const std::vector<std::s
     if (pid <= 0 || pid == ::getpid()) continue;
     if (::kill(pid, 0) != 0 && errno == ESRCH) checkpoint_file::RemoveFile(JoinPath(dir, name));
   }
+  checkpoint_file::SyncDirectory(dir);
 }
 
 // "a, b, c", at most 20 items then "... (N more)".
@@ -166,18 +164,6 @@ StatusOr<std::string> ResolveCheckpoint(const std::string& checkpoint) {
   if (checkpoint.empty()) return InvalidArgument("the checkpoint path is empty");
   if (checkpoint_file::IsDirectory(checkpoint)) return LatestCheckpoint(checkpoint);
   return checkpoint;
-}
-
-StatusOr<CheckpointManifest> ReadManifest(const std::string& prefix) {
-  const std::string path = prefix + kCheckpointManifestSuffix;
-  auto text = checkpoint_file::ReadFileToString(path);
-  if (!text.ok()) {
-    if (text.status().code() == Code::kNotFound) {
-      return NotFound("no checkpoint '" + prefix + "': its manifest '" + path + "' does not exist");
-    }
-    return text.status();
-  }
-  return ParseManifest(*text, path);
 }
 
 }  // namespace
@@ -319,7 +305,10 @@ StatusOr<std::string> WriteCheckpointTensors(
     if (!tensor.IsInitialized()) {
       return InvalidArgument("checkpoint '" + prefix + "': tensor '" + name + "' has no value");
     }
+    Status finite = CheckFiniteValues(name, tensor);
+    if (!finite.ok()) return finite.WithContext("checkpoint '" + prefix + "' not saved");
   }
+  RemoveOrphans(dir);
   const CheckpointManifest manifest = BuildManifest(global_step, tensors);
 
   TempFiles temps;
@@ -350,9 +339,7 @@ StatusOr<std::string> WriteCheckpointTensors(
   Status s = UpdateLatest(dir, basename);
   if (s.ok()) s = Prune(dir, max_to_keep, global_step);
   if (!s.ok()) return s.WithContext("Saver::Save: checkpoint '" + prefix + "' was written, but");
-  if (auto names = checkpoint_file::ListDirectory(dir); names.ok()) {
-    RemoveDeadWritersTempFiles(dir, *names);
-  }
+  RemoveOrphans(dir);
   return prefix;
 }
 
@@ -423,50 +410,15 @@ Status Saver::Restore(Session* session, const std::string& checkpoint) {
   return Status::OK();
 }
 
-StatusOr<std::string> CheckpointAtStep(const std::string& dir, int64_t global_step) {
-  AF_ASSIGN_OR_RETURN(std::string latest, LatestCheckpoint(dir));
-  AF_ASSIGN_OR_RETURN(int64_t step, ReadCheckpointGlobalStep(latest));
-  if (step != global_step) {
-    return NotFound("the latest checkpoint " + latest + " is at global step " +
-                    std::to_string(step) + ", not " + std::to_string(global_step));
-  }
-  return latest;
-}
-
-StatusOr<std::string> LatestCheckpoint(const std::string& dir) {
-  if (!checkpoint_file::IsDirectory(dir)) {
-    return NotFound("no checkpoint directory '" + dir + "'");
-  }
-  const std::string latest_path = JoinPath(dir, kLatestCheckpointFile);
-  if (checkpoint_file::IsRegularFile(latest_path)) {
-    auto text = checkpoint_file::ReadFileToString(latest_path);
-    if (text.ok()) {
-      std::string name = *text;
-      while (!name.empty() && (name.back() == '\n' || name.back() == '\r' || name.back() == ' ')) {
-        name.pop_back();
-      }
-      if (ParseCheckpointBasename(name) &&
-          checkpoint_file::IsRegularFile(JoinPath(dir, name + kCheckpointManifestSuffix))) {
-        return JoinPath(dir, name);
-      }
-    }
-  }
-  // No usable "latest" (deleted, or a directory written by hand): the highest step.
-  AF_ASSIGN_OR_RETURN(std::vector<std::string> names, checkpoint_file::ListDirectory(dir));
-  std::vector<int64_t> steps = CompleteCheckpointSteps(names);
-  if (steps.empty()) return NotFound("no checkpoint in directory '" + dir + "'");
-  return JoinPath(dir, CheckpointBasename(steps.back()));
-}
-
 StatusOr<std::map<std::string, Tensor>> ReadCheckpoint(const std::string& checkpoint) {
   AF_ASSIGN_OR_RETURN(std::string prefix, ResolveCheckpoint(checkpoint));
-  AF_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadManifest(prefix));
+  AF_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadManifestFile(prefix));
   return ReadCheckpointTensors(manifest, prefix + kCheckpointDataSuffix);
 }
 
 StatusOr<int64_t> ReadCheckpointGlobalStep(const std::string& checkpoint) {
   AF_ASSIGN_OR_RETURN(std::string prefix, ResolveCheckpoint(checkpoint));
-  AF_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadManifest(prefix));
+  AF_ASSIGN_OR_RETURN(CheckpointManifest manifest, ReadManifestFile(prefix));
   return manifest.global_step;
 }
 

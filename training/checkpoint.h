@@ -16,7 +16,9 @@
 // manifest's presence is what makes a checkpoint exist), fsyncs the directory, then
 // replaces "latest" atomically (temporary file, fsync, rename, directory fsync), and
 // only then deletes old checkpoints. A crash at any point leaves every earlier
-// checkpoint intact and "latest" naming a complete checkpoint.
+// checkpoint intact and "latest" naming a complete checkpoint. What a crash leaves
+// behind (temporary files of a dead writer, data files without a manifest) is
+// removed by the next Save into the directory.
 //
 // Restore is all or nothing: the checkpoint is read and verified (manifest, every
 // checksum, every variable present with the graph's dtype and shape) before any
@@ -79,6 +81,8 @@ class Saver {
   // snapshot) and writes checkpoint "ckpt-<global_step>" into `dir` (created with its
   // parents). Returns the checkpoint's path prefix "<dir>/ckpt-<global_step>".
   // Errors: the session's (e.g. FailedPrecondition for an uninitialized variable);
+  // InvalidArgument naming the variable when a float variable holds a NaN or an
+  // infinity (nothing is written);
   // PermissionDenied or Unavailable naming `dir` when it cannot be created or written;
   // AlreadyExists when `dir` has a checkpoint of this step (replacing it in place
   // could not be crash-safe: advance the step or use another directory). An error
@@ -133,13 +137,33 @@ StatusOr<std::string> WriteCheckpointTensors(
     const std::string& dir, int64_t global_step,
     const std::vector<std::pair<std::string, Tensor>>& tensors, int max_to_keep = 5);
 
-// The newest complete checkpoint in `dir` as a path prefix "<dir>/ckpt-<step>": the
-// one "latest" names, or, when "latest" is missing or names no complete checkpoint,
-// the complete checkpoint (one with a manifest) with the highest step. NotFound when
-// there is none (or no such directory).
+// The checkpoint of a directory to resume from, and the newer ones passed over.
+struct IntactCheckpoint {
+  std::string prefix;  // "<dir>/ckpt-<step>"
+  // One entry per newer checkpoint skipped because it failed verification, newest
+  // first: "'<prefix>': <why>" (a checksum mismatch, a truncated data file, a lost
+  // manifest, non-finite values).
+  std::vector<std::string> skipped;
+};
+
+// The newest INTACT checkpoint of `dir`: candidates are the one "latest" names, then
+// every complete checkpoint (one with a manifest) by descending step; each is read
+// whole and verified (manifest, data size, checksums, finite values) and the first
+// that passes is returned, with the ones that did not in `skipped`. Errors: NotFound
+// when the directory or any checkpoint in it is missing; FailedPrecondition naming
+// the directory and the files when it holds checkpoint data files but no manifest at
+// all (the manifests were lost: not a fresh start); when no checkpoint is intact, the
+// newest one's error (e.g. Internal "checksum mismatch") listing the others'; I/O
+// errors (Unavailable, PermissionDenied) as they come.
+StatusOr<IntactCheckpoint> FindLatestIntactCheckpoint(const std::string& dir);
+// FindLatestIntactCheckpoint(dir)'s prefix; writes one warning line to stderr per
+// skipped checkpoint, naming it and why. Every reader of "the latest checkpoint"
+// (Saver::Restore of a directory, ReadCheckpoint, `actorflow predict`, the recovery
+// supervisor) goes through this.
 StatusOr<std::string> LatestCheckpoint(const std::string& dir);
-// LatestCheckpoint(dir) when its manifest's global step is `global_step` (a
-// checkpoint of this very step exists already); NotFound otherwise.
+// "<dir>/ckpt-<global_step>" when that checkpoint exists, records this global step
+// and is intact (a checkpoint of this very step was written already); NotFound when
+// it does not exist; its verification error when it is corrupted.
 StatusOr<std::string> CheckpointAtStep(const std::string& dir, int64_t global_step);
 
 // Reads a checkpoint without a graph: `checkpoint` is a path prefix or a directory

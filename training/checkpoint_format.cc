@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <set>
+#include <type_traits>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
+#include "graph/checked_size.h"
 #include "graph/tensor_json.h"
 #include "training/checkpoint_file.h"
 
@@ -70,19 +73,18 @@ StatusOr<CheckpointEntry> ParseEntry(const Json& j, size_t index, const std::str
   const Json& shape = j["shape"];
   if (!shape.is_array()) return InvalidArgument(culprit + ": \"shape\" must be a list");
   std::vector<int64_t> dims;
-  uint64_t elements = 1;
   for (const Json& d : shape) {
     auto dim = AsUnsigned(d, uint64_t{1} << 62);
     if (!dim) {
       return InvalidArgument(culprit + ": shape " + shape.dump() +
                              " is not a list of non-negative integers");
     }
-    if (__builtin_mul_overflow(elements, *dim, &elements) || elements > (uint64_t{1} << 62)) {
-      return InvalidArgument(culprit + ": shape " + shape.dump() + " has too many elements");
-    }
     dims.push_back(static_cast<int64_t>(*dim));
   }
   entry.shape = Shape(std::move(dims));
+  // Checked before anything is allocated from it: the data file's size must match.
+  StatusOr<int64_t> bytes = CheckedByteSize(entry.dtype, entry.shape);
+  if (!bytes.ok()) return bytes.status().WithContext(culprit);
 
   auto offset = AsUnsigned(j["offset"], uint64_t{1} << 62);
   auto size = AsUnsigned(j["size"], uint64_t{1} << 62);
@@ -94,10 +96,10 @@ StatusOr<CheckpointEntry> ParseEntry(const Json& j, size_t index, const std::str
   entry.offset = *offset;
   entry.size = *size;
   entry.checksum = static_cast<uint32_t>(*checksum);
-  if (elements * DTypeSize(entry.dtype) != entry.size) {
+  if (static_cast<uint64_t>(*bytes) != entry.size) {
     return InvalidArgument(culprit + ": size " + std::to_string(entry.size) + " does not match " +
                            DTypeName(entry.dtype) + entry.shape.ToString() + " (" +
-                           std::to_string(elements * DTypeSize(entry.dtype)) + " bytes)");
+                           std::to_string(*bytes) + " bytes)");
   }
   return entry;
 }
@@ -208,6 +210,52 @@ StatusOr<CheckpointManifest> ParseManifest(std::string_view text, const std::str
   return manifest;
 }
 
+std::vector<int64_t> CheckpointStepsWithSuffix(const std::vector<std::string>& names,
+                                               const std::string& suffix) {
+  std::vector<int64_t> steps;
+  for (const auto& name : names) {
+    if (name.size() <= suffix.size() ||
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      continue;
+    }
+    auto step = ParseCheckpointBasename(std::string_view(name).substr(0, name.size() - suffix.size()));
+    if (step) steps.push_back(*step);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+StatusOr<CheckpointManifest> ReadManifestFile(const std::string& prefix) {
+  const std::string path = prefix + kCheckpointManifestSuffix;
+  auto text = checkpoint_file::ReadFileToString(path);
+  if (!text.ok()) {
+    if (text.status().code() == Code::kNotFound) {
+      return NotFound("no checkpoint '" + prefix + "': its manifest '" + path + "' does not exist");
+    }
+    return text.status();
+  }
+  return ParseManifest(*text, path);
+}
+
+Status CheckFiniteValues(const std::string& name, const Tensor& tensor) {
+  if (!IsFloating(tensor.dtype()) || tensor.IsOnDevice()) return Status::OK();
+  return VisitDType(tensor.dtype(), [&](auto zero) -> Status {
+    using T = decltype(zero);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* values = tensor.data<T>();
+      for (int64_t i = 0; i < tensor.NumElements(); ++i) {
+        if (std::isfinite(values[i])) continue;
+        return InvalidArgument(
+            "variable '" + name + "' " + tensor.DebugString() + " holds a non-finite value (" +
+            (std::isnan(values[i]) ? std::string("nan") : values[i] > 0 ? "inf" : "-inf") +
+            " at element " + std::to_string(i) +
+            "): non-finite weights are refused (did training diverge? lower the learning rate)");
+      }
+    }
+    return Status::OK();
+  });
+}
+
 StatusOr<std::map<std::string, Tensor>> ReadCheckpointTensors(const CheckpointManifest& manifest,
                                                               const std::string& data_path) {
   int fd = ::open(data_path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -258,6 +306,8 @@ StatusOr<std::map<std::string, Tensor>> ReadCheckpointTensors(const CheckpointMa
         }
       }
     }
+    Status finite = CheckFiniteValues(e.name, tensor);
+    if (!finite.ok()) return finite.WithContext("checkpoint data file '" + data_path + "'");
     tensors.emplace(e.name, std::move(tensor));
   }
   return tensors;

@@ -80,12 +80,29 @@ std::string ManifestToJsonText(const CheckpointManifest& manifest);
 // overlap in the data file.
 StatusOr<CheckpointManifest> ParseManifest(std::string_view text, const std::string& path);
 
+// The steps of the checkpoints among `names` (a directory listing) that have a
+// "ckpt-<step><suffix>" file, ascending: kCheckpointManifestSuffix gives the complete
+// checkpoints, kCheckpointDataSuffix every data file (orphans without a manifest too).
+std::vector<int64_t> CheckpointStepsWithSuffix(const std::vector<std::string>& names,
+                                               const std::string& suffix);
+
+// Reads and parses the manifest "<prefix>.json": NotFound naming the checkpoint and
+// its manifest when the file does not exist; ParseManifest's errors.
+StatusOr<CheckpointManifest> ReadManifestFile(const std::string& prefix);
+
+// OK unless `tensor` is float32/float64 and holds a NaN or an infinity: then
+// InvalidArgument naming `name`, the first such element and its value. Checkpoints
+// refuse non-finite weights on save and on load (a diverged model is not one to keep
+// or to serve).
+Status CheckFiniteValues(const std::string& name, const Tensor& tensor);
+
 // Reads every tensor of `manifest` from the data file `data_path` and verifies it.
 // Errors: NotFound when the data file is missing; Internal (the checkpoint is
 // corrupted; actorflow has no DataLoss code) naming the file when its size is not
 // what the manifest describes, and naming the tensor with "checksum mismatch" when a
 // tensor's bytes do not have its checksum (and "invalid bool" for a bool byte that is
-// neither 0 nor 1); Unavailable for an I/O error.
+// neither 0 nor 1); InvalidArgument (CheckFiniteValues') naming the data file and the
+// tensor for a NaN or infinite float; Unavailable for an I/O error.
 StatusOr<std::map<std::string, Tensor>> ReadCheckpointTensors(const CheckpointManifest& manifest,
                                                               const std::string& data_path);
 

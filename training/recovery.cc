@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <system_error>
 #include <set>
 #include <thread>
 
 #include "training/checkpoint.h"
+#include "training/model_spec.h"
 #include "training/ps_checkpoint.h"
 
 namespace actorflow {
@@ -33,11 +36,12 @@ double SecondsSince(Clock::time_point t) {
 class SupervisedClient : public ParameterClient {
  public:
   SupervisedClient(ParameterClient* inner, bool chief, bool sync, const RecoveryOptions& recovery,
-                   RecoveryReport* report, RecoveryEvent* pending)
+                   const DNNModelSpec& spec, RecoveryReport* report, RecoveryEvent* pending)
       : inner_(inner),
         chief_(chief),
         sync_(sync),
         recovery_(recovery),
+        spec_(spec),
         report_(report),
         pending_(pending) {}
 
@@ -104,6 +108,17 @@ class SupervisedClient : public ParameterClient {
     const int64_t every = recovery_.checkpoint_every_steps;
     if (chief_ && r.applied && every > 0 && !recovery_.checkpoint_dir.empty() &&
         r.global_step / every > report_->last_checkpoint_step / every) {
+      // The model description goes with the first checkpoint (before it: a checkpoint
+      // is never there without it), so that an interrupted run can serve `predict`.
+      if (report_->last_checkpoint.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(recovery_.checkpoint_dir, ec);
+        if (ec) {
+          return FailedPrecondition("checkpoint directory '" + recovery_.checkpoint_dir +
+                                    "' cannot be created: " + ec.message());
+        }
+        AF_RETURN_IF_ERROR(WriteModelSpec(recovery_.checkpoint_dir, spec_));
+      }
       AF_ASSIGN_OR_RETURN(PsCheckpointInfo info,
                           SavePsCheckpoint(inner_, recovery_.checkpoint_dir,
                                            sync_ ? r.global_step : -1, timeout_ms,
@@ -127,6 +142,7 @@ class SupervisedClient : public ParameterClient {
   bool chief_;
   bool sync_;  // cuts at the push's own global step (else where the shards are)
   const RecoveryOptions& recovery_;
+  const DNNModelSpec& spec_;
   RecoveryReport* report_;
   RecoveryEvent* pending_;
   bool resumed_seen_ = false;
@@ -309,7 +325,8 @@ Status RecoverySupervisor::Run(const LabeledData& train, const LabeledData& test
     }
     if (status.ok()) {
       SupervisedClient supervised(client.get(), chief, options_.ps.mode == UpdateMode::kSync,
-                                  recovery_, report, recovering ? &event : nullptr);
+                                  recovery_, options_.spec, report,
+                                  recovering ? &event : nullptr);
       if (recovering) supervised.set_failed_at(failed_at);
       WorkerOptions worker_options = worker_options_;
       worker_options.steps_done = total.steps;  // the data and share go on from there

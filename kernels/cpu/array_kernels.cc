@@ -70,8 +70,18 @@ class ReshapeKernel : public Kernel {
                   "Reshape's shape " + IntListToString(dims) +
                       " has more than one -1 or a negative dimension");
         return;
-      } else {
-        known *= dims[i];
+      } else if (!CheckedMul(known, dims[i], &known)) {
+        // Wrapping around could match x's count and make a view past its buffer.
+        bool has_zero = false;
+        for (int64_t d : dims) has_zero = has_zero || d == 0;
+        if (!has_zero) {
+          ctx->Fail(Code::kInvalidArgument,
+                    "Reshape's shape " + IntListToString(dims) +
+                        " has more elements than an int64 can count (the input " +
+                        x.shape().ToString() + " has " + std::to_string(x.NumElements()) + ")");
+          return;
+        }
+        known = 0;  // a 0 dim makes the product 0, overflow or not
       }
     }
     const int64_t n = x.NumElements();
@@ -147,7 +157,9 @@ class FillKernel : public Kernel {
                                             " scalar, got " + value.DebugString());
       return;
     }
-    FillWith(ctx->allocate_output(0, shape), value.data<T>()[0]);
+    Tensor* out = AllocateCheckedOutput(ctx, 0, shape);
+    if (out == nullptr) return;
+    FillWith(*out, value.data<T>()[0]);
   }
 };
 

@@ -31,7 +31,8 @@ StatusOr<BroadcastPlan> PlanBroadcast(const Shape& x, const Shape& y) {
   AF_ASSIGN_OR_RETURN(Shape out, BroadcastShape(x, y));
   BroadcastPlan plan;
   plan.out_shape = out;
-  plan.num_elements = out.num_elements();
+  // Checked: inputs with a 0 dim can carry huge other dims.
+  AF_ASSIGN_OR_RETURN(plan.num_elements, out.CheckedNumElements());
   if (plan.num_elements == 0) return plan;  // nothing to walk
 
   // Coalesce: per kept output dimension, its size and whether x / y are broadcast.

@@ -45,13 +45,20 @@ class ConcatV2Kernel : public Kernel {
                       " outside axis " + std::to_string(axis_));
         return;
       }
-      out_dims[axis] += t.dim(axis);
+      if (!CheckedAdd(out_dims[axis], t.dim(axis), &out_dims[axis])) {
+        ctx->Fail(Code::kInvalidArgument, "ConcatV2 inputs' dimensions " +
+                                              std::to_string(axis_) +
+                                              " add up to more than an int64 can count");
+        return;
+      }
     }
     if (n == 1) {
       ctx->set_output(0, first);
       return;
     }
-    Tensor& out = ctx->allocate_output(0, Shape(out_dims));
+    Tensor* allocated = AllocateCheckedOutput(ctx, 0, Shape(out_dims));
+    if (allocated == nullptr) return;
+    Tensor& out = *allocated;
     if (out.NumElements() == 0) return;
     int64_t outer = 1;
     for (int d = 0; d < axis; ++d) outer *= out_dims[d];
@@ -102,7 +109,9 @@ class SliceKernel : public Kernel {
       const int64_t dim = x.dim(d);
       const int64_t b = begin_[d];
       const int64_t s = size_[d] == -1 ? dim - b : size_[d];
-      if (b < 0 || b > dim || s < 0 || b + s > dim) {
+      // s > dim - b rather than b + s > dim: attrs near the int64 limit must not
+      // overflow past the bounds check.
+      if (b < 0 || b > dim || s < 0 || s > dim - b) {
         ctx->Fail(Code::kInvalidArgument,
                   "Slice begin " + IntListToString(begin_) + " size " + IntListToString(size_) +
                       " is out of bounds for shape " + x.shape().ToString() + " at axis " +

@@ -162,7 +162,10 @@ class Conv2DKernel : public Kernel {
     WindowGeometry g;
     if (!ConvGeometry(ctx, node(), input.shape(), filter.shape(), nullptr, &g)) return;
     const int64_t out_c = filter.dim(3);
-    Tensor& out = ctx->allocate_output(0, Shape{g.batch, g.out_h, g.out_w, out_c});
+    // An empty input and an empty filter can still make huge output dims.
+    Tensor* allocated = AllocateCheckedOutput(ctx, 0, Shape{g.batch, g.out_h, g.out_w, out_c});
+    if (allocated == nullptr) return;
+    Tensor& out = *allocated;
     const int64_t rows = g.out_h * g.out_w;
     const int64_t row_len = g.k_h * g.k_w * g.channels;
     if (out.NumElements() == 0 || row_len == 0) return;
@@ -193,7 +196,9 @@ class Conv2DBackpropInputKernel : public Kernel {
     const Tensor& dy = ctx->input(2);
     WindowGeometry g;
     if (!ConvGeometry(ctx, node(), input_shape, filter.shape(), &dy, &g)) return;
-    Tensor& dx = ctx->allocate_output(0, input_shape);  // zero-filled
+    Tensor* allocated = AllocateCheckedOutput(ctx, 0, input_shape);  // zero-filled
+    if (allocated == nullptr) return;
+    Tensor& dx = *allocated;
     const int64_t out_c = filter.dim(3);
     const int64_t rows = g.out_h * g.out_w;
     const int64_t row_len = g.k_h * g.k_w * g.channels;
@@ -226,7 +231,9 @@ class Conv2DBackpropFilterKernel : public Kernel {
     const Tensor& dy = ctx->input(2);
     WindowGeometry g;
     if (!ConvGeometry(ctx, node(), input.shape(), filter_shape, &dy, &g)) return;
-    Tensor& df = ctx->allocate_output(0, filter_shape);  // zero-filled
+    Tensor* allocated = AllocateCheckedOutput(ctx, 0, filter_shape);  // zero-filled
+    if (allocated == nullptr) return;
+    Tensor& df = *allocated;
     const int64_t out_c = filter_shape.dim(3);
     const int64_t rows = g.out_h * g.out_w;
     const int64_t row_len = g.k_h * g.k_w * g.channels;

@@ -13,6 +13,7 @@
 
 #include "graph/tensor.h"
 #include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/kernel_util.h"
 #include "kernels/kernel.h"
 
 namespace actorflow {
@@ -83,9 +84,10 @@ class BinaryKernel : public Kernel {
       ctx->Fail(Code::kInvalidArgument, plan.status().message());
       return;
     }
-    Tensor& z = ctx->allocate_output(0, plan->out_shape);
+    Tensor* z = AllocateCheckedOutput(ctx, 0, plan->out_shape);
+    if (z == nullptr) return;
     Op op;
-    BinaryLoop(*plan, x.data<T>(), y.data<T>(), z.data<R>(), op);
+    BinaryLoop(*plan, x.data<T>(), y.data<T>(), z->data<R>(), op);
   }
 };
 

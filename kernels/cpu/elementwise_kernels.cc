@@ -162,9 +162,10 @@ class IntDivKernel : public Kernel {
         return;
       }
     }
-    Tensor& z = ctx->allocate_output(0, plan->out_shape);
+    Tensor* z = AllocateCheckedOutput(ctx, 0, plan->out_shape);
+    if (z == nullptr) return;
     IntDivOp<T> op;
-    BinaryLoop(*plan, x.data<T>(), y.data<T>(), z.data<T>(), op);
+    BinaryLoop(*plan, x.data<T>(), y.data<T>(), z->data<T>(), op);
   }
 };
 

@@ -1,5 +1,6 @@
 // Small helpers shared by the CPU kernels: registering one kernel template for a list
-// of element types, and validating axes given by attrs.
+// of element types, validating axes given by attrs, and allocating outputs whose
+// shapes come from input values or shapes (checked, never wrapped around).
 //
 // Thread safety: registration runs during static initialization; the axis helpers are
 // pure functions.
@@ -7,9 +8,11 @@
 #define ACTORFLOW_KERNELS_CPU_KERNEL_UTIL_H_
 
 #include <cstdint>
+#include <new>
 #include <string>
 #include <vector>
 
+#include "graph/checked_size.h"
 #include "graph/shape.h"
 #include "graph/types.h"
 #include "kernels/kernel.h"
@@ -34,6 +37,29 @@ inline bool NormalizeAxis(int64_t axis, int rank, int* out) {
   if (axis < -rank || axis >= rank) return false;
   *out = static_cast<int>(axis < 0 ? axis + rank : axis);
   return true;
+}
+
+// Allocates output i of `shape` (a shape computed from the inputs' values or shapes,
+// so possibly from outside) with the node's output dtype. Fails the node and returns
+// nullptr instead: InvalidArgument when the element or byte count does not fit in
+// int64 (an empty input reshaped to huge dims, then reduced or multiplied, would
+// otherwise wrap around), ResourceExhausted when the memory cannot be had.
+inline Tensor* AllocateCheckedOutput(KernelContext* ctx, int i, const Shape& shape) {
+  const DType dtype = ctx->node().output_dtype(i);
+  StatusOr<int64_t> bytes = CheckedByteSize(dtype, shape);
+  if (!bytes.ok()) {
+    ctx->Fail(Code::kInvalidArgument, "output " + std::to_string(i) + ": " +
+                                          bytes.status().message());
+    return nullptr;
+  }
+  try {
+    return &ctx->allocate_output(i, shape);
+  } catch (const std::bad_alloc&) {
+    ctx->Fail(Code::kResourceExhausted, "output " + std::to_string(i) + " " +
+                                            DTypeName(dtype) + shape.ToString() + ": cannot "
+                                            "allocate " + std::to_string(*bytes) + " bytes");
+    return nullptr;
+  }
 }
 
 // "[2,3]" for an int list; for error messages.

@@ -65,7 +65,9 @@ class MatMulKernel : public Kernel {
         return;
       }
     }
-    Tensor& c = ctx->allocate_output(0, Shape{m, n});  // zero-filled
+    Tensor* allocated = AllocateCheckedOutput(ctx, 0, Shape{m, n});  // zero-filled
+    if (allocated == nullptr) return;
+    Tensor& c = *allocated;
     if (m == 0 || n == 0 || k == 0) return;
     Gemm(transpose_a_, transpose_b_, static_cast<int>(m), static_cast<int>(n),
          static_cast<int>(k), a.data<T>(), static_cast<int>(a.dim(1)), b.data<T>(),

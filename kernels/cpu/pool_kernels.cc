@@ -178,7 +178,9 @@ class AvgPoolGradKernel : public Kernel {
     const Tensor& grad = ctx->input(1);
     WindowGeometry g;
     if (!PoolGeometry(ctx, *shape, &g) || !CheckGradShape(ctx, grad, g)) return;
-    Tensor& dx = ctx->allocate_output(0, *shape);  // zero-filled
+    Tensor* allocated = AllocateCheckedOutput(ctx, 0, *shape);  // zero-filled
+    if (allocated == nullptr) return;
+    Tensor& dx = *allocated;
     const T* gin = grad.data<T>();
     T* out = dx.data<T>();
     ForEachWindow(g, [&](int64_t n, const Window& w, int64_t o) {

@@ -228,7 +228,10 @@ class ReductionKernel : public Kernel {
         reduced.push_back(reduce[i]);
       }
     }
-    Tensor& out = ctx->allocate_output(0, Shape(std::move(out_dims)));
+    // An empty input can have huge other dims: the reduced shape is checked.
+    Tensor* allocated = AllocateCheckedOutput(ctx, 0, Shape(std::move(out_dims)));
+    if (allocated == nullptr) return;
+    Tensor& out = *allocated;
     T* o = out.data<T>();
     const int64_t n = out.NumElements();
     const T identity = R::Identity();
@@ -271,7 +274,9 @@ class ArgMaxKernel : public Kernel {
       (i < axis ? outer : inner) *= x.dim(i);
     }
     const int64_t size = x.dim(axis);
-    Tensor& out = ctx->allocate_output(0, Shape(std::move(out_dims)));
+    Tensor* allocated = AllocateCheckedOutput(ctx, 0, Shape(std::move(out_dims)));
+    if (allocated == nullptr) return;
+    Tensor& out = *allocated;
     if (out.NumElements() == 0) return;
     if (size == 0) {
       ctx->Fail(Code::kInvalidArgument,

@@ -52,8 +52,9 @@ inline StatusOr<WindowGeometry> ComputeWindowGeometry(const Shape& input_shape,
   g.stride_h = a.stride_h;
   g.stride_w = a.stride_w;
   if (a.same) {
-    g.out_h = (g.in_h + g.stride_h - 1) / g.stride_h;
-    g.out_w = (g.in_w + g.stride_w - 1) / g.stride_w;
+    // ceil(in / stride) without overflow for dims near the int64 limit.
+    g.out_h = g.in_h / g.stride_h + (g.in_h % g.stride_h != 0 ? 1 : 0);
+    g.out_w = g.in_w / g.stride_w + (g.in_w % g.stride_w != 0 ? 1 : 0);
     g.pad_top = std::max<int64_t>((g.out_h - 1) * g.stride_h + g.k_h - g.in_h, 0) / 2;
     g.pad_left = std::max<int64_t>((g.out_w - 1) * g.stride_w + g.k_w - g.in_w, 0) / 2;
   } else {
@@ -80,6 +81,9 @@ inline StatusOr<Shape> SizesFromTensor(const Tensor& t, const std::string& what)
     dims[i] = t.dtype() == DType::kInt32 ? t.data<int32_t>()[i] : t.data<int64_t>()[i];
     if (dims[i] < 0) return InvalidArgument(what + " has a negative dim");
   }
+  // Sizes come from a tensor's values: refuse ones no tensor can have.
+  StatusOr<int64_t> elements = Shape(dims).CheckedNumElements();
+  if (!elements.ok()) return elements.status().WithContext(what);
   return Shape(dims);
 }
 
