@@ -62,6 +62,10 @@ struct DeviceState {
     caf::response_promise promise;
   };
   std::unordered_map<int64_t, ActiveStep> active_steps;
+  // Steps whose client wants run metadata: what their Sends moved off this device,
+  // by destination device. Empty in a training loop that asks for none, so a Send
+  // pays one failed lookup.
+  std::unordered_map<int64_t, std::map<std::string, CrossDeviceTransfer>> transfers;
   // Recently aborted steps (bounded): their late tensors are dropped and their late
   // Recvs fail at once.
   std::unordered_map<int64_t, Status> aborted;
@@ -138,6 +142,14 @@ Status DeviceRuntime::Send(const RendezvousKey& key, const Tensor& value) {
   if (key.recv_device == st.config.name) {
     st.Deliver(key.step_id, key.ToString(), value);
     return Status::OK();
+  }
+  if (!st.transfers.empty()) {
+    auto counted = st.transfers.find(key.step_id);
+    if (counted != st.transfers.end()) {
+      CrossDeviceTransfer& t = counted->second[key.recv_device];
+      t.tensors += 1;
+      t.bytes += static_cast<int64_t>(value.TotalBytes());
+    }
   }
   auto it = st.peers.find(key.recv_device);
   if (it == st.peers.end()) {
@@ -239,6 +251,7 @@ caf::result<RunPartitionResult> RunPartition(DeviceSelf self,
   const int64_t step = req.step_id;
   // The slot exists before the step starts: a step may end inside RunAsync.
   st.active_steps[step].promise = rp;
+  if (record) st.transfers[step];
   // `exec` keeps the executor alive until its step ends, also past an abort.
   StepHandle handle = exec->executor->RunAsync(
       std::move(args), [self, step, exec](StepResult result) {
@@ -254,6 +267,15 @@ caf::result<RunPartitionResult> RunPartition(DeviceSelf self,
         r.executed_nodes = std::move(result.executed_nodes);
         r.executed_start_micros = std::move(result.executed_start_micros);
         r.step_stats = std::move(result.step_stats);
+        auto counted = self->state.transfers.find(step);
+        if (counted != self->state.transfers.end()) {
+          for (auto& [dst, t] : counted->second) {
+            t.src_device = self->state.config.name;
+            t.dst_device = dst;
+            r.transfers.push_back(std::move(t));
+          }
+          self->state.transfers.erase(counted);
+        }
         promise.deliver(std::move(r));
       });
   // The slot may be gone: the step may have ended (or been aborted) inside RunAsync.
@@ -313,6 +335,7 @@ DeviceActor::behavior_type DeviceBehavior(DeviceSelf self, DeviceConfig config) 
           active.promise.deliver(std::move(r));
         }
         st.ReleaseStep(req.step_id, req.status);
+        st.transfers.erase(req.step_id);
         // Waiting queue requests are withdrawn; their queues stay usable.
         st.queues->AbortStep(req.step_id, req.status);
       },

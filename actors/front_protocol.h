@@ -64,6 +64,7 @@ struct RemoteStepResult {
   std::vector<Tensor> outputs;
   std::vector<std::string> executed_nodes;
   std::vector<NodeExecStats> step_stats;
+  std::vector<CrossDeviceTransfer> transfers;
 };
 
 // What a task holds (tests assert a long-lived server frees closed sessions).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <utility>
 
 #include "actors/connect.h"
 #include "actors/master_state.h"
@@ -38,6 +40,7 @@ void Reply(const std::shared_ptr<StepRequest>& req, Status status, std::vector<T
   r.outputs = std::move(out);
   r.executed_nodes = std::move(meta.executed_nodes);
   r.step_stats = std::move(meta.step_stats);
+  r.transfers = std::move(meta.transfers);
   req->promise.deliver(std::move(r));
 }
 
@@ -66,6 +69,18 @@ RunMetadata BuildMetadata(const Graph& graph, StepInFlight* step) {
     s.end_micros -= step->start_micros;
     meta.step_stats.push_back(std::move(s));
   }
+  // One entry per (src, dst) pair: a device reports by destination, and two
+  // partitions on one device would report the same pair twice.
+  std::map<std::pair<std::string, std::string>, CrossDeviceTransfer> by_pair;
+  for (CrossDeviceTransfer& t : step->transfers) {
+    CrossDeviceTransfer& sum = by_pair[{t.src_device, t.dst_device}];
+    sum.src_device = std::move(t.src_device);
+    sum.dst_device = std::move(t.dst_device);
+    sum.tensors += t.tensors;
+    sum.bytes += t.bytes;
+  }
+  meta.transfers.reserve(by_pair.size());
+  for (auto& [pair, t] : by_pair) meta.transfers.push_back(std::move(t));
   return meta;
 }
 
@@ -110,6 +125,7 @@ void PartDone(MasterSelf self, const std::shared_ptr<StepInFlight>& step, size_t
         step->executed.emplace_back(start, std::move(result.executed_nodes[k]));
       }
       for (NodeExecStats& s : result.step_stats) step->stats.push_back(std::move(s));
+      for (CrossDeviceTransfer& t : result.transfers) step->transfers.push_back(std::move(t));
     }
   }
   if (--step->remaining == 0) FinishStep(self, step);

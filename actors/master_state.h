@@ -52,6 +52,7 @@ struct StepInFlight {
   std::vector<Tensor> outputs;
   std::vector<std::pair<int64_t, std::string>> executed;  // (start, node)
   std::vector<NodeExecStats> stats;
+  std::vector<CrossDeviceTransfer> transfers;  // as the devices reported them
 };
 
 // Another task of the cluster, as far as this master knows it.

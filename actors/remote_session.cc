@@ -76,6 +76,7 @@ class RemoteSession : public Session {
               if (metadata != nullptr) {
                 metadata->executed_nodes = std::move(r.executed_nodes);
                 metadata->step_stats = std::move(r.step_stats);
+                metadata->transfers = std::move(r.transfers);
               }
             },
             [&](caf::error& e) {

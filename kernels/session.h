@@ -71,6 +71,21 @@ struct NodeExecStats {
   uint64_t thread_id = 0;
 };
 
+// The tensors that one step moved from one device to another (Send to Recv), summed
+// per ordered pair of devices. bytes counts each tensor's data (Tensor::TotalBytes),
+// not message headers.
+struct CrossDeviceTransfer {
+  std::string src_device;  // full device name of the Send
+  std::string dst_device;  // full device name of the Recv
+  int64_t tensors = 0;
+  int64_t bytes = 0;
+
+  bool operator==(const CrossDeviceTransfer& o) const {
+    return src_device == o.src_device && dst_device == o.dst_device && tensors == o.tensors &&
+           bytes == o.bytes;
+  }
+};
+
 // What a step reports about itself when the caller passes a RunMetadata to Run. It
 // costs work per node (names, clock reads): a session may skip that work for a
 // caller that passes none (the in-process actor session does).
@@ -79,6 +94,9 @@ struct RunMetadata {
   std::vector<std::string> executed_nodes;
   // Filled when RunOptions.trace_level is kFullTrace.
   std::vector<NodeExecStats> step_stats;
+  // Cross-device traffic of the step, sorted by (src_device, dst_device); empty for
+  // a step on one device (and from sessions without devices, e.g. DirectSession).
+  std::vector<CrossDeviceTransfer> transfers;
 };
 
 // A feed: tensor name ("x" or "x:1") and its value.

@@ -23,7 +23,7 @@ constexpr char kInGraph[] = "in-graph";
 constexpr char kBetweenGraph[] = "between-graph";
 // Flags of between-graph training that in-graph replication has no use for.
 const char* const kBetweenGraphOnlyFlags[] = {"--mode", "--replicas-to-aggregate", "--job",
-                                               "--task"};
+                                               "--task", "--model", "--split"};
 
 // Where the towers and variables go, and the session that reaches them. Owns the
 // local cluster, if any, which must outlive the session.

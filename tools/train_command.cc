@@ -15,7 +15,9 @@
 #include "tools/train_data.h"
 #include "tools/train_flags.h"
 #include "tools/train_summaries.h"
+#include "placement/device_name.h"
 #include "training/dnn_classifier.h"
+#include "training/model_parallel.h"
 
 namespace actorflow {
 namespace cli {
@@ -24,8 +26,42 @@ namespace {
 // Everything that can be judged without reading a file.
 Status CheckFlags(const TrainCommandOptions& options) {
   AF_RETURN_IF_ERROR(CheckModelAndTrainingFlags(options));
-  AF_RETURN_IF_ERROR(ParseDeviceCounts(options.devices).status());
+  AF_ASSIGN_OR_RETURN(auto device_count, ParseDeviceCounts(options.devices));
+  if (!options.cluster.empty() && (options.model != "mlp" || options.split != "none")) {
+    return InvalidArgument("--model " + options.model + " --split " + options.split +
+                           ": --cluster trains only --model mlp --split none for now; drop "
+                           "--cluster to split a model over this process's --devices");
+  }
+  if (options.cluster.empty() && options.split != "none") {
+    // Enough local devices for the split (the model and split names are checked).
+    ModelPlacement placement;
+    placement.split = ParseModelSplit(options.split).value();
+    placement.devices = LocalDeviceNames(device_count);
+    Status enough = CheckModelPlacement(ParseModelKind(options.model).value(), placement);
+    if (!enough.ok()) return InvalidArgument("--split: " + enough.message());
+  }
   return CheckClusterFlags(options);
+}
+
+// The device a node without a requested one lands on in a local session: GPU:0 when
+// there is one, else CPU:0.
+std::string DefaultDevice(const std::vector<std::string>& devices) {
+  for (const std::string& d : devices) {
+    if (d.find("/device:GPU:") != std::string::npos) return d;
+  }
+  return std::string(kLocalTaskName) + "/device:CPU:0";
+}
+
+// "model", "split", "devices" and "cross_device_bytes_per_step" of the --json line.
+nlohmann::ordered_json ModelParallelJson(const TrainCommandOptions& options,
+                                         const std::vector<std::string>& devices,
+                                         int64_t bytes_per_step) {
+  nlohmann::ordered_json j;
+  j["model"] = options.model;
+  j["split"] = options.split;
+  j["devices"] = devices;
+  j["cross_device_bytes_per_step"] = bytes_per_step;
+  return j;
 }
 
 // The result goes to `out`, progress to `progress` (a bar when `interactive`).
@@ -42,6 +78,14 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
   SessionOptions session_options;  // target "": the actor runtime
   // With a GPU, nodes without a requested device default to /gpu:0.
   AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
+  const std::vector<std::string> local_devices = LocalDeviceNames(session_options.device_count);
+  if (options.split != "none") {
+    // One part per device, in order; an op without a kernel on its part's device
+    // (e.g. on a GPU) runs on a CPU instead.
+    model.devices = local_devices;
+    model.available_devices = local_devices;
+    session_options.allow_soft_placement = true;
+  }
   model.session_factory = SessionFactoryFor(session_options);
 
   const auto start = std::chrono::steady_clock::now();
@@ -66,8 +110,20 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
   summaries.End(0, trained->steps, {{"accuracy", static_cast<float>(eval.accuracy)}});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  PrintTrainResult(options, eval, *trained, seconds, classes, nlohmann::ordered_json::object(),
-                   out);
+  std::vector<std::string> devices = classifier->devices();
+  for (std::string& d : devices) {
+    if (d.empty()) d = DefaultDevice(local_devices);
+  }
+  int64_t bytes_per_step = 0;
+  for (const CrossDeviceTransfer& t : trained->step_transfers) bytes_per_step += t.bytes;
+  if (options.split != "none") {
+    std::string names;
+    for (const std::string& d : devices) names += (names.empty() ? "" : ", ") + d;
+    progress << "model " << options.model << " split " << options.split << " over " << names
+             << ": " << bytes_per_step << " bytes cross devices per step\n";
+  }
+  PrintTrainResult(options, eval, *trained, seconds, classes,
+                   ModelParallelJson(options, devices, bytes_per_step), out);
   return Status::OK();
 }
 
@@ -94,10 +150,18 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
                   "Save a checkpoint and model.json here (resume from it if present)");
   app->add_option("--logdir", options->logdir,
                   "Write TensorBoard event files under DIR/worker_<task>/");
+  app->add_option("--status-port", options->status_port,
+                  "With --cluster: serve a live status page (and /status.json) on this port");
   AddTimeoutMsOption(app, &options->timeout_ms)->capture_default_str();
   app->add_flag("--json", options->json, "End with one line of JSON");
   app->add_option("--devices", options->devices,
                   "Devices of the local session: cpu=N[,gpu=M] (default: 1 CPU, every GPU)");
+  app->add_option("--model", options->model,
+                  "Network: mlp, cnn (square images, e.g. 8x8 digits) or rnn (rows as time steps)")
+      ->capture_default_str();
+  app->add_option("--split", options->split,
+                  "Model parallelism over --devices: none, layer, vertical (mlp) or towers (cnn)")
+      ->capture_default_str();
   app->add_option("--cluster", options->cluster,
                   "Data-parallel: local:ps=P,worker=W (in this process) or a cluster JSON file");
   app->add_option("--job", options->job, "With a cluster file: this process's job")
@@ -118,7 +182,13 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
                   "(default 30000)")
       ->check(CLI::PositiveNumber);
   // --replication in-graph runs tools/in_graph_train.h instead.
-  return WithReplicationFlag(Subcommand{app, [options]() {
+  return WithReplicationFlag(Subcommand{app, [app, options]() {
+                               // A cnn or rnn takes its own defaults for flags not given.
+                               ApplyModelDefaults(
+                                   [app](const std::string& flag) {
+                                     return app->count(flag) > 0;
+                                   },
+                                   options.get());
                                return TrainCommand(*options, std::cout, std::cerr,
                                                    ProgressIsInteractive(*options));
                              }},

@@ -5,9 +5,20 @@
 //                   [--classes N] [--optimizer sgd|momentum|adam|adagrad] [--lr X]
 //                   [--batch N] [--steps N] [--epochs N] [--seed N] [--normalize]
 //                   [--checkpoint-dir DIR] [--logdir DIR] [--timeout-ms N] [--json]
+//                   [--model mlp|cnn|rnn] [--split none|layer|vertical|towers]
+//                   [--devices cpu=N[,gpu=M]]
 //                   [--cluster local:ps=P,worker=W | --cluster FILE --job worker --task I]
 //                   [--mode sync|async|ssp:S] [--replicas-to-aggregate N]
 //                   [--max-restarts N] [--checkpoint-every N] [--reconnect-timeout-ms N]
+//
+// --model cnn|rnn trains the networks of training/model_parallel.h instead of the
+// DNN (mlp, the default); --split layer|vertical|towers cuts the network over the
+// local --devices (e.g. --devices cpu=2), one part per device. A cnn or rnn has its
+// own defaults for --hidden, --optimizer, --lr, --batch and --epochs (those not
+// given; see ApplyModelDefaults in train_flags.h). With --json the result adds
+// "model", "split", "devices" (the devices the parts ran on) and
+// "cross_device_bytes_per_step" (measured on the first step). --split needs a local
+// session: with --cluster only --model mlp --split none is taken for now.
 //
 // With --cluster it trains the same model data-parallel on a cluster of ps and
 // worker tasks: see tools/train_cluster.h. The data and model flags are shared with
@@ -61,8 +72,14 @@ struct TrainCommandOptions {
   std::string test_path;
   // The label column's name; empty: the last column.
   std::string label;
-  // Comma-separated layer sizes, as written on the command line.
+  // Comma-separated layer sizes, as written on the command line (the cnn's head
+  // layers, the rnn's units per recurrent layer).
   std::string hidden = "10,10";
+  // The network (training/model_parallel.h): mlp, cnn or rnn, and how it is split
+  // over the --devices: none, layer, vertical or towers. ApplyModelDefaults
+  // (train_flags.h) gives a cnn or rnn its own defaults of the flags not given.
+  std::string model = "mlp";
+  std::string split = "none";
   // 0: the training file's largest label + 1.
   int64_t classes = 0;
   std::string optimizer = "adam";
@@ -76,6 +93,10 @@ struct TrainCommandOptions {
   std::string checkpoint_dir;
   // TensorBoard event files go to logdir/worker_<task>/ (empty: none).
   std::string logdir;
+  // > 0 (or 0 for any free port, -1: none): a live status page
+  // (tools/status_server.h) on 127.0.0.1, or on the task's host for a cluster file,
+  // while a --cluster run trains.
+  int status_port = -1;
   int64_t timeout_ms = 30000;
   bool json = false;
   // The local session's devices, "cpu=N[,gpu=M]" (ParseDeviceCounts); empty: one CPU

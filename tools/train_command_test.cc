@@ -12,7 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/test_files.h"
+#include "tools/predict_command.h"
 #include "tools/train_cluster.h"
+#include "tools/train_flags.h"
 
 namespace actorflow {
 namespace cli {
@@ -79,6 +82,85 @@ TEST(StepsRescaledLineTest, SilentUnderEpochsOrWhenTheStepsAreKept) {
             "per worker (--epochs N sets the passes directly)");
   options.epochs = 1;
   EXPECT_EQ(StepsRescaledLine(options, dp, 60), "");
+}
+
+// --model cnn --split towers --devices cpu=2 on the digits, at the cnn's defaults
+// (those a command line without the tuned flags gets).
+TrainCommandOptions DigitsCnnOnTwoTowers() {
+  TrainCommandOptions options;
+  options.train_path = TestDataFile("digits_training.csv");
+  options.test_path = TestDataFile("digits_test.csv");
+  options.normalize = true;
+  options.model = "cnn";
+  options.split = "towers";
+  options.devices = "cpu=2";
+  options.json = true;
+  ApplyModelDefaults([](const std::string&) { return false; }, &options);
+  return options;
+}
+
+TEST(TrainCommandTest, CnnTowersOnTwoCpusLearnTheDigitsAndReportTheirTraffic) {
+  ScopedTempDir dir("cnn_towers");
+  TrainCommandOptions options = DigitsCnnOnTwoTowers();
+  options.checkpoint_dir = dir.path();
+  std::ostringstream out, err;
+  ASSERT_EQ(TrainCommand(options, out, err, /*interactive=*/false), kExitOk) << err.str();
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  EXPECT_GE(j["accuracy"].get<double>(), 0.95) << out.str();
+  EXPECT_EQ(j["model"], "cnn");
+  EXPECT_EQ(j["split"], "towers");
+  EXPECT_EQ(j["devices"], (nlohmann::json{"/job:localhost/replica:0/task:0/device:CPU:0",
+                                          "/job:localhost/replica:0/task:0/device:CPU:1"}));
+  // Per step of 32 rows: the input [32, 64] to tower 1, its features [32, 64] to the
+  // head and their gradient back, float32; then only scalars and control signals.
+  const int64_t bytes = j["cross_device_bytes_per_step"].get<int64_t>();
+  EXPECT_GE(bytes, 3 * 32 * 64 * 4) << out.str();
+  EXPECT_LT(bytes, 3 * 32 * 64 * 4 + 256) << out.str();
+  EXPECT_THAT(err.str(), HasSubstr("bytes cross devices per step")) << err.str();
+
+  // predict rebuilds the towers from model.json on the default device alone.
+  PredictCommandOptions predict;
+  predict.checkpoint_dir = dir.path();
+  predict.input_path = TestDataFile("digits_test.csv");
+  predict.json = true;
+  std::ostringstream predicted, predict_err;
+  ASSERT_EQ(PredictCommand(predict, predicted, predict_err), kExitOk) << predict_err.str();
+  EXPECT_EQ(nlohmann::json::parse(predicted.str())["predictions"].size(), 360u);
+}
+
+TEST(TrainCommandTest, MlpJsonNamesTheModelAndItsOneDevice) {
+  TrainCommandOptions options = ShortRun();
+  options.json = true;
+  std::ostringstream out, err;
+  ASSERT_EQ(TrainCommand(options, out, err, /*interactive=*/false), kExitOk) << err.str();
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  EXPECT_EQ(j["model"], "mlp");
+  EXPECT_EQ(j["split"], "none");
+  EXPECT_EQ(j["devices"].size(), 1u);
+  EXPECT_EQ(j["cross_device_bytes_per_step"], 0);
+}
+
+TEST(TrainCommandTest, SplitsThatCannotRunAreUsageErrorsNamingTheDevices) {
+  TrainCommandOptions one_cpu = DigitsCnnOnTwoTowers();
+  one_cpu.devices = "cpu=1";
+  std::ostringstream out, err;
+  EXPECT_EQ(TrainCommand(one_cpu, out, err, false), kExitUsageError);
+  EXPECT_THAT(err.str(), HasSubstr("needs 2 devices")) << err.str();
+  EXPECT_THAT(err.str(), HasSubstr("device:CPU:0")) << err.str();
+  EXPECT_THAT(err.str(), HasSubstr("--devices cpu=2")) << err.str();
+
+  TrainCommandOptions rnn_towers = DigitsCnnOnTwoTowers();
+  rnn_towers.model = "rnn";
+  std::ostringstream out2, err2;
+  EXPECT_EQ(TrainCommand(rnn_towers, out2, err2, false), kExitUsageError);
+  EXPECT_THAT(err2.str(), HasSubstr("the rnn has splits none, layer")) << err2.str();
+
+  TrainCommandOptions clustered = ShortRun();
+  clustered.split = "layer";
+  clustered.cluster = "local:ps=1,worker=2";
+  std::ostringstream out3, err3;
+  EXPECT_EQ(TrainCommand(clustered, out3, err3, false), kExitUsageError);
+  EXPECT_THAT(err3.str(), HasSubstr("--cluster trains only --model mlp --split none")) << err3.str();
 }
 
 }  // namespace

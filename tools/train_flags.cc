@@ -6,8 +6,11 @@
 #include <utility>
 
 #include "actors/session_factory.h"
+#include "kernels/gpu_runtime.h"
+#include "placement/device_name.h"
 #include "tools/cli_common.h"
 #include "training/feature_columns.h"
+#include "training/model_parallel.h"
 #include "training/optimizer.h"
 
 namespace actorflow {
@@ -29,6 +32,34 @@ void AddModelAndDataFlags(CLI::App* app, TrainCommandOptions* options) {
   app->add_option("--seed", options->seed, "Seed of the weights and the shuffle")
       ->capture_default_str();
   app->add_flag("--normalize", options->normalize, "Z-score features with training statistics");
+}
+
+bool DefaultsOfModel(const std::string& model, ModelFlagDefaults* defaults) {
+  const TrainCommandOptions mlp;
+  if (model == "mlp") {
+    *defaults = {mlp.hidden, mlp.optimizer, mlp.learning_rate, mlp.batch, mlp.epochs};
+    return true;
+  }
+  if (model == "cnn") {
+    *defaults = {"128", "adam", 0.003, 32, 15};
+    return true;
+  }
+  if (model == "rnn") {
+    *defaults = {"64,64,64", "adam", 0.003, 32, 30};
+    return true;
+  }
+  return false;
+}
+
+void ApplyModelDefaults(const std::function<bool(const std::string& flag)>& given,
+                        TrainCommandOptions* options) {
+  ModelFlagDefaults defaults;
+  if (options->model == "mlp" || !DefaultsOfModel(options->model, &defaults)) return;
+  if (!given("--hidden")) options->hidden = defaults.hidden;
+  if (!given("--optimizer")) options->optimizer = defaults.optimizer;
+  if (!given("--lr")) options->learning_rate = defaults.learning_rate;
+  if (!given("--batch")) options->batch = defaults.batch;
+  if (!given("--epochs") && !given("--steps")) options->epochs = defaults.epochs;
 }
 
 StatusOr<std::vector<int64_t>> ParseHiddenUnits(const std::string& text, const std::string& name) {
@@ -79,6 +110,15 @@ Status CheckModelAndTrainingFlags(const TrainCommandOptions& options) {
                            ": must be >= 1 (or 0: train --steps batches instead)");
   }
   AF_RETURN_IF_ERROR(CheckTimeoutMs(options.timeout_ms));
+  StatusOr<ModelKind> kind = ParseModelKind(options.model);
+  if (!kind.ok()) return InvalidArgument("--model: " + kind.status().message());
+  StatusOr<ModelSplit> split = ParseModelSplit(options.split);
+  if (!split.ok()) return InvalidArgument("--split: " + split.status().message());
+  ModelPlacement placement;  // the devices are judged once the session's are known
+  placement.split = *split;
+  placement.devices.assign(static_cast<size_t>(kCnnTowers), "");
+  Status has_split = CheckModelPlacement(*kind, placement);
+  if (!has_split.ok()) return InvalidArgument("--split: " + has_split.message());
   Status optimizer = MakeOptimizer(options.optimizer, options.learning_rate).status();
   if (!optimizer.ok()) {
     // A name that works with a sane rate means the rate is what is wrong.
@@ -106,6 +146,8 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
   model.label_column = data.label_column;
   model.timeout_in_ms = options.timeout_ms;
   model.model_dir = ResolveUserPath(options.checkpoint_dir);
+  model.model = options.model;
+  model.split = options.split;
   return model;
 }
 
@@ -116,7 +158,32 @@ DNNModelSpec ModelSpecOf(const DNNClassifierOptions& options) {
   spec.n_classes = options.n_classes;
   spec.activation = options.activation;
   spec.label_column = options.label_column;
+  spec.model = options.model;
+  spec.split = options.split;
   return spec;
+}
+
+std::vector<std::string> LocalDeviceNames(const std::map<std::string, int>& device_count) {
+  int cpus = 1;
+  int gpus = GpuDeviceCount();
+  bool gpus_named = false;
+  for (const auto& [type, count] : device_count) {
+    if (type == "CPU") cpus = count;
+    if (type == "GPU") {
+      gpus = std::min(gpus, count);
+      gpus_named = count > 0;
+    }
+  }
+  std::vector<std::string> names;
+  auto add = [&names](const char* type, int count) {
+    for (int i = 0; i < count; ++i) {
+      names.push_back(std::string(kLocalTaskName) + "/device:" + type + ":" + std::to_string(i));
+    }
+  };
+  if (gpus_named) add("GPU", gpus);
+  add("CPU", cpus);
+  if (!gpus_named) add("GPU", gpus);
+  return names;
 }
 
 SessionFactory SessionFactoryFor(SessionOptions options) {

@@ -53,6 +53,9 @@ TEST(CheckModelAndTrainingFlagsTest, EachBadValueNamesItsFlag) {
       {[](TrainCommandOptions* o) { o->timeout_ms = -1; }, "--timeout-ms -1"},
       {[](TrainCommandOptions* o) { o->optimizer = "rmsprop"; }, "--optimizer: "},
       {[](TrainCommandOptions* o) { o->learning_rate = -1; }, "--lr: "},
+      {[](TrainCommandOptions* o) { o->model = "gru"; }, "--model: unknown model 'gru'"},
+      {[](TrainCommandOptions* o) { o->split = "diagonal"; }, "--split: unknown split"},
+      {[](TrainCommandOptions* o) { o->split = "towers"; }, "the mlp has splits none, layer"},
   };
   for (const Case& c : cases) {
     TrainCommandOptions options;
@@ -160,6 +163,38 @@ TEST(PrintTrainResultTest, JsonIsOneLineWithTheContractKeysFirstAndExtrasBeforeT
                                             "towers", "checkpoint_dir"}));
   EXPECT_EQ(j["steps"], 1000);
   EXPECT_EQ(j["classes"], 3);
+}
+
+TEST(ApplyModelDefaultsTest, CnnAndRnnTakeTheirOwnDefaultsOnlyForFlagsNotGiven) {
+  TrainCommandOptions mlp;
+  ApplyModelDefaults([](const std::string&) { return false; }, &mlp);
+  EXPECT_EQ(mlp.hidden, TrainCommandOptions().hidden);  // mlp: the flags' own
+  EXPECT_EQ(mlp.epochs, 0);
+
+  TrainCommandOptions rnn;
+  rnn.model = "rnn";
+  rnn.hidden = "16";
+  ApplyModelDefaults([](const std::string& flag) { return flag == "--hidden"; }, &rnn);
+  EXPECT_EQ(rnn.hidden, "16");  // given
+  ModelFlagDefaults defaults;
+  ASSERT_TRUE(DefaultsOfModel("rnn", &defaults));
+  EXPECT_EQ(rnn.epochs, defaults.epochs);
+  EXPECT_EQ(rnn.learning_rate, defaults.learning_rate);
+  EXPECT_EQ(ParseHiddenUnits(defaults.hidden).value().size(), 3u);  // three layers
+
+  TrainCommandOptions steps;
+  steps.model = "cnn";
+  steps.steps = 7;
+  ApplyModelDefaults([](const std::string& flag) { return flag == "--steps"; }, &steps);
+  EXPECT_EQ(steps.epochs, 0);  // --steps keeps counting steps
+  EXPECT_FALSE(DefaultsOfModel("gru", &defaults));
+}
+
+TEST(LocalDeviceNamesTest, ListsTheCpusOfTheLocalTaskInOrder) {
+  const std::vector<std::string> names = LocalDeviceNames({{"CPU", 3}, {"GPU", 0}});
+  EXPECT_EQ(names, (std::vector<std::string>{"/job:localhost/replica:0/task:0/device:CPU:0",
+                                             "/job:localhost/replica:0/task:0/device:CPU:1",
+                                             "/job:localhost/replica:0/task:0/device:CPU:2"}));
 }
 
 }  // namespace

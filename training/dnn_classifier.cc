@@ -1,5 +1,6 @@
 #include "training/dnn_classifier.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -7,6 +8,7 @@
 #include "graph/ops.h"
 #include "training/checkpoint.h"
 #include "training/dnn_model.h"
+#include "training/model_parallel.h"
 #include "training/variables.h"
 
 namespace actorflow {
@@ -23,6 +25,12 @@ constexpr char kTrain[] = "train";
 constexpr char kInit[] = "init";
 
 std::string DescribeSpecDifference(const DNNModelSpec& found, const DNNModelSpec& wanted) {
+  if (found.model != wanted.model || found.split != wanted.split ||
+      found.parts != wanted.parts) {
+    return "model " + found.model + " split " + found.split + " over " +
+           std::to_string(found.parts) + " part(s) there, " + wanted.model + " split " +
+           wanted.split + " over " + std::to_string(wanted.parts) + " here";
+  }
   if (found.hidden_units != wanted.hidden_units) {
     return "hidden units " + HiddenUnitsString(found.hidden_units) + " there, " +
            HiddenUnitsString(wanted.hidden_units) + " here";
@@ -95,6 +103,15 @@ StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::Load(const std::string& 
   options.n_classes = spec.n_classes;
   options.activation = spec.activation;
   options.label_column = spec.label_column;
+  options.model = spec.model;
+  options.split = spec.split;
+  // A split model's parts, unplaced: its structure on the session's default device.
+  // Only a vertical split's structure depends on the number of parts; the others
+  // just need as many (unplaced) devices as their split asks for.
+  const int64_t parts = spec.split == "vertical" ? spec.parts
+                        : spec.split == "none"   ? 1
+                                                 : std::max<int64_t>(spec.parts, kCnnTowers);
+  options.devices.assign(static_cast<size_t>(parts), "");
   options.model_dir = model_dir;
   options.session_factory = std::move(session_factory);
   options.timeout_in_ms = timeout_in_ms;
@@ -109,6 +126,12 @@ StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::CreateInternal(DNNClassi
   spec.n_classes = options.n_classes;
   spec.activation = options.activation;
   spec.label_column = options.label_column;
+  spec.model = options.model;
+  spec.split = options.split;
+  // Only a vertical split's structure depends on how many devices it is cut over.
+  spec.parts = options.split == "vertical"
+                   ? std::max<int64_t>(1, static_cast<int64_t>(options.devices.size()))
+                   : 1;
   AF_RETURN_IF_ERROR(ValidateModelSpec(spec));
   if (!options.session_factory) {
     return InvalidArgument("DNNClassifier: no session_factory given");
@@ -133,7 +156,9 @@ StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::CreateInternal(DNNClassi
 
 Status DNNClassifier::Build(bool for_training) {
   const Scope& root = scope_;
-  AF_ASSIGN_OR_RETURN(DNNModel model, BuildDNNModel(root, spec_, options_.seed));
+  AF_ASSIGN_OR_RETURN(DNNModel model, BuildDNNModel(root, spec_, options_.seed, options_.devices,
+                                                    options_.available_devices));
+  devices_ = model.devices;
   Output loss = model.loss;
 
   AF_ASSIGN_OR_RETURN(global_step_, CreateGlobalStep(root));
@@ -194,11 +219,12 @@ Status DNNClassifier::InitializeOrRestore(bool require_checkpoint) {
 
 Status DNNClassifier::RunStep(const FeedList& feeds, const std::vector<std::string>& fetches,
                               const std::vector<std::string>& targets,
-                              std::vector<Tensor>* outputs) {
+                              std::vector<Tensor>* outputs, RunMetadata* metadata) {
   RunOptions run_options;
   run_options.timeout_in_ms = options_.timeout_in_ms;
   std::vector<Tensor> unused;
-  return session_->Run(run_options, feeds, fetches, targets, outputs ? outputs : &unused, nullptr);
+  return session_->Run(run_options, feeds, fetches, targets, outputs ? outputs : &unused,
+                       metadata);
 }
 
 StatusOr<FeedList> DNNClassifier::MakeFeeds(const Element& batch, int64_t batch_index,
@@ -260,7 +286,11 @@ StatusOr<TrainResult> DNNClassifier::Train(const InputFn& input_fn, int64_t step
     AF_RETURN_IF_ERROR(next);
     AF_ASSIGN_OR_RETURN(FeedList feeds, MakeFeeds(batch, result.steps, /*with_labels=*/true));
     std::vector<Tensor> out;
-    Status step = RunStep(feeds, {kLoss}, {kTrain}, &out);
+    // The first step reports its cross-device traffic; the others skip that work.
+    RunMetadata metadata;
+    Status step =
+        RunStep(feeds, {kLoss}, {kTrain}, &out, result.steps == 0 ? &metadata : nullptr);
+    if (step.ok() && result.steps == 0) result.step_transfers = std::move(metadata.transfers);
     if (!step.ok())
       return step.WithContext("training step " + std::to_string(result.global_step + 1));
     ++result.steps;

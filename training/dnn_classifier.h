@@ -84,6 +84,16 @@ struct DNNClassifierOptions {
   SessionFactory session_factory;
   // RunOptions::timeout_in_ms of every step; 0 = no deadline.
   int64_t timeout_in_ms = 0;
+  // The network and how it is cut over devices (training/model_parallel.h): model
+  // "mlp" (the dense layers above), "cnn" or "rnn" (hidden_units are then the cnn
+  // head's hidden layers, or the rnn's units per layer); split "none", "layer",
+  // "vertical" or "towers".
+  std::string model = "mlp";
+  std::string split = "none";
+  // The devices of the parts, in order; empty: nothing placed (the session's default).
+  std::vector<std::string> devices;
+  // When not empty, the devices that exist: every entry of `devices` must be one.
+  std::vector<std::string> available_devices;
 };
 
 // One training step's outcome, for progress reports.
@@ -98,6 +108,9 @@ struct TrainResult {
   int64_t global_step = 0;
   int64_t steps = 0;       // steps run by this call
   double last_loss = 0.0;  // of the last step (0 when no step ran)
+  // What the first step of this call moved between devices (RunMetadata::transfers):
+  // every step moves the same tensors, a shorter last batch fewer bytes.
+  std::vector<CrossDeviceTransfer> step_transfers;
 };
 
 struct EvalResult {
@@ -154,6 +167,8 @@ class DNNClassifier {
   StatusOr<int64_t> GlobalStep();
 
   const DNNModelSpec& spec() const { return spec_; }
+  // The distinct devices the model's parts were put on, in order of first use.
+  const std::vector<std::string>& devices() const { return devices_; }
   const DNNClassifierOptions& options() const { return options_; }
   // The graph (for inspection; the classifier owns it).
   const Graph& graph() const { return *graph_; }
@@ -175,12 +190,14 @@ class DNNClassifier {
   // Checks a batch and makes the feeds. with_labels: the labels are checked and fed.
   StatusOr<FeedList> MakeFeeds(const Element& batch, int64_t batch_index, bool with_labels) const;
   Status RunStep(const FeedList& feeds, const std::vector<std::string>& fetches,
-                 const std::vector<std::string>& targets, std::vector<Tensor>* outputs);
+                 const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+                 RunMetadata* metadata = nullptr);
 
   DNNClassifierOptions options_;
   DNNModelSpec spec_;
   Scope scope_;
   std::shared_ptr<Graph> graph_;
+  std::vector<std::string> devices_;
   Output global_step_;      // int64 [], the Variable
   bool trainable_ = false;  // the graph has the train op
   std::unique_ptr<Optimizer> optimizer_;

@@ -6,47 +6,56 @@
 #include "graph/ops.h"
 #include "training/feature_columns.h"
 #include "training/layers.h"
+#include "training/model_parallel.h"
 #include "training/variables.h"
 
 namespace actorflow {
 
-int64_t DNNLayerSeed(uint64_t seed, int layer) {
-  // splitmix64 of the model's seed and the layer index.
-  uint64_t z = seed + 0x9E3779B97F4A7C15ULL * static_cast<uint64_t>(layer + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z ^= z >> 31;
-  return static_cast<int64_t>(z >> 1);
-}
+int64_t DNNLayerSeed(uint64_t seed, int layer) { return ModelLayerSeed(seed, layer); }
 
-StatusOr<DNNModel> BuildDNNModel(const Scope& root, const DNNModelSpec& spec, uint64_t seed) {
+StatusOr<DNNModel> BuildDNNModel(const Scope& root, const DNNModelSpec& spec, uint64_t seed,
+                                 const std::vector<std::string>& devices,
+                                 const std::vector<std::string>& available_devices) {
   AF_RETURN_IF_ERROR(ValidateModelSpec(spec));
+  AF_ASSIGN_OR_RETURN(ModelKind kind, ParseModelKind(spec.model));
+  ModelPlacement placement;
+  AF_ASSIGN_OR_RETURN(placement.split, ParseModelSplit(spec.split));
+  placement.devices = devices;
+  if (placement.devices.empty() && spec.parts > 1) {
+    placement.devices.assign(static_cast<size_t>(spec.parts), "");
+  }
+  placement.available_devices = available_devices;
+  AF_RETURN_IF_ERROR(CheckModelPlacement(kind, placement));
+  const std::string first = placement.devices.empty() ? "" : placement.devices[0];
+  const Scope input = first.empty() ? root : root.WithDevice(first);
+
   DNNModel model;
   const int64_t num_features = static_cast<int64_t>(spec.feature_columns.size());
   model.features =
-      Placeholder(root.WithOpName(kDNNFeatures), DType::kFloat32, Shape{-1, num_features});
-  model.labels = Placeholder(root.WithOpName(kDNNLabels), DType::kInt32, Shape{-1});
+      Placeholder(input.WithOpName(kDNNFeatures), DType::kFloat32, Shape{-1, num_features});
+  // Fed beside the features; [batch] int32 is little to send to the head.
+  model.labels = Placeholder(input.WithOpName(kDNNLabels), DType::kInt32, Shape{-1});
   if (!root.ok()) return root.status();
-  AF_ASSIGN_OR_RETURN(Output x, InputLayer(root, spec.feature_columns, model.features));
+  AF_ASSIGN_OR_RETURN(Output x, InputLayer(input, spec.feature_columns, model.features));
 
-  AF_ASSIGN_OR_RETURN(Activation activation, ParseActivation(spec.activation));
-  Scope dnn = root.NewSubScope("dnn");
-  for (size_t i = 0; i < spec.hidden_units.size(); ++i) {
-    AF_ASSIGN_OR_RETURN(x, Dense(dnn.NewSubScope("hiddenlayer_" + std::to_string(i)), x,
-                                 spec.hidden_units[i], activation,
-                                 DNNLayerSeed(seed, static_cast<int>(i)), &model.variables));
-  }
-  AF_ASSIGN_OR_RETURN(
-      model.logits,
-      Dense(dnn.NewSubScope("logits"), x, spec.n_classes, Activation::kNone,
-            DNNLayerSeed(seed, static_cast<int>(spec.hidden_units.size())), &model.variables));
-  model.probabilities = Softmax(root.WithOpName(kDNNProbabilities), model.logits);
-  model.class_ids = ArgMax(root.WithOpName(kDNNClassIds), model.logits, 1);
+  ModelParallelParams params;
+  params.hidden_units = spec.hidden_units;
+  params.n_classes = spec.n_classes;
+  AF_ASSIGN_OR_RETURN(params.activation, ParseActivation(spec.activation));
+  params.seed = seed;
+  AF_ASSIGN_OR_RETURN(SplitModel split, BuildSplitModel(root, kind, x, params, placement));
+  model.logits = split.logits;
+  model.variables = std::move(split.variables);
+  model.devices = std::move(split.devices_used);
+
+  const Scope head = split.head_device.empty() ? root : root.WithDevice(split.head_device);
+  model.probabilities = Softmax(head.WithOpName(kDNNProbabilities), model.logits);
+  model.class_ids = ArgMax(head.WithOpName(kDNNClassIds), model.logits, 1);
   model.example_loss =
-      SparseSoftmaxCrossEntropyWithLogits(root.WithOpName(kDNNExampleLoss), model.logits,
+      SparseSoftmaxCrossEntropyWithLogits(head.WithOpName(kDNNExampleLoss), model.logits,
                                           model.labels)
           .loss;
-  model.loss = Mean(root.WithOpName(kDNNLoss), model.example_loss);
+  model.loss = Mean(head.WithOpName(kDNNLoss), model.example_loss);
   if (!root.ok()) return root.status();
   return model;
 }

@@ -18,11 +18,18 @@
 //   stddev sqrt(2 / (fan_in + fan_out)) seeded by DNNLayerSeed(seed, layer); a bias
 //   starts at 0.
 //
+// spec.model and spec.split other than "mlp" and "none" build the networks of
+// training/model_parallel.h instead of the dense layers (their node names are
+// documented there), split over the `devices` given to BuildDNNModel: "features",
+// "labels" and the input layer on the first device, the heads (probabilities,
+// class_ids, the losses) beside the logits.
+//
 // Thread safety: as Scope (one building thread per graph).
 #ifndef ACTORFLOW_TRAINING_DNN_MODEL_H_
 #define ACTORFLOW_TRAINING_DNN_MODEL_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "graph/scope.h"
@@ -49,15 +56,24 @@ struct DNNModel {
   Output loss;          // float32 []
   // The trainable Variables, input side first, each layer's kernel then its bias.
   std::vector<Output> variables;
+  // The distinct devices the model's parts were put on, in order of first use
+  // (one "" when nothing was placed).
+  std::vector<std::string> devices;
 };
 
 // A well-mixed 63-bit seed for layer `layer` (0-based; the logits layer is the last)
 // of a model seeded with `seed`.
 int64_t DNNLayerSeed(uint64_t seed, int layer);
 
-// Adds the model of `spec` to the scope's graph, its kernels seeded from `seed`.
-// Errors: ValidateModelSpec's, InputLayer's and builder errors naming the node.
-StatusOr<DNNModel> BuildDNNModel(const Scope& scope, const DNNModelSpec& spec, uint64_t seed);
+// Adds the model of `spec` to the scope's graph, its kernels seeded from `seed`, its
+// parts on `devices` (model_parallel.h's ModelPlacement::devices; empty: spec.parts
+// unplaced parts, the structure a checkpoint of the split model needs).
+// `available_devices`, when not empty, are the devices that exist. Errors:
+// ValidateModelSpec's, CheckModelPlacement's, InputLayer's and builder errors naming
+// the node.
+StatusOr<DNNModel> BuildDNNModel(const Scope& scope, const DNNModelSpec& spec, uint64_t seed,
+                                 const std::vector<std::string>& devices = {},
+                                 const std::vector<std::string>& available_devices = {});
 
 }  // namespace actorflow
 

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "training/model_parallel.h"
+
 namespace actorflow {
 namespace {
 
@@ -40,7 +42,16 @@ std::string HiddenUnitsString(const std::vector<int64_t>& hidden_units) {
 
 Status ValidateModelSpec(const DNNModelSpec& spec) {
   AF_RETURN_IF_ERROR(ValidateFeatureColumns(spec.feature_columns));
-  if (spec.hidden_units.empty()) {
+  AF_ASSIGN_OR_RETURN(ModelKind kind, ParseModelKind(spec.model));
+  AF_ASSIGN_OR_RETURN(ModelSplit split, ParseModelSplit(spec.split));
+  ModelPlacement placement;  // only the split is judged here, not the devices
+  placement.split = split;
+  placement.devices.assign(static_cast<size_t>(kCnnTowers), "");
+  AF_RETURN_IF_ERROR(CheckModelPlacement(kind, placement));
+  if (spec.parts < 1) {
+    return InvalidArgument("parts " + std::to_string(spec.parts) + ": must be >= 1");
+  }
+  if (spec.hidden_units.empty() && kind != ModelKind::kCnn) {
     return InvalidArgument("hidden units: none given; a DNN needs at least one hidden layer");
   }
   for (size_t i = 0; i < spec.hidden_units.size(); ++i) {
@@ -79,6 +90,11 @@ std::string ModelSpecToJson(const DNNModelSpec& spec) {
   j["n_classes"] = spec.n_classes;
   j["activation"] = spec.activation;
   j["label_column"] = spec.label_column;
+  if (spec.model != "mlp" || spec.split != "none" || spec.parts != 1) {
+    j["model"] = spec.model;
+    j["split"] = spec.split;
+    j["parts"] = spec.parts;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -120,6 +136,19 @@ StatusOr<DNNModelSpec> ParseModelSpec(std::string_view text, const std::string& 
   spec.activation = activation.get<std::string>();
   AF_ASSIGN_OR_RETURN(json label, Member(j, "label_column", &json::is_string, "a string", path));
   spec.label_column = label.get<std::string>();
+  if (j.contains("model")) {
+    AF_ASSIGN_OR_RETURN(json model, Member(j, "model", &json::is_string, "a string", path));
+    spec.model = model.get<std::string>();
+  }
+  if (j.contains("split")) {
+    AF_ASSIGN_OR_RETURN(json split, Member(j, "split", &json::is_string, "a string", path));
+    spec.split = split.get<std::string>();
+  }
+  if (j.contains("parts")) {
+    AF_ASSIGN_OR_RETURN(json parts,
+                        Member(j, "parts", &json::is_number_integer, "an integer", path));
+    spec.parts = parts.get<int64_t>();
+  }
   Status valid = ValidateModelSpec(spec);
   if (!valid.ok()) return valid.WithContext(path);
   return spec;

@@ -9,6 +9,13 @@
 //    "hidden_units": [10, 10], "n_classes": 3, "activation": "relu",
 //    "label_column": "label"}
 //
+// A model other than the plain mlp (training/model_parallel.h) adds
+//    "model": "cnn", "split": "towers", "parts": 2
+// ("parts": how many devices it was built for, which shapes a vertical split); absent
+// keys mean "mlp", "none" and 1, so that a plain DNN's file is unchanged. For a cnn,
+// hidden_units are the dense head's hidden layers (may be empty); for an rnn, the
+// units of each recurrent layer.
+//
 // A column without "mean"/"std" passes its raw value. Numbers are written so that they
 // read back bit for bit (JSON's shortest round-trip form).
 //
@@ -36,17 +43,23 @@ struct DNNModelSpec {
   int64_t n_classes = 2;                       // >= 2
   std::string activation = "relu";             // "relu", "tanh" or "sigmoid"
   std::string label_column = "label";          // for files: the column predict ignores
+  std::string model = "mlp";                   // "mlp", "cnn" or "rnn"
+  std::string split = "none";                  // "none", "layer", "vertical", "towers"
+  int64_t parts = 1;                           // devices the split was built for, >= 1
 
   bool operator==(const DNNModelSpec& o) const {
     return feature_columns == o.feature_columns && hidden_units == o.hidden_units &&
-           n_classes == o.n_classes && activation == o.activation && label_column == o.label_column;
+           n_classes == o.n_classes && activation == o.activation &&
+           label_column == o.label_column && model == o.model && split == o.split &&
+           parts == o.parts;
   }
   bool operator!=(const DNNModelSpec& o) const { return !(*this == o); }
 };
 
 // OK when a graph can be built from the spec. InvalidArgument naming the culprit:
-// the feature columns (ValidateFeatureColumns), no hidden layer or a layer size < 1,
-// n_classes < 2, an unknown activation.
+// the feature columns (ValidateFeatureColumns), no hidden layer (a cnn may have
+// none) or a layer size < 1, n_classes < 2, an unknown activation, model or split,
+// a split the model does not have, parts < 1.
 Status ValidateModelSpec(const DNNModelSpec& spec);
 
 // "[10, 10]": for messages.

@@ -141,10 +141,16 @@ StatusOr<Output> Optimizer::ApplyGradientsGated(const Scope& scope,
   // The gate: one NoOp that waits for every gradient (and the loss), so that no update
   // starts before every read of a variable in the step. It waits through an Identity
   // per tensor rather than a control edge from the tensor's node: a control edge from
-  // a fed node (a fed gradient) would make the session run that node.
+  // a fed node (a fed gradient) would make the session run that node. Each Identity
+  // sits on its tensor's device: a gradient computed on another device than the
+  // gate's then crosses as a control signal, not as its whole value.
   const Scope gate_scope = optimizer_scope.NewSubScope("gate");
   std::vector<Output> gate_reads;
-  for (const Output& tensor : all_gates) gate_reads.push_back(Identity(gate_scope, tensor));
+  for (const Output& tensor : all_gates) {
+    const std::string& device = tensor.node->requested_device();
+    gate_reads.push_back(
+        Identity(device.empty() ? gate_scope : gate_scope.WithDevice(device), tensor));
+  }
   const Output gate(NoOp(gate_scope.WithControlDependencies(gate_reads)));
   if (!scope.ok()) return scope.status();
   std::vector<Output> updates;
