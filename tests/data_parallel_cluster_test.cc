@@ -118,8 +118,11 @@ TEST_F(DataParallelClusterTest, SyncWithABackupWorkerOutrunsAStragglerAndDropsIt
   EXPECT_EQ(result->eval.global_step, target);
   const WorkerReport& straggler = result->workers[2];
   EXPECT_EQ(straggler.steps, 2) << "one step before the hold, one stale push after it";
-  EXPECT_EQ(straggler.dropped_stale, 1);
+  // The push after the hold is always stale (the backups finished meanwhile); the one
+  // before it may have joined an update or come after the backups' first one.
+  EXPECT_GE(straggler.dropped_stale, 1);
   EXPECT_LE(straggler.applied, 1);
+  EXPECT_EQ(straggler.applied + straggler.dropped_stale, straggler.steps);
   EXPECT_TRUE(straggler.status.ok()) << straggler.status;
   // Every update but the one the straggler may have joined took a gradient of each
   // backup.

@@ -8,7 +8,9 @@
 
 #include "graph/status.h"
 #include "tools/cli_common.h"
+#include "tools/graph_command.h"
 #include "tools/launch_command.h"
+#include "tools/plot_command.h"
 #include "tools/predict_command.h"
 #include "tools/run_command.h"
 #include "tools/server_command.h"
@@ -27,6 +29,8 @@ std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
       AddPredictSubcommand(app),
       AddTuneSubcommand(app),
       AddLaunchSubcommand(app),
+      AddPlotSubcommand(app),
+      AddGraphSubcommand(app),
   };
 }
 

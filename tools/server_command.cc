@@ -1,5 +1,6 @@
 #include "tools/server_command.h"
 
+#include <algorithm>
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -7,6 +8,8 @@
 
 #include "actors/server.h"
 #include "placement/cluster_spec.h"
+#include "tools/status_server.h"
+#include "training/status_board.h"
 
 namespace actorflow {
 namespace cli {
@@ -17,7 +20,26 @@ struct ServerCommandOptions {
   std::string job;
   int task = -1;
   std::string devices;
+  int status_port = -1;  // -1: no status page
 };
+
+// This task's board: the cluster's tasks (this one up with its devices; the others
+// as far as this task can tell, unknown).
+void FillServerBoard(const ServerOptions& options, StatusBoard* board) {
+  for (const TaskId& task : options.cluster.AllTasks()) {
+    const std::string address = options.cluster.Address(task).value().ToString();
+    std::vector<std::string> devices;
+    if (task == options.task) {
+      for (int i = 0; i < std::max(options.cpus, 1); ++i) {
+        devices.push_back(ClusterSpec::TaskName(task) + "/device:CPU:" + std::to_string(i));
+      }
+    }
+    const std::string name = task.job + ":" + std::to_string(task.index);
+    board->AddTask(name, address, devices);
+    if (task != options.task) board->SetHealth(name, "unknown");
+  }
+  board->SetState("serving");
+}
 
 StatusOr<ServerOptions> ResolveOptions(const ServerCommandOptions& o) {
   ServerOptions options;
@@ -52,6 +74,16 @@ int ServeUntilSignalled(const ServerCommandOptions& o) {
 
   auto server = Server::Start(*options);
   if (!server.ok()) return ReportError(std::cerr, server.status(), kExitRuntimeError);
+  StatusBoard board("actorflow server " + options->task.ToString());
+  std::unique_ptr<StatusServer> status_page;
+  if (o.status_port >= 0) {
+    FillServerBoard(*options, &board);
+    const std::string host = options->cluster.Address(options->task).value().host;
+    auto started = StatusServer::Start(&board, host, o.status_port);
+    if (!started.ok()) return ReportError(std::cerr, started.status(), kExitRuntimeError);
+    status_page = std::move(started).value();
+    std::cerr << "status page: " << status_page->url() << std::endl;
+  }
   std::cout << "actorflow server ready: " << (*server)->target() << " job=" << options->task.job
             << " task=" << options->task.index << std::endl;
   int received = 0;
@@ -75,6 +107,9 @@ Subcommand AddServerSubcommand(CLI::App* parent) {
   app->add_option("--job", options->job, "This task's job");
   app->add_option("--task", options->task, "This task's index in its job");
   app->add_option("--devices", options->devices, "Devices of this task: cpu=N");
+  app->add_option("--status-port", options->status_port,
+                  "Serve a status page (and /status.json) on this port of the task's host")
+      ->check(CLI::Range(0, 65535));
   return Subcommand{app, [options] { return ServeUntilSignalled(*options); }};
 }
 

@@ -16,6 +16,9 @@ packages=(
   libbenchmark-dev
   python3
   python3-protobuf
+  graphviz
+  libcpp-httplib-dev
+  chromium
 )
 
 missing=()

@@ -15,9 +15,11 @@
 #include "actors/local_cluster.h"
 #include "actors/parameter_client_impl.h"
 #include "placement/cluster_spec.h"
+#include "tools/status_server.h"
 #include "tools/train_flags.h"
 #include "tools/train_summaries.h"
 #include "training/recovery.h"
+#include "training/status_board.h"
 
 namespace actorflow {
 namespace cli {
@@ -211,7 +213,14 @@ void ReportRescaledSteps(const TrainCommandOptions& options, const DataParallelO
 }  // namespace
 
 Status CheckClusterFlags(const TrainCommandOptions& options) {
+  if (options.status_port < -1 || options.status_port > 65535) {
+    return InvalidArgument("--status-port " + std::to_string(options.status_port) +
+                           ": must be a port in 0..65535 (0: any free port)");
+  }
   if (options.cluster.empty()) {
+    if (options.status_port >= 0) {
+      return InvalidArgument("--status-port needs --cluster (e.g. --cluster local:ps=1,worker=2)");
+    }
     if (options.task >= 0 || options.replicas_to_aggregate != 0 || options.mode != "sync" ||
         options.max_restarts >= 0 || options.reconnect_timeout_ms > 0 ||
         options.checkpoint_every > 0) {
@@ -267,6 +276,40 @@ Status CheckClusterFlags(const TrainCommandOptions& options) {
   return Status::OK();
 }
 
+namespace {
+
+// The live status page of a cluster run: the cluster's tasks (for a local cluster,
+// its ps servers and this process's worker threads) on 127.0.0.1, or, for a cluster
+// file, on this worker's host.
+StatusOr<std::unique_ptr<StatusServer>> StartStatusPage(const TrainCommandOptions& options,
+                                                        const ClusterSpec& cluster, int workers,
+                                                        StatusBoard* board) {
+  std::string host = "127.0.0.1";
+  for (const TaskId& task : cluster.AllTasks()) {
+    AF_ASSIGN_OR_RETURN(TaskAddress address, cluster.Address(task));
+    board->AddTask(task.job + ":" + std::to_string(task.index), address.ToString(),
+                   {ClusterSpec::TaskName(task) + "/device:CPU:0"});
+    if (task.job == options.job && task.index == options.task) host = address.host;
+  }
+  if (IsLocalCluster(options.cluster)) {
+    for (int w = 0; w < workers; ++w) {
+      board->AddTask("worker:" + std::to_string(w), "in this process", {"/job:localhost/device:CPU:0"});
+    }
+  }
+  return StatusServer::Start(board, host, options.status_port);
+}
+
+// The run ended: its state, and the workers that finished or were lost.
+void EndStatusBoard(const std::vector<int>& lost, int workers, const Status& status,
+                    StatusBoard* board) {
+  for (int w = 0; w < workers; ++w) {
+    board->WorkerDone(w, std::find(lost.begin(), lost.end(), w) != lost.end());
+  }
+  board->SetState(status.ok() ? "finished" : "failed", status.ok() ? "" : status.ToString());
+}
+
+}  // namespace
+
 Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
                       const LabeledData& train, const LabeledData& test, std::ostream& out,
                       std::ostream& progress, std::ostream& warnings) {
@@ -286,9 +329,11 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   ProgressPrinter printer(progress);
   TrainSummaries summaries(ResolveUserPath(options.logdir), options.batch, options.learning_rate,
                            warnings);
-  const auto report_progress = [&printer, &summaries](const WorkerProgress& p) {
+  StatusBoard board("actorflow train --cluster " + options.cluster + " --mode " + options.mode);
+  const auto report_progress = [&printer, &summaries, &board](const WorkerProgress& p) {
     printer.Report(p);
     summaries.Progress(p.worker, p.step, p.planned_steps, p.loss);
+    board.Step(p.worker, p.step, p.planned_steps, p.loss, p.global_step, p.applied);
   };
 
   ClusterSpec cluster;
@@ -326,6 +371,12 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   }
   AF_RETURN_IF_ERROR(ValidateDataParallelOptions(dp));
   ReportRescaledSteps(options, dp, train.features.dim(0), progress);
+  std::unique_ptr<StatusServer> status_page;
+  if (options.status_port >= 0) {
+    AF_ASSIGN_OR_RETURN(status_page, StartStatusPage(options, cluster, workers, &board));
+    progress << "status page: " << status_page->url() << "\n";
+    progress.flush();
+  }
   const ParameterServerOptions ps = dp.ps;
   const int64_t timeout = dp.timeout_ms;
 
@@ -335,7 +386,11 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
         [&cluster, ps, timeout](int) { return ConnectParameterServers(cluster, kPsJob, ps, timeout); },
         train, test);
     job.set_progress(report_progress);
-    AF_ASSIGN_OR_RETURN(DataParallelResult result, job.Run());
+    StatusOr<DataParallelResult> ran = job.Run();
+    EndStatusBoard(ran.ok() ? ran->workers_lost : std::vector<int>{}, workers, ran.status(),
+                   &board);
+    AF_RETURN_IF_ERROR(ran.status());
+    const DataParallelResult& result = *ran;
     LogResult(result, &summaries);
     PrintResult(options, dp, result, nullptr, out);
     return Status::OK();
@@ -366,7 +421,10 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
         return ConnectParameterServers(cluster, kPsJob, ps, connect_timeout);
       });
   RecoveryReport report;
-  AF_RETURN_IF_ERROR(supervisor.Run(train, test, &report));
+  const Status ran = supervisor.Run(train, test, &report);
+  EndStatusBoard({}, 0, ran, &board);
+  board.WorkerDone(options.task, !ran.ok());
+  AF_RETURN_IF_ERROR(ran);
   LogResult(report.result, &summaries);
   PrintResult(options, dp, report.result, &report, out);
   return Status::OK();
