@@ -171,6 +171,73 @@ std::vector<OpCase> AllCases() {
                      kExact64, kExact64});
   }
 
+  // Convolutions and pooling (NHWC, HWIO): a strided SAME window, a VALID one with
+  // unequal strides, and a 1x1 window (the gemm-only path); sizes as int32 and int64.
+  struct Window {
+    std::string name;
+    Shape input, filter, out;  // out: the convolution's (or the pooling's) output
+    std::vector<int64_t> strides;
+    std::string padding;
+    DType sizes;
+  };
+  const std::vector<Window> windows = {
+      {"SAME_stride2", Shape{2, 7, 6, 3}, Shape{3, 3, 3, 4}, Shape{2, 4, 3, 4}, {1, 2, 2, 1},
+       "SAME", DType::kInt32},
+      {"VALID_strides1x2", Shape{2, 6, 5, 2}, Shape{2, 3, 2, 3}, Shape{2, 5, 2, 3},
+       {1, 1, 2, 1}, "VALID", DType::kInt64},
+      {"pointwise", Shape{2, 4, 3, 3}, Shape{1, 1, 3, 5}, Shape{2, 4, 3, 5}, {1, 1, 1, 1},
+       "SAME", DType::kInt32},
+  };
+  auto sizes_of = [](DType t, const Shape& s) {
+    return MakeTensor(t, Shape{4}, {double(s.dim(0)), double(s.dim(1)), double(s.dim(2)),
+                                    double(s.dim(3))});
+  };
+  for (const Window& w : windows) {
+    const AttrMap conv = {{"strides", AttrValue(w.strides)}, {"padding", AttrValue(w.padding)}};
+    cases.push_back({"Conv2D_" + w.name, [=](DType t, RandomTensors* r) {
+                       return Case("Conv2D", {r->Uniform(t, w.input), r->Uniform(t, w.filter)},
+                                   conv);
+                     },
+                     kSumming32, kExact64});
+    cases.push_back({"Conv2DBackpropInput_" + w.name, [=](DType t, RandomTensors* r) {
+                       return Case("Conv2DBackpropInput",
+                                   {sizes_of(w.sizes, w.input), r->Uniform(t, w.filter),
+                                    r->Uniform(t, w.out)},
+                                   conv);
+                     },
+                     kSumming32, kExact64});
+    cases.push_back({"Conv2DBackpropFilter_" + w.name, [=](DType t, RandomTensors* r) {
+                       return Case("Conv2DBackpropFilter",
+                                   {r->Uniform(t, w.input), sizes_of(w.sizes, w.filter),
+                                    r->Uniform(t, w.out)},
+                                   conv);
+                     },
+                     kSumming32, kExact64});
+    // Pooling with the filter's window over the input's channels.
+    const Shape pooled{w.out.dim(0), w.out.dim(1), w.out.dim(2), w.input.dim(3)};
+    const AttrMap pool = {
+        {"ksize", AttrValue(std::vector<int64_t>{1, w.filter.dim(0), w.filter.dim(1), 1})},
+        {"strides", AttrValue(w.strides)},
+        {"padding", AttrValue(w.padding)}};
+    for (const std::string op : {"MaxPool", "AvgPool"}) {
+      cases.push_back({op + "_" + w.name, [=](DType t, RandomTensors* r) {
+                         return Case(op, {r->Uniform(t, w.input)}, pool);
+                       },
+                       kSumming32, kExact64});
+    }
+    cases.push_back({"MaxPoolGrad_" + w.name, [=](DType t, RandomTensors* r) {
+                       return Case("MaxPoolGrad", {r->Uniform(t, w.input), r->Uniform(t, pooled),
+                                                   r->Uniform(t, pooled)},
+                                   pool);
+                     },
+                     kSumming32, kExact64});
+    cases.push_back({"AvgPoolGrad_" + w.name, [=](DType t, RandomTensors* r) {
+                       return Case("AvgPoolGrad",
+                                   {sizes_of(w.sizes, w.input), r->Uniform(t, pooled)}, pool);
+                     },
+                     kSumming32, kExact64});
+  }
+
   // Not covered by the reference: compared with the CPU kernel.
   for (const std::string op : {"ReluGrad", "SigmoidGrad", "TanhGrad"}) {
     cases.push_back({op, [=](DType t, RandomTensors* r) {
@@ -291,6 +358,21 @@ TEST_P(DeviceErrorsTest, MatMulShapesThatOnlyMismatchAtRunTimeFailNamingTheNode)
   EXPECT_EQ(run->status.code(), Code::kInvalidArgument) << run->status;
   EXPECT_NE(run->status.message().find(kNodeUnderTest), std::string::npos) << run->status;
   EXPECT_NE(run->status.message().find("MatMul shape mismatch"), std::string::npos) << run->status;
+}
+
+TEST_P(DeviceErrorsTest, ConvolutionChannelsThatOnlyMismatchAtRunTimeFailNamingTheNode) {
+  const Tensor input = MakeTensor(DType::kFloat32, Shape{1, 3, 3, 2}, std::vector<double>(18, 1));
+  const Tensor filter = MakeTensor(DType::kFloat32, Shape{2, 2, 3, 1}, std::vector<double>(12, 1));
+  KernelTestCase c = Case("Conv2D", {input, filter},
+                          {{"strides", AttrValue(std::vector<int64_t>{1, 1, 1, 1})},
+                           {"padding", AttrValue(std::string("VALID"))}});
+  c.device_type = GetParam();
+  auto run = RunKernel(c, /*unknown_input_shapes=*/true);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_EQ(run->status.code(), Code::kInvalidArgument) << run->status;
+  EXPECT_NE(run->status.message().find(kNodeUnderTest), std::string::npos) << run->status;
+  EXPECT_NE(run->status.message().find("has 2 channels but filter"), std::string::npos)
+      << run->status;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDevices, DeviceErrorsTest, ::testing::ValuesIn(kDeviceTypes),

@@ -1,7 +1,9 @@
-// The spatial geometry shared by the CPU convolution and pooling kernels: from an
-// NHWC input, a kh x kw window, [1, sh, sw, 1] strides and SAME/VALID padding to the
-// output size and the padding before each axis (TensorFlow's rules, see
-// graph/ops_nn_conv.cc). Also the parsing of the size inputs of the backward ops.
+// The spatial geometry shared by the convolution and pooling kernels of the CPU and
+// of the GPU (plain host C++: kernels/cuda includes it): from an NHWC input, a
+// kh x kw window, [1, sh, sw, 1] strides and SAME/VALID padding to the output size
+// and the padding before each axis (TensorFlow's rules, see graph/ops_nn_conv.cc).
+// Also the parsing of the size inputs of the backward ops, and the registration of
+// the kernels whose first input is such a size vector.
 //
 // Thread safety: plain values and pure functions.
 #ifndef ACTORFLOW_KERNELS_CPU_WINDOW_GEOMETRY_H_
@@ -87,13 +89,15 @@ inline StatusOr<Shape> SizesFromTensor(const Tensor& t, const std::string& what)
   return Shape(dims);
 }
 
-// Registers K<float> and K<double> for an op whose first input is a size vector
-// (Conv2DBackpropInput, AvgPoolGrad): the executor keys kernels by the first input's
-// dtype (int32 or int64 there), so the value dtype is taken from the node's output.
+// Registers K<float> and K<double> on `device` (the CPU by default; the GPU kernels
+// use it too) for an op whose first input is a size vector (Conv2DBackpropInput,
+// AvgPoolGrad): the executor keys kernels by the first input's dtype (int32 or int64
+// there), so the value dtype is taken from the node's output.
 template <template <typename> class K>
 struct SizesFirstKernelRegistrations {
-  explicit SizesFirstKernelRegistrations(const char* op) {
-    const KernelFactory factory = [op](const Node& node)
+  explicit SizesFirstKernelRegistrations(const char* op, const char* device = kDeviceCpu) {
+    const std::string device_name = device;
+    const KernelFactory factory = [op, device_name](const Node& node)
         -> StatusOr<std::unique_ptr<Kernel>> {
       switch (node.output_dtype(0)) {
         case DType::kFloat32:
@@ -101,12 +105,12 @@ struct SizesFirstKernelRegistrations {
         case DType::kFloat64:
           return std::unique_ptr<Kernel>(new K<double>(node));
         default:
-          return InvalidArgument(node.Describe() + ": " + op + " has no CPU kernel for " +
-                                 DTypeName(node.output_dtype(0)));
+          return InvalidArgument(node.Describe() + ": " + op + " has no " + device_name +
+                                 " kernel for " + DTypeName(node.output_dtype(0)));
       }
     };
     for (DType sizes : {DType::kInt32, DType::kInt64}) {
-      KernelRegistry::Global().Register(op, kDeviceCpu, sizes, factory);
+      KernelRegistry::Global().Register(op, device, sizes, factory);
     }
   }
 };

@@ -1,8 +1,9 @@
 // The GPU device in the actor runtime, in a binary that links the CUDA kernels
 // (--config=cuda). On a machine without a GPU the runtime finds zero GPU devices and
 // the guide's example runs through soft placement: pi on the CPU instead of /gpu:0.
-// With a GPU, pi runs there, and training on the GPU matches training on the CPU;
-// those cases are skipped, with the driver's answer, where there is no GPU.
+// With a GPU, pi runs there, and training on the GPU matches training on the CPU, as
+// do a convolutional net's gradients; those cases are skipped, with the driver's
+// answer, where there is no GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -212,6 +213,71 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, GpuTrainingTest,
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
+
+// The gradients of a small convolutional net on `device`, for inputs whose batch is
+// unknown when the graph is built: the size inputs of Conv2DBackpropInput and
+// AvgPoolGrad are then computed at run time (Shape has no GPU kernel: it runs on the
+// CPU) and reach the GPU kernels in device memory. Fetches dx, dw and the placement.
+struct ConvGradients {
+  Status status;
+  std::vector<Tensor> dx_dw;
+  std::string placement;
+};
+
+ConvGradients ConvNetGradients(const std::string& device, int gpus) {
+  Scope root = Scope::NewRootScope();
+  Scope dev = root.WithDevice(device);
+  auto x = Placeholder(root.WithOpName("x"), DType::kFloat32, Shape{-1, 7, 6, 2});
+  auto w = Placeholder(root.WithOpName("w"), DType::kFloat32, Shape{3, 3, 2, 4});
+  auto conv = Conv2D(dev, x, w, {1, 2, 2, 1}, "SAME");                          // [N,4,3,4]
+  auto maxed = MaxPool(dev, Relu(dev, conv), {1, 2, 2, 1}, {1, 1, 1, 1}, "SAME");  // [N,4,3,4]
+  auto pooled = AvgPool(dev, maxed, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");       // [N,2,1,4]
+  auto loss = Sum(dev, Mul(dev, pooled, pooled));
+  auto grads = Gradients(dev, {loss}, {x, w});
+  if (!grads.ok()) return {grads.status()};
+  Identity(dev.WithOpName("dx"), (*grads)[0]);
+  Identity(dev.WithOpName("dw"), (*grads)[1]);
+  if (!root.ok()) return {root.status()};
+  auto session = MakeSession(root.graph(), gpus, /*soft=*/true);
+  if (session == nullptr) return {Internal("no session")};
+  std::vector<float> xs(2 * 7 * 6 * 2), ws(3 * 3 * 2 * 4);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.1f * static_cast<float>((i * 7) % 19) - 0.9f;
+  for (size_t i = 0; i < ws.size(); ++i) ws[i] = 0.1f * static_cast<float>((i * 5) % 13) - 0.6f;
+  const FeedList feeds = {{"x", Tensor::FromVector(xs, Shape{2, 7, 6, 2})},
+                          {"w", Tensor::FromVector(ws, Shape{3, 3, 2, 4})}};
+  ConvGradients result;
+  result.status = session->Run(feeds, {"dx", "dw"}, {}, &result.dx_dw);
+  auto explained = session->ExplainPlacement();
+  if (explained.ok()) result.placement = *explained;
+  return result;
+}
+
+TEST(GpuSessionTest, ConvolutionGradientsOnTheGpuMatchTheCpusWithRunTimeSizes) {
+  ConvGradients cpu = ConvNetGradients("/cpu:0", 0);  // the oracle, also without a GPU
+  ASSERT_TRUE(cpu.status.ok()) << cpu.status;
+  ASSERT_EQ(cpu.dx_dw.size(), 2u);
+  EXPECT_EQ(cpu.dx_dw[0].shape(), Shape({2, 7, 6, 2}));
+  if (GpuDeviceCount() == 0) GTEST_SKIP() << DescribeGpus();
+  ConvGradients gpu = ConvNetGradients("/gpu:0", 1);
+  ASSERT_TRUE(gpu.status.ok()) << gpu.status;
+  for (const std::string op : {"(Conv2DBackpropInput)", "(Conv2DBackpropFilter)", "(AvgPoolGrad)",
+                               "(MaxPoolGrad)"}) {
+    const size_t at = gpu.placement.find(op);
+    ASSERT_NE(at, std::string::npos) << gpu.placement;
+    const std::string line = gpu.placement.substr(at, gpu.placement.find('\n', at) - at);
+    EXPECT_THAT(line, HasSubstr(Device("GPU", 0))) << gpu.placement;
+  }
+  ASSERT_EQ(gpu.dx_dw.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const Tensor& want = cpu.dx_dw[i];
+    const Tensor& got = gpu.dx_dw[i];
+    ASSERT_EQ(got.shape(), want.shape()) << i;
+    for (int64_t j = 0; j < want.NumElements(); ++j) {
+      EXPECT_NEAR(got.data<float>()[j], want.data<float>()[j], 1e-4) << (i == 0 ? "dx[" : "dw[")
+                                                                      << j << "]";
+    }
+  }
+}
 
 TEST(GpuSessionTest, IntegerOpsRequestedOnTheGpuAreSoftPlacedOnTheCpuSayingWhy) {
   if (GpuDeviceCount() == 0) GTEST_SKIP() << DescribeGpus();
