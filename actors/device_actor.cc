@@ -253,8 +253,9 @@ caf::result<RunPartitionResult> RunPartition(DeviceSelf self,
   st.active_steps[step].promise = rp;
   if (record) st.transfers[step];
   // `exec` keeps the executor alive until its step ends, also past an abort.
+  const bool traced = args.collect_stats;
   StepHandle handle = exec->executor->RunAsync(
-      std::move(args), [self, step, exec](StepResult result) {
+      std::move(args), [self, step, exec, traced](StepResult result) {
         auto active = self->state.active_steps.find(step);
         if (active == self->state.active_steps.end()) return;  // answered by abort
         caf::response_promise promise = std::move(active->second.promise);
@@ -267,6 +268,12 @@ caf::result<RunPartitionResult> RunPartition(DeviceSelf self,
         r.executed_nodes = std::move(result.executed_nodes);
         r.executed_start_micros = std::move(result.executed_start_micros);
         r.step_stats = std::move(result.step_stats);
+        if (traced) {
+          // The clock the stats were taken on, for the master's offset estimate.
+          r.device_clock_micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                                      std::chrono::steady_clock::now().time_since_epoch())
+                                      .count();
+        }
         auto counted = self->state.transfers.find(step);
         if (counted != self->state.transfers.end()) {
           for (auto& [dst, t] : counted->second) {

@@ -58,6 +58,9 @@ struct RunPartitionResult {
   std::vector<std::string> executed_nodes;
   std::vector<int64_t> executed_start_micros;  // steady clock, parallel to executed_nodes
   std::vector<NodeExecStats> step_stats;       // steady-clock micros
+  // With collect_stats: this device's steady clock (micros) when it replied, for the
+  // master's clock-offset estimate (DeviceClockOffset); 0 otherwise.
+  int64_t device_clock_micros = 0;
   // With record_executed: what this device's Sends moved to each other device in the
   // step (src_device is this device), by destination.
   std::vector<CrossDeviceTransfer> transfers;

@@ -65,6 +65,8 @@ struct RemoteStepResult {
   std::vector<std::string> executed_nodes;
   std::vector<NodeExecStats> step_stats;
   std::vector<CrossDeviceTransfer> transfers;
+  std::vector<NodeExecStats> transfer_stats;
+  std::vector<DeviceClockOffset> clock_offsets;
 };
 
 // What a task holds (tests assert a long-lived server frees closed sessions).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -41,6 +42,8 @@ void Reply(const std::shared_ptr<StepRequest>& req, Status status, std::vector<T
   r.executed_nodes = std::move(meta.executed_nodes);
   r.step_stats = std::move(meta.step_stats);
   r.transfers = std::move(meta.transfers);
+  r.transfer_stats = std::move(meta.transfer_stats);
+  r.clock_offsets = std::move(meta.clock_offsets);
   req->promise.deliver(std::move(r));
 }
 
@@ -64,11 +67,12 @@ RunMetadata BuildMetadata(const Graph& graph, StepInFlight* step) {
   }
   meta.step_stats.reserve(step->stats.size());
   for (NodeExecStats& s : step->stats) {
-    if (graph.FindNode(s.node_name) == nullptr) continue;  // inserted Send/Recv
     s.start_micros -= step->start_micros;
     s.end_micros -= step->start_micros;
-    meta.step_stats.push_back(std::move(s));
+    const bool inserted = graph.FindNode(s.node_name) == nullptr;  // a Send/Recv
+    (inserted ? meta.transfer_stats : meta.step_stats).push_back(std::move(s));
   }
+  meta.clock_offsets = std::move(step->clock_offsets);
   // One entry per (src, dst) pair: a device reports by destination, and two
   // partitions on one device would report the same pair twice.
   std::map<std::pair<std::string, std::string>, CrossDeviceTransfer> by_pair;
@@ -104,6 +108,23 @@ void AbortStep(MasterSelf self, const StepInFlight& step, const Status& status) 
   }
 }
 
+// A traced part's device clock offset (DeviceClockOffset), recorded in the step; the
+// correction to subtract from the device's times: the offset when it exceeds its
+// uncertainty, else 0 (a clock consistent with the master's).
+int64_t ClockOffset(StepInFlight& step, size_t part_index, const std::string& device,
+                    const RunPartitionResult& result) {
+  if (result.device_clock_micros == 0 || part_index >= step.part_sent_micros.size()) return 0;
+  const int64_t sent = step.part_sent_micros[part_index];
+  const int64_t received = SteadyMicros();
+  DeviceClockOffset o;
+  o.device = device;
+  o.uncertainty_micros = (received - sent + 1) / 2;
+  const int64_t estimate = result.device_clock_micros - (sent + received) / 2;
+  o.offset_micros = std::abs(estimate) > o.uncertainty_micros ? estimate : 0;
+  step.clock_offsets.push_back(o);
+  return o.offset_micros;
+}
+
 void PartDone(MasterSelf self, const std::shared_ptr<StepInFlight>& step, size_t part_index,
               RunPartitionResult result) {
   if (step->part_done[part_index]) return;  // already settled (its device went down)
@@ -124,7 +145,12 @@ void PartDone(MasterSelf self, const std::shared_ptr<StepInFlight>& step, size_t
             k < result.executed_start_micros.size() ? result.executed_start_micros[k] : 0;
         step->executed.emplace_back(start, std::move(result.executed_nodes[k]));
       }
-      for (NodeExecStats& s : result.step_stats) step->stats.push_back(std::move(s));
+      const int64_t offset = ClockOffset(*step, part_index, part.device, result);
+      for (NodeExecStats& s : result.step_stats) {
+        s.start_micros -= offset;
+        s.end_micros -= offset;
+        step->stats.push_back(std::move(s));
+      }
       for (CrossDeviceTransfer& t : result.transfers) step->transfers.push_back(std::move(t));
     }
   }
@@ -152,6 +178,7 @@ void LaunchStep(MasterSelf self, const std::shared_ptr<Plan>& plan,
   caf::duration timeout = timeout_ms > 0 ? caf::duration{std::chrono::milliseconds(timeout_ms)}
                                           : caf::duration{caf::infinite};
   const bool trace = req->options.trace_level == RunOptions::TraceLevel::kFullTrace;
+  if (metadata && trace) step->part_sent_micros.assign(plan->parts.size(), 0);
   for (size_t i = 0; i < plan->parts.size(); ++i) {
     const PlanPart& part = plan->parts[i];
     RunPartitionRequest run;
@@ -161,6 +188,7 @@ void LaunchStep(MasterSelf self, const std::shared_ptr<Plan>& plan,
     run.feed_values.reserve(part.feed_sources.size());
     for (int src : part.feed_sources) run.feed_values.push_back(req->feeds[src].second);
     run.record_executed = metadata;
+    if (run.collect_stats) step->part_sent_micros[i] = SteadyMicros();
     self->request(part.device_actor, timeout, run_atom::value, std::move(run))
         .then([self, step, i](RunPartitionResult& r) { PartDone(self, step, i, std::move(r)); },
               [self, step, i, timeout_ms](caf::error& e) {

@@ -53,6 +53,11 @@ struct StepInFlight {
   std::vector<std::pair<int64_t, std::string>> executed;  // (start, node)
   std::vector<NodeExecStats> stats;
   std::vector<CrossDeviceTransfer> transfers;  // as the devices reported them
+  // Traced steps: when each part's run request left (master clock), the inserted
+  // Send/Recv nodes' stats, and each device's clock offset.
+  std::vector<int64_t> part_sent_micros;
+  std::vector<NodeExecStats> transfer_stats;
+  std::vector<DeviceClockOffset> clock_offsets;
 };
 
 // Another task of the cluster, as far as this master knows it.

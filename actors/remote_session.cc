@@ -77,6 +77,8 @@ class RemoteSession : public Session {
                 metadata->executed_nodes = std::move(r.executed_nodes);
                 metadata->step_stats = std::move(r.step_stats);
                 metadata->transfers = std::move(r.transfers);
+                metadata->transfer_stats = std::move(r.transfer_stats);
+                metadata->clock_offsets = std::move(r.clock_offsets);
               }
             },
             [&](caf::error& e) {

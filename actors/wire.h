@@ -69,7 +69,8 @@ typename Inspector::result_type inspect(Inspector& f, RunPartitionRequest& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RunPartitionResult& x) {
   return f(caf::meta::type_name("actorflow.RunPartitionResult"), x.status, x.fetches,
-           x.executed_nodes, x.executed_start_micros, x.step_stats, x.transfers);
+           x.executed_nodes, x.executed_start_micros, x.step_stats, x.transfers,
+           x.device_clock_micros);
 }
 
 template <class Inspector>
@@ -97,7 +98,7 @@ typename Inspector::result_type inspect(Inspector& f, RemoteStep& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, RemoteStepResult& x) {
   return f(caf::meta::type_name("actorflow.RemoteStepResult"), x.status, x.outputs,
-           x.executed_nodes, x.step_stats, x.transfers);
+           x.executed_nodes, x.step_stats, x.transfers, x.transfer_stats, x.clock_offsets);
 }
 
 template <class Inspector>

@@ -108,6 +108,12 @@ typename Inspector::result_type inspect(Inspector& f, CrossDeviceTransfer& x) {
            x.tensors, x.bytes);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, DeviceClockOffset& x) {
+  return f(caf::meta::type_name("actorflow.DeviceClockOffset"), x.device, x.offset_micros,
+           x.uncertainty_micros);
+}
+
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_ACTORS_WIRE_CORE_H_

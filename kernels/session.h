@@ -86,6 +86,23 @@ struct CrossDeviceTransfer {
   }
 };
 
+// How far a device's clock was from the master's during a traced step, estimated
+// from the run request and its reply (Cristian's method): the device's clock read
+// when it replied, minus the midpoint of the master's send and receive times.
+// uncertainty_micros is half the round trip: the true offset lies within
+// offset_micros +- uncertainty_micros. The master corrects a device's times only
+// when |offset| exceeds the uncertainty (on one host every process shares one
+// monotonic clock, and the estimate then stays within it).
+struct DeviceClockOffset {
+  std::string device;
+  int64_t offset_micros = 0;       // device clock - master clock; 0 when not corrected
+  int64_t uncertainty_micros = 0;
+  bool operator==(const DeviceClockOffset& o) const {
+    return device == o.device && offset_micros == o.offset_micros &&
+           uncertainty_micros == o.uncertainty_micros;
+  }
+};
+
 // What a step reports about itself when the caller passes a RunMetadata to Run. It
 // costs work per node (names, clock reads): a session may skip that work for a
 // caller that passes none (the in-process actor session does).
@@ -97,6 +114,12 @@ struct RunMetadata {
   // Cross-device traffic of the step, sorted by (src_device, dst_device); empty for
   // a step on one device (and from sessions without devices, e.g. DirectSession).
   std::vector<CrossDeviceTransfer> transfers;
+  // With kFullTrace, from sessions with several devices: the Send and Recv nodes the
+  // partitioner inserted (named "_send/<tensor>/to_<device>" and "_recv/<tensor>/to_
+  // <device>", so a pair shares the part after the prefix), on the same clock as
+  // step_stats; and each device's clock offset, one entry per device of the step.
+  std::vector<NodeExecStats> transfer_stats;
+  std::vector<DeviceClockOffset> clock_offsets;
 };
 
 // A feed: tensor name ("x" or "x:1") and its value.
