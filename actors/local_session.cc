@@ -21,9 +21,14 @@ class LocalActorSession : public ActorSession {
     // The sharing scheduler wakes a parked worker at once; work stealing's sleep
     // phase would add tens of microseconds to every step (see TOOLCHAIN.md).
     cfg_.set("scheduler.policy", caf::atom("sharing"));
+    // By default a thread per device at least: a device runs a partition's ready
+    // nodes on one thread until they are done, so with fewer threads than devices a
+    // device waits for another's burst (a model split over 3 devices on 2 cores would
+    // run its stages one after the other instead of overlapping them).
     size_t threads = options.inter_op_parallelism_threads > 0
                          ? static_cast<size_t>(options.inter_op_parallelism_threads)
-                         : std::max<size_t>(2, std::thread::hardware_concurrency());
+                         : std::max<size_t>({2, std::thread::hardware_concurrency(),
+                                             num_cpus + num_gpus});
     cfg_.set("scheduler.max-threads", threads);
     cfg_.set("logger.console", caf::atom("none"));
     RegisterMessageTypes(cfg_);

@@ -199,6 +199,10 @@ Output Slice(const Scope& scope, const Input& x, const std::vector<int64_t>& beg
   return Single(scope, "Slice", {x}, {{"begin", begin}, {"size", size}});
 }
 
+Output EvenSplitPart(const Scope& scope, const Input& x, int64_t index, int64_t parts) {
+  return Single(scope, "EvenSplitPart", {x}, {{"index", index}, {"parts", parts}});
+}
+
 Output Fill(const Scope& scope, const Shape& shape, const Input& value) {
   if (!scope.ok()) return Output();
   const Tensor* tensor = LiteralValue(value);

@@ -187,6 +187,12 @@ Output ConcatV2(const Scope& scope, const std::vector<Input>& values, int64_t ax
 // x[begin[i] : begin[i] + size[i]] per dim; size -1 = to the end.
 Output Slice(const Scope& scope, const Input& x, const std::vector<int64_t>& begin,
              const std::vector<int64_t>& size);
+// Part `index` of `parts` when x [n, ...] is cut along its first dimension as evenly
+// as possible, the larger parts first: rows [index * (n / parts) + min(index, n %
+// parts), + n / parts + (index < n % parts)). n is read at run time, so one graph
+// cuts batches of any size (10 rows in 4 parts: 3, 3, 2, 2; fewer rows than parts
+// leaves the last parts empty). Not differentiable.
+Output EvenSplitPart(const Scope& scope, const Input& x, int64_t index, int64_t parts);
 // `shape` (fully defined) filled with the scalar `value` (a literal, Tensor or Const
 // output: it becomes the "value" attr): Fill(s, {2, 3}, 1.0f) is float32 [2,3].
 Output Fill(const Scope& scope, const Shape& shape, const Input& value);

@@ -73,6 +73,28 @@ Status InferSlice(InferenceContext& ctx) {
   return Status::OK();
 }
 
+// x [n, ...] -> part `index` of `parts`: [n / parts + (index < n % parts), ...], the
+// first dimension unknown while n is.
+Status InferEvenSplitPart(InferenceContext& ctx) {
+  const int64_t index = ctx.attr<int64_t>("index");
+  const int64_t parts = ctx.attr<int64_t>("parts");
+  if (parts < 1 || index < 0 || index >= parts) {
+    return InvalidArgument("EvenSplitPart index " + std::to_string(index) + " of " +
+                           std::to_string(parts) +
+                           " parts: use at least 1 part and 0 <= index < parts");
+  }
+  const Shape& x = ctx.input_shape(0);
+  if (x.unknown_rank()) {
+    ctx.set_output(0, ctx.input_dtype(0), Shape::UnknownRank());
+    return Status::OK();
+  }
+  AF_RETURN_IF_ERROR(CheckRank("EvenSplitPart input", x, 1, -1));
+  std::vector<int64_t> dims = x.dims();
+  if (dims[0] >= 0) dims[0] = dims[0] / parts + (index < dims[0] % parts ? 1 : 0);
+  ctx.set_output(0, ctx.input_dtype(0), Shape(std::move(dims)));
+  return Status::OK();
+}
+
 Status InferFill(InferenceContext& ctx) {
   AF_RETURN_IF_ERROR(CheckFullyDefinedAttr(ctx, "shape"));
   const Tensor& value = ctx.attr<Tensor>("value");
@@ -106,6 +128,8 @@ std::vector<OpDef> ArrayOpSet() {
   add(std::move(concat));
   add(MakeOp("Slice", 1, 1, {Required("begin", T::kIntList), Required("size", T::kIntList)},
              InferSlice));
+  add(MakeOp("EvenSplitPart", 1, 1, {Required("index", T::kInt), Required("parts", T::kInt)},
+             InferEvenSplitPart));
   add(MakeOp("Fill", 0, 1, {Required("shape", T::kShape), Required("value", T::kTensor)},
              InferFill));
   add(MakeOp("Shape", 1, 1, {Default("out_type", T::kType, DType::kInt32)}, InferShape));

@@ -1,5 +1,6 @@
 // CPU array kernels (Identity, ZerosLike, OnesLike, Fill, Shape, Reshape, Transpose,
-// ConcatV2, Slice) against the reference kernels, for all five dtypes.
+// ConcatV2, Slice) against the reference kernels, for all five dtypes; EvenSplitPart
+// against Slice.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -162,6 +163,44 @@ TEST_P(ArrayKernelTest, SliceOutOfBoundsIsInvalid) {
     EXPECT_TRUE(FailsWith({"Slice", {{"begin", begin}, {"size", size}}, {x}},
                           Code::kInvalidArgument));
   }
+}
+
+TEST_P(ArrayKernelTest, EvenSplitPartIsTheSliceOfItsRowsLargerPartsFirst) {
+  // 10 rows in 4 parts: rows 0-2, 3-5, 6-7, 8-9; 2 rows in 3 parts leave the last empty.
+  struct Case {
+    Shape shape;
+    int64_t parts;
+    std::vector<int64_t> begins;
+    std::vector<int64_t> sizes;
+  };
+  for (const Case& c : {Case{Shape{10, 3}, 4, {0, 3, 6, 8}, {3, 3, 2, 2}},
+                        Case{Shape{2, 2, 2}, 3, {0, 1, 2}, {1, 1, 0}},
+                        Case{Shape{6}, 1, {0}, {6}}}) {
+    const Tensor x = Random(c.shape);
+    for (int64_t index = 0; index < c.parts; ++index) {
+      SCOPED_TRACE(c.shape.ToString() + " part " + std::to_string(index));
+      StatusOr<KernelRun> part =
+          RunKernel({"EvenSplitPart", {{"index", index}, {"parts", c.parts}}, {x}});
+      ASSERT_TRUE(part.ok()) << part.status();
+      ASSERT_TRUE(part->status.ok()) << part->status;
+      std::vector<int64_t> begin(c.shape.rank(), 0);
+      std::vector<int64_t> size(c.shape.rank(), -1);
+      begin[0] = c.begins[index];
+      size[0] = c.sizes[index];
+      StatusOr<KernelRun> slice = RunKernel({"Slice", {{"begin", begin}, {"size", size}}, {x}});
+      ASSERT_TRUE(slice.ok()) << slice.status();
+      EXPECT_TRUE(TensorsClose(slice->outputs[0], part->outputs[0], Tolerance{}));
+      // Unknown input shapes: the rows are read at run time.
+      StatusOr<KernelRun> unknown = RunKernel(
+          {"EvenSplitPart", {{"index", index}, {"parts", c.parts}}, {x}}, true);
+      ASSERT_TRUE(unknown.ok()) << unknown.status();
+      EXPECT_TRUE(TensorsClose(slice->outputs[0], unknown->outputs[0], Tolerance{}));
+    }
+  }
+  StatusOr<KernelRun> past_the_end = RunKernel(
+      {"EvenSplitPart", {{"index", int64_t{3}}, {"parts", int64_t{3}}}, {Random(Shape{4})}});
+  ASSERT_FALSE(past_the_end.ok());
+  EXPECT_EQ(past_the_end.status().code(), Code::kInvalidArgument);
 }
 
 }  // namespace

@@ -12,10 +12,11 @@ logdir="${TEST_TMPDIR}/L"
 rm -rf "${logdir}"
 
 result="$("${binary}" train --cluster local:ps=1,worker=2 --logdir "${logdir}" --epochs 2 \
-  --json)" || { echo "FAIL: actorflow train exited with status $?"; exit 1; }
+  --lr 0.05 --json)" || { echo "FAIL: actorflow train exited with status $?"; exit 1; }
 echo "${result}"
+echo "${result}" > "${TEST_TMPDIR}/result.json"
 accuracy="$(echo "${result}" | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["accuracy"])')"
-/usr/bin/python3 "${reader}" "${logdir}" 2 "${accuracy}"
+/usr/bin/python3 "${reader}" "${logdir}" 2 "${accuracy}" "${TEST_TMPDIR}/result.json" 0.05
 
 # An unwritable logdir is a warning; training still succeeds.
 blocked="${TEST_TMPDIR}/blocked"

@@ -15,6 +15,7 @@ messages are declared here, not taken from the writer) and checks them:
 Exits 1 with a line naming the file and record on the first failure.
 """
 
+import json
 import math
 import os
 import re
@@ -92,7 +93,35 @@ def read_records(path):
         index += 1
 
 
-def check_run(run_dir, expected_accuracy, Event):
+def check_final_scalars(path, scalars, result, worker, learning_rate):
+    """The scalars a cluster run logs at its end match what --json printed, at the
+    step of the worker's last push; learning_rate is the --lr given throughout."""
+    steps = result["worker_reports"][worker]["steps"]
+    expected = {
+        "accuracy": result["accuracy"],
+        "updates_applied": result["updates_applied"],
+        "dropped_stale": result["dropped_stale"],
+        "mean_staleness": result["mean_staleness"],
+        "workers_lost": len(result["workers_lost"]),
+    }
+    for tag, value in expected.items():
+        if tag not in scalars:
+            fail("%s: no %s scalar" % (path, tag))
+        step, got = scalars[tag][-1]
+        if step != steps:
+            fail("%s: %s logged at step %d, the worker pushed %d times" % (path, tag, step, steps))
+        if abs(got - value) > 1e-5 * max(1.0, abs(value)):
+            fail("%s: %s is %r, train printed %r" % (path, tag, got, value))
+    for step, got in scalars.get("learning_rate", []):
+        if abs(got - learning_rate) > 1e-7:
+            fail("%s: learning_rate %r at step %d, --lr was %r" % (path, got, step, learning_rate))
+    if not scalars.get("learning_rate"):
+        fail("%s: no learning_rate scalar" % path)
+    if not all(v > 0 for _, v in scalars.get("examples_per_sec", [(0, 0)])):
+        fail("%s: examples_per_sec missing or not positive" % path)
+
+
+def check_run(run_dir, expected_accuracy, Event, result=None, worker=0, learning_rate=None):
     if not os.path.isdir(run_dir):
         fail("no run directory " + run_dir)
     files = os.listdir(run_dir)
@@ -106,6 +135,7 @@ def check_run(run_dir, expected_accuracy, Event):
              (run_dir, name, socket.gethostname()))
     path = os.path.join(run_dir, name)
     losses, accuracies = [], []
+    scalars = {}  # tag -> [(step, value)]
     for index, payload in read_records(path):
         event = Event()
         event.ParseFromString(payload)
@@ -118,6 +148,7 @@ def check_run(run_dir, expected_accuracy, Event):
         if event.WhichOneof("what") != "summary":
             fail("%s: record %d holds no summary" % (path, index))
         for value in event.summary.value:
+            scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
             if value.tag == "loss":
                 losses.append((event.step, value.simple_value))
             elif value.tag == "accuracy":
@@ -134,14 +165,22 @@ def check_run(run_dir, expected_accuracy, Event):
         fail("%s: no accuracy scalar" % path)
     if abs(accuracies[-1] - expected_accuracy) > 1e-6:
         fail("%s: accuracy %r, train printed %r" % (path, accuracies[-1], expected_accuracy))
-    print("%s: %d loss scalars, accuracy %.4f" % (path, len(losses), accuracies[-1]))
+    if result is not None:
+        check_final_scalars(path, scalars, result, worker, learning_rate)
+    print("%s: %d loss scalars, accuracy %.4f, tags %s" %
+          (path, len(losses), accuracies[-1], ",".join(sorted(scalars))))
 
 
 def main():
+    # logdir workers accuracy [result.json learning_rate]: with the --json result and
+    # the --lr of the run, every final scalar and the learning rate are checked too.
     logdir, workers, accuracy = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    result = json.load(open(sys.argv[4])) if len(sys.argv) > 4 else None
+    learning_rate = float(sys.argv[5]) if len(sys.argv) > 5 else None
     Event = event_class()
     for worker in range(workers):
-        check_run(os.path.join(logdir, "worker_%d" % worker), accuracy, Event)
+        check_run(os.path.join(logdir, "worker_%d" % worker), accuracy, Event, result, worker,
+                  learning_rate)
     print("PASS")
 
 

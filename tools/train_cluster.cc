@@ -15,6 +15,7 @@
 #include "actors/local_cluster.h"
 #include "actors/parameter_client_impl.h"
 #include "placement/cluster_spec.h"
+#include "tools/multi_progress.h"
 #include "tools/status_server.h"
 #include "tools/train_flags.h"
 #include "tools/train_summaries.h"
@@ -60,6 +61,35 @@ class ProgressPrinter {
   std::ostream& out_;
   std::mutex mu_;
   std::map<int, Window> windows_;
+};
+
+// On a terminal: one bar per worker thread of a local cluster, redrawn in place
+// (tools/multi_progress.h). Called from the worker threads.
+class TerminalProgress {
+ public:
+  TerminalProgress(std::ostream& out, int workers, int64_t batch_size)
+      : out_(out), bars_(workers, batch_size, MultiProgress::Clock::now()) {}
+
+  void Report(const WorkerProgress& p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Write(bars_.Update(p.worker, p.step, p.planned_steps, p.loss, MultiProgress::Clock::now()));
+  }
+  // The final frame, before the result lines.
+  void Finish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    Write(bars_.Finish(MultiProgress::Clock::now()));
+  }
+
+ private:
+  void Write(const std::string& frame) {
+    if (frame.empty()) return;
+    out_ << frame;
+    out_.flush();
+  }
+
+  std::ostream& out_;
+  std::mutex mu_;
+  MultiProgress bars_;
 };
 
 std::string LostList(const std::vector<int>& lost) {
@@ -217,6 +247,10 @@ Status CheckClusterFlags(const TrainCommandOptions& options) {
     return InvalidArgument("--status-port " + std::to_string(options.status_port) +
                            ": must be a port in 0..65535 (0: any free port)");
   }
+  if (!options.cluster.empty() && !options.trace_path.empty()) {
+    return InvalidArgument("--trace traces a step of training in this process; drop --cluster "
+                           "(a cluster run's steps: actorflow run --trace against a task)");
+  }
   if (options.cluster.empty()) {
     if (options.status_port >= 0) {
       return InvalidArgument("--status-port needs --cluster (e.g. --cluster local:ps=1,worker=2)");
@@ -312,7 +346,7 @@ void EndStatusBoard(const std::vector<int>& lost, int workers, const Status& sta
 
 Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
                       const LabeledData& train, const LabeledData& test, std::ostream& out,
-                      std::ostream& progress, std::ostream& warnings) {
+                      std::ostream& progress, std::ostream& warnings, bool interactive) {
   DataParallelOptions dp;
   dp.spec = spec;
   dp.seed = options.seed;
@@ -327,11 +361,16 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
   dp.session_factory = SessionFactoryFor(session_options);
   ProgressPrinter printer(progress);
+  std::unique_ptr<TerminalProgress> bars;  // set for a local cluster on a terminal
   TrainSummaries summaries(ResolveUserPath(options.logdir), options.batch, options.learning_rate,
                            warnings);
   StatusBoard board("actorflow train --cluster " + options.cluster + " --mode " + options.mode);
-  const auto report_progress = [&printer, &summaries, &board](const WorkerProgress& p) {
-    printer.Report(p);
+  const auto report_progress = [&printer, &bars, &summaries, &board](const WorkerProgress& p) {
+    if (bars != nullptr) {
+      bars->Report(p);
+    } else {
+      printer.Report(p);
+    }
     summaries.Progress(p.worker, p.step, p.planned_steps, p.loss);
     board.Step(p.worker, p.step, p.planned_steps, p.loss, p.global_step, p.applied);
   };
@@ -381,12 +420,17 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   const int64_t timeout = dp.timeout_ms;
 
   if (local != nullptr) {
+    // A cluster file's worker keeps plain lines: its recovery lines interleave.
+    if (interactive && !options.json) {
+      bars = std::make_unique<TerminalProgress>(progress, workers, dp.batch_size);
+    }
     DataParallelJob job(
         dp,
         [&cluster, ps, timeout](int) { return ConnectParameterServers(cluster, kPsJob, ps, timeout); },
         train, test);
     job.set_progress(report_progress);
     StatusOr<DataParallelResult> ran = job.Run();
+    if (bars != nullptr) bars->Finish();
     EndStatusBoard(ran.ok() ? ran->workers_lost : std::vector<int>{}, workers, ran.status(),
                    &board);
     AF_RETURN_IF_ERROR(ran.status());

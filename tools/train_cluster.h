@@ -23,7 +23,9 @@
 //   or, without it, the passes that --steps batches of --batch rows make (a
 //   progress line says so, with the steps each worker then runs).
 // - Progress (on stderr under --json, with the recovery lines below): one line per
-//   worker every ~10% of its steps. The end: one line per
+//   worker every ~10% of its steps; for a local cluster whose progress stream is a
+//   terminal (`interactive`) and without --json, one bar per worker redrawn in place
+//   instead (tools/multi_progress.h). The end: one line per
 //   worker, one with the updates applied, the gradients dropped as stale, the mean
 //   staleness and the workers lost, then the test accuracy line; with --json
 //   stdout's only line is one JSON object with "accuracy", "loss", "global_step", "seconds",
@@ -68,13 +70,14 @@ namespace cli {
 Status CheckClusterFlags(const TrainCommandOptions& options);
 
 // Runs the cluster mode on loaded data; writes the result to `out`, progress (and
-// the recovery supervisor's lines) to `progress`, a --logdir warning to `warnings`.
+// the recovery supervisor's lines) to `progress`, a --logdir warning to `warnings`;
+// `interactive`: `progress` is a terminal (bars for a local cluster, see above).
 // Under --logdir each worker this process runs logs to DIR/worker_<task>/
 // (tools/train_summaries.h); the end adds accuracy, updates_applied,
 // dropped_stale, mean_staleness and workers_lost (a count) at its last step.
 Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
                       const LabeledData& train, const LabeledData& test, std::ostream& out,
-                      std::ostream& progress, std::ostream& warnings);
+                      std::ostream& progress, std::ostream& warnings, bool interactive);
 
 // Without --epochs, --steps becomes dp.epochs passes over the `rows` training rows
 // shared by the workers: the line that says so and how many steps each worker then

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kernels/chrome_trace.h"
 #include "tools/in_graph_train.h"
 #include "tools/progress_bar.h"
 #include "tools/train_cluster.h"
@@ -18,6 +19,7 @@
 #include "placement/device_name.h"
 #include "training/dnn_classifier.h"
 #include "training/model_parallel.h"
+#include "training/pipeline.h"
 
 namespace actorflow {
 namespace cli {
@@ -26,6 +28,7 @@ namespace {
 // Everything that can be judged without reading a file.
 Status CheckFlags(const TrainCommandOptions& options) {
   AF_RETURN_IF_ERROR(CheckModelAndTrainingFlags(options));
+  AF_RETURN_IF_ERROR(CheckPipelineFlags(options));
   AF_ASSIGN_OR_RETURN(auto device_count, ParseDeviceCounts(options.devices));
   if (!options.cluster.empty() && (options.model != "mlp" || options.split != "none")) {
     return InvalidArgument("--model " + options.model + " --split " + options.split +
@@ -73,7 +76,8 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
                       ClassifierOptionsFromFlags(options, data, classes));
   if (!options.cluster.empty()) {
     return TrainOnCluster(options, ModelSpecOf(model), {data.train.features, data.train.labels},
-                          {data.test.features, data.test.labels}, out, progress, err);
+                          {data.test.features, data.test.labels}, out, progress, err,
+                          interactive);
   }
   SessionOptions session_options;  // target "": the actor runtime
   // With a GPU, nodes without a requested device default to /gpu:0.
@@ -87,6 +91,9 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
     session_options.allow_soft_placement = true;
   }
   model.session_factory = SessionFactoryFor(session_options);
+  model.trace_step = !options.trace_path.empty();
+  // A pipeline's bubble is measured from a traced step.
+  if (options.pipeline > 0) model.trace_step = true;
 
   const auto start = std::chrono::steady_clock::now();
   AF_ASSIGN_OR_RETURN(std::unique_ptr<DNNClassifier> classifier,
@@ -105,6 +112,9 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
       });
   bar.Finish();
   AF_RETURN_IF_ERROR(trained.status());
+  if (!options.trace_path.empty()) {
+    AF_RETURN_IF_ERROR(WriteChromeTrace(trained->traced_step, ResolveUserPath(options.trace_path)));
+  }
 
   AF_ASSIGN_OR_RETURN(EvalResult eval, classifier->Evaluate(EvaluationInput(data.test)));
   summaries.End(0, trained->steps, {{"accuracy", static_cast<float>(eval.accuracy)}});
@@ -122,8 +132,17 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
     progress << "model " << options.model << " split " << options.split << " over " << names
              << ": " << bytes_per_step << " bytes cross devices per step\n";
   }
-  PrintTrainResult(options, eval, *trained, seconds, classes,
-                   ModelParallelJson(options, devices, bytes_per_step), out);
+  nlohmann::ordered_json extra = ModelParallelJson(options, devices, bytes_per_step);
+  if (options.pipeline > 0) {
+    AF_ASSIGN_OR_RETURN(const double bubble,
+                        MeasureBubbleFraction(trained->traced_step.step_stats, devices));
+    extra["pipeline"] = options.pipeline;
+    extra["schedule"] = options.schedule.empty() ? "1f1b" : options.schedule;
+    extra["bubble_fraction"] = bubble;
+    extra["bubble_fraction_theory"] = TheoreticalBubbleFraction(
+        static_cast<int>(devices.size()), static_cast<int>(options.pipeline));
+  }
+  PrintTrainResult(options, eval, *trained, seconds, classes, extra, out);
   return Status::OK();
 }
 
@@ -150,6 +169,8 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
                   "Save a checkpoint and model.json here (resume from it if present)");
   app->add_option("--logdir", options->logdir,
                   "Write TensorBoard event files under DIR/worker_<task>/");
+  app->add_option("--trace", options->trace_path,
+                  "Write a Chrome trace of one steady-state training step (a track per device)");
   app->add_option("--status-port", options->status_port,
                   "With --cluster: serve a live status page (and /status.json) on this port");
   AddTimeoutMsOption(app, &options->timeout_ms)->capture_default_str();
@@ -162,6 +183,10 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
   app->add_option("--split", options->split,
                   "Model parallelism over --devices: none, layer, vertical (mlp) or towers (cnn)")
       ->capture_default_str();
+  app->add_option("--pipeline", options->pipeline,
+                  "With --model mlp --split layer: micro-batches per batch through the stages");
+  app->add_option("--schedule", options->schedule,
+                  "With --pipeline: gpipe or 1f1b (default: 1f1b)");
   app->add_option("--cluster", options->cluster,
                   "Data-parallel: local:ps=P,worker=W (in this process) or a cluster JSON file");
   app->add_option("--job", options->job, "With a cluster file: this process's job")

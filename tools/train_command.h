@@ -6,7 +6,7 @@
 //                   [--batch N] [--steps N] [--epochs N] [--seed N] [--normalize]
 //                   [--checkpoint-dir DIR] [--logdir DIR] [--timeout-ms N] [--json]
 //                   [--model mlp|cnn|rnn] [--split none|layer|vertical|towers]
-//                   [--devices cpu=N[,gpu=M]]
+//                   [--devices cpu=N[,gpu=M]] [--pipeline M [--schedule gpipe|1f1b]]
 //                   [--cluster local:ps=P,worker=W | --cluster FILE --job worker --task I]
 //                   [--mode sync|async|ssp:S] [--replicas-to-aggregate N]
 //                   [--max-restarts N] [--checkpoint-every N] [--reconnect-timeout-ms N]
@@ -19,6 +19,12 @@
 // "model", "split", "devices" (the devices the parts ran on) and
 // "cross_device_bytes_per_step" (measured on the first step). --split needs a local
 // session: with --cluster only --model mlp --split none is taken for now.
+// --pipeline M (with --model mlp --split layer only) cuts each batch into M
+// micro-batches that flow through the layer split's stages (training/pipeline.h) in
+// --schedule order (default 1f1b); --batch must be a multiple of M. Checkpoints,
+// evaluation and predict are as without it. With --json the result adds "pipeline",
+// "schedule", "bubble_fraction" (the devices' mean idle share of one fully traced
+// steady-state step) and "bubble_fraction_theory" ((K-1)/(M+K-1) for K stages).
 //
 // With --cluster it trains the same model data-parallel on a cluster of ps and
 // worker tasks: see tools/train_cluster.h. The data and model flags are shared with
@@ -80,6 +86,10 @@ struct TrainCommandOptions {
   // (train_flags.h) gives a cnn or rnn its own defaults of the flags not given.
   std::string model = "mlp";
   std::string split = "none";
+  // > 0: pipelined micro-batches per batch (--pipeline), in the --schedule order
+  // (empty: not given, 1f1b).
+  int64_t pipeline = 0;
+  std::string schedule;
   // 0: the training file's largest label + 1.
   int64_t classes = 0;
   std::string optimizer = "adam";
@@ -97,6 +107,9 @@ struct TrainCommandOptions {
   // (tools/status_server.h) on 127.0.0.1, or on the task's host for a cluster file,
   // while a --cluster run trains.
   int status_port = -1;
+  // Without --cluster: a Chrome trace of one steady-state training step
+  // (kernels/chrome_trace.h) is written here (empty: none).
+  std::string trace_path;
   int64_t timeout_ms = 30000;
   bool json = false;
   // The local session's devices, "cpu=N[,gpu=M]" (ParseDeviceCounts); empty: one CPU

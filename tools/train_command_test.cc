@@ -163,6 +163,50 @@ TEST(TrainCommandTest, SplitsThatCannotRunAreUsageErrorsNamingTheDevices) {
   EXPECT_THAT(err3.str(), HasSubstr("--cluster trains only --model mlp --split none")) << err3.str();
 }
 
+TEST(TrainCommandTest, PipelinedLayerSplitTrainsTheDigitsAndReportsItsBubble) {
+  // 1437 rows in batches of 32: the epoch's last batch of 29 rows is cut into
+  // micro-batches at run time too.
+  TrainCommandOptions options;
+  options.train_path = TestDataFile("digits_training.csv");
+  options.test_path = TestDataFile("digits_test.csv");
+  options.normalize = true;
+  options.split = "layer";
+  options.devices = "cpu=2";
+  options.hidden = "64,64";
+  options.epochs = 1;
+  options.pipeline = 4;
+  options.schedule = "gpipe";
+  options.json = true;
+  std::ostringstream out, err;
+  ASSERT_EQ(TrainCommand(options, out, err, /*interactive=*/false), kExitOk) << err.str();
+  const nlohmann::json j = nlohmann::json::parse(out.str());
+  EXPECT_GE(j["accuracy"].get<double>(), 0.8) << out.str();
+  EXPECT_EQ(j["pipeline"], 4);
+  EXPECT_EQ(j["schedule"], "gpipe");
+  const double bubble = j["bubble_fraction"].get<double>();
+  EXPECT_GT(bubble, 0.0) << out.str();
+  EXPECT_LT(bubble, 1.0) << out.str();
+  EXPECT_DOUBLE_EQ(j["bubble_fraction_theory"].get<double>(), 1.0 / 5.0);
+  EXPECT_EQ(j["devices"].size(), 2u);
+}
+
+TEST(TrainCommandTest, PipelineFlagsThatCannotWorkAreUsageErrors) {
+  TrainCommandOptions uneven = ShortRun();
+  uneven.split = "layer";
+  uneven.devices = "cpu=2";
+  uneven.pipeline = 5;
+  std::ostringstream out, err;
+  EXPECT_EQ(TrainCommand(uneven, out, err, false), kExitUsageError);
+  EXPECT_THAT(err.str(), HasSubstr("--pipeline 5 --batch 32")) << err.str();
+  EXPECT_EQ(LineCount(err.str()), 1) << err.str();
+
+  TrainCommandOptions schedule_alone = ShortRun();
+  schedule_alone.schedule = "1f1b";
+  std::ostringstream out2, err2;
+  EXPECT_EQ(TrainCommand(schedule_alone, out2, err2, false), kExitUsageError);
+  EXPECT_THAT(err2.str(), HasSubstr("--schedule 1f1b")) << err2.str();
+}
+
 }  // namespace
 }  // namespace cli
 }  // namespace actorflow

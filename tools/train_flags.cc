@@ -12,6 +12,7 @@
 #include "training/feature_columns.h"
 #include "training/model_parallel.h"
 #include "training/optimizer.h"
+#include "training/pipeline.h"
 
 namespace actorflow {
 namespace cli {
@@ -128,6 +129,35 @@ Status CheckModelAndTrainingFlags(const TrainCommandOptions& options) {
   return Status::OK();
 }
 
+Status CheckPipelineFlags(const TrainCommandOptions& options) {
+  if (options.pipeline == 0) {
+    if (!options.schedule.empty()) {
+      return InvalidArgument("--schedule " + options.schedule +
+                             ": a schedule needs --pipeline M (the micro-batches per batch)");
+    }
+    return Status::OK();
+  }
+  const std::string pipeline = "--pipeline " + std::to_string(options.pipeline);
+  if (options.pipeline < 0) return InvalidArgument(pipeline + ": must be >= 1");
+  if (options.model != "mlp" || options.split != "layer") {
+    return InvalidArgument(pipeline + ": pipelines only --model mlp --split layer, got --model " +
+                           options.model + " --split " + options.split);
+  }
+  const std::string both = pipeline + " --batch " + std::to_string(options.batch);
+  if (options.pipeline > options.batch) {
+    return InvalidArgument(both + ": more micro-batches than rows in a batch; use --pipeline " +
+                           "at most " + std::to_string(options.batch));
+  }
+  if (options.batch % options.pipeline != 0) {
+    return InvalidArgument(both + ": --batch must be a multiple of --pipeline");
+  }
+  if (!options.schedule.empty()) {
+    StatusOr<PipelineSchedule> schedule = ParsePipelineSchedule(options.schedule);
+    if (!schedule.ok()) return InvalidArgument("--schedule: " + schedule.status().message());
+  }
+  return Status::OK();
+}
+
 StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOptions& options,
                                                           const TrainingData& data,
                                                           int64_t classes) {
@@ -148,6 +178,8 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
   model.model_dir = ResolveUserPath(options.checkpoint_dir);
   model.model = options.model;
   model.split = options.split;
+  model.pipeline_micro_batches = static_cast<int>(options.pipeline);
+  if (!options.schedule.empty()) model.pipeline_schedule = options.schedule;
   return model;
 }
 

@@ -64,10 +64,16 @@ StatusOr<std::vector<int64_t>> ParseHiddenUnits(const std::string& text,
 // rate; --split when the model has no such split, saying which it has).
 Status CheckModelAndTrainingFlags(const TrainCommandOptions& options);
 
+// --pipeline M and --schedule: M >= 1 only with --model mlp --split layer, M <= --batch
+// and dividing it, a known schedule, --schedule only with --pipeline. InvalidArgument
+// naming the flags and both numbers.
+Status CheckPipelineFlags(const TrainCommandOptions& options);
+
 // The classifier the flags describe on `data`: its feature columns (z-scored with
 // the training file's statistics under --normalize), --hidden, `classes` classes,
 // --optimizer, --lr, --seed, the label column, --timeout-ms, --model, --split and
-// --checkpoint-dir (resolved) as the model directory. The devices and the session
+// --checkpoint-dir (resolved) as the model directory, --pipeline and --schedule.
+// The devices and the session
 // factory are left to the caller.
 // Errors: ParseHiddenUnits's, NormalizedNumericColumns's.
 StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOptions& options,

@@ -66,6 +66,51 @@ TEST(CheckModelAndTrainingFlagsTest, EachBadValueNamesItsFlag) {
   }
 }
 
+TEST(CheckPipelineFlagsTest, APipelineOfTheMlpsLayerSplitWithADividedBatchPasses) {
+  TrainCommandOptions options;
+  EXPECT_TRUE(CheckPipelineFlags(options).ok());  // no --pipeline
+  options.split = "layer";
+  options.pipeline = 8;
+  options.batch = 32;
+  EXPECT_TRUE(CheckPipelineFlags(options).ok());
+  options.schedule = "gpipe";
+  EXPECT_TRUE(CheckPipelineFlags(options).ok());
+}
+
+TEST(CheckPipelineFlagsTest, EachBadCombinationNamesItsFlagsAndNumbers) {
+  struct Case {
+    void (*set)(TrainCommandOptions*);
+    std::string says;
+  };
+  const Case cases[] = {
+      {[](TrainCommandOptions* o) { o->split = "none"; },
+       "--pipeline 4: pipelines only --model mlp --split layer, got --model mlp --split none"},
+      {[](TrainCommandOptions* o) { o->model = "cnn"; },
+       "--pipeline 4: pipelines only --model mlp --split layer, got --model cnn"},
+      {[](TrainCommandOptions* o) { o->batch = 3; }, "--pipeline 4 --batch 3: more micro-batches"},
+      {[](TrainCommandOptions* o) { o->batch = 30; },
+       "--pipeline 4 --batch 30: --batch must be a multiple of --pipeline"},
+      {[](TrainCommandOptions* o) { o->pipeline = -2; }, "--pipeline -2: must be >= 1"},
+      {[](TrainCommandOptions* o) { o->schedule = "zigzag"; }, "--schedule: unknown pipeline"},
+      {[](TrainCommandOptions* o) {
+         o->pipeline = 0;
+         o->schedule = "gpipe";
+       },
+       "--schedule gpipe: a schedule needs --pipeline M"},
+  };
+  for (const Case& c : cases) {
+    TrainCommandOptions options;
+    options.split = "layer";
+    options.pipeline = 4;
+    options.batch = 32;
+    c.set(&options);
+    Status status = CheckPipelineFlags(options);
+    EXPECT_EQ(status.code(), Code::kInvalidArgument) << c.says;
+    EXPECT_THAT(status.message(), HasSubstr(c.says)) << status;
+    EXPECT_EQ(status.message().find('\n'), std::string::npos) << status;
+  }
+}
+
 TEST(AddModelAndDataFlagsTest, DeclaresTrainsFlagsWithTheirDefaults) {
   CLI::App app;
   TrainCommandOptions options;

@@ -9,6 +9,7 @@
 #include "training/checkpoint.h"
 #include "training/dnn_model.h"
 #include "training/model_parallel.h"
+#include "training/pipeline.h"
 #include "training/variables.h"
 
 namespace actorflow {
@@ -160,6 +161,7 @@ Status DNNClassifier::Build(bool for_training) {
                                                     options_.available_devices));
   devices_ = model.devices;
   Output loss = model.loss;
+  train_loss_ = kLoss;
 
   AF_ASSIGN_OR_RETURN(global_step_, CreateGlobalStep(root));
   if (for_training) {
@@ -169,7 +171,17 @@ Status DNNClassifier::Build(bool for_training) {
     } else {
       AF_ASSIGN_OR_RETURN(optimizer_, MakeOptimizer(options_.optimizer, options_.learning_rate));
     }
-    AF_RETURN_IF_ERROR(optimizer_->Minimize(root.WithOpName(kTrain), loss, global_step_).status());
+    if (options_.pipeline_micro_batches > 0) {
+      AF_ASSIGN_OR_RETURN(PipelinedMlp pipeline, BuildPipeline(model));
+      AF_RETURN_IF_ERROR(optimizer_
+                             ->ApplyGradients(root.WithOpName(kTrain), pipeline.grads_and_vars,
+                                              global_step_)
+                             .status());
+      train_loss_ = pipeline.loss.name();
+    } else {
+      AF_RETURN_IF_ERROR(
+          optimizer_->Minimize(root.WithOpName(kTrain), loss, global_step_).status());
+    }
     trainable_ = true;
   }
   GlobalVariablesInitializer(root.WithOpName(kInit));
@@ -178,6 +190,28 @@ Status DNNClassifier::Build(bool for_training) {
   // a prediction-only graph has only the model's, which a checkpoint of training has.
   AF_ASSIGN_OR_RETURN(saver_, Saver::Create(graph_.get(), SaverOptions()));
   return Status::OK();
+}
+
+StatusOr<PipelinedMlp> DNNClassifier::BuildPipeline(const DNNModel& model) {
+  const int micro_batches = options_.pipeline_micro_batches;
+  if (options_.model != "mlp" || options_.split != "layer") {
+    return InvalidArgument("DNNClassifier: pipeline_micro_batches " +
+                           std::to_string(micro_batches) + " needs model mlp with split layer, "
+                           "got model " + options_.model + " split " + options_.split);
+  }
+  PipelineParams params;
+  params.model.hidden_units = spec_.hidden_units;
+  params.model.n_classes = spec_.n_classes;
+  AF_ASSIGN_OR_RETURN(params.model.activation, ParseActivation(spec_.activation));
+  params.model.seed = options_.seed;
+  // The micro-batches are cut from each fed batch at run time; the smallest batch
+  // that splits into them is all the builder checks.
+  params.batch_rows = micro_batches;
+  params.micro_batches = micro_batches;
+  AF_ASSIGN_OR_RETURN(params.schedule, ParsePipelineSchedule(options_.pipeline_schedule));
+  params.devices = model.devices;
+  params.variables = model.variables;
+  return BuildPipelinedMlp(scope_.NewSubScope("pipeline"), model.inputs, model.labels, params);
 }
 
 Status DNNClassifier::PrepareModelDir() {
@@ -219,9 +253,11 @@ Status DNNClassifier::InitializeOrRestore(bool require_checkpoint) {
 
 Status DNNClassifier::RunStep(const FeedList& feeds, const std::vector<std::string>& fetches,
                               const std::vector<std::string>& targets,
-                              std::vector<Tensor>* outputs, RunMetadata* metadata) {
+                              std::vector<Tensor>* outputs, RunMetadata* metadata,
+                              bool trace) {
   RunOptions run_options;
   run_options.timeout_in_ms = options_.timeout_in_ms;
+  if (trace) run_options.trace_level = RunOptions::TraceLevel::kFullTrace;
   std::vector<Tensor> unused;
   return session_->Run(run_options, feeds, fetches, targets, outputs ? outputs : &unused,
                        metadata);
@@ -286,11 +322,15 @@ StatusOr<TrainResult> DNNClassifier::Train(const InputFn& input_fn, int64_t step
     AF_RETURN_IF_ERROR(next);
     AF_ASSIGN_OR_RETURN(FeedList feeds, MakeFeeds(batch, result.steps, /*with_labels=*/true));
     std::vector<Tensor> out;
-    // The first step reports its cross-device traffic; the others skip that work.
+    // The first step reports its cross-device traffic; with trace_step the first
+    // three are traced and the last of them kept (the first builds the executors);
+    // the others skip that work.
+    const bool traced = options_.trace_step && result.steps < 3;
     RunMetadata metadata;
-    Status step =
-        RunStep(feeds, {kLoss}, {kTrain}, &out, result.steps == 0 ? &metadata : nullptr);
-    if (step.ok() && result.steps == 0) result.step_transfers = std::move(metadata.transfers);
+    Status step = RunStep(feeds, {train_loss_}, {kTrain}, &out,
+                          result.steps == 0 || traced ? &metadata : nullptr, traced);
+    if (step.ok() && result.steps == 0) result.step_transfers = metadata.transfers;
+    if (step.ok() && traced) result.traced_step = std::move(metadata);
     if (!step.ok())
       return step.WithContext("training step " + std::to_string(result.global_step + 1));
     ++result.steps;

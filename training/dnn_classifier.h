@@ -51,6 +51,8 @@
 namespace actorflow {
 
 class Saver;
+struct DNNModel;
+struct PipelinedMlp;
 
 // Opens the session that runs a classifier's graph (e.g. NewSession with target ""
 // for the actor runtime). The graph outlives the session.
@@ -94,6 +96,16 @@ struct DNNClassifierOptions {
   std::vector<std::string> devices;
   // When not empty, the devices that exist: every entry of `devices` must be one.
   std::vector<std::string> available_devices;
+  // Pipeline parallelism (training/pipeline.h), for model "mlp" with split "layer"
+  // only: when > 0, Train cuts each batch into this many micro-batches that flow
+  // through the stages on `devices` in `pipeline_schedule` order ("gpipe" or
+  // "1f1b"), training the model's own variables, so checkpoints, Evaluate and
+  // Predict are as without it.
+  int pipeline_micro_batches = 0;
+  std::string pipeline_schedule = "1f1b";
+  // Train fully traces a steady-state step (the third of each call, or its last when
+  // it runs fewer) into TrainResult::traced_step.
+  bool trace_step = false;
 };
 
 // One training step's outcome, for progress reports.
@@ -111,6 +123,9 @@ struct TrainResult {
   // What the first step of this call moved between devices (RunMetadata::transfers):
   // every step moves the same tensors, a shorter last batch fewer bytes.
   std::vector<CrossDeviceTransfer> step_transfers;
+  // With DNNClassifierOptions::trace_step: the traced step's RunMetadata (node stats
+  // per device, Send/Recv, clock offsets; kernels/chrome_trace.h writes it).
+  RunMetadata traced_step;
 };
 
 struct EvalResult {
@@ -187,11 +202,14 @@ class DNNClassifier {
   // Prepares the model directory for training: creates it, checks its model.json
   // against this model and writes it.
   Status PrepareModelDir();
+  // The pipelined mlp of options_.pipeline_micro_batches over the model's variables.
+  StatusOr<PipelinedMlp> BuildPipeline(const DNNModel& model);
   // Checks a batch and makes the feeds. with_labels: the labels are checked and fed.
   StatusOr<FeedList> MakeFeeds(const Element& batch, int64_t batch_index, bool with_labels) const;
+  // trace: RunOptions::kFullTrace (with a `metadata` to fill).
   Status RunStep(const FeedList& feeds, const std::vector<std::string>& fetches,
                  const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
-                 RunMetadata* metadata = nullptr);
+                 RunMetadata* metadata = nullptr, bool trace = false);
 
   DNNClassifierOptions options_;
   DNNModelSpec spec_;
@@ -200,6 +218,8 @@ class DNNClassifier {
   std::vector<std::string> devices_;
   Output global_step_;      // int64 [], the Variable
   bool trainable_ = false;  // the graph has the train op
+  // The loss Train fetches: the model's, or the pipelined one's.
+  std::string train_loss_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<Saver> saver_;
   // The global step of the newest checkpoint written or restored; -1: none.

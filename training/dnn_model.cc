@@ -37,6 +37,7 @@ StatusOr<DNNModel> BuildDNNModel(const Scope& root, const DNNModelSpec& spec, ui
   model.labels = Placeholder(input.WithOpName(kDNNLabels), DType::kInt32, Shape{-1});
   if (!root.ok()) return root.status();
   AF_ASSIGN_OR_RETURN(Output x, InputLayer(input, spec.feature_columns, model.features));
+  model.inputs = x;
 
   ModelParallelParams params;
   params.hidden_units = spec.hidden_units;

@@ -49,6 +49,7 @@ inline constexpr char kDNNLoss[] = "loss";
 struct DNNModel {
   Output features;      // float32 [?, F]
   Output labels;        // int32 [?]
+  Output inputs;        // float32 [?, F], the input layer's output: what the network reads
   Output logits;        // float32 [?, C]
   Output probabilities; // float32 [?, C]
   Output class_ids;     // int64 [?]

@@ -53,7 +53,6 @@ class PipelineBuilder {
     AF_RETURN_IF_ERROR(MakeLayers(num_features));
     stages_ = static_cast<int>(result_.stage_devices.size());
     const int m_count = params_.micro_batches;
-    sizes_ = MicroBatchSizes(params_.batch_rows, m_count);
     stage_out_.assign(stages_, std::vector<Output>(m_count));
     stage_in_.assign(stages_, std::vector<Output>(m_count));
     input_grad_.assign(stages_, std::vector<Output>(m_count));
@@ -71,6 +70,12 @@ class PipelineBuilder {
     const int layers = static_cast<int>(model.hidden_units.size()) + 1;
     const int used = std::min<int>(layers, static_cast<int>(params_.devices.size()));
     for (int s = 0; s < used; ++s) result_.stage_devices.push_back(params_.devices[s]);
+    if (!params_.variables.empty() &&
+        params_.variables.size() != static_cast<size_t>(2 * layers)) {
+      return InvalidArgument("pipelined mlp: " + std::to_string(params_.variables.size()) +
+                             " variables given for " + std::to_string(layers) +
+                             " layers; give a kernel and a bias per layer");
+    }
     int64_t fan_in = num_features;
     for (int i = 0; i < layers; ++i) {
       const bool logits = i + 1 == layers;
@@ -83,19 +88,30 @@ class PipelineBuilder {
       layer.name = logits ? "logits" : "hiddenlayer_" + std::to_string(i);
       layer.stage = i * used / layers;  // as SpreadDevice spreads the layer split
       layer.activation = logits ? Activation::kNone : model.activation;
-      // As Dense makes them, so that the weights start like the unpipelined mlp's.
-      const Scope s = OnDevice(dnn_, result_.stage_devices[layer.stage]).NewSubScope(layer.name);
-      const double stddev = std::sqrt(2.0 / static_cast<double>(fan_in + units));
-      Output initial = TruncatedNormal(s, Shape{fan_in, units}, DType::kFloat32,
-                                       ModelLayerSeed(model.seed, i), 0.0, stddev);
-      AF_ASSIGN_OR_RETURN(layer.kernel, CreateVariable(s, "kernel", initial));
-      AF_ASSIGN_OR_RETURN(layer.bias,
-                          CreateVariable(s, "bias", Tensor(DType::kFloat32, Shape{units})));
+      if (!params_.variables.empty()) {
+        layer.kernel = params_.variables[2 * i];
+        layer.bias = params_.variables[2 * i + 1];
+      } else {
+        AF_RETURN_IF_ERROR(MakeVariables(layer, i, fan_in, units));
+      }
       result_.variables.push_back(layer.kernel);
       result_.variables.push_back(layer.bias);
       layers_.push_back(layer);
       fan_in = units;
     }
+    return Status();
+  }
+
+  // Layer i's kernel [fan_in, units] and bias [units], as Dense makes them, so that
+  // the weights start like the unpipelined mlp's.
+  Status MakeVariables(PipelineLayer& layer, int i, int64_t fan_in, int64_t units) {
+    const Scope s = OnDevice(dnn_, result_.stage_devices[layer.stage]).NewSubScope(layer.name);
+    const double stddev = std::sqrt(2.0 / static_cast<double>(fan_in + units));
+    Output initial = TruncatedNormal(s, Shape{fan_in, units}, DType::kFloat32,
+                                     ModelLayerSeed(params_.model.seed, i), 0.0, stddev);
+    AF_ASSIGN_OR_RETURN(layer.kernel, CreateVariable(s, "kernel", initial));
+    AF_ASSIGN_OR_RETURN(layer.bias,
+                        CreateVariable(s, "bias", Tensor(DType::kFloat32, Shape{units})));
     return Status();
   }
 
@@ -154,12 +170,10 @@ class PipelineBuilder {
 
   Status Forward(const Scope& group, int s, int m) {
     const Scope micro = group.NewSubScope("micro_" + std::to_string(m));
-    int64_t begin = 0;
-    for (int i = 0; i < m; ++i) begin += sizes_[i];
-    // The last micro-batch takes the rows to the end: a batch fed with more rows than
-    // batch_rows still counts every row (a smaller one fails in the Slice kernels).
-    const int64_t rows = m + 1 == params_.micro_batches ? -1 : sizes_[m];
-    Output h = s == 0 ? Slice(micro.WithOpName("features"), x_, {begin, 0}, {rows, -1})
+    // The micro-batch's rows are cut from the fed batch's row count at run time, so
+    // one graph takes full batches and an epoch's short last batch alike.
+    const int64_t parts = params_.micro_batches;
+    Output h = s == 0 ? EvenSplitPart(micro.WithOpName("features"), x_, m, parts)
                       : stage_out_[s - 1][m];
     stage_in_[s][m] = h;
     for (const PipelineLayer& layer : layers_) {
@@ -174,7 +188,7 @@ class PipelineBuilder {
       if (!batch_rows_.valid()) {
         batch_rows_ = Cast(group.WithOpName("batch_rows"), Size(group, labels_), DType::kFloat32);
       }
-      Output labels = Slice(micro.WithOpName("labels"), labels_, {begin}, {rows});
+      Output labels = EvenSplitPart(micro.WithOpName("labels"), labels_, m, parts);
       Output per_example = SparseSoftmaxCrossEntropyWithLogits(micro, h, labels).loss;
       losses_[m] = Div(micro.WithOpName("loss"), Sum(micro, per_example), batch_rows_);
     }
@@ -231,7 +245,6 @@ class PipelineBuilder {
   const Output labels_;
   const PipelineParams& params_;
   int stages_ = 0;
-  std::vector<int64_t> sizes_;
   std::vector<PipelineLayer> layers_;
   // [stage][micro-batch]: the stage's input and output activations, and the gradient
   // of its input (what the previous stage's backward starts from).

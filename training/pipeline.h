@@ -4,7 +4,7 @@
 // layers that SpreadDevice puts on devices[s]; its activations cross devices through
 // the runtime's Send/Recv), and the optimizer applies once per batch.
 //
-//   x [B, F] -> Slice -> x_m [B_m, F] -> stage 0 .. stage K-1 -> logits_m [B_m, C]
+//   x [B, F] -> EvenSplitPart -> x_m [B_m, F] -> stage 0 .. K-1 -> logits_m [B_m, C]
 //   loss = sum_m sum(cross_entropy(logits_m, labels_m)) / B   (the batch mean,
 //          also when the micro-batches differ in size)
 //
@@ -73,12 +73,17 @@ std::vector<PipelineWork> PipelineOrder(PipelineSchedule schedule, int stage, in
 
 struct PipelineParams {
   ModelParallelParams model;  // the mlp's hidden units, classes, activation, seed
-  // The rows of the batches fed (x may say ?; the slices are fixed in the graph).
+  // The rows of a full batch (x may say ?). Only checked against micro_batches: the
+  // micro-batches are cut from the fed batch's rows at run time.
   int64_t batch_rows = 0;
   int micro_batches = 1;
   PipelineSchedule schedule = PipelineSchedule::k1F1B;
   // Stage devices, in order (the layer split's devices); distinct, at least one.
   std::vector<std::string> devices;
+  // When not empty, the mlp's existing Variables to train (each layer's kernel then
+  // bias, input side first, as BuildMlp makes them: a classifier's model), used
+  // instead of new ones; 2 per layer.
+  std::vector<Output> variables;
 };
 
 struct PipelinedMlp {
@@ -95,14 +100,13 @@ struct PipelinedMlp {
 };
 
 // Builds the pipelined mlp under `scope` ("<scope>/dnn/...", "<scope>/loss"): x
-// float32 [B or ?, F], labels int32 [B or ?]. The micro-batches have
-// MicroBatchSizes(batch_rows, micro_batches) rows, fixed in the graph (the last one
-// takes any rows beyond batch_rows); a batch of fewer rows fails in a Slice kernel,
-// so a last partial batch of an epoch needs its own graph (with its own batch_rows)
-// or to be dropped. Errors: InvalidArgument naming both numbers for micro_batches
+// float32 [B or ?, F], labels int32 [B or ?]. A fed batch of n rows is cut at run
+// time into micro-batches of MicroBatchSizes(n, micro_batches) rows (EvenSplitPart),
+// so a short last batch of an epoch runs through the same graph; the loss divides by
+// n. Errors: InvalidArgument naming both numbers for micro_batches
 // < 1 or > batch_rows (divisibility is the caller's to check, CheckPipelineBatch);
-// for no or repeated devices, or for the mlp parameters BuildMlp rejects; builder
-// errors naming the node.
+// for no or repeated devices, for `variables` not 2 per layer, or for the mlp
+// parameters BuildMlp rejects; builder errors naming the node.
 StatusOr<PipelinedMlp> BuildPipelinedMlp(const Scope& scope, const Output& x,
                                          const Output& labels, const PipelineParams& params);
 

@@ -1,6 +1,7 @@
-// CPU kernels of ConcatV2 and Slice. Both copy whole contiguous runs with memcpy, so
+// CPU kernels of ConcatV2, Slice and EvenSplitPart. Both copy whole contiguous runs with memcpy, so
 // they are dtype-agnostic byte movers; shapes are validated at run time because they
 // may be unknown when the graph is built.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -163,10 +164,50 @@ class SliceKernel : public Kernel {
   const std::vector<int64_t> size_;
 };
 
+// Input: x [n, ...]. Output: part `index` of `parts` of x's rows, cut as evenly as
+// possible with the larger parts first (graph/ops.h): one contiguous run.
+template <typename T>
+class EvenSplitPartKernel : public Kernel {
+ public:
+  explicit EvenSplitPartKernel(const Node& node)
+      : Kernel(node), index_(node.attr<int64_t>("index")), parts_(node.attr<int64_t>("parts")) {}
+
+  void Compute(KernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    if (x.rank() < 1) {
+      ctx->Fail(Code::kInvalidArgument, "EvenSplitPart needs an input of rank >= 1, got " +
+                                            x.shape().ToString());
+      return;
+    }
+    const int64_t rows = x.dim(0);
+    const int64_t base = rows / parts_;
+    const int64_t extra = rows % parts_;
+    const int64_t begin = index_ * base + std::min(index_, extra);
+    const int64_t size = base + (index_ < extra ? 1 : 0);
+    if (size == rows) {
+      ctx->set_output(0, x);
+      return;
+    }
+    std::vector<int64_t> dims = x.shape().dims();
+    dims[0] = size;
+    Tensor& out = ctx->allocate_output(0, Shape(dims));
+    if (out.NumElements() == 0) return;
+    const size_t row_bytes = static_cast<size_t>(x.NumElements() / rows) * DTypeSize(x.dtype());
+    std::memcpy(out.raw_data(), static_cast<const char*>(x.raw_data()) + begin * row_bytes,
+                size * row_bytes);
+  }
+
+ private:
+  const int64_t index_;
+  const int64_t parts_;
+};
+
 const CpuKernelRegistrations<ConcatV2Kernel, float, double, int32_t, int64_t, bool> reg_concat(
     "ConcatV2");
 const CpuKernelRegistrations<SliceKernel, float, double, int32_t, int64_t, bool> reg_slice(
     "Slice");
+const CpuKernelRegistrations<EvenSplitPartKernel, float, double, int32_t, int64_t, bool>
+    reg_even_split_part("EvenSplitPart");
 
 }  // namespace
 }  // namespace cpu
