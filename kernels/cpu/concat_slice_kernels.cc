@@ -1,6 +1,6 @@
-// CPU kernels of ConcatV2, Slice and EvenSplitPart. Both copy whole contiguous runs with memcpy, so
-// they are dtype-agnostic byte movers; shapes are validated at run time because they
-// may be unknown when the graph is built.
+// CPU kernels of ConcatV2, Slice and EvenSplitPart. They copy whole contiguous runs
+// with memcpy, so they are dtype-agnostic byte movers; shapes are validated at run
+// time because they may be unknown when the graph is built.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
