@@ -35,17 +35,6 @@ inline void Gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda
               n, k, 1.0, a, lda, b, ldb, beta, c, n);
 }
 
-WindowAttrs ConvAttrsOf(const Node& node, int64_t k_h, int64_t k_w) {
-  const auto& strides = node.attr<std::vector<int64_t>>("strides");
-  WindowAttrs a;
-  a.k_h = k_h;
-  a.k_w = k_w;
-  a.stride_h = strides[1];
-  a.stride_w = strides[2];
-  a.same = node.attr<std::string>("padding") == "SAME";
-  return a;
-}
-
 // Fills `patches` [OH*OW, KH*KW*C] from one image [H,W,C].
 template <typename T>
 void Im2Col(const WindowGeometry& g, const T* image, T* patches) {
@@ -92,42 +81,16 @@ void Col2ImAdd(const WindowGeometry& g, const T* patches, T* image) {
   }
 }
 
-// A 1x1 window at stride 1 (never padded): the patch matrix of an image is the image
-// itself, so the gemms read and write the image buffers directly.
-bool IsPointwise(const WindowGeometry& g) {
-  return g.k_h == 1 && g.k_w == 1 && g.stride_h == 1 && g.stride_w == 1;
-}
-
-// Validates input [N,H,W,C] against filter [KH,KW,C,O] (and out_backprop when given)
-// and computes the geometry; false after failing the context.
-bool ConvGeometry(KernelContext* ctx, const Node& node, const Shape& input, const Shape& filter,
-                  const Tensor* out_backprop, WindowGeometry* g) {
-  if (filter.rank() != 4 || input.rank() != 4) {
-    ctx->Fail(Code::kInvalidArgument, "needs input [N,H,W,C] and filter [KH,KW,C,O], got " +
-                                          input.ToString() + " and " + filter.ToString());
-    return false;
-  }
-  if (input.dim(3) != filter.dim(2)) {
-    ctx->Fail(Code::kInvalidArgument, "input " + input.ToString() + " has " +
-                                          std::to_string(input.dim(3)) +
-                                          " channels but filter " + filter.ToString() +
-                                          " expects " + std::to_string(filter.dim(2)));
-    return false;
-  }
-  StatusOr<WindowGeometry> geometry =
-      ComputeWindowGeometry(input, ConvAttrsOf(node, filter.dim(0), filter.dim(1)));
+// ConvGeometry (window_geometry.h), and every gemm dimension within BLAS's int; false
+// after failing the context.
+bool CheckConvGeometry(KernelContext* ctx, const Node& node, const Shape& input,
+                       const Shape& filter, const Tensor* out_backprop, WindowGeometry* g) {
+  StatusOr<WindowGeometry> geometry = ConvGeometry(node, input, filter, out_backprop);
   if (!geometry.ok()) {
     ctx->Fail(Code::kInvalidArgument, geometry.status().message());
     return false;
   }
   *g = *geometry;
-  const Shape expected{g->batch, g->out_h, g->out_w, filter.dim(3)};
-  if (out_backprop != nullptr && out_backprop->shape() != expected) {
-    ctx->Fail(Code::kInvalidArgument, "out_backprop " + out_backprop->shape().ToString() +
-                                          " is not the convolution's output shape " +
-                                          expected.ToString());
-    return false;
-  }
   for (int64_t d : {g->out_h * g->out_w, g->k_h * g->k_w * g->channels, filter.dim(3)}) {
     if (d > INT_MAX) {
       ctx->Fail(Code::kInvalidArgument, "dimension " + std::to_string(d) +
@@ -160,7 +123,7 @@ class Conv2DKernel : public Kernel {
     const Tensor& input = ctx->input(0);
     const Tensor& filter = ctx->input(1);
     WindowGeometry g;
-    if (!ConvGeometry(ctx, node(), input.shape(), filter.shape(), nullptr, &g)) return;
+    if (!CheckConvGeometry(ctx, node(), input.shape(), filter.shape(), nullptr, &g)) return;
     const int64_t out_c = filter.dim(3);
     // An empty input and an empty filter can still make huge output dims.
     Tensor* allocated = AllocateCheckedOutput(ctx, 0, Shape{g.batch, g.out_h, g.out_w, out_c});
@@ -195,7 +158,7 @@ class Conv2DBackpropInputKernel : public Kernel {
     const Tensor& filter = ctx->input(1);
     const Tensor& dy = ctx->input(2);
     WindowGeometry g;
-    if (!ConvGeometry(ctx, node(), input_shape, filter.shape(), &dy, &g)) return;
+    if (!CheckConvGeometry(ctx, node(), input_shape, filter.shape(), &dy, &g)) return;
     Tensor* allocated = AllocateCheckedOutput(ctx, 0, input_shape);  // zero-filled
     if (allocated == nullptr) return;
     Tensor& dx = *allocated;
@@ -230,7 +193,7 @@ class Conv2DBackpropFilterKernel : public Kernel {
     if (!SizesInput(ctx, 1, "filter_sizes", &filter_shape)) return;
     const Tensor& dy = ctx->input(2);
     WindowGeometry g;
-    if (!ConvGeometry(ctx, node(), input.shape(), filter_shape, &dy, &g)) return;
+    if (!CheckConvGeometry(ctx, node(), input.shape(), filter_shape, &dy, &g)) return;
     Tensor* allocated = AllocateCheckedOutput(ctx, 0, filter_shape);  // zero-filled
     if (allocated == nullptr) return;
     Tensor& df = *allocated;

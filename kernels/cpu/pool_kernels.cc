@@ -16,18 +16,6 @@ namespace actorflow {
 namespace cpu {
 namespace {
 
-WindowAttrs PoolAttrsOf(const Node& node) {
-  const auto& ksize = node.attr<std::vector<int64_t>>("ksize");
-  const auto& strides = node.attr<std::vector<int64_t>>("strides");
-  WindowAttrs a;
-  a.k_h = ksize[1];
-  a.k_w = ksize[2];
-  a.stride_h = strides[1];
-  a.stride_w = strides[2];
-  a.same = node.attr<std::string>("padding") == "SAME";
-  return a;
-}
-
 bool PoolGeometry(KernelContext* ctx, const Shape& input, WindowGeometry* g) {
   StatusOr<WindowGeometry> geometry = ComputeWindowGeometry(input, PoolAttrsOf(ctx->node()));
   if (!geometry.ok()) {

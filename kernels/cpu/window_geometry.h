@@ -71,6 +71,52 @@ inline StatusOr<WindowGeometry> ComputeWindowGeometry(const Shape& input_shape,
   return g;
 }
 
+// The window of a Conv2D (or backprop) node with a kh x kw filter, and of a pooling
+// node (its ksize), from the nodes' strides and padding attrs.
+inline WindowAttrs ConvAttrsOf(const Node& node, int64_t k_h, int64_t k_w) {
+  const auto& strides = node.attr<std::vector<int64_t>>("strides");
+  WindowAttrs a;
+  a.k_h = k_h;
+  a.k_w = k_w;
+  a.stride_h = strides[1];
+  a.stride_w = strides[2];
+  a.same = node.attr<std::string>("padding") == "SAME";
+  return a;
+}
+
+inline WindowAttrs PoolAttrsOf(const Node& node) {
+  const auto& ksize = node.attr<std::vector<int64_t>>("ksize");
+  return ConvAttrsOf(node, ksize[1], ksize[2]);
+}
+
+// Validates input [N,H,W,C] against filter [KH,KW,C,O] (and out_backprop when given)
+// and computes the convolution's geometry; InvalidArgument saying what disagrees.
+inline StatusOr<WindowGeometry> ConvGeometry(const Node& node, const Shape& input,
+                                             const Shape& filter, const Tensor* out_backprop) {
+  if (filter.rank() != 4 || input.rank() != 4) {
+    return InvalidArgument("needs input [N,H,W,C] and filter [KH,KW,C,O], got " +
+                           input.ToString() + " and " + filter.ToString());
+  }
+  if (input.dim(3) != filter.dim(2)) {
+    return InvalidArgument("input " + input.ToString() + " has " +
+                           std::to_string(input.dim(3)) + " channels but filter " +
+                           filter.ToString() + " expects " + std::to_string(filter.dim(2)));
+  }
+  AF_ASSIGN_OR_RETURN(WindowGeometry g, ComputeWindowGeometry(
+                                            input, ConvAttrsOf(node, filter.dim(0), filter.dim(1))));
+  const Shape expected{g.batch, g.out_h, g.out_w, filter.dim(3)};
+  if (out_backprop != nullptr && out_backprop->shape() != expected) {
+    return InvalidArgument("out_backprop " + out_backprop->shape().ToString() +
+                           " is not the convolution's output shape " + expected.ToString());
+  }
+  return g;
+}
+
+// A 1x1 window at stride 1 (never padded): an image is its own patch matrix.
+inline bool IsPointwise(const WindowGeometry& g) {
+  return g.k_h == 1 && g.k_w == 1 && g.stride_h == 1 && g.stride_w == 1;
+}
+
 // The 4 non-negative dims held by a size input (int32 or int64, shape [4]).
 inline StatusOr<Shape> SizesFromTensor(const Tensor& t, const std::string& what) {
   if (t.rank() != 1 || t.NumElements() != 4 ||

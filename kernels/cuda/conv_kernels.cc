@@ -25,44 +25,8 @@ namespace {
 // The device memory that one chunk's patch matrix may take.
 constexpr int64_t kPatchBudgetBytes = int64_t{256} << 20;
 
-cpu::WindowAttrs ConvAttrsOf(const Node& node, int64_t k_h, int64_t k_w) {
-  const auto& strides = node.attr<std::vector<int64_t>>("strides");
-  cpu::WindowAttrs a;
-  a.k_h = k_h;
-  a.k_w = k_w;
-  a.stride_h = strides[1];
-  a.stride_w = strides[2];
-  a.same = node.attr<std::string>("padding") == "SAME";
-  return a;
-}
-
-// Validates input [N,H,W,C] against filter [KH,KW,C,O] (and out_backprop when given)
-// and computes the geometry.
-StatusOr<cpu::WindowGeometry> ConvGeometry(const Node& node, const Shape& input,
-                                           const Shape& filter, const Tensor* out_backprop) {
-  if (filter.rank() != 4 || input.rank() != 4) {
-    return InvalidArgument("needs input [N,H,W,C] and filter [KH,KW,C,O], got " +
-                           input.ToString() + " and " + filter.ToString());
-  }
-  if (input.dim(3) != filter.dim(2)) {
-    return InvalidArgument("input " + input.ToString() + " has " +
-                           std::to_string(input.dim(3)) + " channels but filter " +
-                           filter.ToString() + " expects " + std::to_string(filter.dim(2)));
-  }
-  AF_ASSIGN_OR_RETURN(cpu::WindowGeometry g,
-                      cpu::ComputeWindowGeometry(input, ConvAttrsOf(node, filter.dim(0),
-                                                                    filter.dim(1))));
-  const Shape expected{g.batch, g.out_h, g.out_w, filter.dim(3)};
-  if (out_backprop != nullptr && out_backprop->shape() != expected) {
-    return InvalidArgument("out_backprop " + out_backprop->shape().ToString() +
-                           " is not the convolution's output shape " + expected.ToString());
-  }
-  return g;
-}
-
-bool IsPointwise(const cpu::WindowGeometry& g) {
-  return g.k_h == 1 && g.k_w == 1 && g.stride_h == 1 && g.stride_w == 1;
-}
+using cpu::ConvGeometry;
+using cpu::IsPointwise;
 
 // The images per chunk: as many as keep the patches within kPatchBudgetBytes, >= 1.
 int64_t ImagesPerChunk(const cpu::WindowGeometry& g, size_t element_size) {

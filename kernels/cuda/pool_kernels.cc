@@ -14,17 +14,7 @@ namespace actorflow {
 namespace gpu {
 namespace {
 
-cpu::WindowAttrs PoolAttrsOf(const Node& node) {
-  const auto& ksize = node.attr<std::vector<int64_t>>("ksize");
-  const auto& strides = node.attr<std::vector<int64_t>>("strides");
-  cpu::WindowAttrs a;
-  a.k_h = ksize[1];
-  a.k_w = ksize[2];
-  a.stride_h = strides[1];
-  a.stride_w = strides[2];
-  a.same = node.attr<std::string>("padding") == "SAME";
-  return a;
-}
+using cpu::PoolAttrsOf;
 
 Shape PooledShape(const cpu::WindowGeometry& g) {
   return Shape{g.batch, g.out_h, g.out_w, g.channels};
