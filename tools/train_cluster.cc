@@ -365,14 +365,19 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   TrainSummaries summaries(ResolveUserPath(options.logdir), options.batch, options.learning_rate,
                            warnings);
   StatusBoard board("actorflow train --cluster " + options.cluster + " --mode " + options.mode);
-  const auto report_progress = [&printer, &bars, &summaries, &board](const WorkerProgress& p) {
+  // The board is only fed while a status page serves it: no work per step otherwise.
+  const bool live_status = options.status_port >= 0;
+  const auto report_progress = [&printer, &bars, &summaries, &board,
+                                live_status](const WorkerProgress& p) {
     if (bars != nullptr) {
       bars->Report(p);
     } else {
       printer.Report(p);
     }
     summaries.Progress(p.worker, p.step, p.planned_steps, p.loss);
-    board.Step(p.worker, p.step, p.planned_steps, p.loss, p.global_step, p.applied);
+    if (live_status) {
+      board.Step(p.worker, p.step, p.planned_steps, p.loss, p.global_step, p.applied);
+    }
   };
 
   ClusterSpec cluster;

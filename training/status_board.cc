@@ -47,11 +47,17 @@ void StatusBoard::Step(int worker, int64_t step, int64_t planned_steps, double l
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ == "starting") state_ = "running";
   Worker& w = workers_[worker];
-  if (!w.member && w.step == 0) {
-    w.first = now;
-    w.first_step = step;
+  if (!w.member) {  // its first step, or back after WorkerDone
+    if (w.step == 0) {
+      w.first = now;
+      w.first_step = step;
+    }
+    w.member = true;
+    const std::string name = WorkerName(worker);
+    for (Task& t : tasks_) {
+      if (t.name == name) t.health = "up";
+    }
   }
-  w.member = true;
   w.step = step;
   w.planned_steps = planned_steps;
   w.loss = loss;
@@ -66,10 +72,6 @@ void StatusBoard::Step(int worker, int64_t step, int64_t planned_steps, double l
       w.points = std::move(kept);
       w.point_every *= 2;
     }
-  }
-  const std::string name = WorkerName(worker);
-  for (Task& t : tasks_) {
-    if (t.name == name) t.health = "up";
   }
 }
 
