@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include "kernels/gpu_runtime.h"
+#include "placement/device_name.h"
 #include "tools/did_you_mean.h"
 
 namespace actorflow {
@@ -151,6 +153,29 @@ StatusOr<std::map<std::string, int>> ParseLocalClusterFlag(const std::string& cl
   StatusOr<std::map<std::string, int>> shape = ParseLocalClusterShape(cluster);
   if (!shape.ok()) return InvalidArgument("--cluster: " + shape.status().message());
   return shape;
+}
+
+std::vector<std::string> LocalDeviceNames(const std::map<std::string, int>& device_count) {
+  int cpus = 1;
+  int gpus = GpuDeviceCount();
+  bool gpus_named = false;
+  for (const auto& [type, count] : device_count) {
+    if (type == "CPU") cpus = count;
+    if (type == "GPU") {
+      gpus = std::min(gpus, count);
+      gpus_named = count > 0;
+    }
+  }
+  std::vector<std::string> names;
+  auto add = [&names](const char* type, int count) {
+    for (int i = 0; i < count; ++i) {
+      names.push_back(std::string(kLocalTaskName) + "/device:" + type + ":" + std::to_string(i));
+    }
+  };
+  if (gpus_named) add("GPU", gpus);
+  add("CPU", cpus);
+  if (!gpus_named) add("GPU", gpus);
+  return names;
 }
 
 }  // namespace cli

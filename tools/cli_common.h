@@ -95,6 +95,12 @@ Status CheckTimeoutMs(int64_t timeout_ms);
 // default. InvalidArgument quoting the flag for a bad or repeated entry or no CPU.
 StatusOr<std::map<std::string, int>> ParseDeviceCounts(const std::string& text);
 
+// The full names of the devices of a local session with `device_count` (as
+// ParseDeviceCounts gives it), in the order a --split uses them: GPU:0.. first when
+// device_count names GPUs (capped by the GPUs found), then CPU:0.., all of
+// /job:localhost/replica:0/task:0. Without GPUs named: CPU:0.. then every GPU found.
+std::vector<std::string> LocalDeviceNames(const std::map<std::string, int>& device_count);
+
 // Whether a --cluster value is the "local:JOB=N,..." shorthand of a cluster started
 // in this process; any other value names a cluster spec file (LoadClusterFile).
 bool IsLocalCluster(const std::string& cluster);

@@ -64,24 +64,17 @@ class TempFile {
 StatusOr<PlacerOptions> LocalDevices(const GraphCommandOptions& options, std::ostream& err) {
   AF_ASSIGN_OR_RETURN(auto counts, ParseDeviceCounts(options.devices));
   const int found = GpuDeviceCount();
-  int cpus = 1, gpus = found;
-  if (counts.count("CPU")) cpus = counts.at("CPU");
-  if (counts.count("GPU")) {
-    gpus = std::min(found, counts.at("GPU"));
-    if (counts.at("GPU") > found) {
-      err << "note: --devices asks for " << counts.at("GPU") << " GPU(s); this process finds "
-          << found << " (" << DescribeGpus() << ")\n";
-    }
+  if (counts.count("GPU") && counts.at("GPU") > found) {
+    err << "note: --devices asks for " << counts.at("GPU") << " GPU(s); this process finds "
+        << found << " (" << DescribeGpus() << ")\n";
   }
   PlacerOptions placer;
-  for (int i = 0; i < cpus + gpus; ++i) {
-    const bool gpu = i >= cpus;
-    const std::string type = gpu ? "GPU" : "CPU";
-    placer.devices.push_back(DeviceInfo{
-        std::string(kLocalTaskName) + "/device:" + type + ":" + std::to_string(gpu ? i - cpus : i),
-        type});
+  for (const std::string& name : LocalDeviceNames(counts)) {
+    const std::string type = name.find("/device:GPU:") != std::string::npos ? "GPU" : "CPU";
+    placer.devices.push_back(DeviceInfo{name, type});
+    if (type == "GPU" && placer.default_device.empty()) placer.default_device = name;
   }
-  placer.default_device = placer.devices[gpus > 0 ? cpus : 0].name;
+  if (placer.default_device.empty()) placer.default_device = placer.devices[0].name;
   placer.allow_soft_placement = options.soft_placement;
   return placer;
 }

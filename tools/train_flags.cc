@@ -195,29 +195,6 @@ DNNModelSpec ModelSpecOf(const DNNClassifierOptions& options) {
   return spec;
 }
 
-std::vector<std::string> LocalDeviceNames(const std::map<std::string, int>& device_count) {
-  int cpus = 1;
-  int gpus = GpuDeviceCount();
-  bool gpus_named = false;
-  for (const auto& [type, count] : device_count) {
-    if (type == "CPU") cpus = count;
-    if (type == "GPU") {
-      gpus = std::min(gpus, count);
-      gpus_named = count > 0;
-    }
-  }
-  std::vector<std::string> names;
-  auto add = [&names](const char* type, int count) {
-    for (int i = 0; i < count; ++i) {
-      names.push_back(std::string(kLocalTaskName) + "/device:" + type + ":" + std::to_string(i));
-    }
-  };
-  if (gpus_named) add("GPU", gpus);
-  add("CPU", cpus);
-  if (!gpus_named) add("GPU", gpus);
-  return names;
-}
-
 SessionFactory SessionFactoryFor(SessionOptions options) {
   return [options = std::move(options)](const Graph* graph) { return NewSession(graph, options); };
 }

@@ -83,12 +83,6 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
 // The part of `options` that defines the graph (and model.json).
 DNNModelSpec ModelSpecOf(const DNNClassifierOptions& options);
 
-// The full names of the devices of a local session with `device_count` (as
-// ParseDeviceCounts gives it), in the order a --split uses them: GPU:0.. first when
-// device_count names GPUs (capped by the GPUs found), then CPU:0.., all of
-// /job:localhost/replica:0/task:0.
-std::vector<std::string> LocalDeviceNames(const std::map<std::string, int>& device_count);
-
 // Opens NewSession(graph, options) for each graph (the actor runtime, or the master
 // at options.target).
 SessionFactory SessionFactoryFor(SessionOptions options);
