@@ -13,6 +13,7 @@
 #include "tools/plot_command.h"
 #include "tools/predict_command.h"
 #include "tools/run_command.h"
+#include "tools/serve_command.h"
 #include "tools/server_command.h"
 #include "tools/train_command.h"
 #include "tools/tune_command.h"
@@ -31,6 +32,8 @@ std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
       AddLaunchSubcommand(app),
       AddPlotSubcommand(app),
       AddGraphSubcommand(app),
+      AddServeSubcommand(app),
+      AddExportSubcommand(app),
   };
 }
 

@@ -1,6 +1,6 @@
 // The POSIX file operations that checkpoints are made of: durable writes (write,
 // fsync, close), renames, directory fsyncs and listings, with errors as Status values
-// that name the path. Internal to training/checkpoint*.
+// that name the path, for training/checkpoint* and training/servable.cc.
 //
 // Error codes: PermissionDenied for EACCES/EPERM/EROFS, NotFound for ENOENT, and
 // Unavailable for every other failure (a full disk, an I/O error, a path component

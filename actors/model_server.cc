@@ -1,0 +1,529 @@
+#include "actors/model_server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/serving_protocol.h"
+#include "graph/tensor_json.h"
+
+namespace actorflow {
+
+// Where a version's calls go: its replicas and what each has outstanding. Shared by
+// the version, its batcher's dispatch and every call in flight, so that a call that
+// finishes after its caller gave up (deadline) still has counters to update.
+struct ReplicaPool {
+  std::vector<ServingReplica> replicas;
+  std::unique_ptr<std::atomic<int64_t>[]> in_flight;
+  int64_t max_in_flight_per_replica = 0;
+  std::atomic<int64_t> outstanding_batches{0};
+  std::unique_ptr<std::atomic<int64_t>[]> batch_size_counts;  // index: rows, clamped
+  int64_t max_batch_size = 0;
+
+  // The replica with the fewest calls in flight (the first on ties).
+  size_t LeastLoaded() const {
+    size_t best = 0;
+    for (size_t i = 1; i < replicas.size(); ++i)
+      if (in_flight[i].load(std::memory_order_relaxed) <
+          in_flight[best].load(std::memory_order_relaxed))
+        best = i;
+    return best;
+  }
+
+  // Sends `call` to the least-loaded replica; ResourceExhausted (without sending) when
+  // every replica is at its bound and `bounded`.
+  Status Send(std::shared_ptr<ReplicaPool> self, ServeCallPtr call, bool bounded) {
+    const size_t index = LeastLoaded();
+    if (bounded && in_flight[index].load() >= max_in_flight_per_replica) {
+      return ResourceExhausted("every replica has " + std::to_string(max_in_flight_per_replica) +
+                               " requests in flight; try again later");
+    }
+    in_flight[index].fetch_add(1);
+    auto done = std::move(call->done);
+    call->done = [pool = std::move(self), index, done = std::move(done)](
+                     StatusOr<std::vector<Tensor>> result) {
+      pool->in_flight[index].fetch_sub(1);
+      done(std::move(result));
+    };
+    caf::anon_send(replicas[index], std::move(call));
+    return Status::OK();
+  }
+};
+
+class LoadedVersion {
+ public:
+  LoadedVersion(caf::actor_system& system, std::string model,
+                std::shared_ptr<const Servable> servable, const ServeOptions& options)
+      : model_(std::move(model)), servable_(std::move(servable)) {
+    pool_ = std::make_shared<ReplicaPool>();
+    const int64_t count = int64_t{options.cpu_devices} * options.replicas_per_device;
+    pool_->in_flight = std::make_unique<std::atomic<int64_t>[]>(count);
+    pool_->max_in_flight_per_replica = options.max_in_flight_per_replica;
+    for (int64_t i = 0; i < count; ++i) {
+      pool_->in_flight[i] = 0;
+      pool_->replicas.push_back(SpawnServingReplica(system, servable_));
+    }
+    if (options.enable_batching) {
+      max_enqueued_batches_ = options.max_enqueued_batches;
+      pool_->max_batch_size = options.max_batch_size;
+      pool_->batch_size_counts =
+          std::make_unique<std::atomic<int64_t>[]>(options.max_batch_size + 1);
+      for (int64_t i = 0; i <= options.max_batch_size; ++i) pool_->batch_size_counts[i] = 0;
+      DispatchFn dispatch = [pool = pool_](ServeCallPtr batch) {
+        pool->outstanding_batches.fetch_add(1);
+        pool->batch_size_counts[std::min(batch->rows, pool->max_batch_size)].fetch_add(1);
+        auto done = std::move(batch->done);
+        batch->done = [pool, done = std::move(done)](StatusOr<std::vector<Tensor>> result) {
+          pool->outstanding_batches.fetch_sub(1);
+          done(std::move(result));
+        };
+        // Batches are bounded when they are admitted (max_enqueued_batches), so a
+        // formed batch always goes to a replica.
+        (void)pool->Send(pool, std::move(batch), /*bounded=*/false);
+      };
+      batcher_ = SpawnServingBatcher(system, options.max_batch_size, options.batch_timeout_micros,
+                                     std::move(dispatch));
+    }
+  }
+
+  ~LoadedVersion() {
+    for (const ServingReplica& r : pool_->replicas) caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
+    if (batcher_) caf::anon_send_exit(*batcher_, caf::exit_reason::user_shutdown);
+  }
+
+  const std::string& model() const { return model_; }
+  const Servable& servable() const { return *servable_; }
+
+  Status Submit(ServeCallPtr call) {
+    if (!batcher_) return pool_->Send(pool_, std::move(call), /*bounded=*/true);
+    if (pool_->outstanding_batches.load() >= max_enqueued_batches_) {
+      return ResourceExhausted("the batch queue of " + model_ + " version " +
+                               std::to_string(servable_->version) + " is full (" +
+                               std::to_string(max_enqueued_batches_) +
+                               " batches outstanding); try again later");
+    }
+    caf::anon_send(*batcher_, std::move(call));
+    return Status::OK();
+  }
+
+  VersionMetrics Metrics() const {
+    VersionMetrics m;
+    m.model = model_;
+    m.version = servable_->version;
+    m.replicas = static_cast<int64_t>(pool_->replicas.size());
+    for (size_t i = 0; i < pool_->replicas.size(); ++i) m.in_flight += pool_->in_flight[i].load();
+    if (pool_->batch_size_counts) {
+      for (int64_t i = 0; i <= pool_->max_batch_size; ++i)
+        m.batch_size_counts.push_back(pool_->batch_size_counts[i].load());
+    }
+    return m;
+  }
+
+ private:
+  std::string model_;
+  std::shared_ptr<const Servable> servable_;
+  std::shared_ptr<ReplicaPool> pool_;
+  std::optional<ServingBatcher> batcher_;
+  int64_t max_enqueued_batches_ = 0;
+};
+
+int64_t ServedVersion::version() const { return loaded->servable().version; }
+const Servable& ServedVersion::servable() const { return loaded->servable(); }
+
+namespace {
+
+// What the server remembers of one version of a model.
+struct VersionRecord {
+  std::string state;
+  Status status;
+  std::weak_ptr<LoadedVersion> unloading;  // while UNLOADING: END once expired
+};
+
+struct ModelEntry {
+  ModelConfig config;
+  std::map<int64_t, std::shared_ptr<LoadedVersion>> available;
+  std::map<int64_t, VersionRecord> records;
+  Status base_error;  // why the base path could not be listed, if it could not
+};
+
+std::vector<int64_t> SelectVersions(const VersionPolicy& policy, const std::vector<int64_t>& found) {
+  std::vector<int64_t> selected;
+  switch (policy.kind) {
+    case VersionPolicy::Kind::kAll:
+      selected = found;
+      break;
+    case VersionPolicy::Kind::kLatest: {
+      const size_t n = static_cast<size_t>(std::max<int64_t>(1, policy.num_versions));
+      selected.assign(found.size() > n ? found.end() - n : found.begin(), found.end());
+      break;
+    }
+    case VersionPolicy::Kind::kSpecific:
+      for (int64_t v : found)
+        if (std::count(policy.versions.begin(), policy.versions.end(), v)) selected.push_back(v);
+      break;
+  }
+  return selected;
+}
+
+StatusOr<int64_t> PositiveInt(const nlohmann::json& j, const std::string& what) {
+  if (!j.is_number_integer() || j.get<int64_t>() < 1) return InvalidArgument(what + " must be an integer >= 1");
+  return j.get<int64_t>();
+}
+
+}  // namespace
+
+StatusOr<std::vector<ModelConfig>> ParseModelConfigFile(const std::string& text,
+                                                        const std::string& path) {
+  AF_ASSIGN_OR_RETURN(nlohmann::json root, ParseJsonText(text, path));
+  if (!root.is_object() || !root.contains("model_config_list") ||
+      !root["model_config_list"].is_array() || root["model_config_list"].empty()) {
+    return InvalidArgument(path + ": needs \"model_config_list\", a non-empty list of models");
+  }
+  std::vector<ModelConfig> models;
+  std::set<std::string> names;
+  int index = 0;
+  for (const nlohmann::json& m : root["model_config_list"]) {
+    const std::string what = path + ": model_config_list[" + std::to_string(index++) + "]";
+    if (!m.is_object() || !m.contains("name") || !m["name"].is_string() ||
+        !m.contains("base_path") || !m["base_path"].is_string()) {
+      return InvalidArgument(what + ": needs \"name\" and \"base_path\" (strings)");
+    }
+    ModelConfig config;
+    config.name = m["name"].get<std::string>();
+    config.base_path = m["base_path"].get<std::string>();
+    if (config.name.empty() || !names.insert(config.name).second) {
+      return InvalidArgument(what + ": the name '" + config.name + "' is empty or used twice");
+    }
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      const std::string& key = it.key();
+      if (key == "name" || key == "base_path" || key == "model_platform") continue;
+      if (key == "model_version_policy") {
+        const nlohmann::json& p = it.value();
+        if (!p.is_object() || p.size() != 1) {
+          return InvalidArgument(what + ": model_version_policy needs exactly one of \"latest\", "
+                                        "\"specific\", \"all\"");
+        }
+        if (p.contains("latest")) {
+          config.policy.kind = VersionPolicy::Kind::kLatest;
+          const nlohmann::json& l = p["latest"];
+          if (l.is_object() && l.contains("num_versions")) {
+            AF_ASSIGN_OR_RETURN(config.policy.num_versions,
+                                PositiveInt(l["num_versions"], what + ": latest.num_versions"));
+          }
+        } else if (p.contains("specific")) {
+          config.policy.kind = VersionPolicy::Kind::kSpecific;
+          const nlohmann::json& s = p["specific"];
+          if (!s.is_object() || !s.contains("versions") || !s["versions"].is_array() ||
+              s["versions"].empty()) {
+            return InvalidArgument(what + ": specific needs \"versions\", a non-empty list");
+          }
+          for (const auto& v : s["versions"]) {
+            AF_ASSIGN_OR_RETURN(int64_t version, PositiveInt(v, what + ": specific.versions"));
+            config.policy.versions.push_back(version);
+          }
+        } else if (p.contains("all")) {
+          config.policy.kind = VersionPolicy::Kind::kAll;
+        } else {
+          return InvalidArgument(what + ": unknown model_version_policy '" + p.begin().key() +
+                                 "' (latest, specific or all)");
+        }
+      } else if (key == "version_labels") {
+        if (!it.value().is_object()) return InvalidArgument(what + ": version_labels must be an object");
+        for (auto l = it.value().begin(); l != it.value().end(); ++l) {
+          AF_ASSIGN_OR_RETURN(config.labels[l.key()],
+                              PositiveInt(l.value(), what + ": version_labels." + l.key()));
+        }
+      } else {
+        return InvalidArgument(what + ": unknown key '" + key + "'");
+      }
+    }
+    models.push_back(std::move(config));
+  }
+  return models;
+}
+
+struct ModelServer::Impl {
+  ServeOptions options;
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> system;
+
+  mutable std::mutex mu;
+  std::map<std::string, ModelEntry> models;
+  std::mutex poll_mu;  // one poll at a time
+
+  std::thread poller;
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopping = false;
+
+  void PollModel(const std::string& name) {
+    ModelConfig config;
+    std::set<int64_t> loaded, failed;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      const ModelEntry& entry = models.at(name);
+      config = entry.config;
+      for (const auto& [v, l] : entry.available) loaded.insert(v);
+      for (const auto& [v, r] : entry.records)
+        if (r.state == "END" && !r.status.ok()) failed.insert(v);
+    }
+    StatusOr<std::vector<int64_t>> found = ListServableVersions(config.base_path);
+    std::vector<int64_t> selected;
+    if (found.ok()) {
+      selected = SelectVersions(config.policy, *found);
+      if (found->empty()) {
+        std::lock_guard<std::mutex> lock(mu);
+        models.at(name).base_error =
+            NotFound("no version under the model base path '" + config.base_path + "'");
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ModelEntry& entry = models.at(name);
+      if (!found.ok()) entry.base_error = found.status();
+      if (found.ok() && !found->empty()) entry.base_error = Status::OK();
+      for (int64_t v : selected)
+        if (!loaded.count(v) && !failed.count(v)) entry.records[v] = VersionRecord{"LOADING", Status::OK(), {}};
+    }
+    // Load outside the lock: requests keep being served by the loaded versions.
+    for (int64_t v : selected) {
+      if (loaded.count(v)) continue;
+      const std::string dir = config.base_path + "/" + std::to_string(v);
+      StatusOr<std::shared_ptr<const Servable>> servable = LoadServable(dir, v);
+      std::lock_guard<std::mutex> lock(mu);
+      ModelEntry& entry = models.at(name);
+      if (!servable.ok()) {
+        entry.records[v] = VersionRecord{"END", servable.status(), {}};
+        continue;
+      }
+      entry.available[v] =
+          std::make_shared<LoadedVersion>(*system, name, std::move(servable).value(), options);
+      entry.records[v] = VersionRecord{"AVAILABLE", Status::OK(), {}};
+    }
+    // Unload what left the policy, but only once something selected serves: a new
+    // version that failed to load leaves the old one serving.
+    std::lock_guard<std::mutex> lock(mu);
+    ModelEntry& entry = models.at(name);
+    bool selected_serves = false;
+    for (int64_t v : selected) selected_serves = selected_serves || entry.available.count(v) > 0;
+    if (!selected_serves && !selected.empty()) return;
+    for (auto it = entry.available.begin(); it != entry.available.end();) {
+      if (std::count(selected.begin(), selected.end(), it->first)) {
+        ++it;
+        continue;
+      }
+      // In-flight requests hold the version; it ends when the last one finishes.
+      entry.records[it->first] = VersionRecord{"UNLOADING", Status::OK(), it->second};
+      it = entry.available.erase(it);
+    }
+  }
+
+  void PollAll() {
+    std::lock_guard<std::mutex> poll_lock(poll_mu);
+    std::vector<std::string> names;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const auto& [name, entry] : models) names.push_back(name);
+    }
+    for (const std::string& name : names) PollModel(name);
+  }
+
+  void PollLoop() {
+    std::unique_lock<std::mutex> lock(stop_mu);
+    while (!stopping) {
+      stop_cv.wait_for(lock, std::chrono::seconds(options.file_system_poll_wait_seconds));
+      if (stopping) break;
+      lock.unlock();
+      PollAll();
+      lock.lock();
+    }
+  }
+};
+
+ModelServer::ModelServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ModelServer::~ModelServer() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->stop_mu);
+    impl_->stopping = true;
+  }
+  impl_->stop_cv.notify_all();
+  if (impl_->poller.joinable()) impl_->poller.join();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->models.clear();  // sends every replica and batcher its exit
+  }
+  impl_->system.reset();  // waits for the actors
+}
+
+StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(std::vector<ModelConfig> models,
+                                                          ServeOptions options) {
+  if (models.empty()) return InvalidArgument("serve: no model to serve");
+  if (options.cpu_devices < 1 || options.replicas_per_device < 1) {
+    return InvalidArgument("serve: --devices cpu=N and --replicas-per-device need values >= 1");
+  }
+  if (options.enable_batching && (options.max_batch_size < 1 || options.batch_timeout_micros < 0 ||
+                                  options.max_enqueued_batches < 1)) {
+    return InvalidArgument("serve: --max-batch-size and --max-enqueued-batches need values >= 1, "
+                           "--batch-timeout-micros >= 0");
+  }
+  if (options.max_in_flight_per_replica < 1 || options.file_system_poll_wait_seconds < 0 ||
+      options.request_timeout_ms < 0) {
+    return InvalidArgument("serve: bad limits (in-flight bound >= 1, poll wait and timeout >= 0)");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  for (ModelConfig& config : models) {
+    if (impl->models.count(config.name)) {
+      return InvalidArgument("serve: model '" + config.name + "' is configured twice");
+    }
+    std::string name = config.name;
+    impl->models[name].config = std::move(config);
+  }
+  // A replica computes on its scheduler thread: as many threads as replicas can run
+  // at once, at least the cores (the sharing policy wakes a parked thread at once).
+  const size_t threads = std::max<size_t>(
+      {2, std::thread::hardware_concurrency(),
+       static_cast<size_t>(options.cpu_devices) * static_cast<size_t>(options.replicas_per_device)});
+  impl->cfg.set("scheduler.policy", caf::atom("sharing"));
+  impl->cfg.set("scheduler.max-threads", threads);
+  impl->cfg.set("logger.console", caf::atom("none"));
+  impl->system = std::make_unique<caf::actor_system>(impl->cfg);
+  std::unique_ptr<ModelServer> server(new ModelServer(std::move(impl)));
+  server->PollNow();
+  if (options.file_system_poll_wait_seconds > 0) {
+    Impl* raw = server->impl_.get();
+    server->impl_->poller = std::thread([raw] { raw->PollLoop(); });
+  }
+  return server;
+}
+
+void ModelServer::PollNow() { impl_->PollAll(); }
+
+StatusOr<ServedVersion> ModelServer::Resolve(const std::string& model, int64_t version,
+                                             const std::string& label) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->models.find(model);
+  if (it == impl_->models.end()) return NotFound("Servable not found for request: Latest(" + model + ")");
+  const ModelEntry& entry = it->second;
+  if (version <= 0 && !label.empty()) {
+    auto l = entry.config.labels.find(label);
+    if (l == entry.config.labels.end()) {
+      return NotFound("model '" + model + "' has no version label '" + label + "'");
+    }
+    version = l->second;
+  }
+  if (version > 0) {
+    auto v = entry.available.find(version);
+    if (v == entry.available.end()) {
+      return NotFound("Servable not found for request: Specific(" + model + ", " +
+                      std::to_string(version) + ")");
+    }
+    return ServedVersion{v->second};
+  }
+  if (entry.available.empty()) {
+    std::string why = entry.base_error.ok() ? "" : ": " + entry.base_error.ToString();
+    for (auto r = entry.records.rbegin(); why.empty() && r != entry.records.rend(); ++r)
+      if (!r->second.status.ok()) why = ": version " + std::to_string(r->first) + " failed to load: " + r->second.status.ToString();
+    return Unavailable("model '" + model + "' has no available version" + why);
+  }
+  return ServedVersion{entry.available.rbegin()->second};
+}
+
+StatusOr<std::map<std::string, Tensor>> ModelServer::Run(const ServedVersion& version,
+                                                         const SignatureDef& signature,
+                                                         std::map<std::string, Tensor> inputs) const {
+  auto call = std::make_shared<ServeCall>();
+  int64_t rows = -1;
+  for (const auto& [key, info] : signature.inputs) {
+    auto it = inputs.find(key);
+    if (it == inputs.end()) return InvalidArgument("input '" + key + "' is missing");
+    const Tensor& value = it->second;
+    const int64_t r = value.shape().rank() == 0 ? 1 : value.shape().dim(0);
+    if (rows >= 0 && r != rows) {
+      return InvalidArgument("input '" + key + "' has " + std::to_string(r) +
+                             " rows, another input " + std::to_string(rows));
+    }
+    rows = r;
+    call->feeds.emplace_back(info.endpoint, std::move(it->second));
+  }
+  std::vector<std::string> keys;
+  for (const auto& [key, info] : signature.outputs) {
+    keys.push_back(key);
+    call->fetches.push_back(info.endpoint);
+  }
+  call->rows = std::max<int64_t>(rows, 1);
+
+  struct Waiter {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::optional<StatusOr<std::vector<Tensor>>> result;
+  };
+  auto waiter = std::make_shared<Waiter>();
+  call->done = [waiter](StatusOr<std::vector<Tensor>> result) {
+    std::lock_guard<std::mutex> lock(waiter->mu);
+    waiter->result.emplace(std::move(result));
+    waiter->done = true;
+    waiter->cv.notify_one();
+  };
+  AF_RETURN_IF_ERROR(version.loaded->Submit(std::move(call)));
+  std::unique_lock<std::mutex> lock(waiter->mu);
+  const int64_t timeout_ms = impl_->options.request_timeout_ms;
+  if (timeout_ms > 0) {
+    if (!waiter->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return waiter->done; })) {
+      return DeadlineExceeded("the request to " + version.loaded->model() + " version " +
+                              std::to_string(version.version()) + " took longer than " +
+                              std::to_string(timeout_ms) + " ms");
+    }
+  } else {
+    waiter->cv.wait(lock, [&] { return waiter->done; });
+  }
+  AF_RETURN_IF_ERROR(waiter->result->status());
+  std::vector<Tensor>& tensors = **waiter->result;
+  std::map<std::string, Tensor> outputs;
+  for (size_t i = 0; i < keys.size() && i < tensors.size(); ++i) outputs[keys[i]] = std::move(tensors[i]);
+  return outputs;
+}
+
+StatusOr<std::vector<ServedVersionStatus>> ModelServer::VersionStatuses(
+    const std::string& model) const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->models.find(model);
+  if (it == impl_->models.end()) return NotFound("Could not find any versions of model " + model);
+  std::vector<ServedVersionStatus> statuses;
+  for (auto r = it->second.records.rbegin(); r != it->second.records.rend(); ++r) {
+    std::string state = r->second.state;
+    if (state == "UNLOADING" && r->second.unloading.expired()) state = "END";
+    statuses.push_back(ServedVersionStatus{r->first, state, r->second.status});
+  }
+  return statuses;
+}
+
+std::vector<std::string> ModelServer::ModelNames() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : impl_->models) names.push_back(name);
+  return names;
+}
+
+std::vector<VersionMetrics> ModelServer::Metrics() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  std::vector<VersionMetrics> metrics;
+  for (const auto& [name, entry] : impl_->models)
+    for (const auto& [v, loaded] : entry.available) metrics.push_back(loaded->Metrics());
+  return metrics;
+}
+
+const ServeOptions& ModelServer::options() const { return impl_->options; }
+
+}  // namespace actorflow

@@ -1,0 +1,32 @@
+// `actorflow serve` and `actorflow export`: exported model versions behind TensorFlow
+// Serving's REST API (tools/serving_http.h, actors/model_server.h).
+//
+//   actorflow export --model-base-path BASE [--version N] --checkpoint-dir DIR
+//   actorflow export --model-base-path BASE [--version N] --graph G.json
+//                    [--checkpoint-dir DIR] --input NAME=NODE... --output NAME=NODE...
+//     writes BASE/<version>/ atomically (training/servable.h) and prints
+//     "exported version N to BASE/N".
+//
+//   actorflow serve --model-name NAME --model-base-path BASE [--rest-api-port 8501]
+//                   [--model-config-file FILE] [--file-system-poll-wait-seconds 1]
+//                   [--devices cpu=N] [--replicas-per-device K]
+//                   [--enable-batching --max-batch-size B --batch-timeout-micros T
+//                    --max-enqueued-batches Q]
+//     serves until SIGINT/SIGTERM; prints "actorflow serve: listening on
+//     http://HOST:PORT" once it answers (with --rest-api-port 0, PORT is the one taken).
+//     A model whose base path is missing still starts: its status says why.
+#ifndef ACTORFLOW_TOOLS_SERVE_COMMAND_H_
+#define ACTORFLOW_TOOLS_SERVE_COMMAND_H_
+
+#include "tools/cli_common.h"
+
+namespace actorflow {
+namespace cli {
+
+Subcommand AddServeSubcommand(CLI::App* parent);
+Subcommand AddExportSubcommand(CLI::App* parent);
+
+}  // namespace cli
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_TOOLS_SERVE_COMMAND_H_
