@@ -307,7 +307,9 @@ StatusOr<std::shared_ptr<const Servable>> LoadServable(const std::string& versio
     AF_ASSIGN_OR_RETURN(servable->manifest, ParseServableManifest(manifest_text, manifest_path));
     const std::string graph_path = JoinPath(version_dir, kServableGraphFile);
     AF_ASSIGN_OR_RETURN(std::string graph_text, checkpoint_file::ReadFileToString(graph_path));
-    AF_ASSIGN_OR_RETURN(std::vector<NodeDef> defs, ParseGraphJson(graph_text));
+    StatusOr<std::vector<NodeDef>> parsed = ParseGraphJson(graph_text);
+    if (!parsed.ok()) return parsed.status().WithContext(graph_path);
+    std::vector<NodeDef> defs = std::move(parsed).value();
     // Freeze: every Variable becomes a Const of its checkpointed value, so that the
     // graph is immutable and any number of replicas share it without initializing.
     bool has_variables = std::any_of(defs.begin(), defs.end(),
