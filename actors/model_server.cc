@@ -11,9 +11,14 @@
 #include <utility>
 
 #include <caf/all.hpp>
+#include <caf/io/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/connect.h"
+#include "actors/messages.h"
 #include "actors/serving_protocol.h"
+#include "actors/wire.h"
+#include "graph/graph_json.h"
 #include "graph/tensor_json.h"
 
 namespace actorflow {
@@ -59,19 +64,25 @@ struct ReplicaPool {
   }
 };
 
+// A version's replicas, and the sessions they hold on other tasks (closed at unload).
+struct Replicas {
+  std::vector<ServingReplica> actors;
+  std::vector<std::pair<FrontActor, uint64_t>> remote_sessions;
+};
+
 class LoadedVersion {
  public:
   LoadedVersion(caf::actor_system& system, std::string model,
-                std::shared_ptr<const Servable> servable, const ServeOptions& options)
-      : model_(std::move(model)), servable_(std::move(servable)) {
+                std::shared_ptr<const Servable> servable, const ServeOptions& options,
+                Replicas replicas)
+      : model_(std::move(model)), servable_(std::move(servable)),
+        remote_sessions_(std::move(replicas.remote_sessions)) {
     pool_ = std::make_shared<ReplicaPool>();
-    const int64_t count = int64_t{options.cpu_devices} * options.replicas_per_device;
+    const size_t count = replicas.actors.size();
     pool_->in_flight = std::make_unique<std::atomic<int64_t>[]>(count);
     pool_->max_in_flight_per_replica = options.max_in_flight_per_replica;
-    for (int64_t i = 0; i < count; ++i) {
-      pool_->in_flight[i] = 0;
-      pool_->replicas.push_back(SpawnServingReplica(system, servable_));
-    }
+    pool_->replicas = std::move(replicas.actors);
+    for (size_t i = 0; i < count; ++i) pool_->in_flight[i] = 0;
     if (options.enable_batching) {
       max_enqueued_batches_ = options.max_enqueued_batches;
       pool_->max_batch_size = options.max_batch_size;
@@ -98,6 +109,7 @@ class LoadedVersion {
   ~LoadedVersion() {
     for (const ServingReplica& r : pool_->replicas) caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
     if (batcher_) caf::anon_send_exit(*batcher_, caf::exit_reason::user_shutdown);
+    for (const auto& [front, session_id] : remote_sessions_) caf::anon_send(front, close_atom::value, session_id);
   }
 
   const std::string& model() const { return model_; }
@@ -134,6 +146,7 @@ class LoadedVersion {
   std::shared_ptr<ReplicaPool> pool_;
   std::optional<ServingBatcher> batcher_;
   int64_t max_enqueued_batches_ = 0;
+  std::vector<std::pair<FrontActor, uint64_t>> remote_sessions_;
 };
 
 int64_t ServedVersion::version() const { return loaded->servable().version; }
@@ -260,6 +273,62 @@ struct ModelServer::Impl {
   std::map<std::string, ModelEntry> models;
   std::mutex poll_mu;  // one poll at a time
 
+  std::map<std::string, FrontActor> fronts;  // by task; used by the polling thread only
+
+  // Local replicas on each CPU device, or sessions on each cluster task. Blocks (it
+  // connects and opens sessions): called from the polling thread or Start.
+  StatusOr<Replicas> MakeReplicas(const std::shared_ptr<const Servable>& servable) {
+    Replicas replicas;
+    if (options.cluster_tasks.empty()) {
+      const int64_t count = int64_t{options.cpu_devices} * options.replicas_per_device;
+      for (int64_t i = 0; i < count; ++i)
+        replicas.actors.push_back(SpawnServingReplica(*system, servable));
+      return replicas;
+    }
+    const std::string graph_json = GraphToJson(*servable->graph);
+    Status failed;
+    for (const auto& [task, address] : options.cluster_tasks) {
+      auto front = fronts.find(task);
+      if (front == fronts.end()) {
+        std::string host;
+        uint16_t port = 0;
+        AF_RETURN_IF_ERROR(ParseTarget("actorflow://" + address, &host, &port));
+        AF_ASSIGN_OR_RETURN(FrontActor connected,
+                            ConnectToServer(*system, host, port,
+                                            std::chrono::milliseconds(options.connect_timeout_ms),
+                                            task));
+        front = fronts.emplace(task, connected).first;
+      }
+      for (int k = 0; k < options.replicas_per_device && failed.ok(); ++k) {
+        OpenSessionRequest request;
+        request.graph_json = graph_json;
+        request.allow_soft_placement = true;
+        caf::scoped_actor self{*system};
+        self->request(front->second, std::chrono::milliseconds(options.connect_timeout_ms),
+                      open_atom::value, std::move(request))
+            .receive(
+                [&](OpenSessionResult& r) {
+                  failed = r.status;
+                  if (!r.status.ok()) return;
+                  replicas.remote_sessions.emplace_back(front->second, r.session_id);
+                  replicas.actors.push_back(SpawnRemoteServingReplica(
+                      *system, front->second, r.session_id, task, options.request_timeout_ms));
+                },
+                [&](caf::error& e) {
+                  failed = Unavailable("cannot open a serving session on " + task + " (" +
+                                       address + "): " + system->render(e));
+                });
+      }
+      if (!failed.ok()) break;
+    }
+    if (!failed.ok()) {
+      for (const auto& [front, id] : replicas.remote_sessions) caf::anon_send(front, close_atom::value, id);
+      for (const ServingReplica& r : replicas.actors) caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
+      return failed;
+    }
+    return replicas;
+  }
+
   std::thread poller;
   std::mutex stop_mu;
   std::condition_variable stop_cv;
@@ -299,14 +368,23 @@ struct ModelServer::Impl {
       if (loaded.count(v)) continue;
       const std::string dir = config.base_path + "/" + std::to_string(v);
       StatusOr<std::shared_ptr<const Servable>> servable = LoadServable(dir, v);
+      Replicas replicas;
+      if (servable.ok()) {
+        StatusOr<Replicas> made = MakeReplicas(*servable);
+        if (made.ok()) {
+          replicas = std::move(made).value();
+        } else {
+          servable = made.status().WithContext("version directory '" + dir + "'");
+        }
+      }
       std::lock_guard<std::mutex> lock(mu);
       ModelEntry& entry = models.at(name);
       if (!servable.ok()) {
         entry.records[v] = VersionRecord{"END", servable.status(), {}};
         continue;
       }
-      entry.available[v] =
-          std::make_shared<LoadedVersion>(*system, name, std::move(servable).value(), options);
+      entry.available[v] = std::make_shared<LoadedVersion>(
+          *system, name, std::move(servable).value(), options, std::move(replicas));
       entry.records[v] = VersionRecord{"AVAILABLE", Status::OK(), {}};
     }
     // Unload what left the policy, but only once something selected serves: a new
@@ -397,6 +475,11 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(std::vector<ModelConfi
   impl->cfg.set("scheduler.policy", caf::atom("sharing"));
   impl->cfg.set("scheduler.max-threads", threads);
   impl->cfg.set("logger.console", caf::atom("none"));
+  if (!options.cluster_tasks.empty()) {
+    impl->cfg.load<caf::io::middleman>();
+    impl->cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
+    RegisterMessageTypes(impl->cfg);
+  }
   impl->system = std::make_unique<caf::actor_system>(impl->cfg);
   std::unique_ptr<ModelServer> server(new ModelServer(std::move(impl)));
   server->PollNow();

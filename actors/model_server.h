@@ -8,7 +8,8 @@
 //   AF_ASSIGN_OR_RETURN(auto outputs, server->Run(v, "", {{"inputs", features}}));
 //
 // Actors: every loaded version has `replicas_per_device` replica actors on each
-// device, each owning a session over the version's frozen graph; a request is a
+// device (or each task of ServeOptions::cluster_tasks), each owning a session over
+// the version's frozen graph; a request is a
 // message to the replica with the fewest requests in flight. With batching, a
 // version's batcher actor merges concurrent requests into batches of at most
 // max_batch_size rows (waiting at most batch_timeout_micros for more), runs each on a
@@ -32,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/status.h"
@@ -78,6 +80,14 @@ struct ServeOptions {
   int64_t file_system_poll_wait_seconds = 1;
   // A request's deadline inside the server; 0 = none.
   int64_t request_timeout_ms = 30000;
+  // Replicas on the tasks of a cluster instead of this process: each entry a task
+  // ("/job:worker/task:0") and its "host:port". Every loaded version then opens
+  // replicas_per_device sessions over its frozen graph on each task (the task's
+  // master places it on its devices), and a replica is an actor that sends each
+  // request to its session as a step. A task that cannot be reached within
+  // connect_timeout_ms fails the version's load, naming the task.
+  std::vector<std::pair<std::string, std::string>> cluster_tasks;
+  int64_t connect_timeout_ms = 10000;
 };
 
 // One version's state, as GET /v1/models/NAME reports it.

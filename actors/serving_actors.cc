@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "actors/serving_protocol.h"
+#include "actors/wire.h"
 #include "kernels/direct_session.h"
 #include "training/partitioned_variable.h"
 
@@ -42,6 +43,55 @@ ServingReplica::behavior_type ReplicaBehavior(ServingReplica::stateful_pointer<R
         } else {
           call->done(std::move(outputs));
         }
+      },
+  };
+}
+
+struct RemoteReplicaState {
+  FrontActor front;
+  uint64_t session_id = 0;
+  std::string task;
+  int64_t timeout_ms = 0;
+};
+
+ServingReplica::behavior_type RemoteReplicaBehavior(
+    ServingReplica::stateful_pointer<RemoteReplicaState> self, FrontActor front,
+    uint64_t session_id, std::string task, int64_t timeout_ms) {
+  RemoteReplicaState& st = self->state;
+  st.front = std::move(front);
+  st.session_id = session_id;
+  st.task = std::move(task);
+  st.timeout_ms = timeout_ms;
+  return {
+      [self](ServeCallPtr& call) {
+        RemoteReplicaState& st = self->state;
+        RemoteStep step;
+        step.session_id = st.session_id;
+        for (auto& [name, value] : call->feeds) {
+          step.feed_names.push_back(name);
+          step.feed_values.push_back(value);
+        }
+        step.fetches = call->fetches;
+        step.timeout_in_ms = st.timeout_ms;
+        step.want_metadata = false;
+        // The task enforces the step's deadline; the margin covers the network.
+        const caf::duration wait = st.timeout_ms > 0
+                                       ? caf::duration{std::chrono::milliseconds(st.timeout_ms + 5000)}
+                                       : caf::duration{caf::infinite};
+        const std::string task = st.task;
+        self->request(st.front, wait, remote_step_atom::value, std::move(step))
+            .then(
+                [call](RemoteStepResult& r) {
+                  if (r.status.ok()) {
+                    call->done(std::move(r.outputs));
+                  } else {
+                    call->done(r.status);
+                  }
+                },
+                [self, call, task](caf::error& e) {
+                  call->done(Unavailable("serving replica on " + task + ": " +
+                                         self->system().render(e)));
+                });
       },
   };
 }
@@ -155,6 +205,13 @@ ServingBatcher::behavior_type BatcherBehavior(ServingBatcher::stateful_pointer<B
 ServingReplica SpawnServingReplica(caf::actor_system& system,
                                    std::shared_ptr<const Servable> servable) {
   return system.spawn(ReplicaBehavior, std::move(servable));
+}
+
+ServingReplica SpawnRemoteServingReplica(caf::actor_system& system, FrontActor front,
+                                         uint64_t session_id, std::string task,
+                                         int64_t timeout_ms) {
+  return system.spawn(RemoteReplicaBehavior, std::move(front), session_id, std::move(task),
+                      timeout_ms);
 }
 
 ServingBatcher SpawnServingBatcher(caf::actor_system& system, int64_t max_batch_size,

@@ -13,6 +13,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/front_protocol.h"
 #include "graph/status.h"
 #include "graph/tensor.h"
 #include "kernels/session.h"
@@ -54,6 +55,12 @@ using DispatchFn = std::function<void(ServeCallPtr)>;
 
 ServingReplica SpawnServingReplica(caf::actor_system& system,
                                    std::shared_ptr<const Servable> servable);
+// A replica on another task: each call becomes a step of session `session_id` that
+// the task's front (master service) runs; errors name `task`. Several calls may be in
+// flight at once (the replica waits for none of them).
+ServingReplica SpawnRemoteServingReplica(caf::actor_system& system, FrontActor front,
+                                         uint64_t session_id, std::string task,
+                                         int64_t timeout_ms);
 ServingBatcher SpawnServingBatcher(caf::actor_system& system, int64_t max_batch_size,
                                    int64_t batch_timeout_micros, DispatchFn dispatch);
 

@@ -11,6 +11,7 @@
 
 #include "actors/model_server.h"
 #include "graph/graph_json.h"
+#include "placement/cluster_spec.h"
 #include "tools/serving_http.h"
 #include "training/checkpoint_file.h"
 #include "training/servable.h"
@@ -63,12 +64,26 @@ StatusOr<std::vector<ModelConfig>> ModelsToServe(const ServeCommandOptions& o) {
 }
 
 StatusOr<ServeOptions> ResolveServeOptions(const ServeCommandOptions& o) {
+  ServeOptions options;
   if (!o.cluster.empty()) {
-    return Unimplemented("serve --cluster: replicas on remote worker tasks are not available; "
-                         "run one `actorflow serve` per machine behind a load balancer");
+    if (IsLocalCluster(o.cluster)) {
+      return InvalidArgument("serve --cluster needs a cluster spec file (its " + o.job +
+                             " tasks run `actorflow server`), not '" + o.cluster + "'");
+    }
+    AF_ASSIGN_OR_RETURN(ClusterSpec spec, LoadClusterFile(o.cluster));
+    const int tasks = spec.num_tasks(o.job);
+    if (tasks <= 0) {
+      return InvalidArgument("serve --cluster " + o.cluster + ": no task in job '" + o.job + "'");
+    }
+    for (int i = 0; i < tasks; ++i) {
+      TaskId task{o.job, i};
+      AF_ASSIGN_OR_RETURN(TaskAddress address, spec.Address(task));
+      options.cluster_tasks.emplace_back(task.ToString(),
+                                         address.host + ":" + std::to_string(address.port));
+    }
+    options.connect_timeout_ms = o.timeout_ms;
   }
   AF_ASSIGN_OR_RETURN(auto counts, ParseDeviceCounts(o.devices));
-  ServeOptions options;
   for (const auto& [type, n] : counts) {
     if (type == "CPU") {
       options.cpu_devices = n;

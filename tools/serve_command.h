@@ -11,10 +11,12 @@
 //                   [--model-config-file FILE] [--file-system-poll-wait-seconds 1]
 //                   [--devices cpu=N] [--replicas-per-device K]
 //                   [--enable-batching --max-batch-size B --batch-timeout-micros T
-//                    --max-enqueued-batches Q]
+//                    --max-enqueued-batches Q] [--cluster FILE --job worker]
 //     serves until SIGINT/SIGTERM; prints "actorflow serve: listening on
 //     http://HOST:PORT" once it answers (with --rest-api-port 0, PORT is the one taken).
 //     A model whose base path is missing still starts: its status says why.
+//     With --cluster, the replicas run on the job's tasks (each an `actorflow server`
+//     of that cluster file): K sessions per task over every loaded version.
 #ifndef ACTORFLOW_TOOLS_SERVE_COMMAND_H_
 #define ACTORFLOW_TOOLS_SERVE_COMMAND_H_
 

@@ -241,6 +241,11 @@ struct ServingHttpServer::Impl {
       AF_ASSIGN_OR_RETURN(ModelRef ref, ModelRefFrom(req));
       if (api == "status") {
         AF_ASSIGN_OR_RETURN(std::vector<ServedVersionStatus> statuses, models->VersionStatuses(ref.model));
+        if (statuses.empty() && ref.version <= 0 && ref.label.empty()) {
+          // No version was ever seen (a missing or empty base path): an empty list
+          // would hide why, so answer what a request would get (503 with the reason).
+          AF_RETURN_IF_ERROR(models->Resolve(ref.model, 0, "").status());
+        }
         if (ref.version <= 0 && !ref.label.empty()) {
           AF_ASSIGN_OR_RETURN(ServedVersion v, models->Resolve(ref.model, 0, ref.label));
           ref.version = v.version();
@@ -336,9 +341,13 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
   svr.set_write_timeout(5, 0);
   svr.set_payload_max_length(static_cast<size_t>(options.max_body_bytes));
   svr.set_tcp_nodelay(true);
-  svr.set_socket_options([](socket_t sock) {
+  // The listening socket, as httplib creates it (the last one it tries is the one
+  // bound): its accept backlog is widened once bound.
+  auto listen_fd = std::make_shared<socket_t>(INVALID_SOCKET);
+  svr.set_socket_options([listen_fd](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    *listen_fd = sock;
   });
   const std::string model = R"(/v1/models/([^/:]+)(?:/versions/([^/:]+)|/labels/([^/:]+))?)";
   svr.Get(model, [raw](const httplib::Request& req, httplib::Response& res) { raw->Handle(req, res, "status"); });
@@ -379,6 +388,11 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
     }
     impl->port = options.port;
   }
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when the
+  // system library was built): a burst of connections beyond it has its SYNs dropped
+  // and retried after 1, 2, 4... seconds. listen() again on the bound socket only
+  // changes the backlog (capped by net.core.somaxconn).
+  if (*listen_fd != INVALID_SOCKET) ::listen(*listen_fd, SOMAXCONN);
   impl->thread = std::thread([raw] { raw->server.listen_after_bind(); });
   return std::unique_ptr<ServingHttpServer>(new ServingHttpServer(std::move(impl)));
 }
