@@ -522,9 +522,8 @@ StatusOr<ServedVersion> ModelServer::Resolve(const std::string& model, int64_t v
   return ServedVersion{entry.available.rbegin()->second};
 }
 
-StatusOr<std::map<std::string, Tensor>> ModelServer::Run(const ServedVersion& version,
-                                                         const SignatureDef& signature,
-                                                         std::map<std::string, Tensor> inputs) const {
+Status ModelServer::RunAsync(const ServedVersion& version, const SignatureDef& signature,
+                             std::map<std::string, Tensor> inputs, RunCallback done) const {
   auto call = std::make_shared<ServeCall>();
   int64_t rows = -1;
   for (const auto& [key, info] : signature.inputs) {
@@ -545,37 +544,105 @@ StatusOr<std::map<std::string, Tensor>> ModelServer::Run(const ServedVersion& ve
     call->fetches.push_back(info.endpoint);
   }
   call->rows = std::max<int64_t>(rows, 1);
+  call->done = [keys = std::move(keys), done = std::move(done)](StatusOr<std::vector<Tensor>> result) {
+    if (!result.ok()) {
+      done(result.status());
+      return;
+    }
+    std::map<std::string, Tensor> outputs;
+    for (size_t i = 0; i < keys.size() && i < result->size(); ++i)
+      outputs[keys[i]] = std::move((*result)[i]);
+    done(std::move(outputs));
+  };
+  return version.loaded->Submit(std::move(call));
+}
 
+StatusOr<std::map<std::string, Tensor>> ModelServer::Run(const ServedVersion& version,
+                                                         const SignatureDef& signature,
+                                                         std::map<std::string, Tensor> inputs) const {
   struct Waiter {
     std::mutex mu;
     std::condition_variable cv;
-    bool done = false;
-    std::optional<StatusOr<std::vector<Tensor>>> result;
+    std::optional<StatusOr<std::map<std::string, Tensor>>> result;
   };
   auto waiter = std::make_shared<Waiter>();
-  call->done = [waiter](StatusOr<std::vector<Tensor>> result) {
-    std::lock_guard<std::mutex> lock(waiter->mu);
-    waiter->result.emplace(std::move(result));
-    waiter->done = true;
-    waiter->cv.notify_one();
-  };
-  AF_RETURN_IF_ERROR(version.loaded->Submit(std::move(call)));
+  AF_RETURN_IF_ERROR(RunAsync(version, signature, std::move(inputs),
+                              [waiter](StatusOr<std::map<std::string, Tensor>> result) {
+                                std::lock_guard<std::mutex> lock(waiter->mu);
+                                waiter->result.emplace(std::move(result));
+                                waiter->cv.notify_one();
+                              }));
   std::unique_lock<std::mutex> lock(waiter->mu);
   const int64_t timeout_ms = impl_->options.request_timeout_ms;
+  auto answered = [&] { return waiter->result.has_value(); };
   if (timeout_ms > 0) {
-    if (!waiter->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return waiter->done; })) {
+    if (!waiter->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), answered)) {
       return DeadlineExceeded("the request to " + version.loaded->model() + " version " +
                               std::to_string(version.version()) + " took longer than " +
                               std::to_string(timeout_ms) + " ms");
     }
   } else {
-    waiter->cv.wait(lock, [&] { return waiter->done; });
+    waiter->cv.wait(lock, answered);
   }
-  AF_RETURN_IF_ERROR(waiter->result->status());
-  std::vector<Tensor>& tensors = **waiter->result;
-  std::map<std::string, Tensor> outputs;
-  for (size_t i = 0; i < keys.size() && i < tensors.size(); ++i) outputs[keys[i]] = std::move(tensors[i]);
-  return outputs;
+  return std::move(*waiter->result);
+}
+
+StatusOr<EnsembleResult> ModelServer::PredictWithEnsemble(
+    const std::vector<std::string>& models, const std::map<std::string, Tensor>& inputs,
+    const std::string& output, EnsembleCombine combine, int64_t timeout_ms) const {
+  if (models.empty()) return InvalidArgument("an ensemble needs at least one member model");
+  struct Gather {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t pending = 0;
+    std::map<int, Tensor> answers;  // member -> its `output`
+  };
+  auto gather = std::make_shared<Gather>();
+  for (size_t m = 0; m < models.size(); ++m) {
+    auto served = Resolve(models[m], 0, "");
+    if (!served.ok()) continue;  // a member that cannot serve is missing, not fatal
+    auto signature = served->servable().Signature("");
+    if (!signature.ok()) continue;
+    {
+      std::lock_guard<std::mutex> lock(gather->mu);
+      ++gather->pending;
+    }
+    const int member = static_cast<int>(m);
+    Status submitted = RunAsync(
+        *served, **signature, inputs,
+        [gather, member, output](StatusOr<std::map<std::string, Tensor>> result) {
+          std::lock_guard<std::mutex> lock(gather->mu);
+          if (result.ok() && result->count(output)) gather->answers[member] = result->at(output);
+          --gather->pending;
+          gather->cv.notify_one();
+        });
+    if (!submitted.ok()) {
+      std::lock_guard<std::mutex> lock(gather->mu);
+      --gather->pending;
+    }
+  }
+  std::unique_lock<std::mutex> lock(gather->mu);
+  auto all_in = [&] { return gather->pending == 0; };
+  if (timeout_ms > 0) {
+    gather->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), all_in);
+  } else {
+    gather->cv.wait(lock, all_in);
+  }
+  std::vector<Tensor> predictions;
+  std::vector<int> answered;
+  for (const auto& [member, tensor] : gather->answers) {
+    answered.push_back(member);
+    predictions.push_back(tensor);
+  }
+  if (answered.empty()) {
+    return DeadlineExceeded("no member of the ensemble answered with '" + output + "' within " +
+                            std::to_string(timeout_ms) + " ms");
+  }
+  AF_ASSIGN_OR_RETURN(EnsembleResult result, CombinePredictions(predictions, answered, combine));
+  for (size_t m = 0; m < models.size(); ++m) {
+    if (!gather->answers.count(static_cast<int>(m))) result.missing.push_back(static_cast<int>(m));
+  }
+  return result;
 }
 
 StatusOr<std::vector<ServedVersionStatus>> ModelServer::VersionStatuses(

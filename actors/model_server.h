@@ -5,7 +5,12 @@
 //   ModelConfig iris{"iris", "/models/iris"};
 //   AF_ASSIGN_OR_RETURN(auto server, ModelServer::Start({iris}, ServeOptions()));
 //   AF_ASSIGN_OR_RETURN(ServedVersion v, server->Resolve("iris", /*version=*/0, ""));
-//   AF_ASSIGN_OR_RETURN(auto outputs, server->Run(v, "", {{"inputs", features}}));
+//   AF_ASSIGN_OR_RETURN(const SignatureDef* sig, v.servable().Signature(""));
+//   AF_ASSIGN_OR_RETURN(auto outputs, server->Run(v, *sig, {{"inputs", features}}));
+//   // outputs["probabilities"]: float32 [N, 3]. An ensemble of served models:
+//   auto votes = server->PredictWithEnsemble({"iris_a", "iris_b"}, {{"inputs", features}},
+//                                            "probabilities", EnsembleCombine::kMajorityVote,
+//                                            /*timeout_ms=*/100);
 //
 // Actors: every loaded version has `replicas_per_device` replica actors on each
 // device (or each task of ServeOptions::cluster_tasks), each owning a session over
@@ -30,6 +35,7 @@
 #define ACTORFLOW_ACTORS_MODEL_SERVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +44,7 @@
 
 #include "graph/status.h"
 #include "graph/tensor.h"
+#include "training/ensemble.h"
 #include "training/servable.h"
 
 namespace actorflow {
@@ -145,6 +152,24 @@ class ModelServer {
   StatusOr<std::map<std::string, Tensor>> Run(const ServedVersion& version,
                                               const SignatureDef& signature,
                                               std::map<std::string, Tensor> inputs) const;
+
+  // Run without waiting: `done` gets Run's outcome once, on a replica's thread (do
+  // not block there). An error returned here (bad inputs, overloaded) means `done`
+  // is never called. No deadline: the caller keeps its own.
+  using RunCallback = std::function<void(StatusOr<std::map<std::string, Tensor>>)>;
+  Status RunAsync(const ServedVersion& version, const SignatureDef& signature,
+                  std::map<std::string, Tensor> inputs, RunCallback done) const;
+
+  // The ensemble aggregator (training/ensemble.h) against served models: every
+  // member model's highest available version runs `inputs` on its serving_default
+  // signature at once, and the `output` tensors (float32 [batch, classes]) of those
+  // that answer within timeout_ms (0: no limit) are combined. Member ids are
+  // positions in `models`; members that are unknown, unavailable, failed or late are
+  // in `missing`. DeadlineExceeded when no member answered.
+  StatusOr<EnsembleResult> PredictWithEnsemble(const std::vector<std::string>& models,
+                                               const std::map<std::string, Tensor>& inputs,
+                                               const std::string& output,
+                                               EnsembleCombine combine, int64_t timeout_ms) const;
 
   // Every version the model had (newest first). NotFound for an unknown model.
   StatusOr<std::vector<ServedVersionStatus>> VersionStatuses(const std::string& model) const;

@@ -212,6 +212,41 @@ TEST(ModelServerTest, UnknownModelsAndBadOptionsAreNamed) {
             Code::kInvalidArgument);
 }
 
+// probabilities = a * x for x float32 [-1, 2].
+void ExportScaled(const std::string& base, float a) {
+  Scope root = Scope::NewRootScope();
+  auto x = Placeholder(root.WithOpName("x"), DType::kFloat32, Shape{-1, 2});
+  Mul(root.WithOpName("probabilities"), x, Const(root, a));
+  ASSERT_TRUE(root.ok()) << root.status();
+  ASSERT_OK(ExportGraph(*root.graph(), "", {{"x", "x"}}, {{"probabilities", "probabilities"}},
+                        ExportRequest{base, 1})
+                .status());
+}
+
+TEST(ModelServerTest, AnEnsembleOfServedModelsCombinesTheMembersThatAnswer) {
+  ScopedTempDir dir;
+  ExportScaled(dir.File("a"), 0.2f);
+  ExportScaled(dir.File("b"), 0.6f);
+  ASSERT_OK_AND_ASSIGN(auto server, ModelServer::Start({{"a", dir.File("a")}, {"b", dir.File("b")},
+                                                        {"empty", dir.File("none")}},
+                                                       NoPolling()));
+  const std::map<std::string, Tensor> inputs = {
+      {"x", Tensor::FromVector<float>({1.0f, 0.5f, 0.25f, 1.0f}, Shape{2, 2})}};
+  ASSERT_OK_AND_ASSIGN(EnsembleResult mean,
+                       server->PredictWithEnsemble({"a", "empty", "b"}, inputs, "probabilities",
+                                                   EnsembleCombine::kMeanProbabilities, 5000));
+  EXPECT_EQ(mean.answered, (std::vector<int>{0, 2}));
+  EXPECT_EQ(mean.missing, std::vector<int>{1});
+  ASSERT_EQ(mean.probabilities.shape(), Shape({2, 2}));
+  const float want[] = {0.4f, 0.2f, 0.1f, 0.4f};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(mean.probabilities.data<float>()[i], want[i], 1e-6) << i;
+  EXPECT_EQ(mean.classes, (std::vector<int64_t>{0, 1}));
+  Status none = server->PredictWithEnsemble({"empty", "nope"}, inputs, "probabilities",
+                                            EnsembleCombine::kMajorityVote, 1000)
+                    .status();
+  EXPECT_EQ(none.code(), Code::kDeadlineExceeded);
+}
+
 TEST(ModelConfigFileTest, ParsesPoliciesAndLabelsAndNamesEveryMistake) {
   ASSERT_OK_AND_ASSIGN(auto models, ParseModelConfigFile(R"({"model_config_list": [
       {"name": "a", "base_path": "/m/a", "model_version_policy": {"latest": {"num_versions": 2}}},
