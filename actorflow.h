@@ -59,4 +59,10 @@
 #include "training/summary_writer.h"
 #include "training/variables.h"
 
+// Serving: exported versions (TensorFlow Serving's layout) and the model server that
+// `actorflow serve` puts behind its REST API, callable here without HTTP.
+#include "actors/model_server.h"
+#include "training/ensemble.h"
+#include "training/servable.h"
+
 #endif  // ACTORFLOW_ACTORFLOW_H_
