@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "actors/connect.h"
@@ -157,6 +158,8 @@ void PartDone(MasterSelf self, const std::shared_ptr<StepInFlight>& step, size_t
   if (--step->remaining == 0) FinishStep(self, step);
 }
 
+void EnsureHeartbeat(MasterSelf self);
+
 void LaunchStep(MasterSelf self, const std::shared_ptr<Plan>& plan,
                 const std::shared_ptr<StepRequest>& req) {
   const bool metadata = req->want_metadata;
@@ -173,6 +176,7 @@ void LaunchStep(MasterSelf self, const std::shared_ptr<Plan>& plan,
   step->outputs.resize(req->fetches.size());
   if (plan->parts.empty()) return FinishStep(self, step);
   self->state.in_flight[step->step_id] = step;
+  EnsureHeartbeat(self);
 
   const int64_t timeout_ms = req->options.timeout_in_ms;
   caf::duration timeout = timeout_ms > 0 ? caf::duration{std::chrono::milliseconds(timeout_ms)}
@@ -228,11 +232,14 @@ void EnsureTasks(MasterSelf self, const std::vector<TaskId>& tasks, int64_t time
     entry.waiters.push_back(one_done);
     if (entry.state == TaskEntry::State::kConnecting) continue;
     entry.state = TaskEntry::State::kConnecting;
-    auto settle = [self, name](const Status& s, std::vector<DevicePeer> devices) {
+    auto settle = [self, name](const Status& s, std::vector<DevicePeer> devices,
+                               FrontActor front) {
       TaskEntry& e = self->state.tasks[name];
       if (s.ok()) {
         e.state = TaskEntry::State::kConnected;
         e.devices = std::move(devices);
+        e.front = std::move(front);
+        e.ping_outstanding = false;
         for (const DevicePeer& d : e.devices) self->monitor(d.actor);
       } else {
         e.state = TaskEntry::State::kUnknown;
@@ -243,27 +250,30 @@ void EnsureTasks(MasterSelf self, const std::vector<TaskId>& tasks, int64_t time
     };
     auto address = self->state.config.cluster->Address(task);
     if (!address.ok()) {
-      settle(address.status(), {});
+      settle(address.status(), {}, FrontActor{});
       continue;
     }
+    entry.address = address->host + ":" + std::to_string(address->port);
     const std::string who = "/job:" + task.job + "/task:" + std::to_string(task.index);
     ConnectorActor connector = SpawnConnector(self->system());
     self->request(connector, caf::infinite, connect_atom::value, address->host, address->port,
                   timeout_ms, who)
         .then(
             [self, settle, timeout_ms, who](Status& status, FrontActor& front) {
-              if (!status.ok()) return settle(status, {});
+              if (!status.ok()) return settle(status, {}, FrontActor{});
               self->request(front, std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 1)),
                             devices_atom::value)
-                  .then([settle](std::vector<DevicePeer>& devices) { settle(Status::OK(), devices); },
+                  .then([settle, front](std::vector<DevicePeer>& devices) {
+                          settle(Status::OK(), devices, front);
+                        },
                         [settle, who](caf::error& e) {
                           settle(Unavailable(who + " did not list its devices: " +
                                              caf::to_string(e)),
-                                 {});
+                                 {}, FrontActor{});
                         });
             },
             [settle, who](caf::error& e) {
-              settle(Unavailable("cannot reach " + who + ": " + caf::to_string(e)), {});
+              settle(Unavailable("cannot reach " + who + ": " + caf::to_string(e)), {}, FrontActor{});
             });
   }
 }
@@ -337,30 +347,15 @@ void HandleStep(MasterSelf self, std::shared_ptr<StepRequest> req) {
   LaunchStep(self, *plan, req);
 }
 
-// A device went down: fail what runs on it, forget what refers to it.
-void DeviceDown(MasterSelf self, const caf::actor_addr& source) {
+// Devices that went away (their task died or stopped answering): fail what runs on
+// them with `lost`, and forget the plans and registrations that refer to them.
+void LoseDevices(MasterSelf self, const std::set<std::string>& devices,
+                 const std::vector<caf::actor_addr>& addresses, const Status& lost) {
   MasterState& st = self->state;
-  std::string device;
-  for (auto& [name, task] : st.tasks) {
-    for (const DevicePeer& d : task.devices) {
-      if (d.actor.address() == source) device = d.name;
-    }
-    if (!device.empty()) {
-      task.state = TaskEntry::State::kUnknown;
-      task.devices.clear();
-      break;
-    }
-  }
-  for (size_t i = 0; i < st.config.device_actors.size() && device.empty(); ++i) {
-    if (st.config.device_actors[i].address() == source) device = st.config.devices[i].name;
-  }
-  if (device.empty()) return;
-  const Status lost = Unavailable("task " + TaskOfDevice(device) + " went down (device " + device +
-                                  " is gone)");
-  st.registered.erase(source);  // its partitions went with it
+  for (const caf::actor_addr& a : addresses) st.registered.erase(a);  // partitions went too
   for (auto it = st.plans.begin(); it != st.plans.end();) {
     bool uses = false;
-    for (const PlanPart& p : it->second->parts) uses = uses || p.device == device;
+    for (const PlanPart& p : it->second->parts) uses = uses || devices.count(p.device) > 0;
     if (!uses) {
       ++it;
       continue;
@@ -372,12 +367,94 @@ void DeviceDown(MasterSelf self, const caf::actor_addr& source) {
   for (auto& [id, step] : st.in_flight) affected.push_back(step);
   for (auto& step : affected) {
     for (size_t i = 0; i < step->plan->parts.size(); ++i) {
-      if (step->plan->parts[i].device != device || step->part_done[i]) continue;
+      if (!devices.count(step->plan->parts[i].device) || step->part_done[i]) continue;
       RunPartitionResult r;
       r.status = lost;
       PartDone(self, step, i, std::move(r));
     }
   }
+}
+
+// A device's actor is gone (its connection closed): fail what runs on it.
+void DeviceDown(MasterSelf self, const caf::actor_addr& source) {
+  MasterState& st = self->state;
+  std::string device;
+  for (auto& [name, task] : st.tasks) {
+    for (const DevicePeer& d : task.devices) {
+      if (d.actor.address() == source) device = d.name;
+    }
+    if (!device.empty()) {
+      task.state = TaskEntry::State::kUnknown;
+      task.devices.clear();
+      task.front = FrontActor{};
+      break;
+    }
+  }
+  for (size_t i = 0; i < st.config.device_actors.size() && device.empty(); ++i) {
+    if (st.config.device_actors[i].address() == source) device = st.config.devices[i].name;
+  }
+  if (device.empty()) return;
+  LoseDevices(self, {device}, {source},
+              Unavailable("task " + TaskOfDevice(device) + " went down (device " + device +
+                          " is gone)"));
+}
+
+// A task whose front did not answer its heartbeat: every device of it is lost.
+void TaskDown(MasterSelf self, const std::string& name, const Status& lost) {
+  TaskEntry& task = self->state.tasks[name];
+  std::set<std::string> devices;
+  std::vector<caf::actor_addr> addresses;
+  for (const DevicePeer& d : task.devices) {
+    devices.insert(d.name);
+    addresses.push_back(d.actor.address());
+    self->demonitor(d.actor.address());
+  }
+  task.state = TaskEntry::State::kUnknown;
+  task.devices.clear();
+  task.front = FrontActor{};
+  task.ping_outstanding = false;
+  LoseDevices(self, devices, addresses, lost);
+}
+
+// Keeps the heartbeat ticking while steps are in flight (see heartbeat_atom).
+void EnsureHeartbeat(MasterSelf self) {
+  MasterState& st = self->state;
+  if (st.heartbeat_ticking || st.config.heartbeat_timeout_ms <= 0 || !st.config.cluster) return;
+  st.heartbeat_ticking = true;
+  const int64_t interval = std::max<int64_t>(st.config.heartbeat_timeout_ms / 4, 10);
+  self->delayed_send(self, std::chrono::milliseconds(interval), heartbeat_atom::value);
+}
+
+void Heartbeat(MasterSelf self) {
+  MasterState& st = self->state;
+  st.heartbeat_ticking = false;
+  if (st.in_flight.empty()) return;  // idle: no pings, no ticks
+  std::set<std::string> used;
+  for (const auto& [id, step] : st.in_flight)
+    for (const PlanPart& p : step->plan->parts) used.insert(TaskOfDevice(p.device));
+  const int64_t timeout_ms = st.config.heartbeat_timeout_ms;
+  for (const std::string& name : used) {
+    auto it = st.tasks.find(name);
+    if (it == st.tasks.end()) continue;  // the master's own task
+    TaskEntry& task = it->second;
+    if (task.state != TaskEntry::State::kConnected || !task.front || task.ping_outstanding) continue;
+    task.ping_outstanding = true;
+    FrontActor pinged = task.front;
+    self->request(pinged, std::chrono::milliseconds(timeout_ms), ping_atom::value)
+        .then(
+            [self, name](std::string&) { self->state.tasks[name].ping_outstanding = false; },
+            [self, name, pinged, timeout_ms](caf::error& e) {
+              TaskEntry& task = self->state.tasks[name];
+              if (task.front != pinged) return;  // reconnected since
+              const std::string why = e == caf::sec::request_timeout
+                                          ? "no heartbeat answer within " +
+                                                std::to_string(timeout_ms) + " ms"
+                                          : caf::to_string(e);
+              TaskDown(self, name,
+                       Unavailable(name + " (" + task.address + ") is down: " + why));
+            });
+  }
+  EnsureHeartbeat(self);
 }
 
 // Ends the session: see close_atom at MasterActor (actors/master_protocol.h).
@@ -451,6 +528,7 @@ MasterActor::behavior_type MasterBehavior(MasterSelf self, MasterConfig config) 
       [self](step_atom, std::shared_ptr<StepRequest>& req) { HandleStep(self, std::move(req)); },
       [self](close_atom) -> caf::result<Status> { return Close(self); },
       [self](master_stats_atom) -> MasterStats { return Stats(self->state); },
+      [self](heartbeat_atom) { Heartbeat(self); },
   };
 }
 

@@ -39,6 +39,10 @@ struct MasterConfig {
   int64_t connect_timeout_ms = 30000;
   // How long close waits for each device to confirm a deregistration.
   int64_t close_timeout_ms = 10000;
+  // A task whose front does not answer a ping within this long, while a step uses
+  // it, is declared down (0: only a closed connection says so). Pings go every
+  // quarter of it, and only while steps are in flight.
+  int64_t heartbeat_timeout_ms = 2000;
 };
 
 MasterActor SpawnMasterActor(caf::actor_system& system, MasterConfig config);

@@ -27,6 +27,7 @@
 namespace actorflow {
 
 using step_atom = caf::atom_constant<caf::atom("step")>;
+using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
 using close_atom = caf::atom_constant<caf::atom("close")>;
 using master_stats_atom = caf::atom_constant<caf::atom("mstats")>;
 
@@ -104,8 +105,14 @@ namespace actorflow {
 //       with. A device that does not answer within the close deadline is skipped
 //       (its partitions go with it). Idempotent.
 //   (master_stats_atom) -> MasterStats
+//   (heartbeat_atom)
+//       The master's own tick while steps are in flight: it pings the front of
+//       every other task those steps use, and a task that does not answer within
+//       MasterConfig::heartbeat_timeout_ms is down: its steps end with Unavailable
+//       naming it, as when its connection closes.
 using MasterActor = caf::typed_actor<
     caf::reacts_to<step_atom, std::shared_ptr<StepRequest>>,
+    caf::reacts_to<heartbeat_atom>,
     caf::replies_to<close_atom>::with<Status>,
     caf::replies_to<master_stats_atom>::with<MasterStats>>;
 

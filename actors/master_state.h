@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "actors/front_protocol.h"
 #include "actors/master_actor.h"
 #include "actors/messages.h"
 #include "graph/prune.h"
@@ -64,6 +65,9 @@ struct StepInFlight {
 struct TaskEntry {
   enum class State { kUnknown, kConnecting, kConnected } state = State::kUnknown;
   std::vector<DevicePeer> devices;
+  FrontActor front;           // while connected: pinged by the heartbeat
+  std::string address;        // "host:port", for messages
+  bool ping_outstanding = false;
   std::vector<std::function<void(const Status&)>> waiters;
 };
 
@@ -86,6 +90,7 @@ struct MasterState {
   // TaskOrdinal of the master's task, for its step and partition ids.
   uint32_t ordinal = 0;
   bool closed = false;
+  bool heartbeat_ticking = false;
   const char* name = "actorflow_master";
 
   // Every device known now: the local task's and those of connected tasks.

@@ -68,27 +68,68 @@ class RemoteSession : public Session {
                              : caf::duration{caf::infinite};
     caf::scoped_actor self{*system_};
     Status status = Internal("no answer from " + options_.target);
-    self->request(front_, wait, remote_step_atom::value, std::move(step))
-        .receive(
-            [&](RemoteStepResult& r) {
-              status = r.status;
-              if (status.ok() && outputs != nullptr) *outputs = std::move(r.outputs);
-              if (metadata != nullptr) {
-                metadata->executed_nodes = std::move(r.executed_nodes);
-                metadata->step_stats = std::move(r.step_stats);
-                metadata->transfers = std::move(r.transfers);
-                metadata->transfer_stats = std::move(r.transfer_stats);
-                metadata->clock_offsets = std::move(r.clock_offsets);
-              }
-            },
-            [&](caf::error& e) {
-              status = e == caf::sec::request_timeout
-                           ? DeadlineExceeded("no answer from " + options_.target +
-                                              " within the step's deadline")
-                           : Unavailable("lost the master at " + options_.target + ": " +
-                                         system_->render(e));
-            });
+    RemoteStepResult r = RunWatched(self, std::move(step), wait);
+    status = r.status;
+    if (status.ok() && outputs != nullptr) *outputs = std::move(r.outputs);
+    if (metadata != nullptr) {
+      metadata->executed_nodes = std::move(r.executed_nodes);
+      metadata->step_stats = std::move(r.step_stats);
+      metadata->transfers = std::move(r.transfers);
+      metadata->transfer_stats = std::move(r.transfer_stats);
+      metadata->clock_offsets = std::move(r.clock_offsets);
+    }
     return status;
+  }
+
+  // Sends the step and waits for its result while a watcher pings the master's task
+  // every quarter of the heartbeat timeout: a task that stops answering ends the
+  // wait with Unavailable (see SessionOptions::heartbeat_timeout_in_ms).
+  RemoteStepResult RunWatched(caf::scoped_actor& self, RemoteStep step, caf::duration wait) {
+    const std::string target = options_.target;
+    const int64_t heartbeat_ms = options_.heartbeat_timeout_in_ms;
+    caf::actor client = caf::actor_cast<caf::actor>(self);
+    FrontActor front = front_;
+    auto watcher = system_->spawn([=](caf::event_based_actor* w) -> caf::behavior {
+      auto finish = [w, client](RemoteStepResult r) {
+        w->send(client, std::move(r));
+        w->quit();
+      };
+      w->request(front, wait, remote_step_atom::value, std::move(step))
+          .then([finish](RemoteStepResult& r) { finish(std::move(r)); },
+                [finish, target](caf::error& e) {
+                  RemoteStepResult r;
+                  r.status = e == caf::sec::request_timeout
+                                 ? DeadlineExceeded("no answer from " + target +
+                                                    " within the step's deadline")
+                                 : Unavailable("lost the master at " + target + ": " +
+                                               caf::to_string(e));
+                  finish(std::move(r));
+                });
+      if (heartbeat_ms <= 0) return {[](heartbeat_atom) {}};
+      const auto interval = std::chrono::milliseconds(std::max<int64_t>(heartbeat_ms / 4, 10));
+      w->delayed_send(w, interval, heartbeat_atom::value);
+      return {
+          [=](heartbeat_atom) {
+            w->request(front, std::chrono::milliseconds(heartbeat_ms), ping_atom::value)
+                .then([](std::string&) {},
+                      [finish, target, heartbeat_ms](caf::error& e) {
+                        RemoteStepResult r;
+                        r.status = Unavailable(
+                            target + " is down: " +
+                            (e == caf::sec::request_timeout
+                                 ? "no heartbeat answer within " + std::to_string(heartbeat_ms) + " ms"
+                                 : caf::to_string(e)));
+                        finish(std::move(r));
+                      });
+            w->delayed_send(w, interval, heartbeat_atom::value);
+          },
+      };
+    });
+    RemoteStepResult result;
+    result.status = Internal("no answer from " + target);
+    self->receive([&](RemoteStepResult& r) { result = std::move(r); });
+    caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
+    return result;
   }
 
   // Returns once the server has freed the session (its master and every partition

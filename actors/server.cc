@@ -26,6 +26,7 @@ struct FrontState {
   std::shared_ptr<std::shared_ptr<const ClusterSpec>> cluster;
   std::map<uint64_t, MasterActor> sessions;
   uint64_t next_session = 1;
+  int64_t heartbeat_timeout_ms = 2000;  // for the masters' MasterConfig
   const char* name = "actorflow_front";
 };
 
@@ -81,6 +82,7 @@ FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
           mc.cluster = *st.cluster;
         }
         mc.local_task = st.task_name;
+        mc.heartbeat_timeout_ms = st.heartbeat_timeout_ms;
         uint64_t id = st.next_session++;
         st.sessions[id] = SpawnMasterActor(self->system(), std::move(mc));
         result.session_id = id;
@@ -173,7 +175,10 @@ class ServerImpl : public Server {
     }
     std::vector<DevicePeer> peers = init.devices;
     for (const DeviceActor& d : devices_) caf::anon_send(d, peers_atom::value, peers);
-    front_ = system_->spawn(FrontBehavior, std::move(init));
+    init.heartbeat_timeout_ms = options.heartbeat_timeout_ms;
+    // Detached: the front answers pings (heartbeats) on its own thread, however busy
+    // the devices keep the scheduler's threads.
+    front_ = system_->spawn<caf::detached>(FrontBehavior, std::move(init));
     // SO_REUSEADDR: a restarted task binds its port again at once; a port with a live
     // listener still fails, so "port in use" is still reported.
     auto published = system_->middleman().publish(front_, want_port, host_.c_str(), true);

@@ -24,6 +24,9 @@ struct ServerOptions {
   int cpus = 1;
   // Bind to this port instead of the spec's (0 = any free port; LocalCluster).
   int port_override = -1;
+  // The masters of this task's sessions declare another task down when it does not
+  // answer a ping within this long while a step uses it (MasterConfig).
+  int64_t heartbeat_timeout_ms = 2000;
 };
 
 class Server {

@@ -51,6 +51,11 @@ struct SessionOptions {
   // starting, sending the graph), and re-sending the graph after nodes were added.
   // Past it: Unavailable naming the target. Must be > 0.
   int64_t connect_timeout_in_ms = 30000;
+  // Remote targets: while a step runs, the master's task is pinged every quarter of
+  // this; when it does not answer within this long (a hung or unreachable process,
+  // whose connection may still look open) the step ends with Unavailable naming the
+  // target, instead of at its deadline. 0 = only a closed connection is noticed.
+  int64_t heartbeat_timeout_in_ms = 2000;
 };
 
 struct RunOptions {

@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -206,6 +207,17 @@ StatusOr<const SignatureDef*> ChooseSignature(const Servable& servable, const st
                          " signature");
 }
 
+// TensorFlow's spelling of a status code in model status JSON ("INVALID_ARGUMENT").
+std::string TfErrorCodeName(Code code) {
+  if (code == Code::kOk) return "OK";
+  std::string out;
+  for (const char* c = CodeName(code); *c != '\0'; ++c) {
+    if (std::isupper(static_cast<unsigned char>(*c)) && !out.empty()) out += '_';
+    out += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+  }
+  return out;
+}
+
 }  // namespace
 
 int HttpStatusFor(const Status& status) {
@@ -254,7 +266,7 @@ struct ServingHttpServer::Impl {
         for (const ServedVersionStatus& st : statuses) {
           if (ref.version > 0 && st.version != ref.version) continue;
           states.push_back(VersionState{st.version, st.state,
-                                        st.status.ok() ? "OK" : CodeName(st.status.code()),
+                                        TfErrorCodeName(st.status.code()),
                                         st.status.ok() ? "" : st.status.message()});
         }
         if (ref.version > 0 && states.empty()) {
