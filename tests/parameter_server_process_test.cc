@@ -178,7 +178,12 @@ TEST(ParameterServerProcessTest, AKilledPsProcessIsUnavailableNamingItsTask) {
   ASSERT_TRUE(client);
   ASSERT_TRUE(client->Initialize(Initial()).ok());
   ASSERT_TRUE(cluster->Kill("ps", 1).ok());
+  const auto killed = std::chrono::steady_clock::now();
   auto pulled = client->Pull(kTimeoutMs);
+  const auto noticed = std::chrono::steady_clock::now() - killed;
+  EXPECT_LT(noticed, std::chrono::seconds(3)) << "the pull waited for a dead ps";
+  std::cerr << "killed ps noticed by a pull after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(noticed).count() << " ms\n";
   EXPECT_EQ(pulled.status().code(), Code::kUnavailable) << pulled.status();
   EXPECT_THAT(pulled.status().message(), HasSubstr("/job:ps/task:1")) << pulled.status();
 }

@@ -21,6 +21,7 @@ struct ServerCommandOptions {
   int task = -1;
   std::string devices;
   int status_port = -1;  // -1: no status page
+  int64_t heartbeat_timeout_ms = 2000;
 };
 
 // This task's board: the cluster's tasks (this one up with its devices; the others
@@ -58,6 +59,11 @@ StatusOr<ServerOptions> ResolveOptions(const ServerCommandOptions& o) {
   }
   AF_ASSIGN_OR_RETURN(auto counts, ParseDeviceCounts(o.devices));
   if (counts.count("CPU")) options.cpus = counts["CPU"];
+  if (o.heartbeat_timeout_ms < 0) {
+    return InvalidArgument("--heartbeat-timeout-ms must be >= 0 (0: no heartbeats), not " +
+                           std::to_string(o.heartbeat_timeout_ms));
+  }
+  options.heartbeat_timeout_ms = o.heartbeat_timeout_ms;
   return options;
 }
 
@@ -110,6 +116,10 @@ Subcommand AddServerSubcommand(CLI::App* parent) {
   app->add_option("--status-port", options->status_port,
                   "Serve a status page (and /status.json) on this port of the task's host")
       ->check(CLI::Range(0, 65535));
+  app->add_option("--heartbeat-timeout-ms", options->heartbeat_timeout_ms,
+                  "A task that does not answer a ping for this long while a step uses it is "
+                  "down (0: only closed connections)")
+      ->capture_default_str();
   return Subcommand{app, [options] { return ServeUntilSignalled(*options); }};
 }
 
