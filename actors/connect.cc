@@ -1,12 +1,14 @@
 #include "actors/connect.h"
 
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
 
 #include <caf/io/all.hpp>
 
+#include "actors/cluster_transport.h"
 #include "actors/messages.h"
 
 namespace actorflow {
@@ -21,12 +23,31 @@ struct Attempt {
   caf::expected<FrontActor> result{caf::sec::none};
 };
 
+// The actor systems with a connection attempt still blocked in CAF (see
+// ShutDownClusterSystem), counted per system.
+std::mutex& StuckMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<const caf::actor_system*, int>& StuckAttempts() {
+  static std::map<const caf::actor_system*, int> stuck;
+  return stuck;
+}
+
 caf::expected<FrontActor> TryOnce(caf::actor_system& system, const std::string& host,
                                   uint16_t port, std::chrono::milliseconds wait, bool* timed_out) {
   auto attempt = std::make_shared<Attempt>();
   caf::actor_system* sys = &system;
+  {
+    std::lock_guard<std::mutex> stuck(StuckMutex());
+    ++StuckAttempts()[sys];
+  }
   std::thread([attempt, sys, host, port] {
-    auto r = sys->middleman().remote_actor<FrontActor>(host, port);
+    auto r = ConnectOnTransport<FrontActor>(*sys, host, port);
+    {
+      std::lock_guard<std::mutex> stuck(StuckMutex());
+      if (--StuckAttempts()[sys] == 0) StuckAttempts().erase(sys);
+    }
     std::lock_guard<std::mutex> lock(attempt->mu);
     attempt->result = std::move(r);
     attempt->done = true;
@@ -74,6 +95,14 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
       }
       return *front;
     }
+    if (!timed_out && front.error() == caf::sec::disconnect_during_handshake) {
+      // The peer accepted and then hung up before CAF's handshake: a TLS peer that
+      // refused this process's certificate (or its lack of one), or a plain peer
+      // that this process's TLS hello confused. Retrying gives the same answer.
+      return Status(Code::kPermissionDenied, where + " closed the connection during the handshake: is "
+                              "transport security (--tls-cert/--tls-key/--tls-ca) set the "
+                              "same on both sides, with certificates of the same CA?");
+    }
     if (!timed_out && (front.error() == caf::sec::malformed_basp_message ||
                        front.error() == caf::sec::unexpected_actor_messaging_interface)) {
       // Something answered, but not in CAF's protocol or not with a front actor's
@@ -88,6 +117,21 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
   }
   return Unavailable("cannot reach " + where + " within " + std::to_string(timeout.count()) +
                      " ms: " + last_error);
+}
+
+void ShutDownClusterSystem(std::unique_ptr<caf::actor_system>& system) {
+  if (!system) return;
+  bool stuck = false;
+  {
+    std::lock_guard<std::mutex> lock(StuckMutex());
+    stuck = StuckAttempts().count(system.get()) > 0;
+  }
+  if (stuck) {
+    // Deliberately never destroyed: see the header.
+    (void)system.release();
+    return;
+  }
+  system.reset();
 }
 
 ConnectorActor SpawnConnector(caf::actor_system& system) {

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "actors/front_protocol.h"
@@ -35,6 +36,14 @@ using ConnectorActor = caf::typed_actor<
 StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::string& host,
                                      uint16_t port, std::chrono::milliseconds timeout,
                                      const std::string& who);
+
+// Ends an actor system that made connection attempts: destroys it, unless one of
+// its attempts is still blocked inside CAF (a peer that accepted the connection but
+// never completed the handshake: a silent port, or a TLS peer that refused this one
+// without closing), in which case the system is left to the process's exit, since
+// its destructor would wait for that attempt forever. Either way `system` is null
+// afterwards and the caller goes on at once.
+void ShutDownClusterSystem(std::unique_ptr<caf::actor_system>& system);
 
 // Spawns a detached ConnectorActor; it quits after one answer.
 ConnectorActor SpawnConnector(caf::actor_system& system);

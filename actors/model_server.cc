@@ -14,6 +14,7 @@
 #include <caf/io/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/cluster_transport.h"
 #include "actors/connect.h"
 #include "actors/messages.h"
 #include "actors/serving_protocol.h"
@@ -187,82 +188,7 @@ std::vector<int64_t> SelectVersions(const VersionPolicy& policy, const std::vect
   return selected;
 }
 
-StatusOr<int64_t> PositiveInt(const nlohmann::json& j, const std::string& what) {
-  if (!j.is_number_integer() || j.get<int64_t>() < 1) return InvalidArgument(what + " must be an integer >= 1");
-  return j.get<int64_t>();
-}
-
 }  // namespace
-
-StatusOr<std::vector<ModelConfig>> ParseModelConfigFile(const std::string& text,
-                                                        const std::string& path) {
-  AF_ASSIGN_OR_RETURN(nlohmann::json root, ParseJsonText(text, path));
-  if (!root.is_object() || !root.contains("model_config_list") ||
-      !root["model_config_list"].is_array() || root["model_config_list"].empty()) {
-    return InvalidArgument(path + ": needs \"model_config_list\", a non-empty list of models");
-  }
-  std::vector<ModelConfig> models;
-  std::set<std::string> names;
-  int index = 0;
-  for (const nlohmann::json& m : root["model_config_list"]) {
-    const std::string what = path + ": model_config_list[" + std::to_string(index++) + "]";
-    if (!m.is_object() || !m.contains("name") || !m["name"].is_string() ||
-        !m.contains("base_path") || !m["base_path"].is_string()) {
-      return InvalidArgument(what + ": needs \"name\" and \"base_path\" (strings)");
-    }
-    ModelConfig config;
-    config.name = m["name"].get<std::string>();
-    config.base_path = m["base_path"].get<std::string>();
-    if (config.name.empty() || !names.insert(config.name).second) {
-      return InvalidArgument(what + ": the name '" + config.name + "' is empty or used twice");
-    }
-    for (auto it = m.begin(); it != m.end(); ++it) {
-      const std::string& key = it.key();
-      if (key == "name" || key == "base_path" || key == "model_platform") continue;
-      if (key == "model_version_policy") {
-        const nlohmann::json& p = it.value();
-        if (!p.is_object() || p.size() != 1) {
-          return InvalidArgument(what + ": model_version_policy needs exactly one of \"latest\", "
-                                        "\"specific\", \"all\"");
-        }
-        if (p.contains("latest")) {
-          config.policy.kind = VersionPolicy::Kind::kLatest;
-          const nlohmann::json& l = p["latest"];
-          if (l.is_object() && l.contains("num_versions")) {
-            AF_ASSIGN_OR_RETURN(config.policy.num_versions,
-                                PositiveInt(l["num_versions"], what + ": latest.num_versions"));
-          }
-        } else if (p.contains("specific")) {
-          config.policy.kind = VersionPolicy::Kind::kSpecific;
-          const nlohmann::json& s = p["specific"];
-          if (!s.is_object() || !s.contains("versions") || !s["versions"].is_array() ||
-              s["versions"].empty()) {
-            return InvalidArgument(what + ": specific needs \"versions\", a non-empty list");
-          }
-          for (const auto& v : s["versions"]) {
-            AF_ASSIGN_OR_RETURN(int64_t version, PositiveInt(v, what + ": specific.versions"));
-            config.policy.versions.push_back(version);
-          }
-        } else if (p.contains("all")) {
-          config.policy.kind = VersionPolicy::Kind::kAll;
-        } else {
-          return InvalidArgument(what + ": unknown model_version_policy '" + p.begin().key() +
-                                 "' (latest, specific or all)");
-        }
-      } else if (key == "version_labels") {
-        if (!it.value().is_object()) return InvalidArgument(what + ": version_labels must be an object");
-        for (auto l = it.value().begin(); l != it.value().end(); ++l) {
-          AF_ASSIGN_OR_RETURN(config.labels[l.key()],
-                              PositiveInt(l.value(), what + ": version_labels." + l.key()));
-        }
-      } else {
-        return InvalidArgument(what + ": unknown key '" + key + "'");
-      }
-    }
-    models.push_back(std::move(config));
-  }
-  return models;
-}
 
 struct ModelServer::Impl {
   ServeOptions options;
@@ -440,7 +366,7 @@ ModelServer::~ModelServer() {
     std::lock_guard<std::mutex> lock(impl_->mu);
     impl_->models.clear();  // sends every replica and batcher its exit
   }
-  impl_->system.reset();  // waits for the actors
+  ShutDownClusterSystem(impl_->system);  // waits for the actors
 }
 
 StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(std::vector<ModelConfig> models,
@@ -476,9 +402,7 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(std::vector<ModelConfi
   impl->cfg.set("scheduler.max-threads", threads);
   impl->cfg.set("logger.console", caf::atom("none"));
   if (!options.cluster_tasks.empty()) {
-    impl->cfg.load<caf::io::middleman>();
-    impl->cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
-    RegisterMessageTypes(impl->cfg);
+    ConfigureClusterTransport(impl->cfg);
   }
   impl->system = std::make_unique<caf::actor_system>(impl->cfg);
   std::unique_ptr<ModelServer> server(new ModelServer(std::move(impl)));

@@ -4,6 +4,7 @@
 #include <caf/io/all.hpp>
 #include <set>
 
+#include "actors/cluster_transport.h"
 #include "actors/connect.h"
 #include "actors/messages.h"
 #include "actors/shard_fanout.h"
@@ -56,11 +57,9 @@ class ParameterClientImpl : public ParameterClient {
       : options_(options),
         client_options_(client_options),
         setup_timeout_ms_(std::max(setup_timeout_ms, kMinSetupTimeoutMs)) {
-    cfg_.load<caf::io::middleman>();
+    ConfigureClusterTransport(cfg_);
     cfg_.set("scheduler.policy", caf::atom("sharing"));
     cfg_.set("logger.console", caf::atom("none"));
-    cfg_.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
-    RegisterMessageTypes(cfg_);
     system_ = std::make_unique<caf::actor_system>(cfg_);
   }
 
@@ -75,7 +74,7 @@ class ParameterClientImpl : public ParameterClient {
     if (fanout_) caf::anon_send_exit(fanout_, caf::exit_reason::user_shutdown);
     worker_actor_ = nullptr;
     fanout_ = nullptr;
-    system_.reset();
+    ShutDownClusterSystem(system_);
   }
 
   // Connects to the ps tasks and gets their shards.

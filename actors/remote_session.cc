@@ -2,6 +2,7 @@
 
 #include <caf/io/all.hpp>
 
+#include "actors/cluster_transport.h"
 #include "actors/connect.h"
 #include "actors/messages.h"
 #include "graph/graph_json.h"
@@ -11,11 +12,9 @@ namespace actorflow {
 namespace {
 
 void ConfigureClient(caf::actor_system_config& cfg) {
-  cfg.load<caf::io::middleman>();
+  ConfigureClusterTransport(cfg);
   cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("logger.console", caf::atom("none"));
-  cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
-  RegisterMessageTypes(cfg);
 }
 
 class RemoteSession : public Session {
@@ -29,7 +28,7 @@ class RemoteSession : public Session {
   ~RemoteSession() override {
     Close();
     front_ = nullptr;
-    system_.reset();
+    ShutDownClusterSystem(system_);
   }
 
   Status Connect(int64_t timeout_ms) {

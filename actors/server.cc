@@ -5,6 +5,8 @@
 
 #include <caf/io/all.hpp>
 
+#include "actors/cluster_transport.h"
+#include "actors/connect.h"
 #include "actors/device_actor.h"
 #include "actors/master_actor.h"
 #include "actors/messages.h"
@@ -146,12 +148,9 @@ class ServerImpl : public Server {
     const uint16_t want_port =
         options.port_override >= 0 ? static_cast<uint16_t>(options.port_override) : address->port;
     task_name_ = ClusterSpec::TaskName(options.task);
-    cfg_.load<caf::io::middleman>();
+    ConfigureClusterTransport(cfg_);
     cfg_.set("scheduler.policy", caf::atom("sharing"));
     cfg_.set("logger.console", caf::atom("none"));
-    // Notice a dead peer's connection within seconds rather than never.
-    cfg_.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
-    RegisterMessageTypes(cfg_);
     system_ = std::make_unique<caf::actor_system>(cfg_);
 
     FrontState init;
@@ -181,7 +180,7 @@ class ServerImpl : public Server {
     front_ = system_->spawn<caf::detached>(FrontBehavior, std::move(init));
     // SO_REUSEADDR: a restarted task binds its port again at once; a port with a live
     // listener still fails, so "port in use" is still reported.
-    auto published = system_->middleman().publish(front_, want_port, host_.c_str(), true);
+    auto published = PublishOnTransport(front_, want_port, host_);
     if (!published) {
       return Unavailable("cannot listen on " + host_ + ":" + std::to_string(want_port) + " for " +
                          task_name_ + " (port in use?): " + system_->render(published.error()));
@@ -200,13 +199,15 @@ class ServerImpl : public Server {
 
   void Stop() override {
     if (!system_) return;
-    if (port_ != 0) system_->middleman().unpublish(front_, port_);
+    // Over TLS the acceptor closes with the system (CAF 0.17's OpenSSL unpublish
+    // header does not compile).
+    if (port_ != 0 && !system_->has_openssl_manager()) system_->middleman().unpublish(front_, port_);
     caf::anon_send_exit(front_, caf::exit_reason::user_shutdown);
     for (const DeviceActor& d : devices_) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
     if (services_) ClearShards(*services_, {});
     front_ = nullptr;
     devices_.clear();
-    system_.reset();
+    ShutDownClusterSystem(system_);
   }
 
  private:

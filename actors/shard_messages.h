@@ -9,6 +9,10 @@
 #ifndef ACTORFLOW_ACTORS_SHARD_MESSAGES_H_
 #define ACTORFLOW_ACTORS_SHARD_MESSAGES_H_
 
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
 #include <caf/all.hpp>
 
 #include "actors/parameter_shard_state.h"
@@ -29,18 +33,33 @@ using shard_hold_atom = caf::atom_constant<caf::atom("shold")>;
 using shard_floor_atom = caf::atom_constant<caf::atom("sfloor")>;
 using shard_sweep_atom = caf::atom_constant<caf::atom("ssweep")>;
 
+// The learning rate travels as its IEEE-754 bits (exact, whatever the value): CAF
+// 0.17's portable encoding of a double (detail::pack754) never returns for an
+// infinity and converts a NaN to an integer (undefined), so a non-finite rate
+// would hang the sender. The shard refuses a non-finite rate itself
+// (ValidateShardConfig), with a Status the requester sees.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ShardConfig& x) {
   int32_t mode = static_cast<int32_t>(x.mode);
+  static_assert(sizeof(uint64_t) == sizeof(double), "IEEE-754 binary64 expected");
+  uint64_t learning_rate_bits = 0;
+  std::memcpy(&learning_rate_bits, &x.learning_rate, sizeof(learning_rate_bits));
   auto load = caf::meta::load_callback([&]() -> caf::error {
     if (mode < 0 || mode > static_cast<int32_t>(UpdateMode::kStaleSynchronous)) {
       return caf::make_error(caf::sec::invalid_argument, "bad update mode");
     }
     x.mode = static_cast<UpdateMode>(mode);
+    std::memcpy(&x.learning_rate, &learning_rate_bits, sizeof(learning_rate_bits));
     return caf::none;
   });
-  return f(caf::meta::type_name("actorflow.ShardConfig"), mode, x.total_replicas,
-           x.replicas_to_aggregate, x.staleness_bound, x.optimizer, x.learning_rate, load);
+  if constexpr (std::is_base_of<caf::serializer, Inspector>::value ||
+                std::is_base_of<caf::deserializer, Inspector>::value) {
+    return f(caf::meta::type_name("actorflow.ShardConfig"), mode, x.total_replicas,
+             x.replicas_to_aggregate, x.staleness_bound, x.optimizer, learning_rate_bits, load);
+  } else {  // logging: the rate as a number
+    return f(caf::meta::type_name("actorflow.ShardConfig"), mode, x.total_replicas,
+             x.replicas_to_aggregate, x.staleness_bound, x.optimizer, x.learning_rate);
+  }
 }
 
 template <class Inspector>

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "actors/transport_security.h"
 #include "graph/status.h"
 #include "tools/cli_common.h"
 #include "tools/graph_command.h"
@@ -41,6 +42,17 @@ int Main(int argc, char** argv) {
   CLI::App app{"actorflow: dataflow graphs run by actors"};
   app.require_subcommand(1);
   std::vector<Subcommand> subcommands = MakeSubcommands(&app);
+  // Transport security (actors/transport_security.h) for every command that talks
+  // to a cluster; without the flags, the ACTORFLOW_TLS_* environment variables.
+  TlsConfig tls;
+  for (const char* name : {"server", "run", "train", "serve", "tune"}) {
+    CLI::App* sub = app.get_subcommand(name);
+    sub->add_option("--tls-cert", tls.certificate,
+                    "PEM certificate: cluster traffic over TLS (with --tls-key)");
+    sub->add_option("--tls-key", tls.key, "PEM private key of --tls-cert");
+    sub->add_option("--tls-ca", tls.ca,
+                    "PEM CA: accept and reach only peers whose certificate it signed");
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -50,6 +62,13 @@ int Main(int argc, char** argv) {
     const std::vector<std::string> args(argv + 1, argv + argc);
     return ReportError(std::cerr, DescribeParseError(subcommands, args, e.what()),
                        kExitUsageError);
+  }
+  if (!tls.certificate.empty() || !tls.key.empty() || !tls.ca.empty()) {
+    tls.certificate = tls.certificate.empty() ? "" : ResolveUserPath(tls.certificate);
+    tls.key = tls.key.empty() ? "" : ResolveUserPath(tls.key);
+    tls.ca = tls.ca.empty() ? "" : ResolveUserPath(tls.ca);
+    Status set = SetTransportSecurity(tls);
+    if (!set.ok()) return ReportError(std::cerr, set, kExitUsageError);
   }
   for (const Subcommand& sub : subcommands) {
     if (sub.app->parsed()) return sub.main();

@@ -190,6 +190,8 @@ Status LoadAndRun(const RunCommandOptions& options, const std::vector<FeedArg>& 
   AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
   session_options.allow_soft_placement = options.soft_placement;
   session_options.log_device_placement = options.log_placement;
+  // --timeout-ms bounds the connection to a remote target as well as each step.
+  if (options.timeout_ms > 0) session_options.connect_timeout_in_ms = options.timeout_ms;
   AF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session,
                       NewSession(graph.get(), session_options));
   RunOptions run_options;

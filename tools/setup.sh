@@ -19,6 +19,12 @@ packages=(
   graphviz
   libcpp-httplib-dev
   chromium
+  # tests/secure_cluster_test: certificates for mutual TLS.
+  openssl
+  wrk
+  # tools/fuzz/: clang with libFuzzer and the sanitizer runtimes.
+  clang-14
+  libclang-rt-14-dev
 )
 
 missing=()

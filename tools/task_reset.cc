@@ -4,6 +4,7 @@
 
 #include <caf/io/all.hpp>
 
+#include "actors/cluster_transport.h"
 #include "actors/connect.h"
 #include "actors/messages.h"
 
@@ -16,10 +17,9 @@ Status ResetTask(const std::string& target, const std::vector<std::string>& cont
   uint16_t port = 0;
   AF_RETURN_IF_ERROR(ParseTarget(target, &host, &port));
   caf::actor_system_config cfg;
-  cfg.load<caf::io::middleman>();
+  ConfigureClusterTransport(cfg);
   cfg.set("scheduler.policy", caf::atom("sharing"));
   cfg.set("logger.console", caf::atom("none"));
-  RegisterMessageTypes(cfg);
   caf::actor_system system{cfg};
   AF_ASSIGN_OR_RETURN(FrontActor front,
                       ConnectToServer(system, host, port, std::chrono::milliseconds(timeout_ms), target));

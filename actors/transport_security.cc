@@ -1,0 +1,60 @@
+#include "actors/transport_security.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <optional>
+
+namespace actorflow {
+namespace {
+
+std::mutex& Mutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::optional<TlsConfig>& Configured() {
+  static std::optional<TlsConfig> tls;
+  return tls;
+}
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+Status Readable(const std::string& path, const std::string& flag) {
+  std::ifstream in(path);
+  if (!in) return NotFound(flag + " '" + path + "' cannot be read");
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ValidateTlsConfig(const TlsConfig& tls) {
+  if (tls.certificate.empty() != tls.key.empty()) {
+    return InvalidArgument("--tls-cert and --tls-key go together (one is missing)");
+  }
+  if (!tls.ca.empty() && tls.certificate.empty()) {
+    return InvalidArgument("--tls-ca needs --tls-cert and --tls-key: mutual TLS presents a "
+                           "certificate too");
+  }
+  if (!tls.certificate.empty()) AF_RETURN_IF_ERROR(Readable(tls.certificate, "--tls-cert"));
+  if (!tls.key.empty()) AF_RETURN_IF_ERROR(Readable(tls.key, "--tls-key"));
+  if (!tls.ca.empty()) AF_RETURN_IF_ERROR(Readable(tls.ca, "--tls-ca"));
+  return Status::OK();
+}
+
+Status SetTransportSecurity(const TlsConfig& tls) {
+  AF_RETURN_IF_ERROR(ValidateTlsConfig(tls));
+  std::lock_guard<std::mutex> lock(Mutex());
+  Configured() = tls;
+  return Status::OK();
+}
+
+TlsConfig TransportSecurity() {
+  std::lock_guard<std::mutex> lock(Mutex());
+  if (Configured()) return *Configured();
+  return TlsConfig{Env("ACTORFLOW_TLS_CERT"), Env("ACTORFLOW_TLS_KEY"), Env("ACTORFLOW_TLS_CA")};
+}
+
+}  // namespace actorflow

@@ -1,0 +1,203 @@
+// Clusters of real `actorflow server` processes with transport security: every task
+// and client presents a certificate signed by the cluster's CA (mutual TLS), and a
+// plain-TCP client, or one whose certificate another CA signed, is refused during
+// the handshake. Also: each task listens on its spec host only.
+//
+// Certificates are made for each test with the openssl command line. Every wait is
+// bounded.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/child_process.h"
+#include "tests/process_cluster.h"
+#include "tests/subprocess.h"
+
+namespace actorflow {
+namespace {
+
+using subprocess::ChildProcess;
+using subprocess::ProcessCluster;
+using subprocess::ProcessClusterOptions;
+using std::chrono::milliseconds;
+using ::testing::HasSubstr;
+
+std::string TmpDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+std::string ActorflowBinary() { return subprocess::Runfile("tools/actorflow"); }
+
+// A CA "<name>.pem"/"<name>_key.pem", or a certificate of `name` signed by `ca`.
+bool MakeCa(const std::string& dir, const std::string& name) {
+  const std::string cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=" + name +
+                          " -keyout " + dir + "/" + name + "_key.pem -out " + dir + "/" + name +
+                          ".pem >/dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+bool MakeCert(const std::string& dir, const std::string& name, const std::string& ca) {
+  const std::string p = dir + "/" + name;
+  const std::string c = dir + "/" + ca;
+  const std::string cmd =
+      "openssl req -newkey rsa:2048 -nodes -subj /CN=" + name + " -keyout " + p + "_key.pem -out " +
+      p + ".csr >/dev/null 2>&1 && openssl x509 -req -days 2 -in " + p + ".csr -CA " + c +
+      ".pem -CAkey " + c + "_key.pem -CAcreateserial -out " + p + ".pem >/dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
+std::vector<std::string> TlsArgs(const std::string& dir, const std::string& cert,
+                                 const std::string& ca) {
+  return {"--tls-cert", dir + "/" + cert + ".pem", "--tls-key", dir + "/" + cert + "_key.pem",
+          "--tls-ca", dir + "/" + ca + ".pem"};
+}
+
+// A graph whose fetch needs both workers (so the tasks talk to each other too).
+std::string WriteTwoWorkerGraph(const std::string& dir) {
+  const std::string path = dir + "/two_workers.json";
+  std::ofstream(path) << R"({"format": "actorflow.graph/1", "nodes": [
+    {"name": "a", "op": "Const", "device": "/job:worker/task:1",
+     "attrs": {"value": {"dtype": "float32", "shape": [], "data": [3]}}},
+    {"name": "b", "op": "Neg", "inputs": ["a"], "device": "/job:worker/task:0"}]})";
+  return path;
+}
+
+struct RunResult {
+  bool ended = false;
+  int exit_code = -1;
+  std::string out, err;
+  milliseconds took{0};
+};
+
+RunResult RunCommand(const std::vector<std::string>& args) {
+  RunResult r;
+  std::string error;
+  const auto start = std::chrono::steady_clock::now();
+  auto child = ChildProcess::Start(ActorflowBinary(), args, &error);
+  EXPECT_NE(child, nullptr) << error;
+  if (child == nullptr) return r;
+  r.ended = child->WaitForExit(milliseconds(30000));
+  r.took = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start);
+  if (!r.ended) child->Kill();
+  r.exit_code = child->exit_code();
+  r.out = child->out();
+  r.err = child->err();
+  return r;
+}
+
+class SecureClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = TmpDir();
+    ASSERT_TRUE(MakeCa(dir_, "cluster_ca"));
+    ASSERT_TRUE(MakeCa(dir_, "other_ca"));
+    ASSERT_TRUE(MakeCert(dir_, "task", "cluster_ca"));
+    ASSERT_TRUE(MakeCert(dir_, "client", "cluster_ca"));
+    ASSERT_TRUE(MakeCert(dir_, "rogue", "other_ca"));
+    ProcessClusterOptions options;
+    options.binary = ActorflowBinary();
+    options.shape = {{"worker", 2}};
+    options.dir = dir_;
+    options.server_args = TlsArgs(dir_, "task", "cluster_ca");
+    auto cluster = ProcessCluster::Start(std::move(options));
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = std::move(cluster).value();
+    graph_ = WriteTwoWorkerGraph(dir_);
+  }
+
+  std::vector<std::string> RunArgs(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"run", "--graph", graph_, "--fetch", "b", "--target",
+                                     cluster_->Target("worker", 0), "--timeout-ms", "10000"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  std::string dir_;
+  std::string graph_;
+  std::unique_ptr<ProcessCluster> cluster_;
+};
+
+TEST_F(SecureClusterTest, AClientWithACertificateOfTheClustersCaRunsAStepAcrossTasks) {
+  RunResult r = RunCommand(RunArgs(TlsArgs(dir_, "client", "cluster_ca")));
+  ASSERT_TRUE(r.ended) << r.err;
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("b = float32[] -3"));
+}
+
+TEST_F(SecureClusterTest, APlainClientIsRefusedDuringTheHandshakeAtOnce) {
+  RunResult r = RunCommand(RunArgs({}));
+  ASSERT_TRUE(r.ended);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("PermissionDenied"));
+  EXPECT_THAT(r.err, HasSubstr(cluster_->Address("worker", 0)));
+  EXPECT_THAT(r.err, HasSubstr("closed the connection during the handshake"));
+  EXPECT_LT(r.took, milliseconds(5000)) << "refused only at the deadline";
+}
+
+TEST_F(SecureClusterTest, AClientWhoseCertificateAnotherCaSignedIsRefused) {
+  for (const std::string& trusted : {"other_ca", "cluster_ca"}) {
+    RunResult r = RunCommand(RunArgs(TlsArgs(dir_, "rogue", trusted)));
+    ASSERT_TRUE(r.ended) << trusted;
+    EXPECT_EQ(r.exit_code, 1) << trusted << ": " << r.out;
+    EXPECT_THAT(r.err, HasSubstr("PermissionDenied")) << trusted;
+    EXPECT_LT(r.took, milliseconds(5000)) << trusted;
+  }
+}
+
+TEST_F(SecureClusterTest, HalfATlsConfigurationIsAUsageErrorNamingTheFlag) {
+  RunResult r = RunCommand(RunArgs({"--tls-cert", dir_ + "/client.pem"}));
+  ASSERT_TRUE(r.ended);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--tls-key"));
+  RunResult missing = RunCommand(RunArgs(
+      {"--tls-cert", dir_ + "/nope.pem", "--tls-key", dir_ + "/client_key.pem"}));
+  ASSERT_TRUE(missing.ended);
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_THAT(missing.err, HasSubstr("nope.pem"));
+}
+
+// The local addresses of the sockets listening on `port` (from /proc/net/tcp and
+// tcp6), e.g. "127.0.0.1".
+std::vector<std::string> ListeningAddresses(int port) {
+  std::vector<std::string> found;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      if (state != "0A") continue;  // LISTEN
+      const size_t colon = local.find(':');
+      if (std::stoi(local.substr(colon + 1), nullptr, 16) != port) continue;
+      const std::string hex = local.substr(0, colon);
+      if (hex.size() != 8) {
+        found.push_back("ipv6:" + hex);
+        continue;
+      }
+      const unsigned long a = std::stoul(hex, nullptr, 16);  // little-endian bytes
+      found.push_back(std::to_string(a & 0xff) + "." + std::to_string((a >> 8) & 0xff) + "." +
+                      std::to_string((a >> 16) & 0xff) + "." + std::to_string((a >> 24) & 0xff));
+    }
+  }
+  return found;
+}
+
+TEST_F(SecureClusterTest, EachTaskListensOnItsSpecHostOnly) {
+  for (int task = 0; task < 2; ++task) {
+    const std::string address = cluster_->Address("worker", task);  // 127.0.0.1:PORT
+    const int port = std::stoi(address.substr(address.rfind(':') + 1));
+    EXPECT_EQ(ListeningAddresses(port), std::vector<std::string>{"127.0.0.1"}) << address;
+  }
+}
+
+}  // namespace
+}  // namespace actorflow
