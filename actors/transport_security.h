@@ -3,8 +3,10 @@
 // clients, model servers with --cluster).
 //
 // The settings are the process's: SetTransportSecurity (the command line's
-// --tls-cert/--tls-key/--tls-ca), else the environment variables ACTORFLOW_TLS_CERT,
-// ACTORFLOW_TLS_KEY and ACTORFLOW_TLS_CA. With a certificate and key, this process
+// --tls-cert/--tls-key/--tls-ca, or --cluster-secret-file), else the environment
+// variables ACTORFLOW_TLS_CERT, ACTORFLOW_TLS_KEY and ACTORFLOW_TLS_CA, else
+// ACTORFLOW_CLUSTER_SECRET (the secret itself: actors/cluster_secret.h derives the
+// certificates from it). With a certificate and key, this process
 // publishes and connects over TLS only; with a CA as well, it accepts and connects
 // to peers only when their certificate is signed by that CA (mutual TLS), so a
 // plain-TCP peer, or one whose certificate another CA signed, is refused during the

@@ -60,6 +60,21 @@ inline Status CheckReceivedTensor(int32_t dtype, const std::vector<int64_t>& dim
   return Status::OK();
 }
 
+// OK unless `tensor` is a bool tensor holding a byte other than 0 or 1: such a byte
+// is not a bool, and reading it as one is undefined, so a received tensor with one is
+// refused (InvalidArgument naming the element and the byte).
+inline Status CheckReceivedBools(const Tensor& tensor) {
+  if (tensor.dtype() != DType::kBool) return Status::OK();
+  const auto* bytes = static_cast<const unsigned char*>(tensor.raw_data());
+  for (int64_t i = 0; i < tensor.NumElements(); ++i) {
+    if (bytes[i] > 1) {
+      return InvalidArgument("received bool tensor: element " + std::to_string(i) + " is byte " +
+                             std::to_string(bytes[i]) + ", not 0 or 1");
+    }
+  }
+  return Status::OK();
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, Tensor& x) {
   int32_t dtype = x.IsInitialized() ? static_cast<int32_t>(x.dtype()) : -1;
@@ -79,16 +94,27 @@ typename Inspector::result_type inspect(Inspector& f, Tensor& x) {
         x = Tensor();
         return caf::none;
       }
+      // Inside a message (as every received tensor is) or a list, the inspector is
+      // the deserializer base class: the binary deserializer behind it knows how many
+      // bytes are left.
       int64_t bytes_left = -1;  // unknown for a deserializer that streams
-      if constexpr (std::is_same<Inspector, caf::binary_deserializer>::value) {
-        bytes_left = static_cast<int64_t>(f.remaining());
+      if (auto* binary = dynamic_cast<caf::binary_deserializer*>(&f)) {
+        bytes_left = static_cast<int64_t>(binary->remaining());
       }
       if (!CheckReceivedTensor(dtype, dims, bytes, bytes_left).ok()) {
         return caf::make_error(caf::sec::invalid_argument);
       }
       // Every byte is read below: skip the zero fill.
       x = Tensor::Uninitialized(static_cast<DType>(dtype), Shape(dims));
-      return bytes > 0 ? f.apply_raw(bytes, x.raw_data()) : caf::error{};
+      if (bytes > 0) {
+        if (auto err = f.apply_raw(bytes, x.raw_data())) return err;
+      }
+      Status bools = CheckReceivedBools(x);
+      if (!bools.ok()) {
+        x = Tensor();
+        return caf::make_error(caf::sec::invalid_argument, bools.message());
+      }
+      return caf::none;
     });
     return f(caf::meta::type_name("actorflow.Tensor"), dtype, dims, load);
   } else {

@@ -1,10 +1,13 @@
 // Clusters of real `actorflow server` processes with transport security: every task
 // and client presents a certificate signed by the cluster's CA (mutual TLS), and a
 // plain-TCP client, or one whose certificate another CA signed, is refused during
-// the handshake. Also: each task listens on its spec host only.
+// the handshake; the same with a cluster secret, from which every node derives its
+// certificates. Also: each task listens on its spec host only.
 //
 // Certificates are made for each test with the openssl command line. Every wait is
 // bounded.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -161,6 +164,62 @@ TEST_F(SecureClusterTest, HalfATlsConfigurationIsAUsageErrorNamingTheFlag) {
   ASSERT_TRUE(missing.ended);
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, HasSubstr("nope.pem"));
+}
+
+// A secret file of `text`, readable by its owner only unless `mode` says otherwise.
+std::string WriteSecret(const std::string& dir, const std::string& name, const std::string& text,
+                        int mode = 0600) {
+  const std::string path = dir + "/" + name;
+  std::ofstream(path) << text << "\n";
+  ::chmod(path.c_str(), mode);
+  return path;
+}
+
+TEST(ClusterSecretTest, OnlyPeersThatKnowTheSecretAreAccepted) {
+  const std::string dir = TmpDir();
+  const std::string secret = WriteSecret(dir, "secret", "correct horse battery staple 42");
+  const std::string wrong = WriteSecret(dir, "wrong", "correct horse battery staple 43");
+  ProcessClusterOptions options;
+  options.binary = ActorflowBinary();
+  options.shape = {{"worker", 2}};
+  options.dir = dir;
+  options.server_args = {"--cluster-secret-file", secret};
+  auto cluster = ProcessCluster::Start(std::move(options));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::string graph = WriteTwoWorkerGraph(dir);
+  auto run = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"run", "--graph", graph, "--fetch", "b", "--target",
+                                     (*cluster)->Target("worker", 0), "--timeout-ms", "10000"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCommand(args);
+  };
+  RunResult ok = run({"--cluster-secret-file", secret});
+  ASSERT_TRUE(ok.ended);
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("b = float32[] -3"));
+  for (const std::vector<std::string>& refused :
+       {std::vector<std::string>{"--cluster-secret-file", wrong}, std::vector<std::string>{}}) {
+    RunResult r = run(refused);
+    ASSERT_TRUE(r.ended);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_THAT(r.err, HasSubstr("PermissionDenied"));
+    EXPECT_LT(r.took, milliseconds(5000));
+  }
+}
+
+TEST(ClusterSecretTest, AWeakOrExposedSecretFileIsAUsageError) {
+  const std::string dir = TmpDir();
+  const std::string graph = WriteTwoWorkerGraph(dir);
+  const std::string shared = WriteSecret(dir, "shared", "a long enough secret for a cluster", 0644);
+  const std::string shorty = WriteSecret(dir, "short", "short");
+  for (const auto& [file, culprit] :
+       {std::make_pair(shared, std::string("chmod 600")), std::make_pair(shorty, std::string("at least 16"))}) {
+    RunResult r = RunCommand({"run", "--graph", graph, "--fetch", "b", "--target",
+                              "actorflow://127.0.0.1:1", "--cluster-secret-file", file});
+    ASSERT_TRUE(r.ended);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(culprit));
+  }
 }
 
 // The local addresses of the sockets listening on `port` (from /proc/net/tcp and

@@ -1,11 +1,16 @@
 // The `actorflow` command line. Each subcommand lives in tools/<name>_command.cc and
 // is listed in MakeSubcommands below; this file only dispatches.
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "actors/cluster_secret.h"
 #include "actors/transport_security.h"
 #include "graph/status.h"
 #include "tools/cli_common.h"
@@ -23,6 +28,16 @@ namespace actorflow {
 namespace cli {
 namespace {
 
+// Removes a directory and its files when the process ends normally.
+struct TempDirRemover {
+  std::string dir;
+  ~TempDirRemover() {
+    if (dir.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+};
+
 std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
   return {
       AddRunSubcommand(app),
@@ -38,6 +53,20 @@ std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
   };
 }
 
+// The certificates derived from a cluster secret live in a private directory for
+// the process's lifetime.
+Status UseClusterSecretFile(const std::string& path) {
+  AF_ASSIGN_OR_RETURN(std::string secret, ReadClusterSecretFile(path));
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
+                    "/actorflow_tls.XXXXXX";
+  if (::mkdtemp(dir.data()) == nullptr) return Unavailable("cannot create a directory in " + dir);
+  static TempDirRemover remover;
+  remover.dir = dir;
+  AF_ASSIGN_OR_RETURN(TlsConfig tls, TlsFromClusterSecret(secret, dir));
+  return SetTransportSecurity(tls);
+}
+
 int Main(int argc, char** argv) {
   CLI::App app{"actorflow: dataflow graphs run by actors"};
   app.require_subcommand(1);
@@ -45,6 +74,7 @@ int Main(int argc, char** argv) {
   // Transport security (actors/transport_security.h) for every command that talks
   // to a cluster; without the flags, the ACTORFLOW_TLS_* environment variables.
   TlsConfig tls;
+  std::string secret_file;
   for (const char* name : {"server", "run", "train", "serve", "tune"}) {
     CLI::App* sub = app.get_subcommand(name);
     sub->add_option("--tls-cert", tls.certificate,
@@ -52,6 +82,9 @@ int Main(int argc, char** argv) {
     sub->add_option("--tls-key", tls.key, "PEM private key of --tls-cert");
     sub->add_option("--tls-ca", tls.ca,
                     "PEM CA: accept and reach only peers whose certificate it signed");
+    sub->add_option("--cluster-secret-file", secret_file,
+                    "File with the cluster's secret: only peers that know it are accepted "
+                    "(mutual TLS with keys derived from it; or ACTORFLOW_CLUSTER_SECRET)");
   }
   try {
     app.parse(argc, argv);
@@ -62,6 +95,16 @@ int Main(int argc, char** argv) {
     const std::vector<std::string> args(argv + 1, argv + argc);
     return ReportError(std::cerr, DescribeParseError(subcommands, args, e.what()),
                        kExitUsageError);
+  }
+  if (!secret_file.empty()) {
+    if (!tls.certificate.empty() || !tls.key.empty() || !tls.ca.empty()) {
+      return ReportError(std::cerr,
+                         InvalidArgument("give either --cluster-secret-file or --tls-cert/"
+                                         "--tls-key/--tls-ca, not both"),
+                         kExitUsageError);
+    }
+    Status derived = UseClusterSecretFile(ResolveUserPath(secret_file));
+    if (!derived.ok()) return ReportError(std::cerr, derived, kExitUsageError);
   }
   if (!tls.certificate.empty() || !tls.key.empty() || !tls.ca.empty()) {
     tls.certificate = tls.certificate.empty() ? "" : ResolveUserPath(tls.certificate);

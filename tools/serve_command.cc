@@ -1,8 +1,10 @@
 #include "tools/serve_command.h"
 
+#include <cblas.h>
 #include <pthread.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -123,6 +125,9 @@ int Serve(const ServeCommandOptions& o) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Replicas are the parallelism: each computes on one core. OpenBLAS's own threads
+  // would spin against the other replicas (unless OPENBLAS_NUM_THREADS says otherwise).
+  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
   auto server = ModelServer::Start(std::move(models).value(), *options);
   if (!server.ok()) return ReportError(std::cerr, server.status(), kExitRuntimeError);
   for (const std::string& name : (*server)->ModelNames()) {

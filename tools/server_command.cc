@@ -7,6 +7,7 @@
 #include <pthread.h>
 
 #include "actors/server.h"
+#include "actors/transport_security.h"
 #include "placement/cluster_spec.h"
 #include "tools/status_server.h"
 #include "training/status_board.h"
@@ -89,6 +90,12 @@ int ServeUntilSignalled(const ServerCommandOptions& o) {
     if (!started.ok()) return ReportError(std::cerr, started.status(), kExitRuntimeError);
     status_page = std::move(started).value();
     std::cerr << "status page: " << status_page->url() << std::endl;
+  }
+  if (!TransportSecurity().enabled()) {
+    std::cerr << "actorflow server: no cluster secret or TLS configured: anyone who reaches "
+              << (*server)->target()
+              << " can run graphs and read or change variables here (see --cluster-secret-file)"
+              << std::endl;
   }
   std::cout << "actorflow server ready: " << (*server)->target() << " job=" << options->task.job
             << " task=" << options->task.index << std::endl;

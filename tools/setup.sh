@@ -21,6 +21,7 @@ packages=(
   chromium
   # tests/secure_cluster_test: certificates for mutual TLS.
   openssl
+  libssl-dev
   wrk
   # tools/fuzz/: clang with libFuzzer and the sanitizer runtimes.
   clang-14
