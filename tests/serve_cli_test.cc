@@ -744,12 +744,12 @@ TEST(ServeCliTest, ABurstOfConnectionsIsAnsweredWith200Or503AndAnotherClientStil
   // Descriptors for the burst (the server raises its own limit to the hard one).
   struct rlimit limit;
   ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &limit), 0);
-  const rlim_t wanted = 2000 + 256;
+  const rlim_t wanted = 10000 + 256;
   if (limit.rlim_cur < wanted) {
     limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(limit.rlim_max, wanted);
     ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &limit), 0);
   }
-  const int connections = static_cast<int>(std::min<rlim_t>(2000, limit.rlim_cur - 256));
+  const int connections = static_cast<int>(std::min<rlim_t>(10000, limit.rlim_cur - 256));
   ASSERT_GE(connections, 500) << "RLIMIT_NOFILE's hard limit " << limit.rlim_max << " is too low";
   auto server = ServeProcess::Start({"--model-name", "hpt", "--model-base-path", base});
   ASSERT_NE(server, nullptr);

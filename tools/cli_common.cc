@@ -1,7 +1,10 @@
 #include "tools/cli_common.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <cstdlib>
 #include <exception>
 
@@ -176,6 +179,27 @@ std::vector<std::string> LocalDeviceNames(const std::map<std::string, int>& devi
   add("CPU", cpus);
   if (!gpus_named) add("GPU", gpus);
   return names;
+}
+
+namespace {
+sigset_t ShutdownSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+}  // namespace
+
+void BlockShutdownSignals() {
+  const sigset_t signals = ShutdownSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
+void WaitForShutdownSignal() {
+  const sigset_t signals = ShutdownSignals();
+  int received = 0;
+  sigwait(&signals, &received);
 }
 
 }  // namespace cli

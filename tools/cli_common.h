@@ -67,6 +67,12 @@ void PrintError(std::ostream& err, const Status& status);
 // PrintError(err, status), then returns `exit_code`: how a command ends on an error.
 int ReportError(std::ostream& err, const Status& status, int exit_code);
 
+// For a foreground service (`server`, `serve`): blocks SIGTERM and SIGINT in the
+// calling thread, so that every thread started afterwards (actors, HTTP) inherits
+// the mask; WaitForShutdownSignal then returns when one of them arrives.
+void BlockShutdownSignals();
+void WaitForShutdownSignal();
+
 // Returns body()'s exit code. The libraries report errors as Status; an exception
 // that escapes `body` anyway is reported as Internal "unexpected exception: ..." with
 // kExitRuntimeError, so that a command never dies of one.

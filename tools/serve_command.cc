@@ -1,9 +1,7 @@
 #include "tools/serve_command.h"
 
 #include <cblas.h>
-#include <pthread.h>
 
-#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -117,13 +115,8 @@ int Serve(const ServeCommandOptions& o) {
   if (!models.ok()) return ReportError(std::cerr, models.status(), kExitUsageError);
   auto options = ResolveServeOptions(o);
   if (!options.ok()) return ReportError(std::cerr, options.status(), kExitUsageError);
-  // Block the shutdown signals in every thread (actor and HTTP threads inherit the
-  // mask), then wait for one of them here.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Every thread started from here on (actors, HTTP) inherits the blocked mask.
+  BlockShutdownSignals();
 
   // Replicas are the parallelism: each computes on one core. OpenBLAS's own threads
   // would spin against the other replicas (unless OPENBLAS_NUM_THREADS says otherwise).
@@ -149,8 +142,7 @@ int Serve(const ServeCommandOptions& o) {
   if (!rest.ok()) return ReportError(std::cerr, rest.status(), kExitRuntimeError);
   std::cout << "actorflow serve: listening on http://" << o.host << ":" << (*rest)->port()
             << std::endl;
-  int received = 0;
-  sigwait(&signals, &received);
+  WaitForShutdownSignal();
   rest->reset();
   server->reset();
   return kExitOk;

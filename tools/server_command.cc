@@ -1,10 +1,8 @@
 #include "tools/server_command.h"
 
 #include <algorithm>
-#include <csignal>
 #include <iostream>
 #include <memory>
-#include <pthread.h>
 
 #include "actors/server.h"
 #include "actors/transport_security.h"
@@ -71,13 +69,8 @@ StatusOr<ServerOptions> ResolveOptions(const ServerCommandOptions& o) {
 int ServeUntilSignalled(const ServerCommandOptions& o) {
   auto options = ResolveOptions(o);
   if (!options.ok()) return ReportError(std::cerr, options.status(), kExitUsageError);
-  // Block the shutdown signals in every thread (the actor system's threads inherit
-  // this mask), then wait for one of them here.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Every thread started from here on (actors, HTTP) inherits the blocked mask.
+  BlockShutdownSignals();
 
   auto server = Server::Start(*options);
   if (!server.ok()) return ReportError(std::cerr, server.status(), kExitRuntimeError);
@@ -99,8 +92,7 @@ int ServeUntilSignalled(const ServerCommandOptions& o) {
   }
   std::cout << "actorflow server ready: " << (*server)->target() << " job=" << options->task.job
             << " task=" << options->task.index << std::endl;
-  int received = 0;
-  sigwait(&signals, &received);
+  WaitForShutdownSignal();
   (*server)->Stop();
   return kExitOk;
 }
