@@ -176,6 +176,8 @@ void AppendValue(T value, std::string* out) {
 
 // Appends the values from `*next` on as nested lists following dims[axis...]; stops
 // with "..." once `*budget` values were written (a negative budget never runs out).
+// An empty list costs one value of the budget: an empty tensor of a huge shape
+// ([2^40, 0] holds no values but 2^40 lists) then prints in bounded time and space.
 template <typename T>
 void AppendNested(const T* values, const std::vector<int64_t>& dims, size_t axis, int64_t* next,
                   int64_t* budget, std::string* out) {
@@ -195,6 +197,7 @@ void AppendNested(const T* values, const std::vector<int64_t>& dims, size_t axis
     if (i > 0 && axis + 1 == dims.size()) *out += " ";
     AppendNested(values, dims, axis + 1, next, budget, out);
   }
+  if (dims[axis] == 0 && *budget > 0) --*budget;
   *out += "]";
 }
 

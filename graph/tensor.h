@@ -188,7 +188,8 @@ class Tensor {
   std::string DebugString() const;
   // The values, row-major and nested by dimension: "[[1 2][3 4]]" for [2,2], "7" for a
   // scalar, "[]" for an empty [0] tensor. After `max_values` values (< 0: no limit)
-  // the rest is "..." ("[[1 2][3...]]" for max_values 3). Integers exactly, bool as
+  // the rest is "..." ("[[1 2][3...]]" for max_values 3); an empty list counts as a
+  // value ("[[][]...]" for [1000, 0] and max_values 2). Integers exactly, bool as
   // true/false, floats with 6 significant digits ("0.333333", "1e+10", "nan", "-inf").
   // "<uninitialized>" without a buffer, "<on device>" for a device tensor.
   std::string SummarizeValue(int64_t max_values = kDefaultPrintedValues) const;

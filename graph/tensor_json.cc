@@ -254,6 +254,48 @@ class ErrorLocator : public nlohmann::json_sax<Json> {
   std::string what_;
 };
 
+// 1-based line and column (in bytes) of `offset` in `text`.
+struct LineColumn {
+  size_t line = 1;
+  size_t column = 1;
+};
+LineColumn LocateOffset(std::string_view text, size_t offset) {
+  LineColumn at;
+  size_t line_start = 0;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++at.line;
+      line_start = i + 1;
+    }
+  }
+  at.column = offset - line_start + 1;
+  return at;
+}
+
+// The offset of the first '[' or '{' (outside strings) that opens container number
+// kMaxJsonDepth + 1 of its nesting. Precondition: `text` is well-formed JSON.
+size_t TooDeepOffset(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return text.size();
+}
+
 }  // namespace
 
 nlohmann::json TensorToJson(const Tensor& tensor) { return TensorToJsonImpl<Json>(tensor); }
@@ -359,26 +401,37 @@ StatusOr<Tensor> TensorFromJsonValue(const nlohmann::json& value, DType dtype,
 }
 
 StatusOr<nlohmann::json> ParseJsonText(std::string_view text, const std::string& what) {
-  Json parsed = Json::parse(text.begin(), text.end(), /*cb=*/nullptr,
+  // Containers nested deeper than kMaxJsonDepth are discarded while parsing (the
+  // parser itself does not recurse) and the text refused below.
+  bool too_deep = false;
+  Json::parser_callback_t limit_depth = [&too_deep](int depth, Json::parse_event_t event, Json&) {
+    if ((event == Json::parse_event_t::array_start ||
+         event == Json::parse_event_t::object_start) &&
+        depth >= kMaxJsonDepth) {
+      too_deep = true;
+      return false;
+    }
+    return true;
+  };
+  Json parsed = Json::parse(text.begin(), text.end(), limit_depth,
                             /*allow_exceptions=*/false);
-  if (!parsed.is_discarded()) return parsed;
+  if (!parsed.is_discarded() && !too_deep) return parsed;
+
+  if (!parsed.is_discarded()) {
+    const LineColumn at = LocateOffset(text, TooDeepOffset(text));
+    return InvalidArgument(what + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) +
+                           " levels at line " + std::to_string(at.line) + ", column " +
+                           std::to_string(at.column));
+  }
 
   ErrorLocator locator;
   Json::sax_parse(text.begin(), text.end(), &locator);
   // nlohmann's position counts the characters read, the offending one included.
   size_t offset = locator.position() == 0 ? 0 : locator.position() - 1;
   if (offset > text.size()) offset = text.size();
-  size_t line = 1;
-  size_t line_start = 0;
-  for (size_t i = 0; i < offset; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      line_start = i + 1;
-    }
-  }
-  const size_t column = offset - line_start + 1;
-  return InvalidArgument(what + ": malformed JSON at line " + std::to_string(line) +
-                         ", column " + std::to_string(column) + ": " + locator.reason());
+  const LineColumn at = LocateOffset(text, offset);
+  return InvalidArgument(what + ": malformed JSON at line " + std::to_string(at.line) +
+                         ", column " + std::to_string(at.column) + ": " + locator.reason());
 }
 
 }  // namespace actorflow

@@ -52,10 +52,19 @@ StatusOr<Tensor> TensorFromJson(const nlohmann::json& json);
 StatusOr<Tensor> TensorFromJsonValue(const nlohmann::json& value, DType dtype,
                                      const Shape& allowed_shape, const std::string& culprit);
 
+// The deepest nesting of lists and objects ParseJsonText accepts: far more than any
+// actorflow format uses (a feed of the highest rank nests 32 lists, a serving request
+// a few more). Deeper text is refused because printing, copying and comparing a JSON
+// value recurse once per level: 200000 '[' in a 400 KB request would overflow the stack.
+inline constexpr int kMaxJsonDepth = 256;
+
 // Parses JSON text. Malformed text gives InvalidArgument
 // "<what>: malformed JSON at line L, column C: <reason>". L and C (1-based, C counts
 // bytes) locate the last character read when the error was noticed: the end of the
-// offending token, or one past the end of the text when it ends too early.
+// offending token, or one past the end of the text when it ends too early. Text
+// nesting lists and objects deeper than kMaxJsonDepth gives InvalidArgument
+// "<what>: JSON nested deeper than 256 levels at line L, column C" (the first bracket
+// too deep).
 StatusOr<nlohmann::json> ParseJsonText(std::string_view text, const std::string& what);
 
 }  // namespace actorflow

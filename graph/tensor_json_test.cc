@@ -271,6 +271,28 @@ TEST(ParseJsonText, MalformedTextNamesLineAndColumn) {
   EXPECT_THAT(j.status().message(), HasSubstr("expected ':'")) << j.status();
 }
 
+// Found by fuzzing with deep inputs (tools/fuzz/): 200000 nested lists parsed, and
+// the error message that quoted the value (nlohmann's dump, which recurses once per
+// level) overflowed the stack. Nesting is now refused at kMaxJsonDepth.
+TEST(ParseJsonText, RefusesNestingDeeperThanTheLimit) {
+  auto nested = [](int depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  EXPECT_TRUE(ParseJsonText(nested(kMaxJsonDepth), "x").ok());
+  EXPECT_TRUE(ParseJsonText("{\"a\": " + nested(kMaxJsonDepth - 1) + "}", "x").ok());
+
+  auto deep = ParseJsonText(nested(kMaxJsonDepth + 1), "body");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(deep.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(deep.status().message(),
+            "body: JSON nested deeper than 256 levels at line 1, column 257");
+
+  // Brackets inside strings do not count; the position is the first bracket too deep.
+  auto located = ParseJsonText("{\"s\": \"[[[{\\\"\",\n \"a\": " + nested(200000) + "}", "f.json");
+  ASSERT_FALSE(located.ok());
+  EXPECT_THAT(located.status().message(), HasSubstr("f.json: JSON nested deeper than 256 levels "
+                                                    "at line 2, column 262"))
+      << located.status().message().substr(0, 200);
+}
+
 TEST(ParseJsonText, ReportsPositionsOfEveryKindOfError) {
   auto truncated = ParseJsonText("[1,\n", "x");
   ASSERT_FALSE(truncated.ok());

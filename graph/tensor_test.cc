@@ -234,6 +234,18 @@ TEST(TensorPrintTest, EmptyTensorsPrintTheirBrackets) {
   EXPECT_EQ(Tensor().SummarizeValue(), "<uninitialized>");
 }
 
+// Found by tools/fuzz/wire_fuzzer: a received tensor of shape [1, 2, 2, 2, 2^62, ..., 0]
+// holds no values (so it passes every size check) but printing it walked 2^65 empty
+// lists. Each empty list now counts against the budget of printed values.
+TEST(TensorPrintTest, EmptyTensorsOfHugeShapesPrintBriefly) {
+  const int64_t huge = int64_t{1} << 62;
+  EXPECT_EQ(Tensor(DType::kFloat32, Shape{huge, 0}).SummarizeValue(3), "[[][][]...]");
+  EXPECT_EQ(Tensor(DType::kFloat32, Shape{2, huge, 0}).SummarizeValue(3), "[[[][][]...]...]");
+  EXPECT_EQ(Tensor(DType::kBool, Shape{1000, 0}).SummarizeValue(2), "[[][]...]");
+  const std::string text = Tensor(DType::kInt64, Shape{huge, huge, 0}).DebugStringWithValues();
+  EXPECT_LT(text.size(), 200u) << text;
+}
+
 TEST(TensorPrintTest, LongTensorsAreTruncatedAfterMaxValues) {
   Tensor t = Tensor::FromVector<float>({1, 2, 3, 4}, Shape{2, 2});
   EXPECT_EQ(t.SummarizeValue(3), "[[1 2][3...]]");

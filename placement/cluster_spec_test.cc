@@ -376,6 +376,19 @@ TEST(TfConfigTest, AnIndexOutOfRangeSaysTheJobsTaskCount) {
 
 // The local cluster shorthand -----------------------------------------------------
 
+// Found by fuzzing with deep inputs (tools/fuzz/): a job's value or TF_CONFIG's task
+// type nested 200000 lists deep overflowed the stack while the error message quoted it.
+TEST(ClusterSpecTest, DeeplyNestedValuesAreRefusedNotQuoted) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  Status spec = ClusterSpec::FromJson("{\"ps\": " + deep + "}", "c.json").status();
+  EXPECT_EQ(spec.code(), Code::kInvalidArgument);
+  EXPECT_THAT(spec.message(), HasSubstr("c.json: JSON nested deeper than 256 levels"));
+  Status tf = ParseTfConfig("{\"cluster\": {\"ps\": [\"a:1\"]}, \"task\": {\"type\": " + deep + "}}")
+                  .status();
+  EXPECT_EQ(tf.code(), Code::kInvalidArgument);
+  EXPECT_THAT(tf.message(), HasSubstr("TF_CONFIG: JSON nested deeper than 256 levels"));
+}
+
 TEST(LocalClusterShapeTest, ReadsJobsAndTaskCounts) {
   auto shape = ParseLocalClusterShape("local:ps=1,worker=2");
   ASSERT_TRUE(shape.ok()) << shape.status();

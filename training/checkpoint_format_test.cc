@@ -89,6 +89,19 @@ TEST(ManifestTest, MalformedJsonNamesTheFileLineAndColumn) {
   EXPECT_THAT(parsed.status().message(), HasSubstr("line 2, column 18")) << parsed.status();
 }
 
+// Found by fuzzing with deep inputs (tools/fuzz/): a shape nested 200000 lists deep
+// overflowed the stack while the error message quoted it.
+TEST(ManifestTest, DeeplyNestedValuesAreRefusedNotQuoted) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  Status s = ParseManifest(R"({"format": "actorflow.checkpoint/1", "global_step": 1, "tensors": [)"
+                           R"({"name": "w", "dtype": "float32", "shape": )" + deep +
+                               R"(, "offset": 0, "size": 4, "checksum": 0}]})",
+                           "dir/ckpt-1.json")
+                 .status();
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("dir/ckpt-1.json: JSON nested deeper than 256 levels"));
+}
+
 TEST(ManifestTest, InconsistentManifestsAreInvalidArgumentNamingTheFileAndTensor) {
   const std::string head = R"({"format": "actorflow.checkpoint/1", "global_step": 1, "tensors": [)";
   const std::string entry =

@@ -144,6 +144,20 @@ TEST(ModelSpecTest, RejectsInvalidModelsNamingTheCulprit) {
   EXPECT_EQ(ParseModelSpec("{", "m.json").status().code(), Code::kInvalidArgument);
 }
 
+// Found by fuzzing with deep inputs (tools/fuzz/): feature columns nested 200000
+// lists deep overflowed the stack while the error message quoted them.
+TEST(ModelSpecTest, DeeplyNestedValuesAreRefusedNotQuoted) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  Status s = ParseModelSpec(
+                 "{\"format\": \"actorflow.dnn_classifier/1\", \"feature_columns\": " + deep + "}",
+                 "d/model.json")
+                 .status();
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("d/model.json: JSON nested deeper than 256 levels"));
+  Status malformed = ParseModelSpec("{\n\"format\": }", "d/model.json").status();
+  EXPECT_THAT(malformed.message(), HasSubstr("d/model.json: malformed JSON at line 2, column"));
+}
+
 TEST(ModelSpecTest, ReadingADirectoryWithoutOneIsNotFound) {
   const char* tmp = std::getenv("TEST_TMPDIR");
   Status s = ReadModelSpec(std::string(tmp ? tmp : "/tmp") + "/no_such_model_dir").status();

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/tensor_json.h"
 #include "training/model_parallel.h"
 
 namespace actorflow {
@@ -99,8 +100,7 @@ std::string ModelSpecToJson(const DNNModelSpec& spec) {
 }
 
 StatusOr<DNNModelSpec> ParseModelSpec(std::string_view text, const std::string& path) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return InvalidArgument(path + ": malformed JSON");
+  AF_ASSIGN_OR_RETURN(json j, ParseJsonText(text, path));
   if (!j.is_object()) return InvalidArgument(path + ": expected a JSON object");
   AF_ASSIGN_OR_RETURN(json format, Member(j, "format", &json::is_string, "a string", path));
   if (format.get<std::string>() != kModelSpecFormat) {
