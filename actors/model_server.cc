@@ -213,7 +213,10 @@ struct ModelServer::Impl {
     }
     const std::string graph_json = GraphToJson(*servable->graph);
     Status failed;
-    for (const auto& [task, address] : options.cluster_tasks) {
+    for (const auto& entry : options.cluster_tasks) {
+      // Plain references: lambdas below capture them (C++17 cannot capture bindings).
+      const std::string& task = entry.first;
+      const std::string& address = entry.second;
       auto front = fronts.find(task);
       if (front == fronts.end()) {
         std::string host;
