@@ -17,6 +17,7 @@
 #include "actors/cluster_transport.h"
 #include "actors/connect.h"
 #include "actors/messages.h"
+#include "actors/served_version.h"
 #include "actors/serving_protocol.h"
 #include "actors/wire.h"
 #include "graph/graph_json.h"
@@ -24,134 +25,6 @@
 
 namespace actorflow {
 
-// Where a version's calls go: its replicas and what each has outstanding. Shared by
-// the version, its batcher's dispatch and every call in flight, so that a call that
-// finishes after its caller gave up (deadline) still has counters to update.
-struct ReplicaPool {
-  std::vector<ServingReplica> replicas;
-  std::unique_ptr<std::atomic<int64_t>[]> in_flight;
-  int64_t max_in_flight_per_replica = 0;
-  std::atomic<int64_t> outstanding_batches{0};
-  std::unique_ptr<std::atomic<int64_t>[]> batch_size_counts;  // index: rows, clamped
-  int64_t max_batch_size = 0;
-
-  // The replica with the fewest calls in flight (the first on ties).
-  size_t LeastLoaded() const {
-    size_t best = 0;
-    for (size_t i = 1; i < replicas.size(); ++i)
-      if (in_flight[i].load(std::memory_order_relaxed) <
-          in_flight[best].load(std::memory_order_relaxed))
-        best = i;
-    return best;
-  }
-
-  // Sends `call` to the least-loaded replica; ResourceExhausted (without sending) when
-  // every replica is at its bound and `bounded`.
-  Status Send(std::shared_ptr<ReplicaPool> self, ServeCallPtr call, bool bounded) {
-    const size_t index = LeastLoaded();
-    if (bounded && in_flight[index].load() >= max_in_flight_per_replica) {
-      return ResourceExhausted("every replica has " + std::to_string(max_in_flight_per_replica) +
-                               " requests in flight; try again later");
-    }
-    in_flight[index].fetch_add(1);
-    auto done = std::move(call->done);
-    call->done = [pool = std::move(self), index, done = std::move(done)](
-                     StatusOr<std::vector<Tensor>> result) {
-      pool->in_flight[index].fetch_sub(1);
-      done(std::move(result));
-    };
-    caf::anon_send(replicas[index], std::move(call));
-    return Status::OK();
-  }
-};
-
-// A version's replicas, and the sessions they hold on other tasks (closed at unload).
-struct Replicas {
-  std::vector<ServingReplica> actors;
-  std::vector<std::pair<FrontActor, uint64_t>> remote_sessions;
-};
-
-class LoadedVersion {
- public:
-  LoadedVersion(caf::actor_system& system, std::string model,
-                std::shared_ptr<const Servable> servable, const ServeOptions& options,
-                Replicas replicas)
-      : model_(std::move(model)), servable_(std::move(servable)),
-        remote_sessions_(std::move(replicas.remote_sessions)) {
-    pool_ = std::make_shared<ReplicaPool>();
-    const size_t count = replicas.actors.size();
-    pool_->in_flight = std::make_unique<std::atomic<int64_t>[]>(count);
-    pool_->max_in_flight_per_replica = options.max_in_flight_per_replica;
-    pool_->replicas = std::move(replicas.actors);
-    for (size_t i = 0; i < count; ++i) pool_->in_flight[i] = 0;
-    if (options.enable_batching) {
-      max_enqueued_batches_ = options.max_enqueued_batches;
-      pool_->max_batch_size = options.max_batch_size;
-      pool_->batch_size_counts =
-          std::make_unique<std::atomic<int64_t>[]>(options.max_batch_size + 1);
-      for (int64_t i = 0; i <= options.max_batch_size; ++i) pool_->batch_size_counts[i] = 0;
-      DispatchFn dispatch = [pool = pool_](ServeCallPtr batch) {
-        pool->outstanding_batches.fetch_add(1);
-        pool->batch_size_counts[std::min(batch->rows, pool->max_batch_size)].fetch_add(1);
-        auto done = std::move(batch->done);
-        batch->done = [pool, done = std::move(done)](StatusOr<std::vector<Tensor>> result) {
-          pool->outstanding_batches.fetch_sub(1);
-          done(std::move(result));
-        };
-        // Batches are bounded when they are admitted (max_enqueued_batches), so a
-        // formed batch always goes to a replica.
-        (void)pool->Send(pool, std::move(batch), /*bounded=*/false);
-      };
-      batcher_ = SpawnServingBatcher(system, options.max_batch_size, options.batch_timeout_micros,
-                                     std::move(dispatch));
-    }
-  }
-
-  ~LoadedVersion() {
-    for (const ServingReplica& r : pool_->replicas) caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
-    if (batcher_) caf::anon_send_exit(*batcher_, caf::exit_reason::user_shutdown);
-    for (const auto& [front, session_id] : remote_sessions_) caf::anon_send(front, close_atom::value, session_id);
-  }
-
-  const std::string& model() const { return model_; }
-  const Servable& servable() const { return *servable_; }
-
-  Status Submit(ServeCallPtr call) {
-    if (!batcher_) return pool_->Send(pool_, std::move(call), /*bounded=*/true);
-    if (pool_->outstanding_batches.load() >= max_enqueued_batches_) {
-      return ResourceExhausted("the batch queue of " + model_ + " version " +
-                               std::to_string(servable_->version) + " is full (" +
-                               std::to_string(max_enqueued_batches_) +
-                               " batches outstanding); try again later");
-    }
-    caf::anon_send(*batcher_, std::move(call));
-    return Status::OK();
-  }
-
-  VersionMetrics Metrics() const {
-    VersionMetrics m;
-    m.model = model_;
-    m.version = servable_->version;
-    m.replicas = static_cast<int64_t>(pool_->replicas.size());
-    for (size_t i = 0; i < pool_->replicas.size(); ++i) m.in_flight += pool_->in_flight[i].load();
-    if (pool_->batch_size_counts) {
-      for (int64_t i = 0; i <= pool_->max_batch_size; ++i)
-        m.batch_size_counts.push_back(pool_->batch_size_counts[i].load());
-    }
-    return m;
-  }
-
- private:
-  std::string model_;
-  std::shared_ptr<const Servable> servable_;
-  std::shared_ptr<ReplicaPool> pool_;
-  std::optional<ServingBatcher> batcher_;
-  int64_t max_enqueued_batches_ = 0;
-  std::vector<std::pair<FrontActor, uint64_t>> remote_sessions_;
-};
-
-int64_t ServedVersion::version() const { return loaded->servable().version; }
-const Servable& ServedVersion::servable() const { return loaded->servable(); }
 
 namespace {
 
