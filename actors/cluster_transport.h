@@ -12,11 +12,16 @@
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
 
+#include "actors/server_limits.h"
+
 namespace actorflow {
 
 // Loads the middleman (and, with TLS, CAF's OpenSSL module with the process's
 // certificate, key and CA), the 1 s BASP heartbeat, and the wire's message types.
-void ConfigureClusterTransport(caf::actor_system_config& cfg);
+// Over plain TCP the middleman's backend enforces `limits` on what peers send
+// (actors/guarded_transport.h).
+void ConfigureClusterTransport(caf::actor_system_config& cfg,
+                               const TransportLimits& limits = TransportLimits());
 
 // Publishes `actor` on host:port (0: any free port) over its system's transport,
 // with SO_REUSEADDR (a restarted task binds its port again at once).

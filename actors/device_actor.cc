@@ -248,6 +248,7 @@ caf::result<RunPartitionResult> RunPartition(DeviceSelf self,
   args.rendezvous = st.runtime.get();
   args.scheduler = st.runtime.get();
   args.queues = st.queues.get();
+  args.file_access = st.config.file_access.get();
   const int64_t step = req.step_id;
   // The slot exists before the step starts: a step may end inside RunAsync.
   st.active_steps[step].promise = rp;

@@ -10,6 +10,8 @@
 // it creates and finds the task's queue actors in DeviceConfig::services and waits
 // for their answers as messages; an abort withdraws the step's waiting queue
 // requests (their queues stay usable), operation_timeout_in_ms bounds each wait.
+// A kernel that throws fails only its step (kernels/executor.h); a device actor that
+// ends anyway is restarted by its owner (a Server) from the same DeviceConfig.
 #ifndef ACTORFLOW_ACTORS_DEVICE_ACTOR_H_
 #define ACTORFLOW_ACTORS_DEVICE_ACTOR_H_
 
@@ -18,6 +20,7 @@
 
 #include "actors/device_protocol.h"
 #include "actors/task_services.h"
+#include "kernels/file_access.h"
 #include "kernels/resource.h"
 
 namespace actorflow {
@@ -32,6 +35,9 @@ struct DeviceConfig {
   // The task's shared registries (queues, parameter shards); never null once spawned
   // by a session or server.
   std::shared_ptr<TaskServices> services;
+  // Where its kernels may open files named by a graph (kernels/file_access.h); null:
+  // anywhere (an in-process session). A server always sets one.
+  std::shared_ptr<const FileAccessPolicy> file_access;
 };
 
 DeviceActor SpawnDeviceActor(caf::actor_system& system, DeviceConfig config);

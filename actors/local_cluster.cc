@@ -31,6 +31,8 @@ StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const std::map<std::
       options.task = TaskId{job, i};
       options.cpus = cpus_per_task;
       options.port_override = 0;
+      // The tasks live in their client's process and run its own graphs.
+      options.file_access = FileAccessPolicy::Unrestricted();
       AF_ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Start(options));
       actual += std::string(i ? "," : "") + "\"127.0.0.1:" + std::to_string(server->port()) + "\"";
       cluster->servers_[job].push_back(std::move(server));
@@ -74,6 +76,7 @@ Status LocalCluster::RestartTask(const std::string& job, int index) {
   options.cluster = spec_;
   options.task = TaskId{job, index};
   options.cpus = cpus_per_task_;
+  options.file_access = FileAccessPolicy::Unrestricted();
   AF_ASSIGN_OR_RETURN(server, Server::Start(options));
   return Status::OK();
 }

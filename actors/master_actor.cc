@@ -390,13 +390,38 @@ void DeviceDown(MasterSelf self, const caf::actor_addr& source) {
       break;
     }
   }
+  bool local = false;
   for (size_t i = 0; i < st.config.device_actors.size() && device.empty(); ++i) {
-    if (st.config.device_actors[i].address() == source) device = st.config.devices[i].name;
+    if (st.config.device_actors[i].address() == source) {
+      device = st.config.devices[i].name;
+      local = true;
+    }
   }
   if (device.empty()) return;
   LoseDevices(self, {device}, {source},
-              Unavailable("task " + TaskOfDevice(device) + " went down (device " + device +
-                          " is gone)"));
+              local ? Unavailable("device " + device +
+                                  " stopped; its server restarts a failed device: run the "
+                                  "step again")
+                    : Unavailable("task " + TaskOfDevice(device) + " went down (device " +
+                                  device + " is gone)"));
+}
+
+// See device_restarted_atom at MasterActor (actors/master_protocol.h). The old actor's
+// down message may come before or after this; whichever comes second changes nothing.
+void DeviceRestarted(MasterSelf self, const DevicePeer& fresh) {
+  MasterState& st = self->state;
+  for (size_t i = 0; i < st.config.devices.size(); ++i) {
+    if (st.config.devices[i].name != fresh.name) continue;
+    const DeviceActor old = st.config.device_actors[i];
+    if (old == fresh.actor || !fresh.actor) return;
+    self->demonitor(old.address());
+    LoseDevices(self, {fresh.name}, {old.address()},
+                Unavailable("device " + fresh.name +
+                            " failed and was restarted while the step ran: run the step again"));
+    st.config.device_actors[i] = fresh.actor;
+    self->monitor(fresh.actor);
+    return;
+  }
 }
 
 // A task whose front did not answer its heartbeat: every device of it is lost.
@@ -529,6 +554,7 @@ MasterActor::behavior_type MasterBehavior(MasterSelf self, MasterConfig config) 
       [self](close_atom) -> caf::result<Status> { return Close(self); },
       [self](master_stats_atom) -> MasterStats { return Stats(self->state); },
       [self](heartbeat_atom) { Heartbeat(self); },
+      [self](device_restarted_atom, const DevicePeer& fresh) { DeviceRestarted(self, fresh); },
   };
 }
 

@@ -30,6 +30,7 @@ using step_atom = caf::atom_constant<caf::atom("step")>;
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
 using close_atom = caf::atom_constant<caf::atom("close")>;
 using master_stats_atom = caf::atom_constant<caf::atom("mstats")>;
+using device_restarted_atom = caf::atom_constant<caf::atom("devrestart")>;
 
 // A client's step: filled by the session, answered by the master through `reply`.
 struct StepReply {
@@ -110,9 +111,15 @@ namespace actorflow {
 //       every other task those steps use, and a task that does not answer within
 //       MasterConfig::heartbeat_timeout_ms is down: its steps end with Unavailable
 //       naming it, as when its connection closes.
+//   (device_restarted_atom, DevicePeer)
+//       A device of the master's own task failed and its owner (the Server) put a
+//       new actor in its place under the same name: steps still on the old actor
+//       end with Unavailable, plans that used it are dropped, and later steps
+//       register their partitions with the new actor.
 using MasterActor = caf::typed_actor<
     caf::reacts_to<step_atom, std::shared_ptr<StepRequest>>,
     caf::reacts_to<heartbeat_atom>,
+    caf::reacts_to<device_restarted_atom, DevicePeer>,
     caf::replies_to<close_atom>::with<Status>,
     caf::replies_to<master_stats_atom>::with<MasterStats>>;
 

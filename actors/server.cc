@@ -8,6 +8,7 @@
 #include "actors/cluster_transport.h"
 #include "actors/connect.h"
 #include "actors/device_actor.h"
+#include "actors/device_supervisor.h"
 #include "actors/master_actor.h"
 #include "actors/messages.h"
 #include "actors/parameter_shard.h"
@@ -23,12 +24,15 @@ struct FrontState {
   std::shared_ptr<TaskServices> services;
   std::vector<DevicePeer> devices;
   std::vector<std::shared_ptr<ResourceManager>> resources;  // parallel to devices
+  // Respawns failed devices (shared with the Server, which stops them).
+  std::shared_ptr<DeviceRoster> roster;
   // Shared with the Server object, which may replace it (LocalCluster) before use.
   std::shared_ptr<std::mutex> cluster_mu;
   std::shared_ptr<std::shared_ptr<const ClusterSpec>> cluster;
   std::map<uint64_t, MasterActor> sessions;
   uint64_t next_session = 1;
   int64_t heartbeat_timeout_ms = 2000;  // for the masters' MasterConfig
+  RequestLimits limits;
   const char* name = "actorflow_front";
 };
 
@@ -57,8 +61,28 @@ caf::result<Status> CloseSession(FrontSelf self, uint64_t id) {
   return promise;
 }
 
+// A device actor ended: unless the server is stopping, a new one takes its place
+// (actors/device_supervisor.h), and the task's devices and open sessions learn of it.
+void ReplaceFailedDevice(FrontSelf self, const caf::down_msg& down) {
+  FrontState& st = self->state;
+  if (!st.roster) return;
+  auto fresh = RestartFailedDevice(self->system(), *st.roster, down.source,
+                                   self->system().render(down.reason));
+  if (!fresh) return;
+  self->monitor(fresh->actor);
+  for (DevicePeer& d : st.devices) {
+    if (d.name == fresh->name) d.actor = fresh->actor;
+  }
+  for (const DevicePeer& d : st.devices) self->send(d.actor, peers_atom::value, st.devices);
+  for (const auto& [id, master] : st.sessions) {
+    self->send(master, device_restarted_atom::value, *fresh);
+  }
+}
+
 FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
   self->state = std::move(init);
+  for (const DevicePeer& d : self->state.devices) self->monitor(d.actor);
+  self->set_down_handler([self](caf::down_msg& down) { ReplaceFailedDevice(self, down); });
   return {
       [self](ping_atom) -> std::string { return "actorflow server " + self->state.task_name; },
       [self](devices_atom) -> std::vector<DevicePeer> { return self->state.devices; },
@@ -70,6 +94,8 @@ FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
           result.status = graph.status();
           return result;
         }
+        result.status = CheckGraphNodes((*graph)->num_nodes(), st.limits);
+        if (!result.status.ok()) return result;
         MasterConfig mc;
         mc.owned_graph = std::shared_ptr<const Graph>(std::move(graph).value());
         for (const DevicePeer& d : st.devices) {
@@ -97,6 +123,18 @@ FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
           r.status = FailedPrecondition("session " + std::to_string(step.session_id) +
                                         " is not open on " + self->state.task_name);
           return r;
+        }
+        for (size_t i = 0; i < step.feed_names.size() && i < step.feed_values.size(); ++i) {
+          const Tensor& value = step.feed_values[i];
+          Status fits = CheckFedTensorBytes(
+              step.feed_names[i],
+              value.IsInitialized() ? static_cast<int64_t>(value.TotalBytes()) : 0,
+              self->state.limits);
+          if (!fits.ok()) {
+            RemoteStepResult r;
+            r.status = std::move(fits);
+            return r;
+          }
         }
         auto req = std::make_shared<StepRequest>();
         for (size_t i = 0; i < step.feed_names.size() && i < step.feed_values.size(); ++i) {
@@ -148,7 +186,7 @@ class ServerImpl : public Server {
     const uint16_t want_port =
         options.port_override >= 0 ? static_cast<uint16_t>(options.port_override) : address->port;
     task_name_ = ClusterSpec::TaskName(options.task);
-    ConfigureClusterTransport(cfg_);
+    ConfigureClusterTransport(cfg_, options.transport);
     cfg_.set("scheduler.policy", caf::atom("sharing"));
     cfg_.set("logger.console", caf::atom("none"));
     system_ = std::make_unique<caf::actor_system>(cfg_);
@@ -161,20 +199,31 @@ class ServerImpl : public Server {
     init.services = std::make_shared<TaskServices>();
     init.services->task_name = task_name_;
     services_ = init.services;
+    roster_ = std::make_shared<DeviceRoster>();
+    roster_->task_name = task_name_;
+    roster_->max_restarts = options.max_device_restarts;
+    roster_->window = std::chrono::milliseconds(options.device_restart_window_ms);
+    roster_->log = options.log;
+    roster_->on_failure = options.on_failure;
+    auto file_access = std::make_shared<const FileAccessPolicy>(options.file_access);
     for (int i = 0; i < std::max(1, options.cpus); ++i) {
       DeviceConfig dc;
       dc.name = task_name_ + "/device:CPU:" + std::to_string(i);
       dc.type = "CPU";
       dc.resources = std::make_shared<ResourceManager>();
       dc.services = init.services;
-      DeviceActor dev = SpawnDeviceActor(*system_, dc);
-      init.devices.push_back(DevicePeer{dc.name, dc.type, dev});
+      dc.file_access = file_access;
+      roster_->configs.push_back(dc);
       init.resources.push_back(dc.resources);
-      devices_.push_back(dev);
     }
+    SpawnRosterDevices(*system_, *roster_);
+    init.devices = roster_->devices;
+    for (const DevicePeer& d : init.devices) devices_.push_back(d.actor);
+    init.roster = roster_;
     std::vector<DevicePeer> peers = init.devices;
     for (const DeviceActor& d : devices_) caf::anon_send(d, peers_atom::value, peers);
     init.heartbeat_timeout_ms = options.heartbeat_timeout_ms;
+    init.limits = options.requests;
     // Detached: the front answers pings (heartbeats) on its own thread, however busy
     // the devices keep the scheduler's threads.
     front_ = system_->spawn<caf::detached>(FrontBehavior, std::move(init));
@@ -192,6 +241,12 @@ class ServerImpl : public Server {
   uint16_t port() const override { return port_; }
   std::string host() const override { return host_; }
 
+  Status failure() const override {
+    if (!roster_) return Status::OK();
+    std::lock_guard<std::mutex> lock(roster_->mu);
+    return roster_->failure;
+  }
+
   void SetCluster(const ClusterSpec& cluster) override {
     std::lock_guard<std::mutex> lock(*cluster_mu_);
     *cluster_ = std::make_shared<const ClusterSpec>(cluster);
@@ -203,6 +258,8 @@ class ServerImpl : public Server {
     // header does not compile).
     if (port_ != 0 && !system_->has_openssl_manager()) system_->middleman().unpublish(front_, port_);
     caf::anon_send_exit(front_, caf::exit_reason::user_shutdown);
+    // The roster's devices, restarted ones included; none is restarted after this.
+    if (roster_) devices_ = StopRoster(*roster_);
     for (const DeviceActor& d : devices_) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
     if (services_) ClearShards(*services_, {});
     front_ = nullptr;
@@ -215,6 +272,7 @@ class ServerImpl : public Server {
   std::unique_ptr<caf::actor_system> system_;
   FrontActor front_;
   std::vector<DeviceActor> devices_;
+  std::shared_ptr<DeviceRoster> roster_;
   std::shared_ptr<TaskServices> services_;
   std::shared_ptr<std::mutex> cluster_mu_ = std::make_shared<std::mutex>();
   std::shared_ptr<std::shared_ptr<const ClusterSpec>> cluster_ =

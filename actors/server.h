@@ -5,15 +5,27 @@
 // clients) on one port. The front's protocol is documented at FrontActor in
 // actors/front_protocol.h. A server serves any number of sessions over its life:
 // closing one frees its master, its plans and its partitions on every device.
+//
+// Supervision: the front monitors the device actors. A device actor that ends
+// other than by Stop() (an exception escaped it, it was killed) is respawned from
+// the same DeviceConfig under the same name, keeping its variables (they live in its
+// ResourceManager, not in the actor); the task's devices, the sessions' masters and
+// later clients get the new actor, and the restart is logged. More than
+// max_device_restarts restarts within device_restart_window_ms mark the server
+// failed: failure() says why and on_failure runs once, so that the process can exit
+// and its supervisor start a fresh one.
 // CAF-free header.
 #ifndef ACTORFLOW_ACTORS_SERVER_H_
 #define ACTORFLOW_ACTORS_SERVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
+#include "actors/server_limits.h"
 #include "graph/status.h"
+#include "kernels/file_access.h"
 #include "placement/cluster_spec.h"
 
 namespace actorflow {
@@ -27,6 +39,22 @@ struct ServerOptions {
   // The masters of this task's sessions declare another task down when it does not
   // answer a ping within this long while a step uses it (MasterConfig).
   int64_t heartbeat_timeout_ms = 2000;
+  // What peers may send (actors/server_limits.h): the transport closes connections
+  // over `transport`; the front answers requests over `requests` ResourceExhausted.
+  TransportLimits transport;
+  RequestLimits requests;
+  // Where kernels may open files named by the graphs this task runs (CsvReaderRead):
+  // a graph comes from whoever reaches the port, so by default none at all.
+  // LocalCluster, whose servers live in their client's process, allows any file.
+  FileAccessPolicy file_access =
+      FileAccessPolicy::DenyAll("start the server with --data-root DIR to allow files under DIR");
+  // Device supervision (see above); 0: the first device failure fails the server.
+  int max_device_restarts = 5;
+  int64_t device_restart_window_ms = 60000;
+  // Receives one line per device restart or failure; null: standard error.
+  std::function<void(const std::string& line)> log;
+  // Runs once, on an actor thread, when the server has failed; must not block.
+  std::function<void(const Status& failure)> on_failure;
 };
 
 class Server {
@@ -45,6 +73,9 @@ class Server {
   virtual void SetCluster(const ClusterSpec& cluster) = 0;
   // Stops serving; the destructor does it too.
   virtual void Stop() = 0;
+  // OK while the server is healthy; for good once a device kept failing (more
+  // restarts than ServerOptions allow): Unavailable naming the device.
+  virtual Status failure() const = 0;
 };
 
 }  // namespace actorflow

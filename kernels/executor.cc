@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -17,6 +18,13 @@ int64_t SteadyMicros() {
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+
+// An asynchronous node's context and whether it has completed: `done` and an
+// exception out of ComputeAsync may both try, and only the first counts.
+struct AsyncKernelContext : KernelContext {
+  using KernelContext::KernelContext;
+  std::atomic<bool> completed{false};
+};
 
 }  // namespace
 
@@ -108,20 +116,36 @@ class StepState : public std::enable_shared_from_this<StepState> {
 
       if (info.kernel->IsAsync()) {
         // The context must outlive this frame: `done` may fire on another thread.
-        auto ctx = std::make_shared<KernelContext>(info.node, std::move(inputs),
-                                                   args_.resources, args_.step_id);
+        auto ctx = std::make_shared<AsyncKernelContext>(info.node, std::move(inputs),
+                                                        args_.resources, args_.step_id);
         ctx->set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
         ctx->set_queues(args_.queues);
+        ctx->set_file_access(args_.file_access);
         auto self = shared_from_this();
-        info.kernel->ComputeAsync(ctx.get(), [self, i, ctx, start_us]() {
-          self->NodeDone(i, ctx.get(), start_us);
-        });
+        try {
+          info.kernel->ComputeAsync(ctx.get(), [self, i, ctx, start_us]() {
+            if (!ctx->completed.exchange(true)) self->NodeDone(i, ctx.get(), start_us);
+          });
+        } catch (...) {
+          // Whether or not the kernel called `done` (or left it to a callback) before
+          // throwing, the node completes once: with the exception if not yet.
+          const Status thrown = KernelExceptionStatus(*info.node, std::current_exception());
+          if (!ctx->completed.exchange(true)) {
+            ctx->SetStatus(thrown);
+            NodeDone(i, ctx.get(), start_us);
+          }
+        }
         lock.lock();
       } else {
         KernelContext ctx(info.node, std::move(inputs), args_.resources, args_.step_id);
         ctx.set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
         ctx.set_queues(args_.queues);
-        info.kernel->Compute(&ctx);
+        ctx.set_file_access(args_.file_access);
+        try {
+          info.kernel->Compute(&ctx);
+        } catch (...) {
+          ctx.SetStatus(KernelExceptionStatus(*info.node, std::current_exception()));
+        }
         const Status status = CheckOutputs(info, ctx);
         // One lock for the bookkeeping and the next iteration.
         lock.lock();

@@ -16,7 +16,9 @@
 //
 // Errors: the first failing node's Status ends the step; nodes already running
 // finish, nothing new starts, and `done` gets that Status. Abort() does the same from
-// outside (deadline, cancellation).
+// outside (deadline, cancellation). An exception thrown out of a kernel's Compute or
+// ComputeAsync is that node's failure (KernelExceptionStatus: ResourceExhausted for
+// std::bad_alloc), never the caller's: the executor stays usable for later steps.
 #ifndef ACTORFLOW_KERNELS_EXECUTOR_H_
 #define ACTORFLOW_KERNELS_EXECUTOR_H_
 
@@ -79,6 +81,9 @@ struct StepArgs {
   AsyncScheduler* scheduler = nullptr;
   // The task's queues, for queue kernels; nullptr where there are none.
   QueueService* queues = nullptr;
+  // Where kernels may open files named by the graph (kernels/file_access.h); nullptr:
+  // anywhere. Must outlive the step.
+  const FileAccessPolicy* file_access = nullptr;
 };
 
 class StepState;

@@ -1,6 +1,26 @@
 #include "kernels/kernel.h"
 
+#include <new>
+#include <stdexcept>
+
 namespace actorflow {
+
+Status KernelExceptionStatus(const Node& node, std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::bad_alloc& e) {
+    return ResourceExhausted(node.Describe() + ": out of memory: the " + node.op() +
+                             " kernel could not allocate (" + e.what() +
+                             "); the step failed, the device goes on serving");
+  } catch (const std::exception& e) {
+    return Internal(node.Describe() + ": the " + node.op() + " kernel threw an exception (" +
+                    e.what() + "); the step failed, the device goes on serving");
+  } catch (...) {
+    return Internal(node.Describe() + ": the " + node.op() +
+                    " kernel threw an unknown exception; the step failed, the device goes on "
+                    "serving");
+  }
+}
 
 KernelRegistry& KernelRegistry::Global() {
   static KernelRegistry* registry = new KernelRegistry();  // never destroyed: used at exit
@@ -39,7 +59,11 @@ StatusOr<std::unique_ptr<Kernel>> KernelRegistry::CreateKernel(
                     (have.empty() ? std::string(" (the op has no " + device_type + " kernels)")
                                   : " (registered dtypes: " + have + ")"));
   }
-  return it->second(node);
+  try {
+    return it->second(node);
+  } catch (...) {
+    return KernelExceptionStatus(node, std::current_exception());
+  }
 }
 
 }  // namespace actorflow

@@ -11,10 +11,14 @@
 //   another thread, after setting outputs or status.
 // - Compute() may run concurrently for different steps: state needs its own lock.
 // - Inputs share buffers with other consumers: never write into an input.
+// - Report errors through the context, not by throwing. An exception that escapes
+//   anyway (std::bad_alloc from a huge allocation) fails only the node's step (see
+//   KernelExceptionStatus); the executor catches it, so the device keeps serving.
 #ifndef ACTORFLOW_KERNELS_KERNEL_H_
 #define ACTORFLOW_KERNELS_KERNEL_H_
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -30,6 +34,8 @@
 #include "kernels/resource.h"
 
 namespace actorflow {
+
+class FileAccessPolicy;  // kernels/file_access.h
 
 inline constexpr char kDeviceCpu[] = "CPU";
 inline constexpr char kDeviceGpu[] = "GPU";
@@ -76,6 +82,11 @@ class KernelContext {
   // The task's queues (kernels/queue_service.h); nullptr where there are none.
   QueueService* queues() const { return queues_; }
   void set_queues(QueueService* queues) { queues_ = queues; }
+  // Where kernels may open files that the graph names (kernels/file_access.h: pass
+  // paths through ResolveFilePath); nullptr: anywhere, in a process that runs its own
+  // graphs. A server always sets one.
+  const FileAccessPolicy* file_access() const { return file_access_; }
+  void set_file_access(const FileAccessPolicy* policy) { file_access_ = policy; }
   // The full name of the device running the kernel ("" when none was set).
   const std::string& device_name() const {
     static const std::string kNone;
@@ -99,6 +110,7 @@ class KernelContext {
   Rendezvous* rendezvous_ = nullptr;
   AsyncScheduler* scheduler_ = nullptr;
   QueueService* queues_ = nullptr;
+  const FileAccessPolicy* file_access_ = nullptr;
   const std::string* device_name_ = nullptr;
   Status status_;
 };
@@ -144,6 +156,12 @@ class KernelRegistry {
  private:
   std::map<std::tuple<std::string, std::string, DType>, KernelFactory> factories_;
 };
+
+// The Status for an exception that escaped a kernel of `node` (its Compute, its
+// ComputeAsync or its factory): ResourceExhausted for std::bad_alloc (an allocation
+// the device could not meet), Internal naming the op and the exception otherwise.
+// Both name the node; the runtime fails the node's step with it and keeps serving.
+Status KernelExceptionStatus(const Node& node, std::exception_ptr error);
 
 // A factory for a kernel class constructible from `const Node&`.
 template <typename K>

@@ -1,8 +1,8 @@
 // `test_server`: exactly `actorflow server` (same options, same ready line, same
 // shutdown), built with the test-only ops as well (kernels/test_ops.cc: TestDelay,
-// TestBarrier, TestNotify; tests/fifo_signal_op.cc: TestSignalFifo), so that
-// end-to-end cluster tests can run steps that wait on purpose inside a real server
-// process.
+// TestBarrier, TestNotify; tests/fifo_signal_op.cc: TestSignalFifo;
+// tests/throwing_op.cc: TestThrow), so that end-to-end cluster tests can run steps
+// that wait on purpose, or whose kernels throw, inside a real server process.
 //
 //   test_server server --cluster FILE --job NAME --task I [--devices cpu=N]
 #include <exception>

@@ -1,5 +1,8 @@
 #include "tools/server_command.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -21,6 +24,11 @@ struct ServerCommandOptions {
   std::string devices;
   int status_port = -1;  // -1: no status page
   int64_t heartbeat_timeout_ms = 2000;
+  std::string data_root;  // empty: graphs may open no files
+  int max_device_restarts = 5;
+  int64_t device_restart_window_ms = 60000;
+  TransportLimits transport;
+  RequestLimits requests;
 };
 
 // This task's board: the cluster's tasks (this one up with its devices; the others
@@ -63,6 +71,17 @@ StatusOr<ServerOptions> ResolveOptions(const ServerCommandOptions& o) {
                            std::to_string(o.heartbeat_timeout_ms));
   }
   options.heartbeat_timeout_ms = o.heartbeat_timeout_ms;
+  if (!o.data_root.empty()) {
+    AF_ASSIGN_OR_RETURN(options.file_access, FileAccessPolicy::UnderRoot(o.data_root));
+  }
+  if (o.max_device_restarts < 0 || o.device_restart_window_ms <= 0) {
+    return InvalidArgument("--max-device-restarts must be >= 0 and --device-restart-window-ms > 0");
+  }
+  options.max_device_restarts = o.max_device_restarts;
+  options.device_restart_window_ms = o.device_restart_window_ms;
+  AF_RETURN_IF_ERROR(ValidateLimits(o.transport, o.requests));
+  options.transport = o.transport;
+  options.requests = o.requests;
   return options;
 }
 
@@ -72,6 +91,9 @@ int ServeUntilSignalled(const ServerCommandOptions& o) {
   // Every thread started from here on (actors, HTTP) inherits the blocked mask.
   BlockShutdownSignals();
 
+  // A device that keeps failing fails the server: wake the signal wait below, so that
+  // the process exits non-zero and its supervisor starts a fresh one.
+  options->on_failure = [](const Status&) { kill(getpid(), SIGTERM); };
   auto server = Server::Start(*options);
   if (!server.ok()) return ReportError(std::cerr, server.status(), kExitRuntimeError);
   StatusBoard board("actorflow server " + options->task.ToString());
@@ -93,7 +115,9 @@ int ServeUntilSignalled(const ServerCommandOptions& o) {
   std::cout << "actorflow server ready: " << (*server)->target() << " job=" << options->task.job
             << " task=" << options->task.index << std::endl;
   WaitForShutdownSignal();
+  const Status failure = (*server)->failure();
   (*server)->Stop();
+  if (!failure.ok()) return ReportError(std::cerr, failure, kExitRuntimeError);
   return kExitOk;
 }
 
@@ -118,6 +142,32 @@ Subcommand AddServerSubcommand(CLI::App* parent) {
   app->add_option("--heartbeat-timeout-ms", options->heartbeat_timeout_ms,
                   "A task that does not answer a ping for this long while a step uses it is "
                   "down (0: only closed connections)")
+      ->capture_default_str();
+  app->add_option("--data-root", options->data_root,
+                  "Graph ops that open files (CsvReaderRead) may open only files under DIR "
+                  "(after resolving '..' and symlinks; relative names are taken under DIR). "
+                  "Without it they open no files on this server")
+      ->type_name("DIR");
+  app->add_option("--max-device-restarts", options->max_device_restarts,
+                  "A device that fails is restarted; more restarts than this within "
+                  "--device-restart-window-ms make the server exit with status 1")
+      ->capture_default_str();
+  app->add_option("--device-restart-window-ms", options->device_restart_window_ms,
+                  "The window of --max-device-restarts")
+      ->capture_default_str();
+  // Limits on what peers and clients send (actors/server_limits.h).
+  app->add_option("--max-message-bytes", options->transport.max_message_bytes,
+                  "A peer that announces a bigger message is disconnected before the "
+                  "message is allocated (its pending requests fail)")
+      ->capture_default_str();
+  app->add_option("--max-connections", options->transport.max_connections,
+                  "Accepted connections beyond this many open ones are closed at once")
+      ->capture_default_str();
+  app->add_option("--max-graph-nodes", options->requests.max_graph_nodes,
+                  "A session over a graph with more nodes is refused (ResourceExhausted)")
+      ->capture_default_str();
+  app->add_option("--max-tensor-bytes", options->requests.max_tensor_bytes,
+                  "A step that feeds a bigger tensor is refused (ResourceExhausted)")
       ->capture_default_str();
   return Subcommand{app, [options] { return ServeUntilSignalled(*options); }};
 }

@@ -7,6 +7,9 @@
 // to that host only), prints one flushed line
 //   actorflow server ready: actorflow://HOST:PORT job=NAME task=I
 // and serves until SIGTERM or SIGINT, then shuts down cleanly (exit 0).
+//
+// --max-message-bytes, --max-connections, --max-graph-nodes and --max-tensor-bytes
+// bound what peers and clients may send (actors/server_limits.h).
 #ifndef ACTORFLOW_TOOLS_SERVER_COMMAND_H_
 #define ACTORFLOW_TOOLS_SERVER_COMMAND_H_
 

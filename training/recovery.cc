@@ -149,6 +149,20 @@ class SupervisedClient : public ParameterClient {
   Clock::time_point failed_at_;
 };
 
+// "lost: worker 2; left: worker 1" from the shards' stats.
+std::string GoneList(const ParameterStats& stats) {
+  std::string text;
+  for (const auto& [what, workers] : {std::make_pair("lost", &stats.workers_lost),
+                                      std::make_pair("left", &stats.workers_left)}) {
+    if (workers->empty()) continue;
+    text += std::string(text.empty() ? "" : "; ") + what + ": worker ";
+    for (size_t i = 0; i < workers->size(); ++i) {
+      text += (i == 0 ? "" : ", ") + std::to_string((*workers)[i]);
+    }
+  }
+  return text;
+}
+
 void AddRun(const WorkerReport& run, WorkerReport* total) {
   total->steps += run.steps;
   total->applied += run.applied;
@@ -224,6 +238,7 @@ StatusOr<std::unique_ptr<ParameterClient>> RecoverySupervisor::Reconnect() {
 bool RecoverySupervisor::WaitForWorkers(ParameterClient* client) {
   if (options_.ps.mode != UpdateMode::kSync) return false;
   const auto deadline = Clock::now() + std::chrono::milliseconds(recovery_.reconnect_timeout_ms);
+  bool said = false;
   while (true) {
     StatusOr<ParameterStats> stats = client->Stats(options_.timeout_ms);
     if (!stats.ok()) return false;  // a ps task is unreachable: reconnect instead
@@ -231,6 +246,15 @@ bool RecoverySupervisor::WaitForWorkers(ParameterClient* client) {
     gone.insert(stats->workers_left.begin(), stats->workers_left.end());
     const int live = options_.ps.total_replicas - static_cast<int>(gone.size());
     if (live >= options_.ps.replicas_to_aggregate) return true;
+    if (!said) {
+      // Said at once, so that the names of the missing workers reach the user while
+      // this worker waits, not only after they are back.
+      Log("only " + std::to_string(live) + " of " + std::to_string(options_.ps.total_replicas) +
+          " workers are live (" + GoneList(*stats) + "), fewer than replicas_to_aggregate=" +
+          std::to_string(options_.ps.replicas_to_aggregate) + ": waiting up to " +
+          std::to_string(recovery_.reconnect_timeout_ms) + " ms for them to rejoin");
+      said = true;
+    }
     if (Clock::now() >= deadline || stopped()) return false;
     std::this_thread::sleep_for(kRetryPause);
   }

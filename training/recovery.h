@@ -11,8 +11,9 @@
 //                  workers' pulls wait for that restore. The updates since that
 //                  checkpoint are lost (the report counts them).
 //   workers lost   (sync) the ps tasks answer but fewer live workers remain than
-//                  replicas_to_aggregate (e.g. the chief died): the supervisor waits,
-//                  up to reconnect_timeout_ms, until enough workers are back (a
+//                  replicas_to_aggregate (e.g. the chief died): the supervisor logs
+//                  at once which workers are missing, waits, up to
+//                  reconnect_timeout_ms, until enough workers are back (a
 //                  restarted chief rejoins), then runs its driver again. Not a
 //                  restart: nothing was lost.
 //   chief restart  a new supervisor of worker 0 finds the shards initialized and

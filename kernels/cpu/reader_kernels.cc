@@ -4,6 +4,10 @@
 // of the device, shared by every step that runs the node; when the open file is
 // exhausted it dequeues the next file index from the filename queue through the
 // task's QueueService, so waiting for a file never blocks a thread.
+//
+// The filenames come from the graph, hence from whoever sent it: each one goes
+// through the context's FileAccessPolicy (kernels/file_access.h) before it is opened,
+// and an error names the file, line and column of a bad record but never quotes it.
 #include <cerrno>
 #include <cstdlib>
 #include <deque>
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cpu/queue_kernel_util.h"
+#include "kernels/file_access.h"
 #include "kernels/kernel.h"
 #include "kernels/resource.h"
 
@@ -120,7 +125,7 @@ class CsvReaderReadKernel : public Kernel {
           state->open = false;
         }
         if (state->files.empty()) break;
-        Status opened = OpenNext(*state);
+        Status opened = OpenNext(ctx->file_access(), *state);
         if (!opened.ok()) {
           ctx->SetStatus(opened.WithContext(ctx->node().Describe()));
           finished = true;
@@ -149,8 +154,9 @@ class CsvReaderReadKernel : public Kernel {
         });
   }
 
-  // Precondition: state.mu held, state.files not empty.
-  Status OpenNext(CsvReaderState& state) const {
+  // Precondition: state.mu held, state.files not empty. A file `files` refuses is
+  // never opened (PermissionDenied naming it).
+  Status OpenNext(const FileAccessPolicy* files, CsvReaderState& state) const {
     const int32_t index = state.files.front();
     state.files.pop_front();
     if (index < 0 || index >= static_cast<int32_t>(filenames_.size())) {
@@ -159,7 +165,8 @@ class CsvReaderReadKernel : public Kernel {
                              " filenames");
     }
     state.path = filenames_[index];
-    state.in = std::ifstream(state.path);
+    AF_ASSIGN_OR_RETURN(const std::string allowed, ResolveFilePath(files, state.path));
+    state.in = std::ifstream(allowed);
     if (!state.in.is_open()) return NotFound(state.path + ": cannot open the file to read");
     state.open = true;
     state.line_number = 0;
@@ -192,9 +199,12 @@ class CsvReaderReadKernel : public Kernel {
       Tensor value;
       const std::string text = Trim(fields[i]);
       if (!ParseField(text, types_[i], &value)) {
+        // The field's text is not quoted: the file may hold what the graph's sender
+        // must not read (the reader would otherwise echo any file line by line).
         ctx->Fail(Code::kInvalidArgument,
                   where + ":" + std::to_string(columns[i]) + ": field " + std::to_string(i + 1) +
-                      " ('" + text + "') is not a " + DTypeName(types_[i]) + " number");
+                      (text.empty() ? " is empty, not a " : " is not a ") +
+                      DTypeName(types_[i]) + " number");
         return;
       }
       ctx->set_output(static_cast<int>(i), std::move(value));

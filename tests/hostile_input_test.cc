@@ -1,0 +1,342 @@
+// An `actorflow server` process against hostile or broken peers: random bytes, an
+// HTTP request, forged BASP headers (4 GiB announced, an unknown operation), a
+// message just over --max-message-bytes and one of a kind it does not know, a frame
+// cut off, a silent connection, a flood of connections and more open connections
+// than --max-connections; and clients over --max-graph-nodes and --max-tensor-bytes.
+//
+// After each: the server still runs, runs a step for a legitimate client
+// (`actorflow run --target`), names the peer and the limit on stderr where it
+// refused something, and its resident memory stays within kRssSlack of what it was
+// idle (after start-up and one warm-up step).
+//
+// Every wait is bounded; no sleeps.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "actors/cluster_transport.h"
+#include "actors/connect.h"
+#include "actors/messages.h"
+#include "tests/process_cluster.h"
+#include "tests/raw_peer.h"
+#include "tests/subprocess.h"
+
+namespace actorflow {
+
+// A message kind the server does not know (the client registers it, the server not).
+struct UnknownKind {
+  std::string text;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, UnknownKind& x) {
+  return f(caf::meta::type_name("actorflow.test.UnknownKind"), x.text);
+}
+
+namespace {
+
+using std::chrono::milliseconds;
+using subprocess::ChildProcess;
+using subprocess::ProcessCluster;
+using subprocess::ProcessClusterOptions;
+using subprocess::RawConnection;
+using ::testing::HasSubstr;
+
+constexpr int64_t kMaxMessageBytes = 1 << 20;
+constexpr int kMaxConnections = 8;
+constexpr milliseconds kWait{10000};
+// Resident memory may grow this much over idle: 10% (allocator caches and the
+// lazily touched pages of a step differ from run to run by a few hundred KiB).
+int64_t RssSlackKiB(int64_t idle_kib) { return idle_kib / 10; }
+
+std::string TmpDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+std::string ActorflowBinary() { return subprocess::Runfile("tools/actorflow"); }
+
+std::string WriteFile(const std::string& name, const std::string& text) {
+  const std::string path = TmpDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// n Neg nodes in a chain after a Const: n + 1 nodes, fetch "n<n>".
+std::string ChainGraph(int n) {
+  std::string json = R"({"format": "actorflow.graph/1", "nodes": [
+    {"name": "n0", "op": "Const",
+     "attrs": {"value": {"dtype": "float32", "shape": [], "data": [3]}}})";
+  for (int i = 1; i <= n; ++i) {
+    json += ",\n    {\"name\": \"n" + std::to_string(i) + "\", \"op\": \"Neg\", \"inputs\": [\"n" +
+            std::to_string(i - 1) + "\"]}";
+  }
+  return json + "]}";
+}
+
+class HostileInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ProcessClusterOptions options;
+    options.binary = ActorflowBinary();
+    options.shape = {{"worker", 1}};
+    options.dir = TmpDir();
+    options.server_args = {"--max-message-bytes", std::to_string(kMaxMessageBytes),
+                           "--max-connections",   std::to_string(kMaxConnections),
+                           "--max-graph-nodes",   "5",
+                           "--max-tensor-bytes",  "1024"};
+    auto cluster = ProcessCluster::Start(std::move(options));
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = std::move(cluster).value();
+    server_ = cluster_->process("worker", 0);
+    port_ = std::stoi(cluster_->Address("worker", 0).substr(10));
+    legit_graph_ = WriteFile("legit.json", ChainGraph(1));
+    // Idle: after start-up and one step (which loads what every step uses).
+    ASSERT_TRUE(RunsALegitStep());
+    idle_kib_ = subprocess::ResidentKiB(server_->pid());
+    ASSERT_GT(idle_kib_, 0);
+  }
+
+  // `actorflow run` of a two-node graph on the server: true when it printed the value.
+  bool RunsALegitStep() {
+    auto r = Run({"run", "--graph", legit_graph_, "--fetch", "n1", "--target",
+                  cluster_->Target("worker", 0), "--timeout-ms", "10000"});
+    EXPECT_EQ(r->exit_code(), 0) << r->err();
+    EXPECT_THAT(r->out(), HasSubstr("n1 = float32[] -3"));
+    return r->exit_code() == 0;
+  }
+
+  std::unique_ptr<ChildProcess> Run(const std::vector<std::string>& args) {
+    std::string error;
+    auto child = ChildProcess::Start(ActorflowBinary(), args, &error);
+    EXPECT_NE(child, nullptr) << error;
+    EXPECT_TRUE(child->WaitForExit(milliseconds(30000)));
+    child->Kill();
+    return child;
+  }
+
+  // The server is alive, serves a legitimate client and holds no more memory.
+  void ExpectHealthy(const std::string& after) {
+    SCOPED_TRACE("after " + after);
+    ASSERT_FALSE(server_->HasExited()) << server_->err();
+    EXPECT_TRUE(RunsALegitStep());
+    const int64_t rss = subprocess::ResidentKiB(server_->pid());
+    std::cerr << "VmRSS after " << after << ": " << rss << " KiB (idle " << idle_kib_ << ")\n";
+    EXPECT_LE(rss, idle_kib_ + RssSlackKiB(idle_kib_)) << "idle " << idle_kib_ << " KiB";
+  }
+
+  // The next refusal line of the server's stderr; it names `peer` and says `what`.
+  void ExpectRefusal(const std::string& peer, const std::string& what) {
+    std::string line;
+    ASSERT_TRUE(server_->WaitForErrLine("actorflow transport: refused", kWait, &line))
+        << server_->err();
+    EXPECT_THAT(line, HasSubstr(peer));
+    EXPECT_THAT(line, HasSubstr(what));
+  }
+
+  std::unique_ptr<RawConnection> Connect() {
+    auto c = RawConnection::Open(port_, kWait);
+    EXPECT_NE(c, nullptr);
+    return c;
+  }
+
+  // Sends `bytes` as a fresh peer; expects the server to close the connection and to
+  // log why, naming this peer. The caller holds the returned connection open while
+  // it checks the server's health: a server that did not close it would still hold
+  // what it allocated for it.
+  std::unique_ptr<RawConnection> ExpectRefusedAfterSending(const std::string& bytes,
+                                                           const std::string& what) {
+    auto c = Connect();
+    if (c == nullptr) return nullptr;
+    c->Send(bytes);  // the server may close before it all went out
+    EXPECT_TRUE(c->WaitForClose(kWait));
+    ExpectRefusal(c->LocalAddress(), what);
+    return c;
+  }
+
+  std::unique_ptr<ProcessCluster> cluster_;
+  ChildProcess* server_ = nullptr;
+  int port_ = 0;
+  std::string legit_graph_;
+  int64_t idle_kib_ = 0;
+};
+
+TEST_F(HostileInputTest, RandomBytesAreRefusedAsNotAHandshake) {
+  std::mt19937 random(42);
+  std::string bytes(64 << 10, '\0');
+  for (char& c : bytes) c = static_cast<char>(random());
+  bytes[1] = '\x5a';  // not a handshake's padding, whatever the seed gives
+  auto peer = ExpectRefusedAfterSending(bytes, "not a BASP handshake");
+  ExpectHealthy("random bytes");
+}
+
+TEST_F(HostileInputTest, AnHttpRequestIsRefusedAsHttp) {
+  auto peer = ExpectRefusedAfterSending(
+      "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: curl/7.88.1\r\n"
+      "Accept: */*\r\n\r\n",
+      "looks like HTTP");
+  ExpectHealthy("an HTTP request");
+}
+
+TEST_F(HostileInputTest, AHeaderAnnouncingFourGibibytesIsRefusedBeforeAllocating) {
+  auto peer = ExpectRefusedAfterSending(subprocess::BaspHeader(/*client handshake*/ 1, 0xffffffffu),
+                                        "announces 4294967295 bytes");
+  ExpectHealthy("a 4 GiB header");
+}
+
+TEST_F(HostileInputTest, AFrameWithAnUnknownOperationIsRefused) {
+  auto peer = ExpectRefusedAfterSending(subprocess::BaspHeader(0x2a, 16) + std::string(16, 'x'),
+                                        "its first byte is 0x2a");
+  ExpectHealthy("an unknown operation");
+}
+
+TEST_F(HostileInputTest, AFrameCutInTheMiddleAndClosedLeavesNothingBehind) {
+  auto c = Connect();
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(c->Send(subprocess::BaspHeader(1, 1000) + std::string(500, '\0')));
+  c->Close();
+  ExpectHealthy("a cut frame");
+}
+
+TEST_F(HostileInputTest, ASilentConnectionDoesNotKeepOthersOut) {
+  auto silent = Connect();
+  ASSERT_NE(silent, nullptr);
+  EXPECT_TRUE(silent->WaitForGreeting(kWait));
+  ExpectHealthy("a silent connection (still open)");
+}
+
+TEST_F(HostileInputTest, AThousandConnectionsOpenedAndClosedAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1000; ++i) {
+    auto c = RawConnection::Open(port_, kWait);
+    ASSERT_NE(c, nullptr) << "connection " << i;
+  }
+  std::cerr
+      << "1000 connections in "
+      << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start).count()
+      << " ms\n";
+  ExpectHealthy("1000 connections");
+}
+
+TEST_F(HostileInputTest, ConnectionsBeyondMaxConnectionsAreClosedAndOthersServedAfter) {
+  std::vector<std::unique_ptr<RawConnection>> held;
+  for (int i = 0; i < kMaxConnections; ++i) {
+    held.push_back(Connect());
+    ASSERT_NE(held.back(), nullptr);
+    ASSERT_TRUE(held.back()->WaitForGreeting(kWait)) << "connection " << i;
+  }
+  auto extra = Connect();
+  ASSERT_NE(extra, nullptr);
+  EXPECT_FALSE(extra->WaitForGreeting(kWait));
+  ExpectRefusal(extra->LocalAddress(), "--max-connections 8");
+  held.clear();
+  // The server counts a connection until it has read its end: wait (bounded) until
+  // it greets a new one again.
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  bool greeted = false;
+  while (!greeted && std::chrono::steady_clock::now() < deadline) {
+    auto probe = Connect();
+    greeted = probe != nullptr && probe->WaitForGreeting(kWait);
+  }
+  ASSERT_TRUE(greeted);
+  ExpectHealthy("more connections than --max-connections");
+}
+
+// A CAF client in this process: what a peer that completed BASP's handshake can send.
+class CafClient {
+ public:
+  explicit CafClient(int port) {
+    ConfigureClusterTransport(cfg_);
+    cfg_.add_message_type<UnknownKind>("actorflow.test.UnknownKind");
+    cfg_.set("logger.console", caf::atom("none"));
+    system_ = std::make_unique<caf::actor_system>(cfg_);
+    auto front =
+        ConnectToServer(*system_, "127.0.0.1", static_cast<uint16_t>(port), kWait, "the server");
+    EXPECT_TRUE(front.ok()) << front.status();
+    if (front.ok()) front_ = caf::actor_cast<caf::actor>(*front);
+  }
+  ~CafClient() { ShutDownClusterSystem(system_); }
+
+  bool connected() const { return front_ != nullptr; }
+  template <class T>
+  void Send(T message) {
+    caf::anon_send(front_, std::move(message));
+  }
+  // Whether the server still answers a ping over this client's connection.
+  bool Pings() {
+    caf::scoped_actor self{*system_};
+    bool answered = false;
+    self->request(front_, kWait, ping_atom::value)
+        .receive([&](const std::string&) { answered = true; }, [&](caf::error&) {});
+    return answered;
+  }
+
+ private:
+  caf::actor_system_config cfg_;
+  std::unique_ptr<caf::actor_system> system_;
+  caf::actor front_;
+};
+
+TEST_F(HostileInputTest, AMessageJustOverMaxMessageBytesClosesItsConnection) {
+  CafClient client(port_);
+  ASSERT_TRUE(client.connected());
+  EXPECT_TRUE(client.Pings());
+  client.Send(std::string(kMaxMessageBytes + 1, 'o'));
+  ExpectRefusal("127.0.0.1:", "over --max-message-bytes 1048576");
+  EXPECT_FALSE(client.Pings());
+  ExpectHealthy("a message over --max-message-bytes");
+}
+
+// Legitimate traffic up to the limit passes (no memory bound here: a message of
+// 1 MiB is allocated, and CAF keeps its read buffer while the connection lives).
+TEST_F(HostileInputTest, AMessageJustUnderMaxMessageBytesIsDelivered) {
+  CafClient client(port_);
+  ASSERT_TRUE(client.connected());
+  // The front has no use for a string and drops it; the connection stays.
+  client.Send(std::string(kMaxMessageBytes - 4096, 'u'));
+  EXPECT_TRUE(client.Pings());
+  EXPECT_TRUE(RunsALegitStep());
+}
+
+TEST_F(HostileInputTest, AMessageOfAnUnknownKindIsDropped) {
+  CafClient client(port_);
+  ASSERT_TRUE(client.connected());
+  client.Send(UnknownKind{"what is this"});
+  client.Pings();  // whatever became of the connection, the server answered or not in time
+  ExpectHealthy("a message of an unknown kind");
+}
+
+TEST_F(HostileInputTest, AGraphOverMaxGraphNodesIsResourceExhaustedNamingTheFlag) {
+  const std::string big = WriteFile("six_nodes.json", ChainGraph(5));
+  auto r = Run({"run", "--graph", big, "--fetch", "n5", "--target", cluster_->Target("worker", 0),
+                "--timeout-ms", "10000"});
+  EXPECT_NE(r->exit_code(), 0);
+  EXPECT_THAT(r->err(), HasSubstr("ResourceExhausted"));
+  EXPECT_THAT(r->err(), HasSubstr("graph has 6 nodes, over --max-graph-nodes 5"));
+  ExpectHealthy("a graph over --max-graph-nodes");
+}
+
+TEST_F(HostileInputTest, AFeedOverMaxTensorBytesIsResourceExhaustedNamingTheFlag) {
+  const std::string graph = WriteFile("feed.json", R"({"format": "actorflow.graph/1", "nodes": [
+    {"name": "x", "op": "Placeholder", "attrs": {"dtype": "float32", "shape": [-1]}},
+    {"name": "y", "op": "Neg", "inputs": ["x"]}]})");
+  std::string values = "[0";
+  for (int i = 1; i < 300; ++i) values += ",1";
+  values += "]";  // 300 float32: 1200 bytes
+  auto r = Run({"run", "--graph", graph, "--fetch", "y", "--feed", "x=" + values, "--target",
+                cluster_->Target("worker", 0), "--timeout-ms", "10000"});
+  EXPECT_NE(r->exit_code(), 0);
+  EXPECT_THAT(r->err(), HasSubstr("ResourceExhausted"));
+  EXPECT_THAT(r->err(), HasSubstr("feed 'x' has 1200 bytes, over --max-tensor-bytes 1024"));
+  ExpectHealthy("a feed over --max-tensor-bytes");
+}
+
+}  // namespace
+}  // namespace actorflow

@@ -1,0 +1,204 @@
+// How fast a SIGKILLed worker process's name reaches the rest of a between-graph
+// training run (real processes on 127.0.0.1: the ps task an `actorflow server`, each
+// worker an `actorflow train --cluster FILE --job worker --task I`). The contract: within
+// 3 s, measured from the kill and printed.
+//   - sync, every worker aggregated: the survivors' step cannot complete without the
+//     killed worker; each survivor prints at once which worker is missing
+//     ("worker 0: only 2 of 3 workers are live (lost: worker 2), ...") and waits. The
+//     killed worker, started again, rejoins and the run ends at its global step.
+//   - async: no step waits for the killed worker; the ps shards mark it lost, and any
+//     client of theirs sees it in the stats (here one that polls every 2 ms, so the
+//     figure is good to 2 ms); the chief's result lists it in "workers_lost".
+// A plain remote step on a killed worker is tests/cluster_process_test.cc's.
+//
+// Every wait is bounded; no fixed ports. The only pause is the async poll's.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/parameter_client_impl.h"
+#include "tests/child_process.h"
+#include "tests/process_cluster.h"
+#include "tests/subprocess.h"
+
+namespace actorflow {
+namespace {
+
+using nlohmann::json;
+using subprocess::ChildProcess;
+using subprocess::ProcessCluster;
+using subprocess::ProcessClusterOptions;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+using ::testing::HasSubstr;
+
+constexpr milliseconds kRunTimeout(180000);
+constexpr milliseconds kContract(3000);
+constexpr int kWorkers = 3;
+// Iris, 40 rows per worker, batches of 16: 3 steps per worker per epoch. Long enough
+// that the survivors are still training when worker 2 is killed after its first
+// progress line (a tenth of its steps).
+constexpr int kEpochs = 1000;
+
+std::string TmpDir() {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  return dir != nullptr ? dir : "/tmp";
+}
+
+std::string Actorflow() { return subprocess::Runfile("tools/actorflow"); }
+std::string Data(const std::string& file) { return subprocess::Runfile("examples/data/" + file); }
+
+std::unique_ptr<ProcessCluster> StartCluster() {
+  ProcessClusterOptions options;
+  options.binary = Actorflow();
+  options.shape = {{"ps", 1}, {"worker", kWorkers}};
+  options.dir = TmpDir();
+  for (int i = 0; i < kWorkers; ++i) options.not_started.insert({"worker", i});
+  auto cluster = ProcessCluster::Start(std::move(options));
+  EXPECT_TRUE(cluster.ok()) << cluster.status();
+  return cluster.ok() ? std::move(cluster).value() : nullptr;
+}
+
+// The shards' update rule both modes use (what the workers' flags below give them).
+ParameterServerOptions ShardOptions(UpdateMode mode) {
+  ParameterServerOptions o;
+  o.mode = mode;
+  o.total_replicas = kWorkers;
+  o.replicas_to_aggregate = kWorkers;
+  o.optimizer = "sgd";
+  o.learning_rate = 0.2;
+  return o;
+}
+
+std::unique_ptr<ChildProcess> StartWorker(const ProcessCluster& cluster, int task,
+                                          const std::string& mode) {
+  std::vector<std::string> args = {
+      "train",    "--cluster",   cluster.spec_path(),    "--job",      "worker",
+      "--task",   std::to_string(task),                  "--mode",     mode,
+      "--train",  Data("iris_training.csv"),             "--test",     Data("iris_test.csv"),
+      "--normalize", "--hidden", "10,10",                "--optimizer", "sgd",
+      "--lr",     "0.2",         "--batch",              "16",         "--epochs",
+      std::to_string(kEpochs),   "--seed",               "3",          "--timeout-ms",
+      "30000",    "--reconnect-timeout-ms",              "60000",      "--json"};
+  std::string error;
+  auto child = ChildProcess::Start(Actorflow(), args, &error);
+  EXPECT_NE(child, nullptr) << error;
+  return child;
+}
+
+json Finish(ChildProcess* worker, const std::string& name) {
+  if (worker == nullptr) return json();
+  if (!worker->WaitForExit(kRunTimeout)) {
+    ADD_FAILURE() << name << " did not end within " << kRunTimeout.count() << " ms";
+    return json();
+  }
+  EXPECT_TRUE(worker->exited() && worker->exit_code() == 0)
+      << name << " ended with " << worker->exit_code() << " / signal " << worker->term_signal()
+      << "; stderr: " << worker->err();
+  const std::string& out = worker->out();
+  const size_t end = out.find_last_not_of('\n');
+  if (end == std::string::npos) return json();
+  const size_t start = out.rfind('\n', end);
+  json parsed = json::parse(out.substr(start == std::string::npos ? 0 : start + 1), nullptr,
+                            /*allow_exceptions=*/false);
+  EXPECT_TRUE(parsed.is_object()) << name << "'s last line is not JSON: " << out;
+  return parsed.is_object() ? parsed : json();
+}
+
+double MillisSince(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// Starts the workers and kills worker 2 once it reported progress; returns the kill's
+// time (the epoch when something failed first).
+Clock::time_point StartAndKillWorkerTwo(const ProcessCluster& cluster, const std::string& mode,
+                                        std::vector<std::unique_ptr<ChildProcess>>* workers) {
+  for (int i = 0; i < kWorkers; ++i) workers->push_back(StartWorker(cluster, i, mode));
+  ChildProcess* victim = (*workers)[2].get();
+  if (victim == nullptr) return Clock::time_point();
+  std::string line;
+  if (!victim->WaitForErrLine("worker 2: step", kRunTimeout, &line)) {
+    ADD_FAILURE() << "worker 2 reported no progress; stderr: " << victim->err();
+    return Clock::time_point();
+  }
+  const Clock::time_point killed = Clock::now();
+  victim->Kill(SIGKILL);  // and reaps it
+  return killed;
+}
+
+TEST(KilledWorkerDetectionTest, SyncSurvivorsNameTheKilledWorkerWithinThreeSeconds) {
+  auto cluster = StartCluster();
+  ASSERT_NE(cluster, nullptr);
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  const Clock::time_point killed = StartAndKillWorkerTwo(*cluster, "sync", &workers);
+  ASSERT_NE(killed, Clock::time_point());
+  for (int survivor : {0, 1}) {
+    const std::string prefix = "worker " + std::to_string(survivor) + ": only 2 of 3 workers";
+    std::string line;
+    ASSERT_TRUE(workers[survivor]->WaitForErrLine(prefix, kRunTimeout, &line))
+        << "worker " << survivor << " never said it lacks a worker; stderr: "
+        << workers[survivor]->err();
+    const double ms = MillisSince(killed);
+    EXPECT_THAT(line, HasSubstr("(lost: worker 2)")) << line;
+    EXPECT_LT(ms, kContract.count()) << line;
+    std::printf("sync: worker %d named the killed worker 2 %.1f ms after SIGKILL: %s\n", survivor,
+                ms, line.c_str());
+  }
+  // Started again, worker 2 rejoins and the run ends at its global step:
+  // kEpochs x 3 steps of every worker, each version aggregating all three.
+  workers[2] = StartWorker(*cluster, 2, "sync");
+  for (int i = 0; i < kWorkers; ++i) {
+    json r = Finish(workers[i].get(), "worker " + std::to_string(i));
+    ASSERT_TRUE(r.is_object());
+    EXPECT_EQ(r.at("global_step"), kEpochs * 3) << r.dump();
+    EXPECT_TRUE(r.at("recovery").at("global_step_monotone").get<bool>()) << r.dump();
+  }
+}
+
+TEST(KilledWorkerDetectionTest, AsyncShardsNameTheKilledWorkerToAClientWithinThreeSeconds) {
+  auto cluster = StartCluster();
+  ASSERT_NE(cluster, nullptr);
+  auto spec = ClusterSpec::FromFile(cluster->spec_path());
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  // A client of the shards that is not a worker (it never registers).
+  auto observer = ConnectParameterServers(*spec, "ps", ShardOptions(UpdateMode::kAsync), 30000);
+  ASSERT_TRUE(observer.ok()) << observer.status();
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  const Clock::time_point killed = StartAndKillWorkerTwo(*cluster, "async", &workers);
+  ASSERT_NE(killed, Clock::time_point());
+  std::vector<int> lost;
+  while (std::find(lost.begin(), lost.end(), 2) == lost.end() &&
+         Clock::now() - killed < kRunTimeout) {
+    auto stats = (*observer)->Stats(30000);
+    ASSERT_TRUE(stats.ok()) << stats.status();
+    lost = stats->workers_lost;
+    if (std::find(lost.begin(), lost.end(), 2) == lost.end()) {
+      std::this_thread::sleep_for(milliseconds(2));  // the poll's resolution
+    }
+  }
+  const double ms = MillisSince(killed);
+  ASSERT_THAT(lost, ::testing::Contains(2)) << "the shards never saw worker 2 die";
+  EXPECT_LT(ms, kContract.count());
+  std::printf("async: the shards' stats named the killed worker 2 %.1f ms after SIGKILL\n", ms);
+  // The survivors were not held up; the chief's result names worker 2.
+  json chief = Finish(workers[0].get(), "worker 0");
+  json other = Finish(workers[1].get(), "worker 1");
+  ASSERT_TRUE(chief.is_object() && other.is_object());
+  EXPECT_THAT(chief.at("workers_lost").get<std::vector<int>>(), ::testing::Contains(2))
+      << chief.dump();
+}
+
+}  // namespace
+}  // namespace actorflow
