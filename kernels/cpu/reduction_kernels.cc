@@ -22,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "graph/checked_size.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/row_ops.h"
@@ -211,16 +212,21 @@ class ReductionKernel : public Kernel {
     std::vector<int64_t> out_dims;
     std::vector<int64_t> dims;  // coalesced
     std::vector<bool> reduced;
+    // An empty input may have other dims whose product overflows: `count` then
+    // saturates (it ends at 0 when a reduced dim is 0, and is unused when the output
+    // is empty), and the coalesced dims, used only to read a non-empty input, are not
+    // formed.
+    const bool empty_input = x.NumElements() == 0;
     int64_t count = 1;
     for (int i = 0; i < rank; ++i) {
       const int64_t d = x.dim(i);
       if (reduce[i]) {
-        count *= d;
+        if (!CheckedMul(count, d, &count)) count = std::numeric_limits<int64_t>::max();
         if (keep_dims_) out_dims.push_back(1);
       } else {
         out_dims.push_back(d);
       }
-      if (d == 1) continue;
+      if (d == 1 || empty_input) continue;
       if (!dims.empty() && reduced.back() == reduce[i]) {
         dims.back() *= d;
       } else {
