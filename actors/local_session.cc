@@ -7,6 +7,7 @@
 #include "actors/device_actor.h"
 #include "actors/master_actor.h"
 #include "actors/messages.h"
+#include "actors/spinning_scheduler.h"
 #include "kernels/gpu_runtime.h"
 #include "placement/placer.h"
 
@@ -18,9 +19,6 @@ class LocalActorSession : public ActorSession {
   LocalActorSession(const Graph* graph, const SessionOptions& options, size_t num_cpus,
                     size_t num_gpus)
       : graph_(graph), options_(options) {
-    // The sharing scheduler wakes a parked worker at once; work stealing's sleep
-    // phase would add tens of microseconds to every step (see TOOLCHAIN.md).
-    cfg_.set("scheduler.policy", caf::atom("sharing"));
     // By default a thread per device at least: a device runs a partition's ready
     // nodes on one thread until they are done, so with fewer threads than devices a
     // device waits for another's burst (a model split over 3 devices on 2 cores would
@@ -29,7 +27,7 @@ class LocalActorSession : public ActorSession {
                          ? static_cast<size_t>(options.inter_op_parallelism_threads)
                          : std::max<size_t>({2, std::thread::hardware_concurrency(),
                                              num_cpus + num_gpus});
-    cfg_.set("scheduler.max-threads", threads);
+    ConfigureScheduler(cfg_, SchedulerOptions{threads, options.scheduler_spin_us});
     cfg_.set("logger.console", caf::atom("none"));
     RegisterMessageTypes(cfg_);
     system_ = std::make_unique<caf::actor_system>(cfg_);
@@ -94,15 +92,22 @@ class LocalActorSession : public ActorSession {
     req->want_metadata = metadata != nullptr;
     caf::anon_send(master_, step_atom::value, std::move(req));
 
-    std::unique_lock<std::mutex> lock(reply->mu);
-    if (timeout_ms > 0) {
-      // The master enforces the deadline; this margin only guards against a bug.
-      auto limit = std::chrono::milliseconds(timeout_ms + 10000);
-      if (!reply->cv.wait_for(lock, limit, [&] { return reply->done; })) {
-        return Internal("the master did not answer within the step's deadline plus 10 s");
+    // Most steps end within the poll; a longer one parks this thread on the reply's
+    // condition variable.
+    const bool answered = SpinUntil([&] { return reply->ready.load(std::memory_order_acquire); },
+                                    std::chrono::microseconds(options_.scheduler_spin_us));
+    std::unique_lock<std::mutex> lock(reply->mu, std::defer_lock);
+    if (!answered) {
+      lock.lock();
+      if (timeout_ms > 0) {
+        // The master enforces the deadline; this margin only guards against a bug.
+        auto limit = std::chrono::milliseconds(timeout_ms + 10000);
+        if (!reply->cv.wait_for(lock, limit, [&] { return reply->done; })) {
+          return Internal("the master did not answer within the step's deadline plus 10 s");
+        }
+      } else {
+        reply->cv.wait(lock, [&] { return reply->done; });
       }
-    } else {
-      reply->cv.wait(lock, [&] { return reply->done; });
     }
     if (metadata != nullptr) *metadata = std::move(reply->metadata);
     AF_RETURN_IF_ERROR(reply->status);

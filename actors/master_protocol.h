@@ -9,6 +9,7 @@
 #ifndef ACTORFLOW_ACTORS_MASTER_PROTOCOL_H_
 #define ACTORFLOW_ACTORS_MASTER_PROTOCOL_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -37,6 +38,8 @@ struct StepReply {
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
+  // `done`, readable without the lock: a waiter may poll it before parking on cv.
+  std::atomic<bool> ready{false};
   Status status;
   std::vector<Tensor> outputs;
   RunMetadata metadata;
@@ -52,6 +55,7 @@ struct StepReply {
       outputs = std::move(out);
       metadata = std::move(meta);
       done = true;
+      ready.store(true, std::memory_order_release);
     }
     cv.notify_all();
   }

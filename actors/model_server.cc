@@ -19,6 +19,7 @@
 #include "actors/messages.h"
 #include "actors/served_version.h"
 #include "actors/serving_protocol.h"
+#include "actors/spinning_scheduler.h"
 #include "actors/wire.h"
 #include "graph/graph_json.h"
 #include "graph/tensor_json.h"
@@ -274,8 +275,7 @@ StatusOr<std::unique_ptr<ModelServer>> ModelServer::Start(std::vector<ModelConfi
   const size_t threads = std::max<size_t>(
       {2, std::thread::hardware_concurrency(),
        static_cast<size_t>(options.cpu_devices) * static_cast<size_t>(options.replicas_per_device)});
-  impl->cfg.set("scheduler.policy", caf::atom("sharing"));
-  impl->cfg.set("scheduler.max-threads", threads);
+  ConfigureScheduler(impl->cfg, SchedulerOptions{threads});
   impl->cfg.set("logger.console", caf::atom("none"));
   if (!options.cluster_tasks.empty()) {
     ConfigureClusterTransport(impl->cfg);

@@ -10,6 +10,7 @@
 #include "actors/shard_fanout.h"
 #include "actors/shard_messages.h"
 #include "actors/shard_optimizer.h"
+#include "actors/spinning_scheduler.h"
 
 namespace actorflow {
 namespace {
@@ -58,7 +59,7 @@ class ParameterClientImpl : public ParameterClient {
         client_options_(client_options),
         setup_timeout_ms_(std::max(setup_timeout_ms, kMinSetupTimeoutMs)) {
     ConfigureClusterTransport(cfg_);
-    cfg_.set("scheduler.policy", caf::atom("sharing"));
+    ConfigureScheduler(cfg_, SchedulerOptions{});
     cfg_.set("logger.console", caf::atom("none"));
     system_ = std::make_unique<caf::actor_system>(cfg_);
   }

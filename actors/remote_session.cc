@@ -5,15 +5,16 @@
 #include "actors/cluster_transport.h"
 #include "actors/connect.h"
 #include "actors/messages.h"
+#include "actors/spinning_scheduler.h"
 #include "graph/graph_json.h"
 #include "placement/cluster_spec.h"
 
 namespace actorflow {
 namespace {
 
-void ConfigureClient(caf::actor_system_config& cfg) {
+void ConfigureClient(caf::actor_system_config& cfg, int64_t spin_us) {
   ConfigureClusterTransport(cfg);
-  cfg.set("scheduler.policy", caf::atom("sharing"));
+  ConfigureScheduler(cfg, SchedulerOptions{0, spin_us});
   cfg.set("logger.console", caf::atom("none"));
 }
 
@@ -21,7 +22,7 @@ class RemoteSession : public Session {
  public:
   RemoteSession(const Graph* graph, const SessionOptions& options)
       : graph_(graph), options_(options) {
-    ConfigureClient(cfg_);
+    ConfigureClient(cfg_, options.scheduler_spin_us);
     system_ = std::make_unique<caf::actor_system>(cfg_);
   }
 
@@ -203,7 +204,7 @@ Status ResetCluster(const std::string& target, const std::vector<std::string>& c
   uint16_t port = 0;
   AF_RETURN_IF_ERROR(ParseTarget(target, &host, &port));
   caf::actor_system_config cfg;
-  ConfigureClient(cfg);
+  ConfigureClient(cfg, 0);  // one-off requests: never poll
   caf::actor_system system{cfg};
   auto reset_one = [&](const std::string& h, uint16_t p, const std::string& who,
                        std::string* cluster_json) -> Status {

@@ -14,6 +14,7 @@
 #include "actors/parameter_shard.h"
 #include "actors/queue_actor.h"
 #include "actors/shard_messages.h"
+#include "actors/spinning_scheduler.h"
 #include "graph/graph_json.h"
 
 namespace actorflow {
@@ -187,7 +188,7 @@ class ServerImpl : public Server {
         options.port_override >= 0 ? static_cast<uint16_t>(options.port_override) : address->port;
     task_name_ = ClusterSpec::TaskName(options.task);
     ConfigureClusterTransport(cfg_, options.transport);
-    cfg_.set("scheduler.policy", caf::atom("sharing"));
+    ConfigureScheduler(cfg_, SchedulerOptions{0, options.scheduler_spin_us});
     cfg_.set("logger.console", caf::atom("none"));
     system_ = std::make_unique<caf::actor_system>(cfg_);
 

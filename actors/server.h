@@ -51,6 +51,9 @@ struct ServerOptions {
   // Device supervision (see above); 0: the first device failure fails the server.
   int max_device_restarts = 5;
   int64_t device_restart_window_ms = 60000;
+  // How long an idle scheduler thread polls for work before parking (microseconds;
+  // actors/spinning_scheduler.h). Bounded: an idle server costs no CPU.
+  int64_t scheduler_spin_us = 200;
   // Receives one line per device restart or failure; null: standard error.
   std::function<void(const std::string& line)> log;
   // Runs once, on an actor thread, when the server has failed; must not block.

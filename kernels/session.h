@@ -37,6 +37,11 @@ struct SessionOptions {
   bool allow_soft_placement = false;
   bool log_device_placement = false;
   int inter_op_parallelism_threads = 0;  // 0 = the runtime picks
+  // How long an idle scheduler thread of the in-process actor runtime, and the thread
+  // waiting in Run, poll for the next message before parking (microseconds; 0 = park
+  // at once). Polling saves the wake-ups between a step's hand-offs; it is bounded,
+  // so an idle session costs no CPU.
+  int64_t scheduler_spin_us = 200;
   // Deadline for each blocking op (queues, Recv) when RunOptions sets none; 0 = none.
   // Honoured by the in-process actor session; a remote master's devices keep their own.
   int64_t operation_timeout_in_ms = 0;

@@ -4,6 +4,7 @@
 
 #include <caf/io/all.hpp>
 
+#include "actors/spinning_scheduler.h"
 #include "actors/cluster_transport.h"
 #include "actors/connect.h"
 #include "actors/messages.h"
@@ -18,7 +19,7 @@ Status ResetTask(const std::string& target, const std::vector<std::string>& cont
   AF_RETURN_IF_ERROR(ParseTarget(target, &host, &port));
   caf::actor_system_config cfg;
   ConfigureClusterTransport(cfg);
-  cfg.set("scheduler.policy", caf::atom("sharing"));
+  ConfigureScheduler(cfg, SchedulerOptions{0, 0});  // a one-off request: never poll
   cfg.set("logger.console", caf::atom("none"));
   caf::actor_system system{cfg};
   AF_ASSIGN_OR_RETURN(FrontActor front,

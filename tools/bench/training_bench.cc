@@ -21,6 +21,7 @@
 //          [--profile] [--quick]
 //   --inter-op N  SessionOptions.inter_op_parallelism_threads (0, the default, lets
 //              the runtime pick; for the actor session: its scheduler threads).
+//   --spin-us N  SessionOptions.scheduler_spin_us (default: the session's default).
 //   --tries, --threshold  a sample is retaken (at most `tries` attempts, default 2)
 //              while the foreign load exceeded `threshold` cores (default 0.25);
 //   --quiet-wait  before each repetition, wait at most this long (default 5 s) for
@@ -65,6 +66,7 @@ struct Flags {
   double quiet_wait_s = 5.0;
   std::string iris_csv;
   int inter_op_threads = 0;  // SessionOptions.inter_op_parallelism_threads
+  int64_t spin_us = -1;      // SessionOptions.scheduler_spin_us; -1: its default
   bool json = false;
   bool profile = false;
 };
@@ -132,7 +134,7 @@ std::vector<int> ParseIntList(const std::string& s) {
                "usage: training_bench [--session direct|actor|both] [--reps N] [--steps N]\n"
                "         [--iris-steps N] [--threads 1,2] [--models mlp,iris]\n"
                "         [--iris-csv PATH] [--tries N] [--threshold CORES]\n"
-               "         [--quiet-wait S] [--inter-op N] [--json] [--profile] [--quick]\n");
+               "         [--quiet-wait S] [--inter-op N] [--spin-us N] [--json] [--profile] [--quick]\n");
   std::exit(2);
 }
 
@@ -169,6 +171,8 @@ Flags ParseFlags(int argc, char** argv) {
       if (f.models.empty()) Usage();
     } else if (a == "--iris-csv") {
       f.iris_csv = value();
+    } else if (a == "--spin-us") {
+      f.spin_us = std::atoll(value().c_str());
     } else if (a == "--inter-op") {
       f.inter_op_threads = std::atoi(value().c_str());
     } else if (a == "--tries") {
@@ -220,8 +224,9 @@ LabelledData IrisData(const std::string& flag_path) {
 }
 
 std::unique_ptr<Session> OpenSession(const std::string& kind, const Graph* graph,
-                                     int inter_op_threads) {
+                                     int inter_op_threads, int64_t spin_us) {
   SessionOptions options;
+  if (spin_us >= 0) options.scheduler_spin_us = spin_us;
   options.target = kind == "direct" ? "direct" : "local";
   options.inter_op_parallelism_threads = inter_op_threads;
   return ValueOrDie(NewSession(graph, options), kProgram, "opening a " + kind + " session");
@@ -335,7 +340,7 @@ int Main(int argc, char** argv) {
       job->model = ValueOrDie(BuildMlp(iris ? iris_sizes : mlp_sizes, batch,
                                        iris ? iris_data : mlp_data, 0.1, 0),
                               kProgram, std::string("building ") + model);
-      job->session = OpenSession(kind, job->model.graph.get(), flags.inter_op_threads);
+      job->session = OpenSession(kind, job->model.graph.get(), flags.inter_op_threads, flags.spin_us);
       Status s = job->session->Run({}, {}, {job->model.init}, nullptr);
       if (!s.ok()) Die(kProgram, "initializing variables", s);
       job->steps = iris ? flags.iris_steps : flags.steps;
