@@ -20,6 +20,8 @@
 #include <caf/io/network/doorman_impl.hpp>
 #include <caf/io/network/scribe_impl.hpp>
 
+#include "actors/spinning_scheduler.h"
+
 namespace actorflow {
 namespace {
 
@@ -221,7 +223,23 @@ TransportLimits LimitsFrom(const caf::actor_system_config& cfg) {
 class GuardedMultiplexer : public net::default_multiplexer {
  public:
   explicit GuardedMultiplexer(caf::actor_system* sys)
-      : default_multiplexer(sys), limits_(LimitsFrom(sys->config())) {}
+      : default_multiplexer(sys),
+        limits_(LimitsFrom(sys->config())),
+        spin_(caf::get_or(sys->config(), kSchedulerSpinUsKey, int64_t{0})) {}
+
+  // CAF's loop blocks in epoll_wait as soon as no event is ready, so every message
+  // of a request/reply exchange costs a wake-up of this thread. After an event this
+  // loop first polls without blocking for `spin_` (bounded, as the scheduler's
+  // threads do: an idle transport still blocks), and the reply that usually follows
+  // within microseconds is read at once. The exit condition is CAF's own.
+  void run() override {
+    if (spin_.count() <= 0) return default_multiplexer::run();
+    while (num_socket_handlers() > 0) {
+      if (poll_once(false)) continue;
+      if (SpinUntil([this] { return poll_once(false); }, spin_)) continue;
+      poll_once(true);
+    }
+  }
 
   caf::io::scribe_ptr new_scribe(net::native_socket fd) override {
     return caf::make_counted<GuardedScribe>(*this, fd, limits_, nullptr);
@@ -233,6 +251,7 @@ class GuardedMultiplexer : public net::default_multiplexer {
 
  private:
   const TransportLimits limits_;
+  const std::chrono::microseconds spin_;
   std::shared_ptr<ConnectionCount> accepted_ = std::make_shared<ConnectionCount>();
 };
 

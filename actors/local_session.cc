@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include "actors/device_actor.h"
 #include "actors/master_actor.h"
@@ -19,14 +18,18 @@ class LocalActorSession : public ActorSession {
   LocalActorSession(const Graph* graph, const SessionOptions& options, size_t num_cpus,
                     size_t num_gpus)
       : graph_(graph), options_(options) {
-    // By default a thread per device at least: a device runs a partition's ready
-    // nodes on one thread until they are done, so with fewer threads than devices a
-    // device waits for another's burst (a model split over 3 devices on 2 cores would
-    // run its stages one after the other instead of overlapping them).
+    // By default a thread per device: a device runs a partition's ready nodes on one
+    // thread until they are done, so with fewer threads than devices a device waits
+    // for another's burst (a model split over 3 devices on 2 cores would run its
+    // stages one after the other instead of overlapping them). More threads than
+    // devices would find no work of their own: the master and queue actors only pass
+    // messages, and a device's burst cannot be shared. They would cost every step
+    // instead: each message from the master to a device, and back, would wake (or
+    // be taken by) another thread rather than be run by the thread that sent it,
+    // which on a small step costs more than the step's kernels.
     size_t threads = options.inter_op_parallelism_threads > 0
                          ? static_cast<size_t>(options.inter_op_parallelism_threads)
-                         : std::max<size_t>({2, std::thread::hardware_concurrency(),
-                                             num_cpus + num_gpus});
+                         : std::max<size_t>(1, num_cpus + num_gpus);
     ConfigureScheduler(cfg_, SchedulerOptions{threads, options.scheduler_spin_us});
     cfg_.set("logger.console", caf::atom("none"));
     RegisterMessageTypes(cfg_);

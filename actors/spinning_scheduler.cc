@@ -153,6 +153,7 @@ void ConfigureScheduler(caf::actor_system_config& cfg, const SchedulerOptions& o
   cfg.set("scheduler.policy", caf::atom("sharing"));
   if (options.threads > 0) cfg.set("scheduler.max-threads", options.threads);
   const auto spin = std::chrono::microseconds(std::max<int64_t>(0, options.spin_us));
+  caf::put(cfg.content, kSchedulerSpinUsKey, static_cast<int64_t>(spin.count()));
   // A scheduler module loaded by the user replaces the one CAF would pick.
   cfg.module_factories.push_back([spin](caf::actor_system& sys) -> caf::actor_system::module* {
     auto* coordinator = new PollingCoordinator(sys);

@@ -25,13 +25,19 @@ namespace actorflow {
 // of one step on a loaded 2-core machine; idle CPU stays zero (see above).
 constexpr int64_t kDefaultSchedulerSpinUs = 200;
 
+// The system config key under which ConfigureScheduler leaves `spin_us` for the
+// transport (actors/guarded_transport.cc): its network thread polls its sockets for
+// as long after each event before it blocks in epoll_wait.
+constexpr char kSchedulerSpinUsKey[] = "actorflow.scheduler-spin-us";
+
 struct SchedulerOptions {
   size_t threads = 0;                         // 0: CAF's default (the cores)
   int64_t spin_us = kDefaultSchedulerSpinUs;  // 0: park at once, as CAF's own policy
 };
 
 // Loads the polling work-sharing scheduler into `cfg` (before the actor system is
-// made from it). Replaces `scheduler.policy` and `scheduler.max-threads`.
+// made from it). Replaces `scheduler.policy` and `scheduler.max-threads`; sets
+// kSchedulerSpinUsKey.
 void ConfigureScheduler(caf::actor_system_config& cfg, const SchedulerOptions& options);
 
 // How many of `system`'s scheduler threads are parked (0 when `system` does not run

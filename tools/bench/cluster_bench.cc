@@ -18,14 +18,20 @@
 //     device), and a scalar crossing to worker 1 and back (Const on worker 0 -> Neg on
 //     worker 1, fetched).
 //
+// (c) Idle CPU: with the session of (b) still open and no step running, the CPU each
+//     server process and this client use over --idle-seconds (default 10; --quick: 3),
+//     in % of one core. The schedulers poll for work only briefly after each message
+//     (actors/spinning_scheduler.h), so an idle cluster should cost next to nothing.
+//
 // Each repeat is retaken (at most 4 attempts) while other processes than the client
 // and the two servers took more than 0.3 cores; the table shows the worst kept.
 //
 // Usage: cluster_bench [--quick] [--json] [--repeats N] [--inflight K] [--actorflow PATH]
-//                      [--only CASE]   (e.g. --only "16 MiB resident": for profiling)
+//                      [--only CASE] [--idle-seconds S]   (e.g. --only "16 MiB resident": for profiling)
 // Build with -c opt: `bazel run -c opt //tools/bench:cluster_bench`.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -34,6 +40,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -57,6 +64,7 @@ struct Flags {
   int repeats = 7;
   int inflight = 4;
   std::string actorflow;
+  double idle_seconds = -1;  // (c); -1: 10, or 3 with --quick
   std::string only;  // run only the transfer cases whose name contains this (profiling)
 };
 
@@ -272,9 +280,11 @@ Flags ParseFlags(int argc, char** argv) {
       flags.actorflow = argv[++i];
     } else if (a == "--only" && i + 1 < argc) {
       flags.only = argv[++i];
+    } else if (a == "--idle-seconds" && i + 1 < argc) {
+      flags.idle_seconds = std::atof(argv[++i]);
     } else {
       std::fprintf(stderr, "usage: %s [--quick] [--json] [--repeats N] [--inflight K] "
-                           "[--actorflow PATH] [--only CASE]\n", kProgram);
+                           "[--actorflow PATH] [--only CASE] [--idle-seconds S]\n", kProgram);
       std::exit(2);
     }
   }
@@ -327,6 +337,21 @@ int Main(int argc, char** argv) {
   const int round_trips = flags.quick ? 300 : 2000;
   std::vector<double> local_us = RoundTripsUs(session.get(), "local", round_trips);
   std::vector<double> remote_us = RoundTripsUs(session.get(), "remote", round_trips);
+  // (c) The session stays open (a connected client) while nothing runs.
+  const double idle_s = flags.idle_seconds > 0 ? flags.idle_seconds : (flags.quick ? 3 : 10);
+  std::vector<double> idle_cpu0;
+  for (int pid : server_pids) idle_cpu0.push_back(ProcessCpuSecondsOf(pid));
+  const double idle_own0 = ProcessCpuSeconds();
+  const auto idle_start = std::chrono::steady_clock::now();
+  // A measurement window, not a synchronization: nothing waits for anything here.
+  std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+  const double idle_wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - idle_start).count();
+  std::vector<double> idle_percent;  // worker 0, worker 1, client
+  for (size_t i = 0; i < server_pids.size(); ++i) {
+    idle_percent.push_back(100.0 * (ProcessCpuSecondsOf(server_pids[i]) - idle_cpu0[i]) / idle_wall);
+  }
+  idle_percent.push_back(100.0 * (ProcessCpuSeconds() - idle_own0) / idle_wall);
   const double load_after = LoadAverage1();
 
   if (flags.json) {
@@ -341,6 +366,10 @@ int Main(int argc, char** argv) {
     }
     j["round_trip_us"]["worker0_only"] = StatsJson(Summarize(local_us));
     j["round_trip_us"]["worker0_worker1"] = StatsJson(Summarize(remote_us));
+    j["idle_cpu_percent"] = {{"seconds", idle_wall},
+                             {"worker0", idle_percent[0]},
+                             {"worker1", idle_percent[1]},
+                             {"client", idle_percent[2]}};
     j["load_average"] = {load_before, load_after};
     std::printf("%s\n", j.dump().c_str());
     return 0;
@@ -366,6 +395,10 @@ int Main(int argc, char** argv) {
               round_trips);
   std::printf("  %-24s %s\n", "worker 0 only", Triple(Summarize(local_us), "%.1f").c_str());
   std::printf("  %-24s %s\n", "worker 0 -> worker 1", Triple(Summarize(remote_us), "%.1f").c_str());
+  std::printf("\n(c) idle CPU over %.1f s, session open, no step running (%% of one core)\n",
+              idle_wall);
+  std::printf("  worker 0 %.2f%%, worker 1 %.2f%%, client %.2f%%\n", idle_percent[0],
+              idle_percent[1], idle_percent[2]);
   return 0;
 }
 

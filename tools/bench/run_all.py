@@ -15,6 +15,7 @@ Rows (their names are a contract of --json):
   sync data-parallel step, 2 workers + 1 ps / PyTorch DDP/gloo
   async ps updates/s / torch.rpc parameter server, 1 ps + 2 workers
   one-network-per-device speed-up, 2 devices on 2 cores
+  idle CPU of a server with a connected, idle client (% of a core; not a speed figure)
 A row made of several cases (1 and 2 threads, b64 and b256, 1 and 16 MiB) is judged
 by its worst case; every case is listed under "cases" in the JSON.
 
@@ -175,6 +176,9 @@ def one_round(args, bins, r):
             if piped:
                 fig[f"tensor {size} pipelined"] = piped[0]
         fig["remote round trip us"] = ours["round_trip_us"]["worker0_only"]["median"]
+        idle = ours.get("idle_cpu_percent")
+        if idle:
+            fig["idle server cpu %"] = max(idle["worker0"], idle["worker1"])
 
     # One network per device.
     tu = [bins["tune_bench"], "--json"] + (["--quick"] if q else ["--rounds", "3"])
@@ -204,6 +208,9 @@ ROWS = [
     ("async ps updates/s ÷ torch.rpc parameter server, 1 ps + 2 workers", "x", 3.0, ">=",
      ["async ups ours/rpc"]),
     ("one-network-per-device speed-up, 2 devices on 2 cores", "x", 1.9, ">=", ["tune speed-up"]),
+    # Not a speed figure: the price of polling schedulers when nothing runs.
+    ("idle CPU of a server with a connected, idle client (busier of two servers)", "% of a core",
+     1.0, "<=", ["idle server cpu %"]),
 ]
 # The tensor row is judged by its pipelined cases (several tensors in flight); the
 # one-in-flight cases are listed beside them.
