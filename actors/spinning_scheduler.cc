@@ -1,5 +1,6 @@
 #include "actors/spinning_scheduler.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
