@@ -53,6 +53,7 @@ struct ServerOptions {
   int64_t device_restart_window_ms = 60000;
   // How long an idle scheduler thread polls for work before parking (microseconds;
   // actors/spinning_scheduler.h). Bounded: an idle server costs no CPU.
+  // The same default as kDefaultSchedulerSpinUs (this header stays CAF-free).
   int64_t scheduler_spin_us = 200;
   // Receives one line per device restart or failure; null: standard error.
   std::function<void(const std::string& line)> log;

@@ -44,14 +44,11 @@ void ConfigureScheduler(caf::actor_system_config& cfg, const SchedulerOptions& o
 // the scheduler of ConfigureScheduler). Tests and diagnostics only.
 size_t ParkedSchedulerThreads(caf::actor_system& system);
 
-// Polls `ready()` for up to `spin` (yielding the core between polls), then returns
-// whether it became true; callers park on their condition variable when it did not.
-template <class Predicate>
-bool SpinUntil(Predicate ready, std::chrono::microseconds spin);
-
 // Implementation detail of SpinUntil: gives the core to another runnable thread.
 void RelaxWhileSpinning(unsigned iteration);
 
+// Polls `ready()` for up to `spin` (yielding the core between polls), then returns
+// whether it became true; callers park on their condition variable when it did not.
 template <class Predicate>
 bool SpinUntil(Predicate ready, std::chrono::microseconds spin) {
   if (spin.count() <= 0) return ready();

@@ -40,7 +40,8 @@ struct SessionOptions {
   // How long an idle scheduler thread of the in-process actor runtime, and the thread
   // waiting in Run, poll for the next message before parking (microseconds; 0 = park
   // at once). Polling saves the wake-ups between a step's hand-offs; it is bounded,
-  // so an idle session costs no CPU.
+  // so an idle session costs no CPU. The same default as actors/spinning_scheduler.h's
+  // kDefaultSchedulerSpinUs (this header stays free of the actor runtime).
   int64_t scheduler_spin_us = 200;
   // Deadline for each blocking op (queues, Recv) when RunOptions sets none; 0 = none.
   // Honoured by the in-process actor session; a remote master's devices keep their own.

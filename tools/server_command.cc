@@ -27,7 +27,7 @@ struct ServerCommandOptions {
   std::string data_root;  // empty: graphs may open no files
   int max_device_restarts = 5;
   int64_t device_restart_window_ms = 60000;
-  int64_t scheduler_spin_us = 200;
+  int64_t scheduler_spin_us = ServerOptions().scheduler_spin_us;
   TransportLimits transport;
   RequestLimits requests;
 };
