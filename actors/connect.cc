@@ -1,6 +1,7 @@
 #include "actors/connect.h"
 
 #include <condition_variable>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,9 @@
 
 namespace actorflow {
 namespace {
+
+// How long ShutDownClusterSystem waits for a system's destructor (see there).
+constexpr int kShutdownGraceMs = 10000;
 
 // One attempt, bounded by `wait`: the blocking remote_actor call runs on a thread
 // that outlives the wait if it must (it ends when its socket does).
@@ -142,7 +146,37 @@ void ShutDownClusterSystem(std::unique_ptr<caf::actor_system>& system) {
 #endif
     return;
   }
-  system.reset();
+  // CAF 0.17's destructor waits, after stopping the scheduler and the middleman,
+  // for every detached actor's thread, and such a thread waits until its actor
+  // object is destroyed. Rarely (a few in a hundred shutdowns of a server that lost
+  // connections while stopping) a reference to a detached actor stays held inside
+  // CAF, and the destructor would never return. It runs on its own thread; past
+  // kShutdownGraceMs the caller goes on and the system is left to the process's exit.
+  auto finished = std::make_shared<Attempt>();
+  caf::actor_system* ending = system.release();
+  // The thread that made a system holds its logger in a thread-local until that
+  // thread makes another system, and the destructor waits for the logger's end: let
+  // go of it here, or the destructor on the other thread would wait for this one.
+  if (caf::logger::current_logger() == &ending->logger()) {
+    caf::logger::set_current_actor_system(nullptr);
+  }
+  std::thread([ending, finished] {
+    delete ending;
+    std::lock_guard<std::mutex> lock(finished->mu);
+    finished->done = true;
+    finished->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(finished->mu);
+  if (!finished->cv.wait_for(lock, std::chrono::milliseconds(kShutdownGraceMs),
+                             [&] { return finished->done; })) {
+#if defined(__SANITIZE_ADDRESS__)
+    __lsan_ignore_object(ending);
+#endif
+    std::fprintf(stderr,
+                 "actorflow: an actor system did not finish shutting down within %d ms "
+                 "(a detached actor is still referenced); it is left to the process's exit\n",
+                 kShutdownGraceMs);
+  }
 }
 
 ConnectorActor SpawnConnector(caf::actor_system& system) {

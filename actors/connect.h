@@ -41,8 +41,10 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
 // its attempts is still blocked inside CAF (a peer that accepted the connection but
 // never completed the handshake: a silent port, or a TLS peer that refused this one
 // without closing), in which case the system is left to the process's exit, since
-// its destructor would wait for that attempt forever. Either way `system` is null
-// afterwards and the caller goes on at once.
+// its destructor would wait for that attempt forever, and then the caller goes on at
+// once. A destructor that has not returned after 10 s (CAF still holding a detached
+// actor: see connect.cc) is likewise left to finish, or not, on its own thread. Either
+// way `system` is null afterwards.
 void ShutDownClusterSystem(std::unique_ptr<caf::actor_system>& system);
 
 // Spawns a detached ConnectorActor; it quits after one answer.
