@@ -1,5 +1,12 @@
 #include "actors/remote_session.h"
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+
 #include <caf/io/all.hpp>
 
 #include "actors/cluster_transport.h"
@@ -10,7 +17,122 @@
 #include "placement/cluster_spec.h"
 
 namespace actorflow {
+
+// One client step in flight: filled by the session's stepper, waited on by the
+// client's thread (polled for the scheduler's spin, then parked on `cv`).
+struct PendingRemoteStep {
+  RemoteStep step;
+  caf::duration wait;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::atomic<bool> ready{false};  // `done`, readable without the lock
+  RemoteStepResult result;
+
+  // The first answer wins: a lost heartbeat may end the step before its late reply.
+  // Notifies after unlocking (see StepReply::Deliver).
+  void Deliver(RemoteStepResult r) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (done) return;
+      result = std::move(r);
+      done = true;
+      ready.store(true, std::memory_order_release);
+    }
+    cv.notify_all();
+  }
+};
+
+}  // namespace actorflow
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<actorflow::PendingRemoteStep>)
+
+namespace actorflow {
 namespace {
+
+// A remote session's own actor, one for the session's life (local only):
+//   (remote_step_atom, shared_ptr<PendingRemoteStep>)
+//       sends the step to the server's front and delivers its RemoteStepResult, or
+//       DeadlineExceeded / Unavailable naming the target;
+//   (heartbeat_atom)
+//       its own tick while steps are in flight: pings the front every quarter of
+//       the heartbeat timeout, and a ping unanswered within it ends every step in
+//       flight with Unavailable ("... is down").
+// Steps still in flight when it ends are answered Cancelled.
+using StepperActor =
+    caf::typed_actor<caf::reacts_to<remote_step_atom, std::shared_ptr<PendingRemoteStep>>,
+                     caf::reacts_to<heartbeat_atom>>;
+
+struct StepperInFlight {
+  std::map<uint64_t, std::shared_ptr<PendingRemoteStep>> steps;
+  uint64_t next_id = 0;
+  bool ticking = false;
+
+  void Finish(uint64_t id, RemoteStepResult r) {
+    auto it = steps.find(id);
+    if (it == steps.end()) return;  // already ended by a lost heartbeat
+    it->second->Deliver(std::move(r));
+    steps.erase(it);
+  }
+  void FailAll(const Status& status) {
+    for (auto& [id, pending] : steps) {
+      RemoteStepResult r;
+      r.status = status;
+      pending->Deliver(std::move(r));
+    }
+    steps.clear();
+  }
+};
+
+StepperActor::behavior_type StepperBehavior(StepperActor::pointer self, FrontActor front,
+                                            std::string target, int64_t heartbeat_ms) {
+  auto flight = std::make_shared<StepperInFlight>();
+  self->attach_functor(
+      [flight] { flight->FailAll(Cancelled("the session ended while the step ran")); });
+  const auto interval = std::chrono::milliseconds(std::max<int64_t>(heartbeat_ms / 4, 10));
+  return {
+      [=](remote_step_atom, std::shared_ptr<PendingRemoteStep>& pending) {
+        const uint64_t id = ++flight->next_id;
+        flight->steps[id] = pending;
+        self->request(front, pending->wait, remote_step_atom::value, std::move(pending->step))
+            .then([flight, id](RemoteStepResult& r) { flight->Finish(id, std::move(r)); },
+                  [flight, id, target](caf::error& e) {
+                    RemoteStepResult r;
+                    r.status = e == caf::sec::request_timeout
+                                   ? DeadlineExceeded("no answer from " + target +
+                                                      " within the step's deadline")
+                                   : Unavailable("lost the master at " + target + ": " +
+                                                 caf::to_string(e));
+                    flight->Finish(id, std::move(r));
+                  });
+        if (heartbeat_ms > 0 && !flight->ticking) {
+          flight->ticking = true;
+          self->delayed_send(self, interval, heartbeat_atom::value);
+        }
+      },
+      [=](heartbeat_atom) {
+        if (flight->steps.empty()) {
+          flight->ticking = false;
+          return;
+        }
+        self->request(front, std::chrono::milliseconds(heartbeat_ms), ping_atom::value)
+            .then([](std::string&) {},
+                  [flight, target, heartbeat_ms](caf::error& e) {
+                    flight->FailAll(Unavailable(
+                        target + " is down: " +
+                        (e == caf::sec::request_timeout
+                             ? "no heartbeat answer within " + std::to_string(heartbeat_ms) + " ms"
+                             : caf::to_string(e))));
+                  });
+        self->delayed_send(self, interval, heartbeat_atom::value);
+      },
+  };
+}
+
+StepperActor SpawnStepper(caf::actor_system& system, FrontActor front, std::string target,
+                          int64_t heartbeat_ms) {
+  return system.spawn(StepperBehavior, std::move(front), std::move(target), heartbeat_ms);
+}
 
 void ConfigureClient(caf::actor_system_config& cfg, int64_t spin_us) {
   ConfigureClusterTransport(cfg);
@@ -28,6 +150,8 @@ class RemoteSession : public Session {
 
   ~RemoteSession() override {
     Close();
+    if (stepper_) caf::anon_send_exit(stepper_, caf::exit_reason::user_shutdown);
+    stepper_ = nullptr;
     front_ = nullptr;
     ShutDownClusterSystem(system_);
   }
@@ -66,10 +190,18 @@ class RemoteSession : public Session {
     caf::duration wait = timeout_ms > 0
                              ? caf::duration{std::chrono::milliseconds(timeout_ms + 5000)}
                              : caf::duration{caf::infinite};
-    caf::scoped_actor self{*system_};
-    Status status = Internal("no answer from " + options_.target);
-    RemoteStepResult r = RunWatched(self, std::move(step), wait);
-    status = r.status;
+    auto pending = std::make_shared<PendingRemoteStep>();
+    pending->step = std::move(step);
+    pending->wait = wait;
+    caf::anon_send(Stepper(), remote_step_atom::value, pending);
+    // Most steps end within the poll; a longer one parks this thread.
+    if (!SpinUntil([&] { return pending->ready.load(std::memory_order_acquire); },
+                   std::chrono::microseconds(options_.scheduler_spin_us))) {
+      std::unique_lock<std::mutex> lock(pending->mu);
+      pending->cv.wait(lock, [&] { return pending->done; });
+    }
+    RemoteStepResult& r = pending->result;
+    Status status = r.status;
     if (status.ok() && outputs != nullptr) *outputs = std::move(r.outputs);
     if (metadata != nullptr) {
       metadata->executed_nodes = std::move(r.executed_nodes);
@@ -79,57 +211,6 @@ class RemoteSession : public Session {
       metadata->clock_offsets = std::move(r.clock_offsets);
     }
     return status;
-  }
-
-  // Sends the step and waits for its result while a watcher pings the master's task
-  // every quarter of the heartbeat timeout: a task that stops answering ends the
-  // wait with Unavailable (see SessionOptions::heartbeat_timeout_in_ms).
-  RemoteStepResult RunWatched(caf::scoped_actor& self, RemoteStep step, caf::duration wait) {
-    const std::string target = options_.target;
-    const int64_t heartbeat_ms = options_.heartbeat_timeout_in_ms;
-    caf::actor client = caf::actor_cast<caf::actor>(self);
-    FrontActor front = front_;
-    auto watcher = system_->spawn([=](caf::event_based_actor* w) -> caf::behavior {
-      auto finish = [w, client](RemoteStepResult r) {
-        w->send(client, std::move(r));
-        w->quit();
-      };
-      w->request(front, wait, remote_step_atom::value, std::move(step))
-          .then([finish](RemoteStepResult& r) { finish(std::move(r)); },
-                [finish, target](caf::error& e) {
-                  RemoteStepResult r;
-                  r.status = e == caf::sec::request_timeout
-                                 ? DeadlineExceeded("no answer from " + target +
-                                                    " within the step's deadline")
-                                 : Unavailable("lost the master at " + target + ": " +
-                                               caf::to_string(e));
-                  finish(std::move(r));
-                });
-      if (heartbeat_ms <= 0) return {[](heartbeat_atom) {}};
-      const auto interval = std::chrono::milliseconds(std::max<int64_t>(heartbeat_ms / 4, 10));
-      w->delayed_send(w, interval, heartbeat_atom::value);
-      return {
-          [=](heartbeat_atom) {
-            w->request(front, std::chrono::milliseconds(heartbeat_ms), ping_atom::value)
-                .then([](std::string&) {},
-                      [finish, target, heartbeat_ms](caf::error& e) {
-                        RemoteStepResult r;
-                        r.status = Unavailable(
-                            target + " is down: " +
-                            (e == caf::sec::request_timeout
-                                 ? "no heartbeat answer within " + std::to_string(heartbeat_ms) + " ms"
-                                 : caf::to_string(e)));
-                        finish(std::move(r));
-                      });
-            w->delayed_send(w, interval, heartbeat_atom::value);
-          },
-      };
-    });
-    RemoteStepResult result;
-    result.status = Internal("no answer from " + target);
-    self->receive([&](RemoteStepResult& r) { result = std::move(r); });
-    caf::anon_send_exit(watcher, caf::exit_reason::user_shutdown);
-    return result;
   }
 
   // Returns once the server has freed the session (its master and every partition
@@ -175,11 +256,22 @@ class RemoteSession : public Session {
     return status;
   }
 
+  // The session's stepper, spawned with its first step.
+  StepperActor Stepper() {
+    std::lock_guard<std::mutex> lock(stepper_mu_);
+    if (!stepper_) {
+      stepper_ = SpawnStepper(*system_, front_, options_.target, options_.heartbeat_timeout_in_ms);
+    }
+    return stepper_;
+  }
+
   const Graph* graph_;
   SessionOptions options_;
   caf::actor_system_config cfg_;
   std::unique_ptr<caf::actor_system> system_;
   FrontActor front_;
+  std::mutex stepper_mu_;
+  StepperActor stepper_;
   uint64_t session_id_ = 0;
   int sent_nodes_ = -1;
   // SessionOptions.connect_timeout_in_ms: bounds every (re)open of the session.

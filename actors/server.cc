@@ -1,7 +1,9 @@
 #include "actors/server.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include <caf/io/all.hpp>
 
@@ -188,7 +190,13 @@ class ServerImpl : public Server {
         options.port_override >= 0 ? static_cast<uint16_t>(options.port_override) : address->port;
     task_name_ = ClusterSpec::TaskName(options.task);
     ConfigureClusterTransport(cfg_, options.transport);
-    ConfigureScheduler(cfg_, SchedulerOptions{0, options.scheduler_spin_us});
+    // One scheduler thread more than devices (and no fewer than the cores): a device
+    // runs its kernels on a scheduler thread until they end, so with every device busy
+    // a thread is still free for the front's heartbeat answers, the masters and the
+    // parameter shards.
+    const size_t devices = static_cast<size_t>(std::max(1, options.cpus));
+    const size_t threads = std::max<size_t>(std::thread::hardware_concurrency(), devices + 1);
+    ConfigureScheduler(cfg_, SchedulerOptions{threads, options.scheduler_spin_us});
     cfg_.set("logger.console", caf::atom("none"));
     system_ = std::make_unique<caf::actor_system>(cfg_);
 
@@ -225,9 +233,9 @@ class ServerImpl : public Server {
     for (const DeviceActor& d : devices_) caf::anon_send(d, peers_atom::value, peers);
     init.heartbeat_timeout_ms = options.heartbeat_timeout_ms;
     init.limits = options.requests;
-    // Detached: the front answers pings (heartbeats) on its own thread, however busy
-    // the devices keep the scheduler's threads.
-    front_ = system_->spawn<caf::detached>(FrontBehavior, std::move(init));
+    // Scheduled like every other actor (the thread count above keeps one free for it):
+    // a detached front would cost a thread wake-up on every remote step.
+    front_ = system_->spawn(FrontBehavior, std::move(init));
     // SO_REUSEADDR: a restarted task binds its port again at once; a port with a live
     // listener still fails, so "port in use" is still reported.
     auto published = PublishOnTransport(front_, want_port, host_);
