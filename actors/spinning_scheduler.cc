@@ -32,6 +32,16 @@ void RelaxWhileSpinning(unsigned iteration) {
   std::this_thread::yield();
 }
 
+std::atomic<int>& BusyThreads() {
+  static std::atomic<int> busy{0};
+  return busy;
+}
+
+int PollingCores() {
+  static const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return cores;
+}
+
 namespace {
 
 // A CAF scheduling policy (the interface of caf::policy::work_sharing): one central
@@ -54,6 +64,7 @@ class PollingWorkSharing : public caf::policy::unprofiled {
 
   struct worker_data {
     explicit worker_data(caf::scheduler::abstract_coordinator*) {}
+    bool busy = false;  // counted in BusyThreads: from its first job until it parks
   };
 
   template <class Coordinator>
@@ -95,10 +106,12 @@ class PollingWorkSharing : public caf::policy::unprofiled {
   template <class Worker>
   caf::resumable* dequeue(Worker* self) {
     auto& d = self->parent()->data();
-    if (d.spin.count() > 0) {
+    auto& me = self->data();
+    if (!me.busy) SetBusy(me, true);
+    if (d.spin.count() > 0 && PollingBudgetLeft()) {
       d.spinners.fetch_add(1, std::memory_order_acq_rel);
       caf::resumable* job = nullptr;
-      SpinUntil(
+      PollUntil(
           [&] {
             if (d.queued.load(std::memory_order_acquire) == 0) return false;
             std::lock_guard<std::mutex> guard(d.lock);
@@ -110,11 +123,19 @@ class PollingWorkSharing : public caf::policy::unprofiled {
       d.spinners.fetch_sub(1, std::memory_order_acq_rel);
       if (job != nullptr) return job;
     }
+    SetBusy(me, false);
     std::unique_lock<std::mutex> guard(d.lock);
     ++d.sleepers;
     d.cv.wait(guard, [&] { return !d.queue.empty(); });
     --d.sleepers;
+    SetBusy(me, true);
     return PopLocked(d);
+  }
+
+  // A worker ends busy (it ran the shutdown job): it leaves the count.
+  template <class Worker>
+  void before_shutdown(Worker* self) {
+    if (self->data().busy) SetBusy(self->data(), false);
   }
 
   template <class Worker, class UnaryFunction>
@@ -130,6 +151,11 @@ class PollingWorkSharing : public caf::policy::unprofiled {
   }
 
  private:
+  static void SetBusy(worker_data& me, bool busy) {
+    me.busy = busy;
+    BusyThreads().fetch_add(busy ? 1 : -1, std::memory_order_acq_rel);
+  }
+
   static caf::resumable* PopLocked(coordinator_data& d) {
     caf::resumable* job = d.queue.front();
     d.queue.pop_front();

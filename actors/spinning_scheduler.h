@@ -12,6 +12,7 @@
 #ifndef ACTORFLOW_ACTORS_SPINNING_SCHEDULER_H_
 #define ACTORFLOW_ACTORS_SPINNING_SCHEDULER_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -47,18 +48,45 @@ size_t ParkedSchedulerThreads(caf::actor_system& system);
 // Implementation detail of SpinUntil: gives the core to another runnable thread.
 void RelaxWhileSpinning(unsigned iteration);
 
-// Polls `ready()` for up to `spin` (yielding the core between polls), then returns
-// whether it became true; callers park on their condition variable when it did not.
+// The process's polling budget. A thread that polls (SpinUntil) or runs actor jobs
+// counts as busy; a poll does not start, and stops, while more threads are busy than
+// the process has cores, because the thread it waits for may then need that very
+// core (two networks on two cores: each client polling for its device's answer would
+// take a core from a device). Polling only saves wake-ups: parking is always correct.
+std::atomic<int>& BusyThreads();
+int PollingCores();  // std::thread::hardware_concurrency(), at least 1
+inline bool PollingBudgetLeft() {
+  return BusyThreads().load(std::memory_order_relaxed) <= PollingCores();
+}
+
+// Polls `ready()` for up to `spin` (yielding the core between polls) while the
+// polling budget lasts, then returns whether it became true. For a thread already
+// counted in BusyThreads (a scheduler worker); others call SpinUntil.
 template <class Predicate>
-bool SpinUntil(Predicate ready, std::chrono::microseconds spin) {
+bool PollUntil(Predicate ready, std::chrono::microseconds spin) {
   if (spin.count() <= 0) return ready();
   const auto deadline = std::chrono::steady_clock::now() + spin;
   for (unsigned i = 0;; ++i) {
     if (ready()) return true;
     // Reading the clock costs about as much as a poll; every 8th is enough.
-    if ((i & 7) == 7 && std::chrono::steady_clock::now() >= deadline) return ready();
+    if ((i & 7) == 7 &&
+        (std::chrono::steady_clock::now() >= deadline || !PollingBudgetLeft())) {
+      return ready();
+    }
     RelaxWhileSpinning(i);
   }
+}
+
+// PollUntil for a thread that is not otherwise counted (a client waiting for its
+// step, a network thread): it counts itself as busy while it polls. Callers park on
+// their condition variable when it returns false.
+template <class Predicate>
+bool SpinUntil(Predicate ready, std::chrono::microseconds spin) {
+  if (spin.count() <= 0) return ready();
+  BusyThreads().fetch_add(1, std::memory_order_acq_rel);
+  const bool done = PollingBudgetLeft() ? PollUntil(ready, spin) : ready();
+  BusyThreads().fetch_sub(1, std::memory_order_acq_rel);
+  return done;
 }
 
 }  // namespace actorflow

@@ -95,5 +95,37 @@ TEST(SpinUntilTest, ReturnsAsSoonAsTheConditionHoldsAndFalseWhenTheBudgetRunsOut
   EXPECT_EQ(polls, 1);
 }
 
+TEST(SpinUntilTest, DoesNotPollWhileEveryCoreIsBusyAndLeavesTheCountAsItFoundIt) {
+  const int before = BusyThreads().load();
+  // As if every core ran a thread already: the poll asks once and gives up.
+  BusyThreads().fetch_add(PollingCores());
+  int polls = 0;
+  EXPECT_FALSE(SpinUntil([&] { return ++polls == 3; }, std::chrono::microseconds(1000000)));
+  EXPECT_EQ(polls, 1);
+  BusyThreads().fetch_sub(PollingCores());
+  EXPECT_EQ(BusyThreads().load(), before);
+  // With the cores free again it polls until the condition holds.
+  polls = 0;
+  EXPECT_TRUE(SpinUntil([&] { return ++polls == 3; }, std::chrono::microseconds(1000000)));
+  EXPECT_EQ(BusyThreads().load(), before);
+}
+
+TEST(SpinUntilTest, ASystemsWorkersLeaveTheBusyCountWhenItStops) {
+  const int before = BusyThreads().load();
+  {
+    caf::actor_system_config cfg;
+    ConfigureScheduler(cfg, SchedulerOptions{2, 200});
+    caf::actor_system system{cfg};
+    auto echo = system.spawn([]() -> caf::behavior { return {[](int x) { return x; }}; });
+    caf::scoped_actor self{system};
+    for (int i = 0; i < 100; ++i) {
+      self->request(echo, caf::infinite, i).receive([&](int y) { EXPECT_EQ(y, i); },
+                                                    [](caf::error&) { ADD_FAILURE(); });
+    }
+    EXPECT_LE(BusyThreads().load(), before + 2);  // at most its two workers
+  }
+  EXPECT_EQ(BusyThreads().load(), before);
+}
+
 }  // namespace
 }  // namespace actorflow
