@@ -1,5 +1,7 @@
 #include "graph/tensor.h"
 
+#include "graph/aligned_block_cache.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -11,12 +13,9 @@
 namespace actorflow {
 
 TensorBuffer::TensorBuffer(size_t bytes, bool zero_fill) : bytes_(bytes) {
-  // aligned_alloc needs a size that is a multiple of the alignment, and never 0.
-  size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-  if (rounded == 0) rounded = kTensorAlignment;
-  data_ = std::aligned_alloc(kTensorAlignment, rounded);
+  data_ = AllocateAlignedBlock(kTensorAlignment, bytes);
   if (data_ == nullptr) throw std::bad_alloc();
-  if (zero_fill) std::memset(data_, 0, rounded);
+  if (zero_fill) std::memset(data_, 0, bytes);
 }
 
 TensorBuffer::TensorBuffer(void* data, size_t bytes, std::function<void(void*)> deleter,
@@ -27,7 +26,7 @@ TensorBuffer::~TensorBuffer() {
   if (deleter_) {
     deleter_(data_);
   } else {
-    std::free(data_);
+    FreeAlignedBlock(data_, kTensorAlignment, bytes_);
   }
 }
 

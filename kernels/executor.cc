@@ -171,8 +171,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
       if (src.kind == Executor::InputSource::kFeed) {
         inputs[k] = args_.feed_values[src.index];
       } else if (src.kind == Executor::InputSource::kVariable) {
-        const Node& var_node = *executor_->nodes()[src.index].node;
-        auto var = VariableForNode(args_.resources, var_node);
+        auto var = executor_->VariableOfNode(args_.resources, src.index);
         if (!var.ok()) return var.status().WithContext(info.node->Describe());
         std::lock_guard<std::mutex> var_lock((*var)->mu);
         if (!(*var)->initialized) {
@@ -390,6 +389,25 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(ExecutorSpec spec,
     info.scheduled = used;
   }
   return ex;
+}
+
+StatusOr<std::shared_ptr<VariableResource>> Executor::VariableOfNode(ResourceManager* resources,
+                                                                     int index) const {
+  const uint64_t epoch = resources->epoch();
+  {
+    std::lock_guard<std::mutex> lock(variable_cache_mu_);
+    if (static_cast<size_t>(index) < variable_cache_.size() &&
+        variable_cache_[index].epoch == epoch) {
+      return variable_cache_[index].variable;
+    }
+  }
+  auto variable = VariableForNode(resources, *infos_[index].node);
+  if (!variable.ok()) return variable;
+  std::lock_guard<std::mutex> lock(variable_cache_mu_);
+  if (variable_cache_.size() < infos_.size()) variable_cache_.resize(infos_.size());
+  // Read before the lookup: a Clear in between leaves a stale epoch, never a stale hit.
+  variable_cache_[index] = CachedVariable{epoch, *variable};
+  return variable;
 }
 
 StepHandle Executor::RunAsync(StepArgs args, DoneCallback done) const {

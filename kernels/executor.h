@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -133,12 +134,23 @@ class Executor {
   };
   const std::vector<NodeInfo>& nodes() const { return infos_; }
   const std::vector<InputSource>& fetch_sources() const { return fetch_sources_; }
+  // The variable of Variable node `index` in `resources` (VariableForNode), looked
+  // up by name once per manager epoch (ResourceManager::epoch) and then kept: the
+  // lookup costs more than a small graph's kernels. Thread-safe.
+  StatusOr<std::shared_ptr<VariableResource>> VariableOfNode(ResourceManager* resources,
+                                                             int index) const;
 
  private:
   explicit Executor(ExecutorSpec spec) : spec_(std::move(spec)) {}
   ExecutorSpec spec_;
   std::vector<NodeInfo> infos_;
   std::vector<InputSource> fetch_sources_;
+  struct CachedVariable {
+    uint64_t epoch = 0;  // of the manager it came from; 0: none
+    std::shared_ptr<VariableResource> variable;
+  };
+  mutable std::mutex variable_cache_mu_;
+  mutable std::vector<CachedVariable> variable_cache_;  // by node index, grown on use
 };
 
 }  // namespace actorflow

@@ -221,3 +221,39 @@ TEST(ExecutorTest, RejectsANodeSetMissingAnInput) {
 
 }  // namespace
 }  // namespace actorflow
+
+namespace actorflow {
+namespace {
+
+TEST(ExecutorVariableCacheTest, KeepsAVariableUntilItsManagerIsClearedAndTellsManagersApart) {
+  Fixture f;
+  const Node* v = AddNode(f.graph, "v", "Variable", {},
+                          {{"dtype", DType::kFloat32}, {"shape", Shape({2})},
+                           {"container", std::string()}, {"shared_name", std::string()}});
+  ASSERT_NE(v, nullptr);
+  f.Use<CountingConstKernel>(v);  // never run: the cache only looks the variable up
+  ExecutorSpec spec{&f.graph, {v}, {}, {}};
+  auto ex = Executor::Create(spec, f.Lookup());
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  ResourceManager first, second;
+  auto a = (*ex)->VariableOfNode(&first, 0);
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto again = (*ex)->VariableOfNode(&first, 0);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->get(), a->get());
+  // Another manager has its own variable.
+  auto other = (*ex)->VariableOfNode(&second, 0);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->get(), a->get());
+  // After Clear the old variable is gone: the executor finds the manager's new one.
+  first.Clear();
+  auto fresh = (*ex)->VariableOfNode(&first, 0);
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_NE(fresh->get(), a->get());
+  auto looked_up = first.LookupVariable("", "v");
+  ASSERT_TRUE(looked_up.ok());
+  EXPECT_EQ(fresh->get(), looked_up->get());
+}
+
+}  // namespace
+}  // namespace actorflow

@@ -35,8 +35,14 @@ StatusOr<std::shared_ptr<VariableResource>> ResourceManager::LookupVariable(
   return NotFound("no variable '" + name + "' in container '" + container + "'");
 }
 
+uint64_t ResourceManager::NextEpoch() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 void ResourceManager::Clear(const std::vector<std::string>& containers) {
   std::lock_guard<std::mutex> lock(mu_);
+  epoch_.store(NextEpoch(), std::memory_order_release);
   if (containers.empty()) {
     containers_.clear();
     resources_.clear();

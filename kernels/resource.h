@@ -10,6 +10,8 @@
 #ifndef ACTORFLOW_KERNELS_RESOURCE_H_
 #define ACTORFLOW_KERNELS_RESOURCE_H_
 
+#include <atomic>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -84,10 +86,17 @@ class ResourceManager {
                                                      const std::string& name) const;
   // Drops every variable and resource of the given containers (all if empty).
   void Clear(const std::vector<std::string>& containers = {});
+  // Changes whenever a variable may have been dropped (Clear), and is never the same
+  // for two managers: a caller may keep a looked-up variable for as long as the epoch
+  // stays what it was at the lookup.
+  uint64_t epoch() const { return epoch_.load(std::memory_order_acquire); }
   std::vector<std::string> VariableNames(const std::string& container = "") const;
 
  private:
+  static uint64_t NextEpoch();
+
   mutable std::mutex mu_;
+  std::atomic<uint64_t> epoch_{NextEpoch()};
   std::map<std::string, std::map<std::string, std::shared_ptr<VariableResource>>> containers_;
   std::map<std::string, std::map<std::string, std::shared_ptr<Resource>>> resources_;
 };

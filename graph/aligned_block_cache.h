@@ -1,0 +1,33 @@
+// Aligned host memory for tensor buffers, with a small per-thread cache of freed
+// blocks. A training step allocates and frees the same few buffer sizes on every
+// step; glibc serves 64-byte-aligned requests through memalign, which splits and
+// later consolidates chunks and costs more than a small step's kernels. Freed blocks
+// of up to kMaxCachedBlockBytes are kept on the freeing thread (a few per size, a
+// bounded total) and handed out again by the next allocation of that size there.
+//
+// Contract: AllocateAlignedBlock(bytes) returns memory aligned to `alignment` with
+// room for `bytes` (rounded up to the alignment, at least one unit) or null when out
+// of memory; FreeAlignedBlock must get the same `bytes` and `alignment` back. Blocks
+// may be freed on any thread. Sanitized builds bypass the cache, so that a use after
+// free is still caught.
+#ifndef ACTORFLOW_GRAPH_ALIGNED_BLOCK_CACHE_H_
+#define ACTORFLOW_GRAPH_ALIGNED_BLOCK_CACHE_H_
+
+#include <cstddef>
+
+namespace actorflow {
+
+inline constexpr size_t kMaxCachedBlockBytes = 64 * 1024;
+inline constexpr size_t kMaxCachedBytesPerThread = 4 * 1024 * 1024;
+
+void* AllocateAlignedBlock(size_t alignment, size_t bytes);
+void FreeAlignedBlock(void* block, size_t alignment, size_t bytes);
+
+// Blocks the calling thread's cache holds now, and whether this build caches at all
+// (tests).
+size_t CachedAlignedBlocks();
+bool AlignedBlockCacheEnabled();
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_GRAPH_ALIGNED_BLOCK_CACHE_H_
