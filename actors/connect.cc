@@ -148,9 +148,10 @@ void ShutDownClusterSystem(std::unique_ptr<caf::actor_system>& system) {
   }
   // CAF 0.17's destructor waits, after stopping the scheduler and the middleman,
   // for every detached actor's thread, and such a thread waits until its actor
-  // object is destroyed. Rarely (a few in a hundred shutdowns of a server that lost
-  // connections while stopping) a reference to a detached actor stays held inside
-  // CAF, and the destructor would never return. It runs on its own thread; past
+  // object is destroyed. Rarely a reference to a detached actor stays held inside
+  // CAF and the destructor never returns (a few in a hundred shutdowns of a server
+  // that lost connections while stopping, when its front was a detached actor; the
+  // connector of connect.h still is one). So it runs on its own thread; past
   // kShutdownGraceMs the caller goes on and the system is left to the process's exit.
   auto finished = std::make_shared<Attempt>();
   caf::actor_system* ending = system.release();
