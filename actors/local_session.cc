@@ -96,9 +96,14 @@ class LocalActorSession : public ActorSession {
     caf::anon_send(master_, step_atom::value, std::move(req));
 
     // Most steps end within the poll; a longer one parks this thread on the reply's
-    // condition variable.
+    // condition variable. A session whose last step outlasted the poll parks at once:
+    // its poll would only take a core from the devices (a model split over more
+    // devices than cores runs its stages concurrently only if no thread polls).
+    const auto sent_at = std::chrono::steady_clock::now();
+    const int64_t spin_us = options_.scheduler_spin_us;
+    const bool expect_short = last_step_wait_us_.load(std::memory_order_relaxed) <= spin_us;
     const bool answered = SpinUntil([&] { return reply->ready.load(std::memory_order_acquire); },
-                                    std::chrono::microseconds(options_.scheduler_spin_us));
+                                    std::chrono::microseconds(expect_short ? spin_us : 0));
     std::unique_lock<std::mutex> lock(reply->mu, std::defer_lock);
     if (!answered) {
       lock.lock();
@@ -112,6 +117,10 @@ class LocalActorSession : public ActorSession {
         reply->cv.wait(lock, [&] { return reply->done; });
       }
     }
+    last_step_wait_us_.store(std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::steady_clock::now() - sent_at)
+                                 .count(),
+                             std::memory_order_relaxed);
     if (metadata != nullptr) *metadata = std::move(reply->metadata);
     AF_RETURN_IF_ERROR(reply->status);
     if (outputs != nullptr) {
@@ -180,6 +189,9 @@ class LocalActorSession : public ActorSession {
   std::vector<DeviceActor> device_actors_;
   MasterActor master_;
   std::atomic<bool> closed_{false};
+  // How long the last step's answer took (any thread's): decides whether the next
+  // Run polls for its answer or parks at once.
+  std::atomic<int64_t> last_step_wait_us_{0};
 };
 
 }  // namespace
