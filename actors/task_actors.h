@@ -1,0 +1,51 @@
+// The actors of one task of a cluster, spawned into an actor system that someone
+// else owns: the task's devices (under their supervisor roster), its front (sessions,
+// remote steps, parameter shards; actors/front_protocol.h) and its services (queues,
+// shards). A Server (actors/server.h) spawns them into its own system and publishes
+// the front over the network; a simulated cluster spawns every task's actors into one
+// system under a deterministic scheduler. Includes CAF: actors/*.cc and tests only.
+#ifndef ACTORFLOW_ACTORS_TASK_ACTORS_H_
+#define ACTORFLOW_ACTORS_TASK_ACTORS_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "actors/device_protocol.h"
+#include "actors/front_protocol.h"
+#include "actors/server.h"
+
+namespace actorflow {
+
+struct DeviceRoster;
+struct TaskServices;
+
+struct TaskActors {
+  std::string task_name;  // "/job:J/replica:0/task:I"
+  FrontActor front;
+  std::vector<DeviceActor> devices;  // as first spawned; the roster knows restarts
+  std::shared_ptr<DeviceRoster> roster;
+  std::shared_ptr<TaskServices> services;
+  // The cluster the front's masters see; SetCluster may replace it (LocalCluster
+  // learns its ports only after every task listens).
+  std::shared_ptr<std::mutex> cluster_mu = std::make_shared<std::mutex>();
+  std::shared_ptr<std::shared_ptr<const ClusterSpec>> cluster =
+      std::make_shared<std::shared_ptr<const ClusterSpec>>();
+
+  void SetCluster(const ClusterSpec& spec);
+};
+
+// Spawns `options.task`'s devices (options.cpus CPUs, supervised as
+// options.max_device_restarts / device_restart_window_ms say) and its front into
+// `system`. Uses the options' cluster, task, cpus, heartbeat timeout, request limits,
+// file access, restart limits, log and on_failure; not the transport or the port.
+TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& options);
+
+// Ends the task's front, devices (restarted ones included; none is restarted after
+// this) and parameter shards. Asynchronous: the actors end on their own threads.
+void StopTaskActors(TaskActors& task);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTORS_TASK_ACTORS_H_
