@@ -255,7 +255,9 @@ void EnsureTasks(MasterSelf self, const std::vector<TaskId>& tasks, int64_t time
     }
     entry.address = address->host + ":" + std::to_string(address->port);
     const std::string who = "/job:" + task.job + "/task:" + std::to_string(task.index);
-    ConnectorActor connector = SpawnConnector(self->system());
+    ConnectorActor connector = self->state.config.task_directory
+                                   ? self->state.config.task_directory
+                                   : SpawnConnector(self->system());
     self->request(connector, caf::infinite, connect_atom::value, address->host, address->port,
                   timeout_ms, who)
         .then(

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/connect.h"
 #include "actors/master_protocol.h"
 #include "graph/graph.h"
 #include "placement/cluster_spec.h"
@@ -35,6 +36,10 @@ struct MasterConfig {
   // Cluster mode (null: one task): the other tasks, reached through front actors.
   std::shared_ptr<const ClusterSpec> cluster;
   std::string local_task;  // "/job:worker/replica:0/task:0"
+  // When set, asked (connect_atom) for the other tasks' fronts instead of a network
+  // connector per task: the directory of a cluster whose tasks share one actor system
+  // (a simulated cluster, actors/sim/task_directory.h).
+  ConnectorActor task_directory;
   // How long to keep trying to reach a task when the step itself has no deadline.
   int64_t connect_timeout_ms = 30000;
   // How long close waits for each device to confirm a deregistration.

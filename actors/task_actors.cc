@@ -31,6 +31,7 @@ struct FrontState {
   uint64_t next_session = 1;
   int64_t heartbeat_timeout_ms = 2000;  // for the masters' MasterConfig
   RequestLimits limits;
+  ConnectorActor task_directory;  // for the masters' MasterConfig
   const char* name = "actorflow_front";
 };
 
@@ -109,6 +110,7 @@ FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
         }
         mc.local_task = st.task_name;
         mc.heartbeat_timeout_ms = st.heartbeat_timeout_ms;
+        mc.task_directory = st.task_directory;
         uint64_t id = st.next_session++;
         st.sessions[id] = SpawnMasterActor(self->system(), std::move(mc));
         result.session_id = id;
@@ -179,7 +181,8 @@ void TaskActors::SetCluster(const ClusterSpec& spec) {
   *cluster = std::make_shared<const ClusterSpec>(spec);
 }
 
-TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& options) {
+TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& options,
+                           ConnectorActor task_directory) {
   TaskActors task;
   task.task_name = ClusterSpec::TaskName(options.task);
   task.SetCluster(options.cluster);
@@ -216,6 +219,7 @@ TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& optio
   for (const DeviceActor& d : task.devices) caf::anon_send(d, peers_atom::value, peers);
   init.heartbeat_timeout_ms = options.heartbeat_timeout_ms;
   init.limits = options.requests;
+  init.task_directory = std::move(task_directory);
   // Scheduled like every other actor (a Server keeps a scheduler thread free for it):
   // a detached front would cost a thread wake-up on every remote step.
   task.front = system.spawn(FrontBehavior, std::move(init));

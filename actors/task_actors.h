@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/connect.h"
 #include "actors/device_protocol.h"
 #include "actors/front_protocol.h"
 #include "actors/server.h"
@@ -40,7 +41,10 @@ struct TaskActors {
 // options.max_device_restarts / device_restart_window_ms say) and its front into
 // `system`. Uses the options' cluster, task, cpus, heartbeat timeout, request limits,
 // file access, restart limits, log and on_failure; not the transport or the port.
-TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& options);
+// `task_directory`, when set, is where the task's masters find other tasks' fronts
+// (MasterConfig::task_directory); otherwise they connect over the network.
+TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& options,
+                           ConnectorActor task_directory = ConnectorActor());
 
 // Ends the task's front, devices (restarted ones included; none is restarted after
 // this) and parameter shards. Asynchronous: the actors end on their own threads.
