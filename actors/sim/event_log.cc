@@ -12,7 +12,7 @@ const char* EventKindName(SimEvent::Kind kind) {
     case SimEvent::Kind::kDropped: return "dropped";
     case SimEvent::Kind::kDelayed: return "delayed";
     case SimEvent::Kind::kDuplicated: return "duplicated";
-    case SimEvent::Kind::kHeldBack: return "held_back";
+    case SimEvent::Kind::kReordered: return "reordered";
     case SimEvent::Kind::kKilled: return "killed";
     case SimEvent::Kind::kRestarted: return "restarted";
   }

@@ -13,7 +13,7 @@
 namespace actorflow {
 
 struct SimEvent {
-  enum class Kind { kDelivered, kDropped, kDelayed, kDuplicated, kHeldBack, kKilled, kRestarted };
+  enum class Kind { kDelivered, kDropped, kDelayed, kDuplicated, kReordered, kKilled, kRestarted };
   int64_t virtual_us = 0;
   Kind kind = Kind::kDelivered;
   std::string from;          // a task name ("/job:worker/task:1")

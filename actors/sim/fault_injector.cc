@@ -1,5 +1,6 @@
 #include "actors/sim/fault_injector.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -101,7 +102,9 @@ DeliveryDecision FaultInjector::Decide(const SimMessage& message, double now_s) 
         decision.copies = 2;
         break;
       case Fault::Action::kReorder:
-        decision.held_back = true;
+        // Up to ten link latencies: the messages sent after it on the link overtake it.
+        decision.delay_us += fault_random_[i].Uniform() * 10.0 * std::max(link_.latency_us, 1.0);
+        decision.reordered = true;
         break;
       default:
         break;

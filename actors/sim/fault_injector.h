@@ -57,7 +57,7 @@ struct DeliveryDecision {
   bool dropped = false;
   int copies = 1;             // 2 when duplicated
   double delay_us = 0;        // network time plus any injected delay
-  bool held_back = false;     // deliver after the next message on the same link
+  bool reordered = false;     // an extra delay lets later messages overtake it
   std::string reason;         // the fault that acted ("drop faults[2]", "partition faults[4]")
 };
 

@@ -125,7 +125,10 @@ TEST(FaultInjectorTest, DelaysDuplicatesAndHoldsBackMatchingMessages) {
   EXPECT_EQ(delayed.reason, "delay faults[0]");
   EXPECT_DOUBLE_EQ(injector.Decide({kWorker0, kPs, "push", 0}, 0).delay_us, 10);
   EXPECT_EQ(injector.Decide({kWorker0, kPs, "step", 0}, 0).copies, 2);
-  EXPECT_TRUE(injector.Decide({kWorker0, kPs, "tensor", 0}, 0).held_back);
+  const DeliveryDecision reordered = injector.Decide({kWorker0, kPs, "tensor", 0}, 0);
+  EXPECT_TRUE(reordered.reordered);
+  EXPECT_GE(reordered.delay_us, 10);
+  EXPECT_LT(reordered.delay_us, 10 + 10 * 10);
   const DeliveryDecision both = injector.Decide({kWorker1, kPs, "step", 0}, 0);
   EXPECT_EQ(both.reason, "delay faults[0], duplicate faults[1]");
 }

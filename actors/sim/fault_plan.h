@@ -18,7 +18,9 @@
 //                                       "jitter_ms": J adds a uniform [0, J) from the
 //                                       seed; optional "probability" (default 1).
 //   {"duplicate": MATCH, "probability": P}  delivered twice.
-//   {"reorder": MATCH, "probability": P}    held back behind the next matching message.
+//   {"reorder": MATCH, "probability": P}    delivered after an extra delay drawn from
+//                                           the seed, up to ten link latencies, so
+//                                           that later messages may overtake it.
 //   {"partition": [SIDE, SIDE, ...], "from_s": A, "until_s": B}
 //                                       no message crosses between sides from virtual
 //                                       second A (default 0) until B (default: never

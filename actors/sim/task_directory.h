@@ -1,28 +1,44 @@
 // The directory of a cluster whose tasks share one actor system (a simulated
-// cluster): it answers the masters' connect requests (ConnectorActor's protocol,
-// actors/connect.h) with the front registered for the address, at once and without
-// a network. Includes CAF: actors/ and tests only.
+// cluster): it answers a task's masters' connect requests (ConnectorActor's protocol,
+// actors/connect.h) with the front registered for the address, at once and without a
+// network. Each task gets its own directory actor over one shared registry, so that
+// the front it hands out can be a link proxy from that task (actors/sim/sim_link.h).
+// Includes CAF: actors/ and tests only.
 //
-// Protocol:
+// Protocol (ConnectorActor):
 //   (connect_atom, host, port, timeout_ms, who) -> (Status, FrontActor)
-//       The front registered at host:port; Unavailable naming `who` and the address
-//       when none is (the task was never started, or was killed).
-//   (directory_put_atom, string address, FrontActor)
-//       Registers (or replaces) the front at "host:port"; a null front removes it.
+//       The front registered at host:port, through the network's link from the
+//       directory's task when it has a network; Unavailable naming `who` and the
+//       address when none is registered (never started, or killed).
 #ifndef ACTORFLOW_ACTORS_SIM_TASK_DIRECTORY_H_
 #define ACTORFLOW_ACTORS_SIM_TASK_DIRECTORY_H_
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "actors/connect.h"
+#include "actors/sim/sim_link.h"
 
 namespace actorflow {
 
-using directory_put_atom = caf::atom_constant<caf::atom("dirput")>;
+// Which front runs at which address. Thread-safe.
+class TaskRegistry {
+ public:
+  void Put(const std::string& address, const TaskId& task, const FrontActor& front);
+  void Remove(const std::string& address);
+  // False when nothing is registered at `address`.
+  bool Find(const std::string& address, TaskId* task, FrontActor* front) const;
 
-using TaskDirectoryActor = ConnectorActor::extend<caf::reacts_to<directory_put_atom, std::string, FrontActor>>;
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::pair<TaskId, FrontActor>> fronts_;
+};
 
-TaskDirectoryActor SpawnTaskDirectory(caf::actor_system& system);
+// The directory seen by `viewer`'s masters. `network` may be null (no link proxies).
+ConnectorActor SpawnTaskDirectory(caf::actor_system& system, std::shared_ptr<TaskRegistry> registry,
+                                  TaskId viewer, std::shared_ptr<SimNetwork> network);
 
 }  // namespace actorflow
 
