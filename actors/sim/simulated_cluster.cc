@@ -1,0 +1,230 @@
+#include "actors/sim/simulated_cluster.h"
+
+#include <map>
+#include <utility>
+
+#include <caf/all.hpp>
+#include <caf/detail/test_actor_clock.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+
+#include "actors/front_protocol.h"
+#include "actors/messages.h"
+#include "actors/sim/sim_link.h"
+#include "actors/sim/task_directory.h"
+#include "actors/task_actors.h"
+#include "graph/graph_json.h"
+
+namespace actorflow {
+
+struct SimulatedCluster::Impl {
+  struct TaskSlot {
+    TaskId id;
+    ConnectorActor directory;
+    TaskActors actors;
+    bool alive = false;
+  };
+
+  Options options;
+  ClusterSpec cluster;
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> system;
+  caf::scheduler::test_coordinator* sched = nullptr;
+  std::unique_ptr<caf::scoped_actor> client;
+  std::shared_ptr<TaskRegistry> registry = std::make_shared<TaskRegistry>();
+  std::shared_ptr<SimNetwork> network;
+  std::map<std::string, TaskSlot> tasks;  // by "/job:J/task:I"
+  caf::actor_clock::time_point start;
+
+  ~Impl() {
+    for (auto& [name, slot] : tasks) {
+      if (slot.alive) StopTaskActors(slot.actors);
+      caf::anon_send_exit(slot.directory, caf::exit_reason::user_shutdown);
+    }
+    if (sched != nullptr) {
+      Drain();
+      while (sched->trigger_timeouts() > 0) Drain();
+    }
+    if (network) network->Clear();
+    client.reset();
+    system.reset();
+  }
+
+  void Drain() {
+    while (sched->try_run_once()) {
+    }
+  }
+
+  StatusOr<TaskSlot*> Slot(const TaskId& task) {
+    auto it = tasks.find(task.ToString());
+    if (it == tasks.end()) {
+      return InvalidArgument("task " + task.ToString() + " is not in the simulated cluster");
+    }
+    return &it->second;
+  }
+
+  StatusOr<TaskSlot*> LiveSlot(const TaskId& task) {
+    AF_ASSIGN_OR_RETURN(TaskSlot * slot, Slot(task));
+    if (!slot->alive) return Unavailable("task " + task.ToString() + " is down (killed)");
+    return slot;
+  }
+
+  void Spawn(TaskSlot& slot) {
+    ServerOptions server;
+    server.cluster = cluster;
+    server.task = slot.id;
+    server.cpus = options.shape.devices_per_task;
+    slot.actors = SpawnTaskActors(*system, server, slot.directory);
+    registry->Put(cluster.Address(slot.id)->ToString(), slot.id, slot.actors.front);
+    slot.alive = true;
+    Drain();
+  }
+
+  // Sends `xs` to `front` and runs the cluster, timers in virtual-time order, until
+  // the answer arrives.
+  template <class Reply, class... Ts>
+  Status Ask(Reply* reply, const FrontActor& front, const std::string& what, Ts&&... xs) {
+    (*client)->send(front, std::forward<Ts>(xs)...);
+    for (int64_t timers = 0; timers <= options.max_timers_per_call; ++timers) {
+      Drain();
+      bool answered = false;
+      (*client)->receive(
+          [&](Reply& r) {
+            *reply = std::move(r);
+            answered = true;
+          },
+          caf::after(std::chrono::seconds(0)) >> [] {});
+      if (answered) return Status::OK();
+      if (!sched->trigger_timeout()) {
+        return Internal(what + ": the simulated cluster went quiet without answering");
+      }
+    }
+    return DeadlineExceeded(what + ": no answer after " + std::to_string(options.max_timers_per_call) +
+                            " timers of the simulated cluster");
+  }
+};
+
+SimulatedCluster::SimulatedCluster(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SimulatedCluster::~SimulatedCluster() = default;
+
+StatusOr<std::unique_ptr<SimulatedCluster>> SimulatedCluster::Start(const Options& options) {
+  AF_RETURN_IF_ERROR(options.link.Validate());
+  if (options.shape.tasks.empty()) return InvalidArgument("a simulated cluster needs tasks");
+  AF_RETURN_IF_ERROR(CheckSimulationFits(options.shape, options.model_bytes, options.available_bytes));
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  AF_ASSIGN_OR_RETURN(impl->cluster, options.shape.ToClusterSpec());
+  caf::actor_system_config& cfg = impl->cfg;
+  cfg.set("scheduler.policy", caf::atom("testing"));
+  cfg.set("logger.console", caf::atom("none"));
+  cfg.set("logger.file-verbosity", caf::atom("quiet"));
+  impl->system = std::make_unique<caf::actor_system>(cfg);
+  impl->sched = &dynamic_cast<caf::scheduler::test_coordinator&>(impl->system->scheduler());
+  impl->client = std::make_unique<caf::scoped_actor>(*impl->system, /*hide=*/true);
+  impl->start = impl->sched->clock().now();
+  impl->network = std::make_shared<SimNetwork>(
+      *impl->system, FaultInjector(options.faults, options.link, options.seed));
+  for (const TaskId& id : impl->cluster.AllTasks()) {
+    Impl::TaskSlot& slot = impl->tasks[id.ToString()];
+    slot.id = id;
+    slot.directory = SpawnTaskDirectory(*impl->system, impl->registry, id, impl->network);
+    impl->Spawn(slot);
+  }
+  return std::unique_ptr<SimulatedCluster>(new SimulatedCluster(std::move(impl)));
+}
+
+const ClusterSpec& SimulatedCluster::cluster() const { return impl_->cluster; }
+
+StatusOr<uint64_t> SimulatedCluster::OpenSession(const TaskId& task, const Graph& graph) {
+  AF_ASSIGN_OR_RETURN(Impl::TaskSlot * slot, impl_->LiveSlot(task));
+  OpenSessionRequest req;
+  req.graph_json = GraphToJson(graph);
+  OpenSessionResult opened;
+  AF_RETURN_IF_ERROR(impl_->Ask(&opened, slot->actors.front, "opening a session on " + task.ToString(),
+                                open_atom::value, std::move(req)));
+  AF_RETURN_IF_ERROR(opened.status);
+  return opened.session_id;
+}
+
+StatusOr<std::vector<Tensor>> SimulatedCluster::Run(const TaskId& task, uint64_t session,
+                                                    const FeedList& feeds,
+                                                    const std::vector<std::string>& fetches,
+                                                    const std::vector<std::string>& targets,
+                                                    int64_t timeout_in_ms) {
+  AF_ASSIGN_OR_RETURN(Impl::TaskSlot * slot, impl_->LiveSlot(task));
+  RemoteStep step;
+  step.session_id = session;
+  for (const auto& [name, value] : feeds) {
+    step.feed_names.push_back(name);
+    step.feed_values.push_back(value);
+  }
+  step.fetches = fetches;
+  step.targets = targets;
+  step.timeout_in_ms = timeout_in_ms;
+  step.want_metadata = false;
+  RemoteStepResult result;
+  AF_RETURN_IF_ERROR(impl_->Ask(&result, slot->actors.front, "a step on " + task.ToString(),
+                                remote_step_atom::value, std::move(step)));
+  AF_RETURN_IF_ERROR(result.status);
+  return std::move(result.outputs);
+}
+
+Status SimulatedCluster::CloseSession(const TaskId& task, uint64_t session) {
+  AF_ASSIGN_OR_RETURN(Impl::TaskSlot * slot, impl_->LiveSlot(task));
+  Status closed;
+  AF_RETURN_IF_ERROR(impl_->Ask(&closed, slot->actors.front, "closing a session on " + task.ToString(),
+                                close_atom::value, session));
+  return closed;
+}
+
+Status SimulatedCluster::KillTask(const TaskId& task) {
+  AF_ASSIGN_OR_RETURN(Impl::TaskSlot * slot, impl_->Slot(task));
+  if (!slot->alive) return FailedPrecondition("task " + task.ToString() + " is already down");
+  impl_->registry->Remove(impl_->cluster.Address(task)->ToString());
+  StopTaskActors(slot->actors);
+  slot->alive = false;
+  SimEvent event;
+  event.virtual_us = static_cast<int64_t>(VirtualSeconds() * 1e6);
+  event.kind = SimEvent::Kind::kKilled;
+  event.from = task.ToString();
+  {
+    std::lock_guard<std::mutex> lock(impl_->network->mu());
+    impl_->network->log().Record(std::move(event));
+  }
+  impl_->Drain();
+  return Status::OK();
+}
+
+Status SimulatedCluster::RestartTask(const TaskId& task) {
+  AF_ASSIGN_OR_RETURN(Impl::TaskSlot * slot, impl_->Slot(task));
+  if (slot->alive) return FailedPrecondition("task " + task.ToString() + " is running");
+  SimEvent event;
+  event.virtual_us = static_cast<int64_t>(VirtualSeconds() * 1e6);
+  event.kind = SimEvent::Kind::kRestarted;
+  event.from = task.ToString();
+  {
+    std::lock_guard<std::mutex> lock(impl_->network->mu());
+    impl_->network->log().Record(std::move(event));
+  }
+  impl_->Spawn(*slot);
+  return Status::OK();
+}
+
+void SimulatedCluster::AdvanceSeconds(double seconds) {
+  auto& clock = impl_->sched->clock();
+  const auto until = clock.now() + std::chrono::duration_cast<caf::timespan>(
+                                       std::chrono::duration<double>(std::max(0.0, seconds)));
+  impl_->Drain();
+  while (!clock.schedule().empty() && clock.schedule().begin()->first <= until) {
+    impl_->sched->trigger_timeout();
+    impl_->Drain();
+  }
+  if (clock.current_time < until) clock.current_time = until;
+}
+
+double SimulatedCluster::VirtualSeconds() const {
+  return std::chrono::duration<double>(impl_->sched->clock().now() - impl_->start).count();
+}
+
+const EventLog& SimulatedCluster::event_log() const { return impl_->network->log(); }
+
+}  // namespace actorflow
