@@ -176,6 +176,55 @@ Status SimulatedCluster::CloseSession(const TaskId& task, uint64_t session) {
   return closed;
 }
 
+namespace {
+
+class SimulatedSession : public Session {
+ public:
+  SimulatedSession(SimulatedCluster* cluster, TaskId task, const Graph* graph)
+      : cluster_(cluster), task_(std::move(task)), graph_(graph) {}
+  ~SimulatedSession() override { Close(); }
+
+  Status Run(const RunOptions& options, const FeedList& feeds,
+             const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
+             std::vector<Tensor>* outputs, RunMetadata* /*metadata*/) override {
+    if (closed_) return FailedPrecondition("Run on a closed session");
+    if (!open_ || graph_->num_nodes() != sent_nodes_) {
+      if (open_) (void)cluster_->CloseSession(task_, session_);  // the old graph's session
+      open_ = false;
+      AF_ASSIGN_OR_RETURN(session_, cluster_->OpenSession(task_, *graph_));
+      sent_nodes_ = graph_->num_nodes();
+      open_ = true;
+    }
+    AF_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                        cluster_->Run(task_, session_, feeds, fetches, targets, options.timeout_in_ms));
+    if (outputs != nullptr) *outputs = std::move(out);
+    return Status::OK();
+  }
+
+  Status Close() override {
+    if (closed_) return Status::OK();
+    closed_ = true;
+    if (!open_) return Status::OK();
+    open_ = false;
+    return cluster_->CloseSession(task_, session_);
+  }
+
+ private:
+  SimulatedCluster* cluster_;
+  TaskId task_;
+  const Graph* graph_;
+  int sent_nodes_ = -1;
+  uint64_t session_ = 0;
+  bool open_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Session> SimulatedCluster::NewSession(const TaskId& task, const Graph* graph) {
+  return std::make_unique<SimulatedSession>(this, task, graph);
+}
+
 Status SimulatedCluster::KillTask(const TaskId& task) {
   AF_ASSIGN_OR_RETURN(Impl::TaskSlot * slot, impl_->Slot(task));
   if (!slot->alive) return FailedPrecondition("task " + task.ToString() + " is already down");

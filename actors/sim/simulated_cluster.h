@@ -67,6 +67,13 @@ class SimulatedCluster {
                                     int64_t timeout_in_ms = 0);
   Status CloseSession(const TaskId& task, uint64_t session);
 
+  // A Session (kernels/session.h) whose steps run on `task`'s master in this
+  // cluster: what training code that takes a SessionFactory runs on. It opens its
+  // session at the first Run and again whenever `graph` has grown since (as a
+  // remote session does); RunOptions::timeout_in_ms is virtual. `graph` and this
+  // cluster must outlive it.
+  std::unique_ptr<Session> NewSession(const TaskId& task, const Graph* graph);
+
   // Kills a task as if its process died (its actors end; links to it report it
   // down), and brings it back with empty state. FailedPrecondition for a task
   // already dead / alive; InvalidArgument for a task not in the cluster.

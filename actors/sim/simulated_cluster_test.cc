@@ -132,6 +132,31 @@ TEST(SimulatedClusterTest, RefusesBadOptionsBeforeStartingAnything) {
   EXPECT_EQ(cluster->KillTask({"worker", 5}).code(), Code::kInvalidArgument);
 }
 
+// Training code runs on a Session: a variable on the ps, fed and updated from the
+// chief, and a graph that grows between steps (the session opens again).
+TEST(SimulatedClusterTest, ItsSessionsRunStatefulStepsAndFollowAGrowingGraph) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, SimulatedCluster::Start(OptionsFor("sim:ps=1,worker=1")));
+  Scope root = Scope::NewRootScope();
+  auto v = Variable(root.WithDevice("/job:ps/task:0").WithOpName("v"), Shape({}), DType::kFloat32);
+  Assign(root.WithDevice("/job:ps/task:0").WithOpName("init"), v,
+         Const(root.WithDevice("/job:ps/task:0"), 1.0f));
+  auto delta = Placeholder(root.WithDevice("/job:worker/task:0").WithOpName("delta"), DType::kFloat32);
+  AssignAdd(root.WithDevice("/job:ps/task:0").WithOpName("add"), v, delta);
+  ASSERT_TRUE(root.ok());
+  std::unique_ptr<Session> session = cluster->NewSession(kChief, root.graph());
+  ASSERT_OK(session->Run({}, {}, {"init"}, nullptr));
+  std::vector<Tensor> out;
+  for (float d : {2.0f, 3.0f}) ASSERT_OK(session->Run({{"delta", Tensor::Scalar(d)}}, {"add"}, {}, &out));
+  EXPECT_EQ(out[0].data<float>()[0], 6.0f);
+  // A node added after the first steps: the session opens again; the variable stays.
+  Neg(root.WithDevice("/job:worker/task:0").WithOpName("negated"), v);
+  ASSERT_TRUE(root.ok());
+  ASSERT_OK(session->Run({}, {"negated"}, {}, &out));
+  EXPECT_EQ(out[0].data<float>()[0], -6.0f);
+  ASSERT_OK(session->Close());
+  EXPECT_EQ(session->Run({}, {"negated"}, {}, &out).code(), Code::kFailedPrecondition);
+}
+
 TEST(SimulatedClusterTest, AdvancingTimeRunsTimersDueAndMovesTheClock) {
   ASSERT_OK_AND_ASSIGN(auto cluster, SimulatedCluster::Start(OptionsFor("sim:ps=1,worker=1")));
   const double before = cluster->VirtualSeconds();
