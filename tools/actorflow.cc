@@ -21,6 +21,7 @@
 #include "tools/run_command.h"
 #include "tools/serve_command.h"
 #include "tools/server_command.h"
+#include "tools/simulate_command.h"
 #include "tools/train_command.h"
 #include "tools/tune_command.h"
 
@@ -50,6 +51,7 @@ std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
       AddGraphSubcommand(app),
       AddServeSubcommand(app),
       AddExportSubcommand(app),
+      AddSimulateSubcommand(app),
   };
 }
 

@@ -51,6 +51,12 @@ void EventLog::Record(SimEvent event) {
   if (events_.size() < max_kept_) events_.push_back(std::move(event));
 }
 
+void EventLog::MixSeed(uint64_t seed) {
+  unsigned char le[8];
+  for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(seed >> (8 * i));
+  Mix(le, sizeof le);
+}
+
 std::string EventLog::Hash() const {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash_));

@@ -31,6 +31,9 @@ class EventLog {
   explicit EventLog(size_t max_kept = 1 << 20) : max_kept_(max_kept) {}
 
   void Record(SimEvent event);
+  // Mixes the run's seed into the hash (before any event), so that runs of different
+  // seeds hash differently even when their messages happen to be the same.
+  void MixSeed(uint64_t seed);
 
   // FNV-1a (64 bit) over every recorded event's fields in order, as 16 hex digits.
   // Equal logs give equal hashes on every host (fixed-width, little-endian encoding).

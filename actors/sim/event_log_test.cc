@@ -21,6 +21,11 @@ SimEvent Delivered(int64_t us, const std::string& from, const std::string& to, i
 TEST(EventLogTest, EqualLogsHashEquallyAndAnyDifferenceChangesTheHash) {
   EventLog a, b;
   EXPECT_EQ(a.Hash(), "cbf29ce484222325");  // FNV-1a of nothing
+  EventLog seeded1, seeded2;
+  seeded1.MixSeed(1);
+  seeded2.MixSeed(2);
+  EXPECT_NE(seeded1.Hash(), seeded2.Hash());
+  EXPECT_NE(seeded1.Hash(), a.Hash());
   for (EventLog* log : {&a, &b}) {
     log->Record(Delivered(10, "/job:worker/task:0", "/job:ps/task:0", 64));
     log->Record(Delivered(20, "/job:ps/task:0", "/job:worker/task:0", 64));

@@ -123,6 +123,7 @@ StatusOr<std::unique_ptr<SimulatedCluster>> SimulatedCluster::Start(const Option
   impl->start = impl->sched->clock().now();
   impl->network = std::make_shared<SimNetwork>(
       *impl->system, FaultInjector(options.faults, options.link, options.seed));
+  impl->network->log().MixSeed(options.seed);
   for (const TaskId& id : impl->cluster.AllTasks()) {
     Impl::TaskSlot& slot = impl->tasks[id.ToString()];
     slot.id = id;

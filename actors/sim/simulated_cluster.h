@@ -3,7 +3,7 @@
 // devices, parameter shards, queues) run in one actor system driven by CAF's test
 // coordinator; every message between tasks crosses a simulated link (latency,
 // bandwidth, jitter) and the fault plan (actors/sim/fault_plan.h), and lands in an
-// event log whose hash identifies the run. The same options and calls give the same
+// event log whose hash (over the seed and every event) identifies the run. The same options and calls give the same
 // event log, results and virtual times on every run and every host. CAF-free.
 //
 //   SimulatedCluster::Options options;

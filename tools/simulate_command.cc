@@ -1,0 +1,203 @@
+#include "tools/simulate_command.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/sim/simulated_cluster.h"
+#include "tools/train_data.h"
+#include "tools/train_flags.h"
+#include "training/in_graph_classifier.h"
+
+namespace actorflow {
+namespace cli {
+namespace {
+
+const TaskId kChief{"worker", 0};
+
+// FNV-1a over every trainable variable's bytes, in the model's order.
+StatusOr<std::string> WeightsHash(const InGraphClassifier& classifier) {
+  std::vector<std::string> names;
+  for (const Output& v : classifier.model().variables) names.push_back(v.name());
+  std::vector<Tensor> values;
+  AF_RETURN_IF_ERROR(classifier.session()->Run({}, names, {}, &values));
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const Tensor& t : values) {
+    const auto* bytes = static_cast<const unsigned char*>(t.raw_data());
+    for (size_t i = 0; i < t.TotalBytes(); ++i) {
+      hash ^= bytes[i];
+      hash *= 0x100000001b3ULL;
+    }
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return std::string(hex);
+}
+
+// The variables' bytes: the features through --hidden to the classes.
+int64_t ModelBytes(int64_t features, const std::vector<int64_t>& hidden, int64_t classes) {
+  int64_t bytes = 0;
+  int64_t in = features;
+  for (int64_t units : hidden) {
+    bytes += 4 * (in * units + units);
+    in = units;
+  }
+  return bytes + 4 * (in * classes + classes);
+}
+
+// Carries out the plan's kill and restart entries due at `global_step`.
+Status ApplyTaskFaults(SimulatedCluster& cluster, const FaultPlan& plan, int64_t global_step,
+                       int64_t* workers_lost) {
+  for (const Fault& f : plan.faults) {
+    if (f.at_step != global_step) continue;
+    if (f.action == Fault::Action::kKill) {
+      AF_RETURN_IF_ERROR(cluster.KillTask(f.task));
+      if (f.task.job == "worker") ++*workers_lost;
+    } else if (f.action == Fault::Action::kRestart) {
+      AF_RETURN_IF_ERROR(cluster.RestartTask(f.task));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status CheckSimulateOptions(const SimulateCommandOptions& options) {
+  AF_RETURN_IF_ERROR(ParseSimClusterSpec(options.cluster).status());
+  if (options.mode != "sync") {
+    return InvalidArgument("--mode " + options.mode +
+                           ": the simulator trains synchronously (in-graph) so far; async and ssp "
+                           "need the data-parallel drivers inside the simulation");
+  }
+  if (options.train.model != "mlp") {
+    return InvalidArgument("--model " + options.train.model + ": the simulator trains --model mlp");
+  }
+  LinkModel link;
+  link.latency_us = options.latency_us;
+  link.bandwidth_gbps = options.bandwidth_gbps;
+  link.jitter_us = options.jitter_us;
+  Status valid = link.Validate();
+  if (!valid.ok()) return InvalidArgument("--latency-us/--bandwidth-gbps/--jitter-us: " + valid.message());
+  return CheckModelAndTrainingFlags(options.train);
+}
+
+Status Simulate(const SimulateCommandOptions& options, std::ostream& out, std::ostream& err) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const TrainCommandOptions& o = options.train;
+  AF_ASSIGN_OR_RETURN(SimClusterShape shape, ParseSimClusterSpec(options.cluster));
+  AF_ASSIGN_OR_RETURN(ClusterSpec spec, shape.ToClusterSpec());
+  AF_ASSIGN_OR_RETURN(TrainingData data, LoadTrainingData(o));
+  AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, o.classes));
+  AF_ASSIGN_OR_RETURN(std::vector<int64_t> hidden, ParseHiddenUnits(o.hidden));
+
+  SimulatedCluster::Options sim;
+  sim.shape = shape;
+  if (!options.faults_path.empty()) {
+    AF_ASSIGN_OR_RETURN(sim.faults, LoadFaultPlan(ResolveUserPath(options.faults_path), spec));
+  }
+  sim.link.latency_us = options.latency_us;
+  sim.link.bandwidth_gbps = options.bandwidth_gbps;
+  sim.link.jitter_us = options.jitter_us;
+  sim.seed = o.seed;
+  sim.model_bytes = ModelBytes(data.train.features.shape().dim(1), hidden, classes);
+  AF_ASSIGN_OR_RETURN(std::unique_ptr<SimulatedCluster> cluster, SimulatedCluster::Start(sim));
+
+  InGraphClassifierOptions classifier_options;
+  AF_ASSIGN_OR_RETURN(classifier_options.model, ClassifierOptionsFromFlags(o, data, classes));
+  SimulatedCluster* raw = cluster.get();
+  classifier_options.model.session_factory =
+      [raw](const Graph* graph) -> StatusOr<std::unique_ptr<Session>> {
+    return raw->NewSession(kChief, graph);
+  };
+  const int workers = shape.tasks.at("worker");
+  for (int k = 0; k < shape.tasks.at("ps"); ++k) {
+    classifier_options.replication.ps_devices.push_back("/job:ps/task:" + std::to_string(k));
+  }
+  for (int i = 0; i < workers; ++i) {
+    classifier_options.replication.tower_devices.push_back("/job:worker/task:" + std::to_string(i));
+  }
+  AF_ASSIGN_OR_RETURN(std::unique_ptr<InGraphClassifier> classifier,
+                      InGraphClassifier::Create(std::move(classifier_options)));
+
+  int64_t workers_lost = 0;
+  Status faults_applied = ApplyTaskFaults(*cluster, sim.faults, 0, &workers_lost);
+  const int64_t step_rows = o.batch * workers;
+  StatusOr<TrainResult> trained = classifier->Train(
+      TrainingInput(data.train, step_rows, o.seed, o.epochs), MaxTrainSteps(o),
+      [&](const TrainProgress& p) {
+        if (faults_applied.ok()) {
+          faults_applied = ApplyTaskFaults(*cluster, sim.faults, p.global_step, &workers_lost);
+        }
+      });
+  AF_RETURN_IF_ERROR(faults_applied);
+  if (!trained.ok()) {
+    return trained.status().WithContext("simulated training (virtual time " +
+                                        std::to_string(cluster->VirtualSeconds()) + " s, " +
+                                        std::to_string(workers_lost) + " worker(s) lost)");
+  }
+  AF_ASSIGN_OR_RETURN(EvalResult eval, classifier->Evaluate(EvaluationInput(data.test)));
+  AF_ASSIGN_OR_RETURN(std::string weights_hash, WeightsHash(*classifier));
+  const double wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+
+  const EventLog& log = cluster->event_log();
+  if (!o.json) {
+    out << "simulated " << options.cluster << ": " << trained->steps << " synchronous steps in "
+        << cluster->VirtualSeconds() << " virtual s (" << wall_seconds << " s wall), "
+        << log.count() << " messages, " << log.Count(SimEvent::Kind::kDropped) << " dropped\n"
+        << "event log " << log.Hash() << ", weights " << weights_hash << "\n"
+        << TestAccuracyLine(eval, wall_seconds) << "\n";
+    out.flush();
+    return Status::OK();
+  }
+  nlohmann::ordered_json j;
+  j["accuracy"] = eval.accuracy;
+  j["loss"] = eval.loss;
+  j["global_step"] = trained->global_step;
+  j["steps"] = trained->steps;
+  j["virtual_seconds"] = cluster->VirtualSeconds();
+  j["wall_seconds"] = wall_seconds;
+  j["messages"] = log.count();
+  j["dropped"] = log.Count(SimEvent::Kind::kDropped);
+  j["event_log_hash"] = log.Hash();
+  j["weights_hash"] = weights_hash;
+  j["updates_applied"] = trained->steps;
+  j["workers_lost"] = workers_lost;
+  j["cluster"] = options.cluster;
+  j["mode"] = options.mode;
+  j["seed"] = o.seed;
+  out << j.dump() << "\n";
+  out.flush();
+  (void)err;
+  return Status::OK();
+}
+
+Subcommand AddSimulateSubcommand(CLI::App* parent) {
+  auto options = std::make_shared<SimulateCommandOptions>();
+  CLI::App* app = parent->add_subcommand(
+      "simulate", "Train on a simulated cluster: deterministic, virtual time, injected faults");
+  AddModelAndDataFlags(app, &options->train);
+  app->add_option("--cluster", options->cluster, "sim:ps=P,worker=W[,devices=D]")->required();
+  app->add_option("--mode", options->mode, "sync (in-graph replication)")->capture_default_str();
+  app->add_option("--faults", options->faults_path, "A fault plan (JSON, see the README)");
+  app->add_option("--latency-us", options->latency_us, "Link latency, virtual microseconds")
+      ->capture_default_str();
+  app->add_option("--bandwidth-gbps", options->bandwidth_gbps, "Link bandwidth, Gbit/s")
+      ->capture_default_str();
+  app->add_option("--jitter-us", options->jitter_us, "Link jitter, uniform [0, J) from the seed")
+      ->capture_default_str();
+  AddTimeoutMsOption(app, &options->train.timeout_ms)->capture_default_str();
+  app->add_flag("--json", options->train.json, "End with one line of JSON");
+  return Subcommand{app, [options]() {
+                      return RunChecked(
+                          std::cout, std::cerr, [options] { return CheckSimulateOptions(*options); },
+                          [options] { return Simulate(*options, std::cout, std::cerr); });
+                    }};
+}
+
+}  // namespace cli
+}  // namespace actorflow

@@ -1,0 +1,105 @@
+#include "tools/simulate_command.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "graph/status_testing.h"
+
+namespace actorflow {
+namespace cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+SimulateCommandOptions Options(uint64_t seed, const std::string& faults = "") {
+  SimulateCommandOptions o;
+  o.cluster = "sim:ps=1,worker=2";
+  o.train.steps = 150;
+  o.train.seed = seed;
+  o.train.normalize = true;
+  o.train.json = true;
+  o.latency_us = 100;
+  o.jitter_us = 30;
+  if (!faults.empty()) {
+    o.faults_path = std::string(::testing::TempDir()) + "/faults_" + std::to_string(seed) + ".json";
+    std::FILE* f = std::fopen(o.faults_path.c_str(), "w");
+    std::fputs(faults.c_str(), f);
+    std::fclose(f);
+  }
+  return o;
+}
+
+nlohmann::json RunJson(const SimulateCommandOptions& o) {
+  EXPECT_OK(CheckSimulateOptions(o));
+  std::ostringstream out, err;
+  Status status = Simulate(o, out, err);
+  EXPECT_OK(status) << err.str();
+  return nlohmann::json::parse(out.str());
+}
+
+TEST(SimulateCommandTest, TrainsIrisAndASeedReproducesTheWholeRun) {
+  const nlohmann::json first = RunJson(Options(3));
+  const nlohmann::json again = RunJson(Options(3));
+  const nlohmann::json other = RunJson(Options(4));
+  EXPECT_GE(first["accuracy"].get<double>(), 0.9);
+  EXPECT_EQ(first["steps"], 150);
+  EXPECT_EQ(first["updates_applied"], 150);
+  EXPECT_EQ(first["workers_lost"], 0);
+  EXPECT_GT(first["messages"].get<int64_t>(), 150 * 4);
+  EXPECT_EQ(first["dropped"], 0);
+  for (const char* key : {"event_log_hash", "weights_hash", "virtual_seconds", "messages", "accuracy"}) {
+    EXPECT_EQ(first[key], again[key]) << key;
+  }
+  EXPECT_NE(first["event_log_hash"], other["event_log_hash"]);
+  EXPECT_NE(first["weights_hash"], other["weights_hash"]);
+}
+
+TEST(SimulateCommandTest, DelaysFromThePlanTakeVirtualTime) {
+  const nlohmann::json plain = RunJson(Options(5));
+  const nlohmann::json delayed =
+      RunJson(Options(5, R"({"faults": [{"delay": {"from": "/job:worker/task:1"}, "ms": 2}]})"));
+  // Every step waits for worker 1's gradients: at least 2 ms more per step.
+  EXPECT_GT(delayed["virtual_seconds"].get<double>(),
+            plain["virtual_seconds"].get<double>() + 150 * 0.002);
+  // The same arithmetic: the delay changes when, not what.
+  EXPECT_EQ(plain["weights_hash"], delayed["weights_hash"]);
+  EXPECT_NE(plain["event_log_hash"], delayed["event_log_hash"]);
+}
+
+// In-graph synchronous training has no spare replica: a dead worker ends it, named.
+TEST(SimulateCommandTest, AKilledWorkerEndsSynchronousTrainingNamingIt) {
+  SimulateCommandOptions o =
+      Options(6, R"({"faults": [{"kill": "/job:worker/task:1", "at_step": 5}]})");
+  o.train.timeout_ms = 2000;
+  std::ostringstream out, err;
+  Status status = Simulate(o, out, err);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.ToString(), HasSubstr("/job:worker/task:1"));
+  EXPECT_THAT(status.ToString(), HasSubstr("1 worker(s) lost"));
+}
+
+TEST(SimulateCommandTest, RefusesBadFlagsAndPlansNamingThem) {
+  SimulateCommandOptions o = Options(1);
+  o.mode = "async";
+  EXPECT_THAT(CheckSimulateOptions(o).message(), HasSubstr("--mode async"));
+  o = Options(1);
+  o.cluster = "sim:ps=1,worker=0";
+  EXPECT_THAT(CheckSimulateOptions(o).message(), HasSubstr("at least one worker"));
+  o = Options(1);
+  o.bandwidth_gbps = 0;
+  EXPECT_THAT(CheckSimulateOptions(o).message(), HasSubstr("bandwidth"));
+  o = Options(1, R"({"faults": [{"kill": "/job:worker/task:9", "at_step": 1}]})");
+  ASSERT_OK(CheckSimulateOptions(o));
+  std::ostringstream out, err;
+  Status status = Simulate(o, out, err);
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_THAT(status.message(), AllOf(HasSubstr("faults_1.json"), HasSubstr("task 9")));
+}
+
+}  // namespace
+}  // namespace cli
+}  // namespace actorflow
