@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/sim/sim_cluster_spec.h"
 #include "graph/tensor_json.h"
 
 namespace actorflow {
@@ -16,17 +17,6 @@ namespace actorflow {
 namespace {
 
 using nlohmann::json;
-
-bool ParseIndex(std::string_view digits, int* index) {
-  if (digits.empty() || digits.size() > 9) return false;
-  int value = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + (c - '0');
-  }
-  *index = value;
-  return true;
-}
 
 std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 
@@ -297,7 +287,7 @@ StatusOr<TaskPattern> ParseTaskPattern(std::string_view text, const ClusterSpec&
   constexpr std::string_view kReplica = "replica:0/";
   if (rest.substr(0, kReplica.size()) == kReplica) rest = rest.substr(kReplica.size());
   constexpr std::string_view kTask = "task:";
-  if (rest.substr(0, kTask.size()) != kTask || !ParseIndex(rest.substr(kTask.size()), &p.index)) {
+  if (rest.substr(0, kTask.size()) != kTask || !ParseSmallCount(rest.substr(kTask.size()), &p.index)) {
     return bad("is not a task pattern");
   }
   const int tasks = cluster.num_tasks(p.job);

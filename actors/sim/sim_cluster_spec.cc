@@ -19,18 +19,6 @@ bool IsJobName(std::string_view name) {
   return true;
 }
 
-// A decimal count without sign, at most 9 digits (so it fits an int).
-bool ParseCount(std::string_view digits, int* count) {
-  if (digits.empty() || digits.size() > 9) return false;
-  int value = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + (c - '0');
-  }
-  *count = value;
-  return true;
-}
-
 int64_t AvailableMemoryBytes() {
   std::ifstream meminfo("/proc/meminfo");
   std::string key;
@@ -45,6 +33,17 @@ int64_t AvailableMemoryBytes() {
 std::string Mib(int64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
 }  // namespace
+
+bool ParseSmallCount(std::string_view digits, int* count) {
+  if (digits.empty() || digits.size() > 9) return false;
+  int value = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  *count = value;
+  return true;
+}
 
 int64_t SimClusterShape::TotalTasks() const {
   int64_t total = 0;
@@ -78,7 +77,7 @@ StatusOr<SimClusterShape> ParseSimClusterSpec(std::string_view text) {
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     const size_t eq = entry.find('=');
     int count = 0;
-    if (eq == std::string_view::npos || !ParseCount(entry.substr(eq + 1), &count)) {
+    if (eq == std::string_view::npos || !ParseSmallCount(entry.substr(eq + 1), &count)) {
       return InvalidArgument("simulated cluster " + quoted + ": '" + std::string(entry) +
                              "' is not key=count");
     }

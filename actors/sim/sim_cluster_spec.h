@@ -29,6 +29,10 @@ struct SimClusterShape {
   StatusOr<ClusterSpec> ToClusterSpec() const;
 };
 
+// A decimal count without sign or spaces, at most 9 digits (so it fits an int);
+// false for anything else.
+bool ParseSmallCount(std::string_view digits, int* count);
+
 // Reads "sim:ps=P,worker=W[,devices=D][,JOB=N...]". InvalidArgument naming the part
 // for: a missing "sim:" prefix, an entry that is not "key=count", a repeated or bad job
 // name, a count that is not an integer, no worker ("a simulated cluster needs at least

@@ -54,6 +54,15 @@ struct SimulatedCluster::Impl {
     }
   }
 
+  void RecordTaskEvent(SimEvent::Kind kind, const TaskId& task) {
+    SimEvent event;
+    event.virtual_us = static_cast<int64_t>(network->NowSeconds() * 1e6);
+    event.kind = kind;
+    event.from = task.ToString();
+    std::lock_guard<std::mutex> lock(network->mu());
+    network->log().Record(std::move(event));
+  }
+
   StatusOr<TaskSlot*> Slot(const TaskId& task) {
     auto it = tasks.find(task.ToString());
     if (it == tasks.end()) {
@@ -232,14 +241,7 @@ Status SimulatedCluster::KillTask(const TaskId& task) {
   impl_->registry->Remove(impl_->cluster.Address(task)->ToString());
   StopTaskActors(slot->actors);
   slot->alive = false;
-  SimEvent event;
-  event.virtual_us = static_cast<int64_t>(VirtualSeconds() * 1e6);
-  event.kind = SimEvent::Kind::kKilled;
-  event.from = task.ToString();
-  {
-    std::lock_guard<std::mutex> lock(impl_->network->mu());
-    impl_->network->log().Record(std::move(event));
-  }
+  impl_->RecordTaskEvent(SimEvent::Kind::kKilled, task);
   impl_->Drain();
   return Status::OK();
 }
@@ -247,14 +249,7 @@ Status SimulatedCluster::KillTask(const TaskId& task) {
 Status SimulatedCluster::RestartTask(const TaskId& task) {
   AF_ASSIGN_OR_RETURN(Impl::TaskSlot * slot, impl_->Slot(task));
   if (slot->alive) return FailedPrecondition("task " + task.ToString() + " is running");
-  SimEvent event;
-  event.virtual_us = static_cast<int64_t>(VirtualSeconds() * 1e6);
-  event.kind = SimEvent::Kind::kRestarted;
-  event.from = task.ToString();
-  {
-    std::lock_guard<std::mutex> lock(impl_->network->mu());
-    impl_->network->log().Record(std::move(event));
-  }
+  impl_->RecordTaskEvent(SimEvent::Kind::kRestarted, task);
   impl_->Spawn(*slot);
   return Status::OK();
 }
