@@ -87,7 +87,7 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
   const std::vector<std::string> local_devices = LocalDeviceNames(session_options.device_count);
   // Several CPU devices are the parallelism, each computing on one core; OpenBLAS's
   // own threads would spin against the other devices' (a 3-layer, 128-unit RNN split
-  // over 3 CPUs on 2 cores: 37 steps/s with them, 201 without). OPENBLAS_NUM_THREADS,
+  // over 3 CPUs on 2 cores: 34 steps/s with them, 329 without). OPENBLAS_NUM_THREADS,
   // when set, decides instead.
   const auto cpus = session_options.device_count.find("CPU");
   if (cpus != session_options.device_count.end() && cpus->second > 1 &&
