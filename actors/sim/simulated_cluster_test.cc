@@ -157,6 +157,46 @@ TEST(SimulatedClusterTest, ItsSessionsRunStatefulStepsAndFollowAGrowingGraph) {
   EXPECT_EQ(session->Run({}, {"negated"}, {}, &out).code(), Code::kFailedPrecondition);
 }
 
+// The ps cut off from the chief between virtual seconds 1 and 2: steps in that
+// window fail at their deadline, the partition heals, and training goes on with every
+// update that succeeded applied exactly once.
+TEST(SimulatedClusterTest, APartitionFailsStepsUntilItHealsAndLosesNoAppliedUpdate) {
+  ASSERT_OK_AND_ASSIGN(
+      auto cluster,
+      SimulatedCluster::Start(OptionsFor("sim:ps=1,worker=1", R"({"faults": [
+          {"partition": [["/job:ps/task:0"], ["/job:worker/task:0"]], "from_s": 1.0, "until_s": 2.0}]})")));
+  Scope root = Scope::NewRootScope();
+  auto v = Variable(root.WithDevice("/job:ps/task:0").WithOpName("v"), Shape({}), DType::kFloat32);
+  Assign(root.WithDevice("/job:ps/task:0").WithOpName("init"), v,
+         Const(root.WithDevice("/job:ps/task:0"), 0.0f));
+  auto one = Const(root.WithDevice("/job:worker/task:0").WithOpName("one"), 1.0f);
+  AssignAdd(root.WithDevice("/job:ps/task:0").WithOpName("add"), v, one);
+  ASSERT_TRUE(root.ok());
+  std::unique_ptr<Session> session = cluster->NewSession(kChief, root.graph());
+  RunOptions deadline;
+  deadline.timeout_in_ms = 300;
+  std::vector<Tensor> out;
+  ASSERT_OK(session->Run(deadline, {}, {}, {"init"}, nullptr, nullptr));
+  int applied = 0;
+  for (int i = 0; i < 3; ++i, ++applied) ASSERT_OK(session->Run(deadline, {}, {}, {"add"}, nullptr, nullptr));
+
+  cluster->AdvanceSeconds(1.0 - cluster->VirtualSeconds() + 0.01);
+  int failed = 0;
+  while (cluster->VirtualSeconds() < 1.9) {
+    Status cut = session->Run(deadline, {}, {}, {"add"}, nullptr, nullptr);
+    EXPECT_EQ(cut.code(), Code::kDeadlineExceeded);
+    EXPECT_THAT(cut.message(), HasSubstr("/job:ps/replica:0/task:0"));
+    ++failed;
+  }
+  EXPECT_GE(failed, 2);
+  EXPECT_GT(cluster->event_log().Count(SimEvent::Kind::kDropped), 0u);
+
+  cluster->AdvanceSeconds(2.0 - cluster->VirtualSeconds() + 0.01);
+  for (int i = 0; i < 2; ++i, ++applied) ASSERT_OK(session->Run(deadline, {}, {}, {"add"}, nullptr, nullptr));
+  ASSERT_OK(session->Run(deadline, {}, {"v"}, {}, &out, nullptr));
+  EXPECT_EQ(out[0].data<float>()[0], static_cast<float>(applied));
+}
+
 TEST(SimulatedClusterTest, AdvancingTimeRunsTimersDueAndMovesTheClock) {
   ASSERT_OK_AND_ASSIGN(auto cluster, SimulatedCluster::Start(OptionsFor("sim:ps=1,worker=1")));
   const double before = cluster->VirtualSeconds();
