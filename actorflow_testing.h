@@ -19,12 +19,16 @@
 //   stops them when the test ends.
 // - graph/test_files.h: runfiles (TestRunfile, TestDataFile) and scratch
 //   directories (NewTestTempDir, ScopedTempDir).
+// - actors/sim/simulated_cluster.h: SimulatedCluster, a whole cluster under one
+//   deterministic scheduler and a virtual clock, with a fault plan
+//   (examples/simulated_cluster shows a test).
 // Process-level tests (real `actorflow server` processes) use
 // //tests:process_testing (tests/process_cluster.h, tests/subprocess.h).
 #ifndef ACTORFLOW_ACTORFLOW_TESTING_H_
 #define ACTORFLOW_ACTORFLOW_TESTING_H_
 
 #include "actors/local_cluster_fixture.h"
+#include "actors/sim/simulated_cluster.h"
 #include "graph/status_testing.h"
 #include "graph/test_files.h"
 

@@ -9,12 +9,8 @@
 // worker's gradients computed on its own task (in-graph replication by hand).
 #include <gtest/gtest.h>
 
-#include "actors/sim/simulated_cluster.h"
-#include "graph/ops.h"
-#include "graph/scope.h"
-#include "graph/status_testing.h"
-#include "training/optimizer.h"
-#include "training/variables.h"
+#include "actorflow.h"
+#include "actorflow_testing.h"
 
 namespace actorflow {
 namespace {
