@@ -41,8 +41,10 @@ struct SimulatedCluster::Impl {
       caf::anon_send_exit(slot.directory, caf::exit_reason::user_shutdown);
     }
     if (sched != nullptr) {
+      // Lets the ended actors' pending timers fire; bounded, in case an actor that
+      // outlives its task keeps rescheduling one.
       Drain();
-      while (sched->trigger_timeouts() > 0) Drain();
+      for (int rounds = 0; rounds < 1000 && sched->trigger_timeouts() > 0; ++rounds) Drain();
     }
     if (network) network->Clear();
     client.reset();
