@@ -21,6 +21,8 @@ class SimLinkProxy : public caf::monitorable_actor {
         network_(std::move(network)),
         from_(std::move(from)),
         to_(std::move(to)),
+        from_name_(from_.ToString()),
+        to_name_(to_.ToString()),
         target_(std::move(target)) {}
 
   const char* name() const override { return "actorflow_sim_link"; }
@@ -39,7 +41,7 @@ class SimLinkProxy : public caf::monitorable_actor {
     std::shared_ptr<SimNetwork> network = network_.lock();
     if (!network) return;
     caf::type_erased_tuple& content = what->content();
-    const std::string kind = MessageKindOf(content);
+    const char* kind = MessageKindOf(content);
     const int64_t bytes = BytesOf(content);
     DeliveryDecision decision;
     {
@@ -53,11 +55,11 @@ class SimLinkProxy : public caf::monitorable_actor {
                    : decision.reordered      ? SimEvent::Kind::kReordered
                    : decision.reason.empty() ? SimEvent::Kind::kDelivered
                                              : SimEvent::Kind::kDelayed;
-      event.from = from_.ToString();
-      event.to = to_.ToString();
+      event.from = from_name_;
+      event.to = to_name_;
       event.message_kind = kind;
       event.bytes = bytes;
-      event.reason = decision.reason;
+      event.reason = std::move(decision.reason);
       network->log().Record(std::move(event));
     }
     // A dropped request is answered by its sender's own timeout, as on a network.
@@ -130,12 +132,15 @@ class SimLinkProxy : public caf::monitorable_actor {
   std::weak_ptr<SimNetwork> network_;
   TaskId from_;
   TaskId to_;
+  // Their names, for the event log (one per message).
+  std::string from_name_;
+  std::string to_name_;
   caf::strong_actor_ptr target_;
 };
 
 }  // namespace
 
-std::string MessageKindOf(const caf::type_erased_tuple& content) {
+const char* MessageKindOf(const caf::type_erased_tuple& content) {
   if (content.empty() || !content.match_element<caf::atom_value>(0)) return "step";
   const caf::atom_value atom = content.get_as<caf::atom_value>(0);
   if (atom == tensor_atom::value) return "tensor";

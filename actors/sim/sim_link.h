@@ -63,7 +63,7 @@ class SimNetwork : public std::enable_shared_from_this<SimNetwork> {
 
 // The fault plan's message kind of a message, by its first element's atom: "tensor",
 // "push", "pull", "heartbeat", "checkpoint", "queue" or "step" (everything else).
-std::string MessageKindOf(const caf::type_erased_tuple& content);
+const char* MessageKindOf(const caf::type_erased_tuple& content);
 
 }  // namespace actorflow
 
