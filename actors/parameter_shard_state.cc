@@ -46,6 +46,7 @@ ParameterShardState::ParameterShardState(std::string name, ShardConfig config,
       config_(std::move(config)),
       optimizer_(std::move(optimizer)),
       clocks_(config_.total_replicas, 0),
+      applied_by_worker_(config_.total_replicas, 0),
       last_sequence_(config_.total_replicas, 0) {}
 
 Status ParameterShardState::CheckVariables(const std::vector<std::string>& names,
@@ -79,11 +80,8 @@ Status ParameterShardState::Initialize(const std::vector<std::string>& names,
   std::map<std::string, Tensor> vars;
   AF_RETURN_IF_ERROR(CheckVariables(names, values, &vars));
   variables_ = std::move(vars);
-  sum_.clear();
-  for (const auto& [name, value] : variables_) {
-    optimizer_->AddVariable(name, value);
-    sum_.emplace_back(value.dtype(), value.shape());
-  }
+  pending_.clear();
+  for (const auto& [name, value] : variables_) optimizer_->AddVariable(name, value);
   initialized_ = true;
   ReleasePulls(out);
   return Status::OK();
@@ -120,9 +118,7 @@ Status ParameterShardState::Restore(const std::vector<std::string>& names,
   variables_ = std::move(vars);
   previous_.clear();
   previous_slots_.clear();
-  sum_.clear();
-  for (const auto& [name, value] : variables_) sum_.emplace_back(value.dtype(), value.shape());
-  accumulated_ = 0;
+  pending_.clear();
   const Status aborted = Aborted(name_ + " was restored to version " + std::to_string(version) +
                                  " while this push waited: pull and compute it again");
   for (const auto& [id, parked] : parked_pushes_) {
@@ -151,8 +147,7 @@ void ParameterShardState::RaiseVersion(int64_t floor, Replies* out) {
       ++dropped_stale_;
     }
     parked_pushes_.clear();
-    for (Tensor& s : sum_) s = Tensor(s.dtype(), s.shape());
-    accumulated_ = 0;
+    pending_.clear();
   }
   ReleasePulls(out);
 }
@@ -319,19 +314,11 @@ void ParameterShardState::Push(RequestId id, const ShardPushArgs& push, int64_t 
     }
     Status coverage = SyncCoverage();
     if (!coverage.ok()) return reply(coverage, false, 0);
-    AccumulateSync(push);
+    AddPending(id, push, out);
     ++clocks_[w];
     parked_pushes_[id] = ParkedPush{w, 0, deadline};
-    if (accumulated_ < config_.replicas_to_aggregate) return;
-    std::vector<Tensor> average;
-    for (const Tensor& s : sum_) {
-      const double f = 1.0 / accumulated_;
-      average.push_back(s.dtype() == DType::kFloat32 ? Scaled<float>(s, f) : Scaled<double>(s, f));
-    }
-    staleness_count_ += accumulated_;
-    ApplyUpdate(average);
-    for (Tensor& s : sum_) s = Tensor(s.dtype(), s.shape());
-    accumulated_ = 0;
+    if (static_cast<int>(pending_.size()) < config_.replicas_to_aggregate) return;
+    ApplyPending();
     for (const auto& [pid, parked] : parked_pushes_) {
       out->pushes.push_back(PushReply{pid, Status::OK(), true, 0, version_});
     }
@@ -346,6 +333,7 @@ void ParameterShardState::Push(RequestId id, const ShardPushArgs& push, int64_t 
   std::vector<Tensor> ordered;
   for (const auto& [name, value] : variables_) ordered.push_back(*by_name[name]);
   ApplyUpdate(ordered);
+  ++applied_by_worker_[w];
   ++clocks_[w];
   staleness_sum_ += staleness;
   ++staleness_count_;
@@ -360,20 +348,54 @@ void ParameterShardState::Push(RequestId id, const ShardPushArgs& push, int64_t 
   ReleasePulls(out);
 }
 
-void ParameterShardState::AccumulateSync(const ShardPushArgs& push) {
+void ParameterShardState::AddPending(RequestId id, const ShardPushArgs& push, Replies* out) {
+  const int w = push.worker;
+  auto earlier = pending_.find(w);
+  if (earlier != pending_.end()) {
+    // A worker contributes once per version: its newer push (sent after its own
+    // deadline for the older one passed) replaces the older, which is answered as
+    // not applied.
+    auto parked = parked_pushes_.find(earlier->second.request);
+    if (parked != parked_pushes_.end()) {
+      out->pushes.push_back(PushReply{
+          parked->first,
+          Aborted(name_ + ": push of worker " + std::to_string(w) + " for version " +
+                  std::to_string(version_) + " was replaced by its push " +
+                  std::to_string(push.sequence)),
+          false, 0, version_});
+      parked_pushes_.erase(parked);
+    }
+  }
   std::map<std::string, const Tensor*> by_name;
   for (size_t i = 0; i < push.names.size(); ++i) by_name[push.names[i]] = &push.gradients[i];
-  size_t i = 0;
-  for (const auto& [name, value] : variables_) {
-    const Tensor& g = *by_name[name];
-    if (g.dtype() == DType::kFloat32) {
-      AddInto<float>(&sum_[i], g);
-    } else {
-      AddInto<double>(&sum_[i], g);
+  PendingGradient& pending = pending_[w];
+  pending.request = id;
+  pending.gradients.clear();
+  for (const auto& [name, value] : variables_) pending.gradients.push_back(*by_name[name]);
+}
+
+void ParameterShardState::ApplyPending() {
+  // Summed in worker order, whatever order the pushes came in: the update depends
+  // only on which gradients it averages.
+  std::vector<Tensor> average;
+  const double f = 1.0 / static_cast<double>(pending_.size());
+  for (size_t i = 0; i < variables_.size(); ++i) {
+    Tensor sum;
+    for (const auto& [w, pending] : pending_) {
+      const Tensor& g = pending.gradients[i];
+      if (!sum.IsInitialized()) sum = Tensor(g.dtype(), g.shape());
+      if (g.dtype() == DType::kFloat32) {
+        AddInto<float>(&sum, g);
+      } else {
+        AddInto<double>(&sum, g);
+      }
     }
-    ++i;
+    average.push_back(sum.dtype() == DType::kFloat32 ? Scaled<float>(sum, f) : Scaled<double>(sum, f));
   }
-  ++accumulated_;
+  staleness_count_ += static_cast<int64_t>(pending_.size());
+  for (const auto& [w, pending] : pending_) ++applied_by_worker_[w];
+  pending_.clear();
+  ApplyUpdate(average);
 }
 
 void ParameterShardState::ApplyUpdate(const std::vector<Tensor>& gradients) {
@@ -438,8 +460,7 @@ void ParameterShardState::CheckSyncCoverage(Replies* out) {
   }
   parked_pushes_.clear();
   // Every contributor was told its push failed: none of it may be applied later.
-  for (Tensor& s : sum_) s = Tensor(s.dtype(), s.shape());
-  accumulated_ = 0;
+  pending_.clear();
 }
 
 bool ParameterShardState::IsLive(int worker) const {
@@ -539,7 +560,7 @@ void ParameterShardState::Expire(int64_t now, Replies* out) {
       continue;
     }
     std::string why = config_.mode == UpdateMode::kSync
-                          ? std::to_string(accumulated_) + " of " +
+                          ? std::to_string(pending_.size()) + " of " +
                                 std::to_string(config_.replicas_to_aggregate) +
                                 " gradients for version " + std::to_string(version_) + " arrived"
                           : "it is " + std::to_string(clocks_[p.worker] - slowest) +
@@ -550,6 +571,11 @@ void ParameterShardState::Expire(int64_t now, Replies* out) {
                   DeadlineExceeded(name_ + ": push of worker " + std::to_string(p.worker) +
                                    " waited past its deadline: " + why),
                   config_.mode != UpdateMode::kSync, p.staleness, version_});
+    // The worker was told its gradient was not applied: it must not be later.
+    if (config_.mode == UpdateMode::kSync) {
+      auto pending = pending_.find(p.worker);
+      if (pending != pending_.end() && pending->second.request == it->first) pending_.erase(pending);
+    }
     it = parked_pushes_.erase(it);
   }
 }
@@ -586,7 +612,8 @@ ParameterShardState::Stats ParameterShardState::GetStats() const {
   s.clocks = clocks_;
   s.parked_pulls = static_cast<int64_t>(parked_pulls_.size());
   s.parked_pushes = static_cast<int64_t>(parked_pushes_.size() + held_.size());
-  s.accumulated = accumulated_;
+  s.accumulated = static_cast<int64_t>(pending_.size());
+  s.applied_by_worker = applied_by_worker_;
   return s;
 }
 

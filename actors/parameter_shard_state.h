@@ -145,6 +145,8 @@ class ParameterShardState {
     int64_t parked_pulls = 0;
     int64_t parked_pushes = 0;
     int64_t accumulated = 0;  // kSync: gradients accumulated for the current version
+    // Gradients of each worker that went into an update, [total_replicas].
+    std::vector<int64_t> applied_by_worker;
   };
 
   // `name` names the shard in every message ("/job:ps/replica:0/task:0 shard p").
@@ -230,7 +232,11 @@ class ParameterShardState {
   PullReply Snapshot(RequestId id) const;
   // Applies one update from per-variable gradients (parallel to variables_' order).
   void ApplyUpdate(const std::vector<Tensor>& gradients);
-  void AccumulateSync(const ShardPushArgs& push);
+  // kSync: records worker push.worker's gradient for version_ (replacing, and
+  // answering, an earlier one of the same worker), and applies the average of the
+  // pending gradients.
+  void AddPending(RequestId id, const ShardPushArgs& push, Replies* out);
+  void ApplyPending();
   // After the version moved: releases satisfied pulls (and, kSync, the waiters).
   void ReleasePulls(Replies* out);
   void ReleaseSsp(Replies* out);
@@ -251,12 +257,16 @@ class ParameterShardState {
   // below it.
   int64_t version_floor_ = 0;
 
-  // kSync: the sum of the gradients pushed for version_, by variable (same order as
-  // variables_), and how many pushes it holds.
-  std::vector<Tensor> sum_;
-  int accumulated_ = 0;
+  // kSync: the gradients pushed for version_, one per worker (by variable, in
+  // variables_' order), and the request that brought each.
+  struct PendingGradient {
+    RequestId request = 0;
+    std::vector<Tensor> gradients;
+  };
+  std::map<int, PendingGradient> pending_;
 
   std::vector<int64_t> clocks_;          // [total_replicas]
+  std::vector<int64_t> applied_by_worker_;  // [total_replicas]
   std::vector<uint64_t> last_sequence_;  // [total_replicas]
   std::set<int> lost_;
   std::set<int> left_;

@@ -261,6 +261,40 @@ TEST(ParameterShardStateTest, AParkedSyncPushPastItsDeadlineSaysWhatItWaitedFor)
   EXPECT_THAT(out.pushes[0].status.message(), ::testing::HasSubstr("1 of 3 gradients for version 0"));
 }
 
+TEST(ParameterShardStateTest, ASyncPushAnsweredPastItsDeadlineIsNotAppliedLater) {
+  auto s = Shard(Config(UpdateMode::kSync, 2, 2));
+  State::Replies out;
+  s->Push(1, Grad(0, 0, {100, 100}), /*deadline=*/50, &out);
+  s->Expire(50, &out);
+  ASSERT_EQ(out.pushes.size(), 1u);
+  EXPECT_FALSE(out.pushes[0].applied);
+  out = {};
+  // Worker 0 pulls again and pushes anew; with worker 1 the version completes from
+  // these two gradients only: the expired one is gone.
+  s->Push(2, Grad(0, 0, {1, 0}), kNever, &out);
+  s->Push(3, Grad(1, 0, {3, 2}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 2u);
+  EXPECT_EQ(Value(s.get()), (std::vector<float>{-1, 1}));
+  EXPECT_EQ(s->GetStats().applied_by_worker, (std::vector<int64_t>{1, 1}));
+}
+
+TEST(ParameterShardStateTest, AWorkersSecondSyncPushForAVersionReplacesItsFirst) {
+  auto s = Shard(Config(UpdateMode::kSync, 3, 2));
+  State::Replies out;
+  s->Push(1, Grad(0, 0, {100, 100}), kNever, &out);
+  s->Push(2, Grad(0, 0, {1, 0}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 1u);  // the first, answered as replaced
+  EXPECT_EQ(out.pushes[0].id, 1u);
+  EXPECT_EQ(out.pushes[0].status.code(), Code::kAborted);
+  EXPECT_FALSE(out.pushes[0].applied);
+  EXPECT_EQ(s->version(), 0);  // one worker is not two gradients
+  out = {};
+  s->Push(3, Grad(1, 0, {3, 2}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 2u);
+  EXPECT_EQ(Value(s.get()), (std::vector<float>{-1, 1}));
+  EXPECT_EQ(s->GetStats().applied_by_worker, (std::vector<int64_t>{1, 1, 0}));
+}
+
 TEST(ParameterShardStateTest, ADuplicatePushIsNotAppliedTwice) {
   auto s = Shard(Config(UpdateMode::kAsync, 1));
   State::Replies out;

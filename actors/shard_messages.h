@@ -85,7 +85,7 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::Stats
   return f(caf::meta::type_name("actorflow.ShardStats"), x.initialized, x.variables, x.version,
            x.gradients_dropped_stale, x.staleness_sum, x.staleness_count, x.max_staleness,
            x.workers_lost, x.workers_left, x.clocks, x.parked_pulls, x.parked_pushes,
-           x.accumulated);
+           x.accumulated, x.applied_by_worker);
 }
 
 // The parameter shard actor (SpawnParameterShard, actors/parameter_shard.h). It

@@ -67,12 +67,32 @@ Status ApplyTaskFaults(SimulatedCluster& cluster, const FaultPlan& plan, int64_t
 }  // namespace
 
 Status CheckSimulateOptions(const SimulateCommandOptions& options) {
-  AF_RETURN_IF_ERROR(ParseSimClusterSpec(options.cluster).status());
-  if (options.mode != "sync") {
-    return InvalidArgument("--mode " + options.mode +
-                           ": the simulator trains synchronously (in-graph) so far; async and ssp "
-                           "need the data-parallel drivers inside the simulation");
+  AF_ASSIGN_OR_RETURN(SimClusterShape shape, ParseSimClusterSpec(options.cluster));
+  UpdateMode mode;
+  int staleness = 0;
+  AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &mode, &staleness));
+  if (options.replication != "between-graph" && options.replication != "in-graph") {
+    return InvalidArgument("--replication " + options.replication +
+                           ": expected between-graph or in-graph");
   }
+  if (options.replication == "in-graph" && options.mode != "sync") {
+    return InvalidArgument("--mode " + options.mode +
+                           ": in-graph replication trains synchronously; use "
+                           "--replication between-graph for async and ssp");
+  }
+  if (options.replicas_to_aggregate < 0) {
+    return InvalidArgument("--replicas-to-aggregate must be >= 1 (0: every worker)");
+  }
+  if (shape.tasks.count("worker") && options.replicas_to_aggregate > shape.tasks.at("worker")) {
+    return InvalidArgument("--replicas-to-aggregate " + std::to_string(options.replicas_to_aggregate) +
+                           " exceeds the " + std::to_string(shape.tasks.at("worker")) +
+                           " workers of " + options.cluster);
+  }
+  const int workers = shape.tasks.count("worker") ? shape.tasks.at("worker") : -1;
+  AF_RETURN_IF_ERROR(ParseStragglerSpec(options.stragglers, workers).status().WithContext("--stragglers"));
+  if (!(options.device_gflops > 0)) return InvalidArgument("--device-gflops must be > 0");
+  if (options.eval_every < 0) return InvalidArgument("--eval-every must be >= 0");
+  if (!(options.max_virtual_seconds > 0)) return InvalidArgument("--max-virtual-seconds must be > 0");
   if (options.train.model != "mlp") {
     return InvalidArgument("--model " + options.train.model + ": the simulator trains --model mlp");
   }
@@ -86,6 +106,7 @@ Status CheckSimulateOptions(const SimulateCommandOptions& options) {
 }
 
 Status Simulate(const SimulateCommandOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.replication == "between-graph") return SimulateDataParallel(options, out, err);
   const auto wall_start = std::chrono::steady_clock::now();
   const TrainCommandOptions& o = options.train;
   AF_ASSIGN_OR_RETURN(SimClusterShape shape, ParseSimClusterSpec(options.cluster));
@@ -182,8 +203,26 @@ Subcommand AddSimulateSubcommand(CLI::App* parent) {
       "simulate", "Train on a simulated cluster: deterministic, virtual time, injected faults");
   AddModelAndDataFlags(app, &options->train);
   app->add_option("--cluster", options->cluster, "sim:ps=P,worker=W[,devices=D]")->required();
-  app->add_option("--mode", options->mode, "sync (in-graph replication)")->capture_default_str();
+  app->add_option("--mode", options->mode, "sync, async or ssp:S")->capture_default_str();
+  app->add_option("--replication", options->replication, "between-graph (ps) or in-graph (sync)")
+      ->capture_default_str();
+  app->add_option("--replicas-to-aggregate", options->replicas_to_aggregate,
+                  "sync: gradients per update (default: every worker; fewer = backup workers)");
   app->add_option("--faults", options->faults_path, "A fault plan (JSON, see the README)");
+  app->add_option("--stragglers", options->stragglers,
+                  "none | lognormal:S | pareto:A[,p=P] | slow:I=F,... joined by +")
+      ->capture_default_str();
+  app->add_option("--device-gflops", options->device_gflops, "Virtual compute speed of a worker")
+      ->capture_default_str();
+  app->add_option("--compute-us", options->compute_us, "Declared virtual time of a step (overrides FLOPs)");
+  app->add_option("--eval-every", options->eval_every, "Evaluate every K global steps");
+  app->add_option("--target-accuracy", options->target_accuracy,
+                  "Record the virtual time the test accuracy first reaches this");
+  app->add_flag("--stop-at-target", options->stop_at_target, "End the run at the target accuracy");
+  app->add_option("--max-virtual-seconds", options->max_virtual_seconds,
+                  "A run still going after this much virtual time is a hang")
+      ->capture_default_str();
+  app->add_option("--trace", options->trace_path, "Chrome trace in virtual time (between-graph)");
   app->add_option("--latency-us", options->latency_us, "Link latency, virtual microseconds")
       ->capture_default_str();
   app->add_option("--bandwidth-gbps", options->bandwidth_gbps, "Link bandwidth, Gbit/s")

@@ -2,17 +2,35 @@
 // (actors/sim/simulated_cluster.h) under a deterministic scheduler and a virtual
 // clock, with a fault plan, and reports what happened.
 //
-//   actorflow simulate --cluster sim:ps=1,worker=4 --steps 200 --seed 7 \
-//       [--faults FILE] [--latency-us 50 --bandwidth-gbps 10 --jitter-us 0] [--mode sync] \
-//       [--train CSV --test CSV --normalize ...the model flags of train] [--json]
+//   actorflow simulate --cluster sim:ps=P,worker=W[,devices=D] --steps N --seed S
+//       [--mode sync|async|ssp:S] [--replicas-to-aggregate N] [--faults FILE]
+//       [--stragglers SPEC] [--device-gflops G | --compute-us X]
+//       [--latency-us X --bandwidth-gbps Y --jitter-us J] [--eval-every K]
+//       [--target-accuracy A [--stop-at-target]] [--trace FILE] [--json]
+//       [--replication between-graph|in-graph] [...the model and data flags of train]
 //
-// Training is synchronous, in-graph (one replicated graph, a tower per worker task,
-// the variables on the ps tasks: training/in_graph_classifier.h), driven from worker
-// 0; the fault plan's message faults act on every link, its kill and restart entries
-// at their global steps. --json prints one line:
+// between-graph (default): TensorFlow 1.x's between-graph replication with parameter
+// servers (actors/sim/sim_training.h): a worker driver per worker task, the
+// variables on the ps tasks' shards, --mode's update protocol; sync with
+// --replicas-to-aggregate below W has W - N backup workers. --steps: sync, the
+// global step that ends the run; async/ssp, the gradients each worker pushes.
+// Compute takes FLOPs / --device-gflops of virtual time per step (or --compute-us),
+// times the --stragglers factor (actors/sim/stragglers.h). The plan's kill and
+// restart entries act at their global step or virtual time. --json prints one line:
 //   {"accuracy", "loss", "global_step", "steps", "virtual_seconds", "wall_seconds",
 //    "messages", "dropped", "event_log_hash", "weights_hash", "updates_applied",
-//    "workers_lost", "cluster", "mode", "seed"}
+//    "dropped_stale", "workers_lost", "invariant_violations", "invariants" (name ->
+//    violations), "violations" (the first 20), "hung", "seconds_to_target",
+//    "pushes", "pushes_failed", "gradients_applied", "cluster", "mode",
+//    "replication", "replicas_to_aggregate", "stragglers", "seed"}
+// and the command fails (after printing) when the run hung or broke an invariant.
+// --trace writes a Chrome trace in virtual time, one track per worker device.
+//
+// in-graph: sync only, one replicated graph (a tower per worker task, the variables
+// on the ps tasks: training/in_graph_classifier.h) driven from worker 0; kills at
+// their global steps end training with an error naming the task. Its --json line
+// has the fields it can fill.
+//
 // The same flags print the same line, save "wall_seconds", on every run.
 #ifndef ACTORFLOW_TOOLS_SIMULATE_COMMAND_H_
 #define ACTORFLOW_TOOLS_SIMULATE_COMMAND_H_
@@ -31,7 +49,17 @@ struct SimulateCommandOptions {
   TrainCommandOptions train;  // the model and data flags (train's)
   std::string cluster;        // sim:ps=P,worker=W[,devices=D]
   std::string mode = "sync";
+  std::string replication = "between-graph";
+  int replicas_to_aggregate = 0;  // 0: every worker
   std::string faults_path;
+  std::string stragglers = "none";
+  double device_gflops = 10;
+  double compute_us = -1;
+  int64_t eval_every = 0;
+  double target_accuracy = 0;
+  bool stop_at_target = false;
+  double max_virtual_seconds = 3600;
+  std::string trace_path;
   double latency_us = 50;
   double bandwidth_gbps = 10;
   double jitter_us = 0;
@@ -41,6 +69,9 @@ struct SimulateCommandOptions {
 Status CheckSimulateOptions(const SimulateCommandOptions& options);
 // Runs the simulation and prints its result on `out` (progress on `err`).
 Status Simulate(const SimulateCommandOptions& options, std::ostream& out, std::ostream& err);
+// The between-graph run (tools/simulate_data_parallel.cc).
+Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream& out,
+                            std::ostream& err);
 
 Subcommand AddSimulateSubcommand(CLI::App* parent);
 

@@ -46,9 +46,12 @@ TEST(SimulateCommandTest, TrainsIrisAndASeedReproducesTheWholeRun) {
   const nlohmann::json again = RunJson(Options(3));
   const nlohmann::json other = RunJson(Options(4));
   EXPECT_GE(first["accuracy"].get<double>(), 0.9);
-  EXPECT_EQ(first["steps"], 150);
+  EXPECT_EQ(first["steps"], 2 * 150);  // each of the 2 workers computes every version
   EXPECT_EQ(first["updates_applied"], 150);
+  EXPECT_EQ(first["gradients_applied"], 2 * 150);
   EXPECT_EQ(first["workers_lost"], 0);
+  EXPECT_EQ(first["invariant_violations"], 0);
+  EXPECT_EQ(first["hung"], false);
   EXPECT_GT(first["messages"].get<int64_t>(), 150 * 4);
   EXPECT_EQ(first["dropped"], 0);
   for (const char* key : {"event_log_hash", "weights_hash", "virtual_seconds", "messages", "accuracy"}) {
@@ -70,7 +73,34 @@ TEST(SimulateCommandTest, DelaysFromThePlanTakeVirtualTime) {
   EXPECT_NE(plain["event_log_hash"], delayed["event_log_hash"]);
 }
 
-// In-graph synchronous training has no spare replica: a dead worker ends it, named.
+TEST(SimulateCommandTest, InGraphReplicationTrainsOneReplicatedGraph) {
+  SimulateCommandOptions o = Options(3);
+  o.replication = "in-graph";
+  const nlohmann::json j = RunJson(o);
+  EXPECT_GE(j["accuracy"].get<double>(), 0.9);
+  EXPECT_EQ(j["steps"], 150);
+  EXPECT_EQ(j["updates_applied"], 150);
+}
+
+TEST(SimulateCommandTest, AsyncAndBackupWorkersRunFromTheFlags) {
+  SimulateCommandOptions o = Options(8);
+  o.cluster = "sim:ps=1,worker=3";
+  o.mode = "async";
+  o.train.steps = 40;
+  nlohmann::json j = RunJson(o);
+  EXPECT_EQ(j["mode"], "async");
+  EXPECT_EQ(j["updates_applied"], 3 * 40);  // every push is an update
+  o.mode = "sync";
+  o.replicas_to_aggregate = 2;
+  o.stragglers = "pareto:1.5";
+  j = RunJson(o);
+  EXPECT_EQ(j["updates_applied"], 40);
+  EXPECT_GT(j["dropped_stale"].get<int64_t>(), 0);  // the backup's late gradients
+  EXPECT_EQ(j["invariant_violations"], 0);
+}
+
+// Synchronous training without a backup worker cannot complete a version once a
+// worker is gone: the drivers give up, naming the lost worker.
 TEST(SimulateCommandTest, AKilledWorkerEndsSynchronousTrainingNamingIt) {
   SimulateCommandOptions o =
       Options(6, R"({"faults": [{"kill": "/job:worker/task:1", "at_step": 5}]})");
@@ -85,7 +115,17 @@ TEST(SimulateCommandTest, AKilledWorkerEndsSynchronousTrainingNamingIt) {
 TEST(SimulateCommandTest, RefusesBadFlagsAndPlansNamingThem) {
   SimulateCommandOptions o = Options(1);
   o.mode = "async";
+  o.replication = "in-graph";
   EXPECT_THAT(CheckSimulateOptions(o).message(), HasSubstr("--mode async"));
+  o = Options(1);
+  o.mode = "sometimes";
+  EXPECT_EQ(CheckSimulateOptions(o).code(), Code::kInvalidArgument);
+  o = Options(1);
+  o.replicas_to_aggregate = 3;  // of 2 workers
+  EXPECT_THAT(CheckSimulateOptions(o).message(), HasSubstr("--replicas-to-aggregate 3"));
+  o = Options(1);
+  o.stragglers = "pareto:-1";
+  EXPECT_THAT(CheckSimulateOptions(o).message(), HasSubstr("--stragglers"));
   o = Options(1);
   o.cluster = "sim:ps=1,worker=0";
   EXPECT_THAT(CheckSimulateOptions(o).message(), HasSubstr("at least one worker"));

@@ -28,6 +28,7 @@
 #include "actors/sim/event_log.h"
 #include "actors/sim/fault_injector.h"
 #include "actors/sim/sim_cluster_spec.h"
+#include "actors/sim/sim_training.h"
 #include "graph/graph.h"
 #include "graph/status.h"
 #include "kernels/session.h"
@@ -79,6 +80,13 @@ class SimulatedCluster {
   // already dead / alive; InvalidArgument for a task not in the cluster.
   Status KillTask(const TaskId& task);
   Status RestartTask(const TaskId& task);
+
+  // Data-parallel training with parameter servers on this cluster: a worker driver
+  // on every worker task, the shards on the ps tasks (actors/sim/sim_training.h says
+  // how a run goes, ends and is checked). The fault plan's kill and restart entries
+  // are carried out when due (at_step: the global step any worker saw). A run that
+  // cannot go on is reported (hung), not an error; InvalidArgument for bad options.
+  StatusOr<SimTrainingReport> TrainDataParallel(const SimTrainingOptions& options);
 
   // Runs every message and timer due up to `seconds` of virtual time from now.
   void AdvanceSeconds(double seconds);

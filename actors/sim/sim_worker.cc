@@ -1,0 +1,509 @@
+#include "actors/sim/sim_worker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include "actors/messages.h"
+#include "actors/shard_messages.h"
+#include "placement/ps_strategy.h"
+
+namespace actorflow {
+namespace {
+
+using sim_push_atom = caf::atom_constant<caf::atom("simpush")>;
+using sim_retry_atom = caf::atom_constant<caf::atom("simretry")>;
+using PullReply = ParameterShardState::PullReply;
+using PushReply = ParameterShardState::PushReply;
+
+// How a request ended, as the driver saw it.
+enum class Outcome { kOk, kFailed, kUnknown };
+
+struct DriverState {
+  SimWorkerSetup setup;
+  SimRunState* run = nullptr;
+  std::vector<ShardActor> shards;
+  // Answers of an older attempt are ignored: each stage bumps the phase.
+  uint64_t phase = 0;
+  int pending = 0;
+  Outcome attempt = Outcome::kOk;
+  std::string attempt_error;
+  std::vector<int64_t> versions;  // per shard, the last version seen
+  std::vector<bool> holds;        // per shard: holds variables
+  std::vector<std::vector<std::string>> names_on;  // per shard, its variables
+  std::map<std::string, Tensor> values;
+  // The push in flight: per target shard, what it answered.
+  std::vector<int> targets;
+  std::vector<Outcome> outcomes;
+  std::vector<bool> applied;
+  std::vector<PushReply> push_replies;
+  WorkloadGradients gradients;
+  uint64_t sequence = 0;
+  int consecutive_failures = 0;
+  double stage_start_s = 0;  // when the current pull or push was sent
+  const char* name = "sim_worker";
+};
+using Driver = caf::stateful_actor<DriverState>;
+
+SimWorkerCounts& Counts(Driver* self) {
+  return self->state.run->workers[self->state.setup.worker];
+}
+
+void Span(Driver* self, std::string name, double start_s, double end_s) {
+  SimRunState& run = *self->state.run;
+  if (!run.options.trace) return;
+  run.spans.push_back(
+      SimTraceSpan{self->state.setup.worker, std::move(name), start_s * 1e6, (end_s - start_s) * 1e6});
+}
+
+std::string WorkerName(Driver* self) {
+  return "/job:worker/task:" + std::to_string(self->state.setup.worker);
+}
+
+void Pull(Driver* self);
+void Connect(Driver* self);
+
+void Finish(Driver* self, const Status& status) {
+  auto& st = self->state;
+  SimWorkerCounts& counts = Counts(self);
+  counts.finished = true;
+  counts.waiting_on.clear();
+  if (!status.ok()) counts.status = status.ToString();
+  for (const ShardActor& shard : st.shards) {
+    if (shard) self->send(shard, shard_leave_atom::value, int32_t{st.setup.worker});
+  }
+  self->quit();
+}
+
+// Starts an attempt of `n` requests.
+uint64_t Begin(Driver* self, int n, std::string waiting_on) {
+  auto& st = self->state;
+  ++st.phase;
+  st.pending = n;
+  st.attempt = Outcome::kOk;
+  st.attempt_error.clear();
+  Counts(self).waiting_on = std::move(waiting_on);
+  return st.phase;
+}
+
+void Fail(Driver* self, Outcome outcome, const std::string& why) {
+  auto& st = self->state;
+  if (outcome == Outcome::kUnknown || st.attempt == Outcome::kOk) st.attempt = outcome;
+  if (st.attempt_error.empty()) st.attempt_error = why;
+}
+
+// After a failed attempt: backs off on the virtual clock, then `retry`.
+void RetryLater(Driver* self, const char* stage) {
+  auto& st = self->state;
+  ++st.consecutive_failures;
+  if (st.consecutive_failures > st.run->options.max_consecutive_failures) {
+    return Finish(self, Aborted(WorkerName(self) + " gave up after " +
+                                std::to_string(st.consecutive_failures) + " failed " + stage +
+                                " attempts; the last: " + st.attempt_error));
+  }
+  const int64_t backoff_ms =
+      std::min<int64_t>(st.run->options.timeout_ms, int64_t{10} << std::min(st.consecutive_failures, 10));
+  Counts(self).waiting_on = std::string("a retry of its ") + stage + " after: " + st.attempt_error;
+  const uint64_t phase = ++st.phase;
+  self->delayed_send(self, std::chrono::milliseconds(backoff_ms), sim_retry_atom::value, phase,
+                     std::string(stage));
+}
+
+caf::duration RequestTimeout(Driver* self) {
+  const auto& run = *self->state.run;
+  // The driver's own deadline: the shard's plus the links' worst round trip.
+  const double us = run.options.timeout_ms * 1000.0 + run.request_slack_us;
+  return caf::duration{std::chrono::microseconds(static_cast<int64_t>(us))};
+}
+
+// Records a request that ended later than its timeout plus the links' worst case.
+void CheckLateness(Driver* self, double sent_s, const std::string& what) {
+  auto& run = *self->state.run;
+  const double elapsed_us = (run.now_seconds() - sent_s) * 1e6;
+  const double bound_us = run.options.timeout_ms * 1000.0 + run.request_slack_us;
+  if (elapsed_us > bound_us + 1) {  // 1 us: the clock's rounding
+    run.late_requests.push_back(WorkerName(self) + ": " + what + " ended after " +
+                                std::to_string(elapsed_us) + " us, bound " +
+                                std::to_string(bound_us) + " us");
+  }
+}
+
+void SeeVersion(Driver* self, int shard, int64_t version) {
+  auto& st = self->state;
+  if (version < st.versions[shard]) {
+    st.run->version_regressions.push_back(WorkerName(self) + " saw " + st.setup.ps_names[shard] +
+                                          " go from version " +
+                                          std::to_string(st.versions[shard]) + " to " +
+                                          std::to_string(version));
+  }
+  st.versions[shard] = version;
+}
+
+int64_t NewestVersion(const DriverState& st) {
+  int64_t newest = 0;
+  for (size_t j = 0; j < st.versions.size(); ++j) {
+    if (st.holds[j]) newest = std::max(newest, st.versions[j]);
+  }
+  return newest;
+}
+
+int64_t OldestVersion(const DriverState& st) {
+  int64_t oldest = -1;
+  for (size_t j = 0; j < st.versions.size(); ++j) {
+    if (st.holds[j] && (oldest < 0 || st.versions[j] < oldest)) oldest = st.versions[j];
+  }
+  return std::max<int64_t>(oldest, 0);
+}
+
+void MaybeEvaluate(Driver* self) {
+  auto& st = self->state;
+  SimRunState& run = *st.run;
+  const int64_t step = NewestVersion(st);
+  Counts(self).max_global_step = std::max(Counts(self).max_global_step, step);
+  run.max_global_step = std::max(run.max_global_step, step);
+  if (run.options.eval_every <= 0 || step < run.next_eval_step) return;
+  StatusOr<WorkloadEvaluation> eval = run.options.workload->Evaluate(st.values);
+  if (!eval.ok()) {
+    if (run.eval_error.ok()) run.eval_error = eval.status();
+    return;
+  }
+  run.curve.push_back(SimEvalPoint{step, run.now_seconds(), eval->accuracy, eval->loss});
+  run.next_eval_step = (step / run.options.eval_every + 1) * run.options.eval_every;
+  if (run.options.target_accuracy > 0 && eval->accuracy >= run.options.target_accuracy &&
+      run.seconds_to_target < 0) {
+    run.seconds_to_target = run.now_seconds();
+    if (run.options.stop_at_target) run.stop = true;
+  }
+}
+
+// With a complete snapshot: finish, or compute the next gradient and push it after
+// the step's virtual compute time.
+void Step(Driver* self) {
+  auto& st = self->state;
+  SimRunState& run = *st.run;
+  SimWorkerCounts& counts = Counts(self);
+  MaybeEvaluate(self);
+  const bool sync = run.config.mode == UpdateMode::kSync;
+  if (run.stop || (sync && OldestVersion(st) >= run.options.steps) ||
+      (!sync && counts.steps >= run.options.steps)) {
+    return Finish(self, Status::OK());
+  }
+  StatusOr<WorkloadGradients> computed =
+      run.options.workload->ComputeGradients(st.setup.worker, counts.steps, st.values);
+  if (!computed.ok()) return Finish(self, computed.status());
+  st.gradients = std::move(computed).value();
+  counts.last_loss = st.gradients.loss;
+  const double micros = run.options.compute.StepMicros(run.options.workload->FlopsPerStep(),
+                                                       run.seed, st.setup.worker, counts.steps);
+  Span(self, "step " + std::to_string(counts.steps), run.now_seconds(),
+       run.now_seconds() + micros / 1e6);
+  ++counts.steps;
+  const uint64_t phase = Begin(self, 0, "its own compute (virtual)");
+  self->delayed_send(self, std::chrono::microseconds(static_cast<int64_t>(std::ceil(micros))),
+                     sim_push_atom::value, phase);
+}
+
+void PushDone(Driver* self) {
+  auto& st = self->state;
+  Span(self, "push", st.stage_start_s, st.run->now_seconds());
+  SimWorkerCounts& counts = Counts(self);
+  bool all_applied = true, any_unknown = false, any_failed = false;
+  for (size_t pos = 0; pos < st.targets.size(); ++pos) {
+    const int j = st.targets[pos];
+    if (st.outcomes[pos] == Outcome::kUnknown) {
+      any_unknown = true;
+      ++counts.shard_unknown[j];
+    } else if (st.outcomes[pos] == Outcome::kFailed) {
+      any_failed = true;
+    } else if (st.applied[pos]) {
+      ++counts.shard_applied[j];
+    } else {
+      all_applied = false;
+    }
+  }
+  if (any_unknown) {
+    ++counts.unanswered;
+  } else if (any_failed) {
+    ++counts.failed;
+  } else if (all_applied) {
+    ++counts.applied;
+  } else {
+    ++counts.dropped_stale;
+  }
+  if (any_unknown || any_failed) return RetryLater(self, "push");
+  st.consecutive_failures = 0;
+  // The replies carry the values: the next snapshot, when they cover every shard
+  // holding variables and (sync) agree on the version.
+  bool complete = true;
+  int64_t version = -1;
+  for (size_t j = 0; j < st.holds.size(); ++j) {
+    if (st.holds[j] && std::find(st.targets.begin(), st.targets.end(), static_cast<int>(j)) ==
+                           st.targets.end()) {
+      complete = false;
+    }
+  }
+  for (size_t pos = 0; pos < st.targets.size() && complete; ++pos) {
+    const PushReply& r = st.push_replies[pos];
+    if (r.names.empty() || r.names.size() != r.values.size()) complete = false;
+    if (st.run->config.mode == UpdateMode::kSync && version >= 0 && r.values_version != version) {
+      complete = false;
+    }
+    version = r.values_version;
+  }
+  if (!complete) return Pull(self);
+  for (size_t pos = 0; pos < st.targets.size(); ++pos) {
+    const PushReply& r = st.push_replies[pos];
+    SeeVersion(self, st.targets[pos], r.values_version);
+    for (size_t i = 0; i < r.names.size(); ++i) st.values[r.names[i]] = r.values[i];
+  }
+  Step(self);
+}
+
+void Push(Driver* self) {
+  auto& st = self->state;
+  SimRunState& run = *st.run;
+  // Sync: a shard ahead of the others (it completed a version the others did not)
+  // waits for them to catch up; the gradient goes to the shards behind only.
+  const int64_t oldest = OldestVersion(st);
+  st.targets.clear();
+  for (int j = 0; j < run.num_shards; ++j) {
+    if (!st.holds[j]) continue;
+    if (run.config.mode == UpdateMode::kSync && st.versions[j] != oldest) continue;
+    st.targets.push_back(j);
+  }
+  const size_t n = st.targets.size();
+  st.outcomes.assign(n, Outcome::kOk);
+  st.applied.assign(n, false);
+  st.push_replies.assign(n, PushReply());
+  ++Counts(self).pushes;
+  const uint64_t sequence = ++st.sequence;
+  const uint64_t phase = Begin(self, static_cast<int>(n), "the answers to its push");
+  const double sent = run.now_seconds();
+  st.stage_start_s = sent;
+  for (size_t pos = 0; pos < n; ++pos) {
+    const int j = st.targets[pos];
+    ShardPushArgs args;
+    args.worker = st.setup.worker;
+    args.sequence = sequence;
+    args.base_version = st.versions[j];
+    args.return_values = true;
+    for (const std::string& name : st.names_on[j]) {
+      args.names.push_back(name);
+      args.gradients.push_back(st.gradients.gradients.at(name));
+    }
+    const std::string who = st.setup.ps_names[j];
+    self->request(st.shards[j], RequestTimeout(self), shard_push_atom::value, std::move(args),
+                  run.options.timeout_ms)
+        .then(
+            [self, phase, pos, sent, who](PushReply& r) {
+              auto& s = self->state;
+              if (phase != s.phase) return;
+              CheckLateness(self, sent, "push to " + who);
+              if (r.status.ok()) {
+                SeeVersion(self, s.targets[pos], r.version);
+                s.applied[pos] = r.applied;
+                s.push_replies[pos] = std::move(r);
+              } else {
+                // A duplicate's answer says nothing of the original's outcome.
+                const bool duplicate = r.status.code() == Code::kAborted &&
+                                       r.status.message().find("duplicate") != std::string::npos;
+                s.outcomes[pos] = duplicate ? Outcome::kUnknown : Outcome::kFailed;
+                Fail(self, s.outcomes[pos], r.status.ToString());
+              }
+              if (--s.pending == 0) PushDone(self);
+            },
+            [self, phase, pos, sent, who](caf::error& e) {
+              auto& s = self->state;
+              if (phase != s.phase) return;
+              CheckLateness(self, sent, "push to " + who);
+              const bool timeout = e == caf::sec::request_timeout;
+              s.outcomes[pos] = timeout ? Outcome::kUnknown : Outcome::kFailed;
+              Fail(self, s.outcomes[pos], who + ": " + self->system().render(e));
+              if (--s.pending == 0) PushDone(self);
+            });
+  }
+}
+
+void Pull(Driver* self) {
+  auto& st = self->state;
+  SimRunState& run = *st.run;
+  const uint64_t phase = Begin(self, run.num_shards, "the answers to its pull");
+  const double sent = run.now_seconds();
+  st.stage_start_s = sent;
+  for (int j = 0; j < run.num_shards; ++j) {
+    const std::string who = st.setup.ps_names[j];
+    self->request(st.shards[j], RequestTimeout(self), shard_pull_atom::value, int64_t{0},
+                  run.options.timeout_ms)
+        .then(
+            [self, phase, j, sent, who](PullReply& r) {
+              auto& s = self->state;
+              if (phase != s.phase) return;
+              CheckLateness(self, sent, "pull from " + who);
+              if (r.status.ok()) {
+                SeeVersion(self, j, r.version);
+                s.holds[j] = !r.names.empty();
+                s.names_on[j] = r.names;
+                for (size_t i = 0; i < r.names.size() && i < r.values.size(); ++i) {
+                  s.values[r.names[i]] = r.values[i];
+                }
+              } else {
+                Fail(self, Outcome::kFailed, r.status.ToString());
+              }
+              if (--s.pending > 0) return;
+              Span(self, "pull", s.stage_start_s, s.run->now_seconds());
+              if (s.attempt != Outcome::kOk) return RetryLater(self, "pull");
+              Step(self);
+            },
+            [self, phase, sent, who](caf::error& e) {
+              auto& s = self->state;
+              if (phase != s.phase) return;
+              CheckLateness(self, sent, "pull from " + who);
+              Fail(self, Outcome::kFailed, who + ": " + self->system().render(e));
+              if (--s.pending == 0) RetryLater(self, "pull");
+            });
+  }
+}
+
+// Chief: the seeded initial values onto their shards (a restarted chief finds them
+// there already: AlreadyExists keeps them).
+void Initialize(Driver* self) {
+  auto& st = self->state;
+  SimRunState& run = *st.run;
+  StatusOr<std::map<std::string, Tensor>> initial = run.options.workload->InitialValues();
+  if (!initial.ok()) return Finish(self, initial.status());
+  std::vector<VariableSize> sizes;
+  for (const auto& [name, value] : *initial) {
+    sizes.push_back(VariableSize{name, static_cast<int64_t>(value.TotalBytes())});
+  }
+  StatusOr<PsAssignment> assignment =
+      AssignVariablesToPs(sizes, run.num_shards, PsStrategy::kRoundRobin);
+  if (!assignment.ok()) return Finish(self, assignment.status());
+  const uint64_t phase = Begin(self, run.num_shards, "the shards' answers to its initialization");
+  for (int j = 0; j < run.num_shards; ++j) {
+    std::vector<Tensor> values;
+    for (const std::string& name : assignment->variables[j]) values.push_back(initial->at(name));
+    self->request(st.shards[j], RequestTimeout(self), shard_init_atom::value,
+                  assignment->variables[j], std::move(values))
+        .then(
+            [self, phase](Status& s) {
+              auto& d = self->state;
+              if (phase != d.phase) return;
+              if (!s.ok() && s.code() != Code::kAlreadyExists) {
+                Fail(self, Outcome::kFailed, s.ToString());
+              }
+              if (--d.pending > 0) return;
+              if (d.attempt != Outcome::kOk) return RetryLater(self, "initialization");
+              Pull(self);
+            },
+            [self, phase](caf::error& e) {
+              auto& d = self->state;
+              if (phase != d.phase) return;
+              Fail(self, Outcome::kFailed, self->system().render(e));
+              if (--d.pending == 0) RetryLater(self, "initialization");
+            });
+  }
+}
+
+void Join(Driver* self) {
+  auto& st = self->state;
+  SimRunState& run = *st.run;
+  const uint64_t phase = Begin(self, run.num_shards, "the shards' answers to its join");
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  for (int j = 0; j < run.num_shards; ++j) {
+    self->request(st.shards[j], RequestTimeout(self), shard_join_atom::value,
+                  int32_t{st.setup.worker}, me)
+        .then(
+            [self, phase](Status& s) {
+              auto& d = self->state;
+              if (phase != d.phase) return;
+              if (!s.ok()) Fail(self, Outcome::kFailed, s.ToString());
+              if (--d.pending > 0) return;
+              if (d.attempt != Outcome::kOk) return RetryLater(self, "join");
+              if (d.setup.worker == 0) return Initialize(self);
+              Pull(self);
+            },
+            [self, phase](caf::error& e) {
+              auto& d = self->state;
+              if (phase != d.phase) return;
+              Fail(self, Outcome::kFailed, self->system().render(e));
+              if (--d.pending == 0) RetryLater(self, "join");
+            });
+  }
+}
+
+void GotShard(Driver* self, uint64_t phase, int j, const Status& s, ShardActor shard) {
+  auto& d = self->state;
+  if (phase != d.phase) return;
+  if (s.ok()) {
+    d.shards[j] = std::move(shard);
+  } else {
+    Fail(self, Outcome::kFailed, s.ToString());
+  }
+  if (--d.pending > 0) return;
+  if (d.attempt != Outcome::kOk) return RetryLater(self, "connect");
+  Join(self);
+}
+
+// Every ps task's front from the task's directory, then its shard.
+void Connect(Driver* self) {
+  auto& st = self->state;
+  SimRunState& run = *st.run;
+  const uint64_t phase = Begin(self, run.num_shards, "the ps tasks' parameter shards");
+  for (int j = 0; j < run.num_shards; ++j) {
+    const std::string who = st.setup.ps_names[j];
+    self->request(st.setup.directory, RequestTimeout(self), connect_atom::value,
+                  st.setup.ps_hosts[j], st.setup.ps_ports[j], run.options.timeout_ms, who)
+        .then(
+            [self, phase, j, who](Status& s, FrontActor& front) {
+              if (phase != self->state.phase) return;
+              if (!s.ok()) return GotShard(self, phase, j, s, ShardActor());
+              self->request(front, RequestTimeout(self), get_shard_atom::value,
+                            self->state.run->shard_name, self->state.run->config)
+                  .then([self, phase, j](Status& got, ShardActor& shard) {
+                          GotShard(self, phase, j, got, std::move(shard));
+                        },
+                        [self, phase, j, who](caf::error& e) {
+                          GotShard(self, phase, j, Unavailable(who + ": " + self->system().render(e)),
+                                   ShardActor());
+                        });
+            },
+            [self, phase, j, who](caf::error& e) {
+              GotShard(self, phase, j, Unavailable(who + ": " + self->system().render(e)),
+                       ShardActor());
+            });
+  }
+}
+
+caf::behavior DriverBehavior(Driver* self, SimWorkerSetup setup) {
+  auto& st = self->state;
+  st.run = setup.run.get();
+  const int n = st.run->num_shards;
+  st.setup = std::move(setup);
+  st.shards.assign(n, ShardActor());
+  st.versions.assign(n, 0);
+  st.holds.assign(n, false);
+  st.names_on.assign(n, {});
+  self->set_default_handler(caf::drop);
+  Connect(self);
+  return {
+      [self](sim_push_atom, uint64_t phase) {
+        if (phase == self->state.phase) Push(self);
+      },
+      [self](sim_retry_atom, uint64_t phase, const std::string& stage) {
+        if (phase != self->state.phase) return;
+        if (stage == "connect") return Connect(self);
+        if (stage == "join") return Join(self);
+        if (stage == "initialization") return Initialize(self);
+        Pull(self);  // after a failed pull or push
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor SpawnSimWorker(caf::actor_system& system, SimWorkerSetup setup) {
+  return system.spawn(DriverBehavior, std::move(setup));
+}
+
+}  // namespace actorflow

@@ -1,0 +1,136 @@
+// The inside of a SimulatedCluster (actors/sim/simulated_cluster.h), shared by the
+// files that implement it. Includes CAF: actors/sim only.
+#ifndef ACTORFLOW_ACTORS_SIM_SIMULATED_CLUSTER_IMPL_H_
+#define ACTORFLOW_ACTORS_SIM_SIMULATED_CLUSTER_IMPL_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <caf/all.hpp>
+#include <caf/detail/test_actor_clock.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+
+#include "actors/front_protocol.h"
+#include "actors/sim/sim_link.h"
+#include "actors/sim/simulated_cluster.h"
+#include "actors/sim/task_directory.h"
+#include "actors/task_actors.h"
+
+namespace actorflow {
+
+struct SimulatedCluster::Impl {
+  struct TaskSlot {
+    TaskId id;
+    ConnectorActor directory;
+    TaskActors actors;
+    bool alive = false;
+    // Actors that live and die with the task besides its own (a training run's
+    // worker driver).
+    std::vector<caf::actor> companions;
+  };
+
+  Options options;
+  ClusterSpec cluster;
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> system;
+  caf::scheduler::test_coordinator* sched = nullptr;
+  std::unique_ptr<caf::scoped_actor> client;
+  std::shared_ptr<TaskRegistry> registry = std::make_shared<TaskRegistry>();
+  std::shared_ptr<SimNetwork> network;
+  std::map<std::string, TaskSlot> tasks;  // by "/job:J/task:I"
+  caf::actor_clock::time_point start;
+
+  ~Impl() {
+    for (auto& [name, slot] : tasks) {
+      if (slot.alive) StopTaskActors(slot.actors);
+      for (caf::actor& a : slot.companions) caf::anon_send_exit(a, caf::exit_reason::kill);
+      caf::anon_send_exit(slot.directory, caf::exit_reason::user_shutdown);
+    }
+    if (sched != nullptr) {
+      // Lets the ended actors' pending timers fire; bounded, in case an actor that
+      // outlives its task keeps rescheduling one.
+      Drain();
+      for (int rounds = 0; rounds < 1000 && sched->trigger_timeouts() > 0; ++rounds) Drain();
+    }
+    if (network) network->Clear();
+    client.reset();
+    system.reset();
+  }
+
+  void Drain() {
+    while (sched->try_run_once()) {
+    }
+  }
+
+  void RecordTaskEvent(SimEvent::Kind kind, const TaskId& task) {
+    SimEvent event;
+    event.virtual_us = static_cast<int64_t>(network->NowSeconds() * 1e6);
+    event.kind = kind;
+    event.from = task.ToString();
+    std::lock_guard<std::mutex> lock(network->mu());
+    network->log().Record(std::move(event));
+  }
+
+  StatusOr<TaskSlot*> Slot(const TaskId& task) {
+    auto it = tasks.find(task.ToString());
+    if (it == tasks.end()) {
+      return InvalidArgument("task " + task.ToString() + " is not in the simulated cluster");
+    }
+    return &it->second;
+  }
+
+  StatusOr<TaskSlot*> LiveSlot(const TaskId& task) {
+    AF_ASSIGN_OR_RETURN(TaskSlot * slot, Slot(task));
+    if (!slot->alive) return Unavailable("task " + task.ToString() + " is down (killed)");
+    return slot;
+  }
+
+  void Spawn(TaskSlot& slot) {
+    ServerOptions server;
+    server.cluster = cluster;
+    server.task = slot.id;
+    server.cpus = options.shape.devices_per_task;
+    slot.actors = SpawnTaskActors(*system, server, slot.directory);
+    registry->Put(cluster.Address(slot.id)->ToString(), slot.id, slot.actors.front);
+    slot.alive = true;
+    Drain();
+  }
+
+  // Sends `xs` to `dest` and runs the cluster, timers in virtual-time order, until
+  // `handler` (one of the reply's signature, which sets *answered) has run.
+  template <class Handle, class Handler, class... Ts>
+  Status AskWith(bool* answered, const Handle& dest, const std::string& what, Handler handler,
+                 Ts&&... xs) {
+    *answered = false;
+    (*client)->send(dest, std::forward<Ts>(xs)...);
+    for (int64_t timers = 0; timers <= options.max_timers_per_call; ++timers) {
+      Drain();
+      (*client)->receive(handler, caf::after(std::chrono::seconds(0)) >> [] {});
+      if (*answered) return Status::OK();
+      if (!sched->trigger_timeout()) {
+        return Internal(what + ": the simulated cluster went quiet without answering");
+      }
+    }
+    return DeadlineExceeded(what + ": no answer after " + std::to_string(options.max_timers_per_call) +
+                            " timers of the simulated cluster");
+  }
+
+  template <class Reply, class Handle, class... Ts>
+  Status Ask(Reply* reply, const Handle& dest, const std::string& what, Ts&&... xs) {
+    bool answered = false;
+    return AskWith(
+        &answered, dest, what,
+        [&](Reply& r) {
+          *reply = std::move(r);
+          answered = true;
+        },
+        std::forward<Ts>(xs)...);
+  }
+};
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTORS_SIM_SIMULATED_CLUSTER_IMPL_H_
