@@ -23,7 +23,8 @@
 //                  before any shard sees the push, so that nothing is applied on any shard;
 //                  InvalidArgument naming the variable). PushResult: applied = every
 //                  shard applied it; staleness = the largest; global_step = the
-//                  largest shard version.
+//                  largest shard version. An SSP push whose answer waited past its
+//                  deadline was applied on arrival: it is reported applied.
 //   Stats          updates_applied and gradients_dropped_stale: the largest over the
 //                  shards (each shard counts every push); mean_staleness over all
 //                  applied gradients; workers_lost: the union.

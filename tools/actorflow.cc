@@ -22,6 +22,7 @@
 #include "tools/serve_command.h"
 #include "tools/server_command.h"
 #include "tools/simulate_command.h"
+#include "tools/swarm_command.h"
 #include "tools/train_command.h"
 #include "tools/tune_command.h"
 
@@ -52,6 +53,7 @@ std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
       AddServeSubcommand(app),
       AddExportSubcommand(app),
       AddSimulateSubcommand(app),
+      AddSwarmSubcommand(app),
   };
 }
 

@@ -52,6 +52,7 @@ struct SimulateCommandOptions {
   std::string replication = "between-graph";
   int replicas_to_aggregate = 0;  // 0: every worker
   std::string faults_path;
+  std::string faults_text;  // a plan given inline (used when faults_path is empty)
   std::string stragglers = "none";
   double device_gflops = 10;
   double compute_us = -1;

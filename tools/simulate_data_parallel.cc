@@ -92,6 +92,8 @@ Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream&
   sim.shape = shape;
   if (!options.faults_path.empty()) {
     AF_ASSIGN_OR_RETURN(sim.faults, LoadFaultPlan(ResolveUserPath(options.faults_path), spec));
+  } else if (!options.faults_text.empty()) {
+    AF_ASSIGN_OR_RETURN(sim.faults, ParseFaultPlan(options.faults_text, spec));
   }
   sim.link.latency_us = options.latency_us;
   sim.link.bandwidth_gbps = options.bandwidth_gbps;

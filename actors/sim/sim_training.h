@@ -29,8 +29,9 @@
 //   global_step_monotone      no shard's version, as a worker saw it, ever went back.
 //   requests_end_by_deadline  every pull and push ended (answered or failed) by its
 //                             timeout plus the link's worst round trip.
-//   checkpoint_consistent     a coordinated snapshot at the end: every shard answers,
-//                             sync shards at one version, every value finite.
+//   checkpoint_consistent     at the end of a run no driver gave up on: every shard
+//                             answers, holds its variables (all of them, together),
+//                             and sync shards are at one version.
 //   no_actor_left_waiting     no driver unfinished, no request parked on a shard.
 //
 // CAF-free.

@@ -300,7 +300,8 @@ void Push(Driver* self) {
               auto& s = self->state;
               if (phase != s.phase) return;
               CheckLateness(self, sent, "push to " + who);
-              if (r.status.ok()) {
+              if (r.status.ok() || r.applied) {
+                // An SSP answer that waited past its deadline: applied on arrival.
                 SeeVersion(self, s.targets[pos], r.version);
                 s.applied[pos] = r.applied;
                 s.push_replies[pos] = std::move(r);
