@@ -148,6 +148,7 @@ Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream&
     j["invariants"] = by_name;
     j["violations"] = violations;
     j["hung"] = report.hung;
+    j["out_of_time"] = report.out_of_time;
     j["seconds_to_target"] = report.seconds_to_target;
     j["pushes"] = report.pushes;
     j["pushes_failed"] = report.pushes_failed;
@@ -163,6 +164,11 @@ Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream&
   out.flush();
   (void)err;
   if (report.hung) return DeadlineExceeded("the simulated run hung: " + report.hang);
+  if (report.out_of_time) {
+    return DeadlineExceeded("the simulated run was still going after --max-virtual-seconds " +
+                            std::to_string(options.max_virtual_seconds) + " (global step " +
+                            std::to_string(report.global_step) + ")");
+  }
   std::string lost;
   for (size_t w = 0; w < report.workers.size(); ++w) {
     if (report.workers[w].killed > 0) lost += " /job:worker/task:" + std::to_string(w);

@@ -198,6 +198,9 @@ StatusOr<SwarmRunResult> RunSwarmScenario(const SwarmScenario& scenario) {
   if (j.value("hung", false)) {
     result.outcome = "hung";
     result.detail = status.message();
+  } else if (j.value("out_of_time", false) && j.value("invariant_violations", int64_t{0}) == 0) {
+    result.outcome = "slow";
+    result.detail = status.message();
   } else if (j.value("invariant_violations", int64_t{0}) > 0) {
     result.outcome = "violated";
     result.detail = j["violations"].empty() ? "" : j["violations"][0].get<std::string>();
@@ -221,7 +224,8 @@ Status Swarm(const SwarmCommandOptions& options, std::ostream& out) {
   }
   if (options.runs < 1) return InvalidArgument("--runs must be at least 1");
   const auto start = std::chrono::steady_clock::now();
-  std::map<std::string, int64_t> outcomes = {{"ok", 0}, {"failed", 0}, {"hung", 0}, {"violated", 0}};
+  std::map<std::string, int64_t> outcomes = {
+      {"ok", 0}, {"failed", 0}, {"slow", 0}, {"hung", 0}, {"violated", 0}};
   std::map<std::string, int64_t> by_invariant;
   nlohmann::json failures = nlohmann::json::array();
   for (int64_t i = 0; i < options.runs; ++i) {
@@ -254,7 +258,8 @@ Status Swarm(const SwarmCommandOptions& options, std::ostream& out) {
     out << j.dump() << "\n";
   } else {
     out << options.runs << " runs: " << outcomes["ok"] << " ok, " << outcomes["failed"]
-        << " failed (drivers gave up, as the scenario allows), " << outcomes["hung"] << " hung, "
+        << " failed (drivers gave up, as the scenario allows), " << outcomes["slow"]
+        << " slow (still progressing at the virtual time limit), " << outcomes["hung"] << " hung, "
         << outcomes["violated"] << " violated an invariant (" << wall << " s)\n";
     for (const auto& [name, n] : by_invariant) out << "  " << name << ": " << n << " violations\n";
   }

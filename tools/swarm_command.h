@@ -14,10 +14,13 @@
 // or not). It trains the bundled Iris model.
 //
 // Outcomes: "ok"; "failed" (the drivers gave up: e.g. sync without backups after a
-// worker was lost: reported, not a violation); "hung" and "violated" are failures.
+// worker was lost: reported, not a violation); "slow" (still progressing at the
+// 600 s virtual limit: e.g. sync without backups under heavy message loss); "hung"
+// (nothing moved for longer than a stuck driver takes to give up, or the cluster
+// went quiet with drivers unfinished) and "violated" are failures.
 // The summary prints the count of each outcome, the violations per invariant, and a
 // replay command per failure; with --json one line:
-//   {"runs", "ok", "failed", "hung", "violated", "invariants": {name: count},
+//   {"runs", "failed", "hung", "ok", "slow", "violated", "invariants": {name: count},
 //    "failures": [{"seed", "outcome", "replay", "first_violation"}], "wall_seconds"}
 // The command fails when any run hung or violated an invariant.
 #ifndef ACTORFLOW_TOOLS_SWARM_COMMAND_H_
@@ -55,7 +58,7 @@ struct SwarmScenario {
 SwarmScenario MakeSwarmScenario(uint64_t seed);
 
 struct SwarmRunResult {
-  std::string outcome;  // "ok", "failed", "hung", "violated"
+  std::string outcome;  // "ok", "failed", "slow", "hung", "violated"
   std::string detail;   // the first violation, the hang, or the drivers' error
   std::map<std::string, int64_t> violations;  // per invariant
   std::string event_log_hash;

@@ -1,6 +1,7 @@
 #include "actors/sim/sim_training.h"
 
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <set>
 
@@ -40,6 +41,9 @@ std::string HashParameters(const std::map<std::string, Tensor>& parameters) {
 }
 
 namespace {
+
+// A bound on the orchestration loop, whatever the run does (every timer is a round).
+constexpr int64_t kMaxRounds = 200000000;
 
 Status CheckTrainingOptions(const SimTrainingOptions& options, const SimClusterShape& shape) {
   if (options.workload == nullptr) return InvalidArgument("simulated training needs a workload");
@@ -133,8 +137,30 @@ StatusOr<SimTrainingReport> SimulatedCluster::TrainDataParallel(const SimTrainin
   SimTrainingReport report;
   std::vector<bool> fault_done(impl.options.faults.faults.size(), false);
   const double run_start = VirtualSeconds();
-  for (;;) {
+  // A run is hung when nothing moves for longer than a stuck driver takes to give
+  // up (each failed attempt waits at most a backoff of one timeout and a request's
+  // timeout plus the links' round trip); a run still moving at max_virtual_seconds
+  // is out of time, not hung.
+  const double attempt_s = 2 * options.timeout_ms / 1000.0 + run->request_slack_us / 1e6;
+  const double stall_s = (options.max_consecutive_failures + 2) * attempt_s + 1;
+  double last_progress_s = run_start;
+  int64_t progress_mark = -1;
+  for (int64_t rounds = 0;; ++rounds) {
+    if (rounds > kMaxRounds) {
+      report.hung = true;
+      report.hang = "the simulation took more than " + std::to_string(kMaxRounds) +
+                    " scheduler rounds";
+      break;
+    }
     impl.Drain();
+    int64_t progress = run->max_global_step;
+    for (const SimWorkerCounts& c : run->workers) progress += c.applied + c.dropped_stale;
+    if (progress != progress_mark) {
+      progress_mark = progress;
+      last_progress_s = VirtualSeconds();
+    }
+    bool acted = false;
+    double next_fault_s = std::numeric_limits<double>::infinity();
     for (size_t i = 0; i < fault_done.size(); ++i) {
       const Fault& f = impl.options.faults.faults[i];
       if (fault_done[i] ||
@@ -143,8 +169,12 @@ StatusOr<SimTrainingReport> SimulatedCluster::TrainDataParallel(const SimTrainin
       }
       const bool due = (f.at_step >= 0 && run->max_global_step >= f.at_step) ||
                        (f.at_s >= 0 && VirtualSeconds() >= f.at_s);
-      if (!due) continue;
+      if (!due) {
+        if (f.at_s >= 0) next_fault_s = std::min(next_fault_s, f.at_s);
+        continue;
+      }
       fault_done[i] = true;
+      acted = true;
       if (f.action == Fault::Action::kKill) {
         if (!KillTask(f.task).ok()) continue;  // already down
         if (f.task.job == "worker") {
@@ -156,14 +186,40 @@ StatusOr<SimTrainingReport> SimulatedCluster::TrainDataParallel(const SimTrainin
         start_driver(f.task.index);
       }
     }
+    // A restarted driver has work before any timer: run it first.
+    if (acted) continue;
+    // Done when no driver runs and none is due back at a virtual time (a restart at
+    // a global step the finished run never reaches is not waited for).
     bool all_done = true;
     for (int w = 0; w < workers; ++w) {
       if (driving[w] && !run->workers[w].finished) all_done = false;
     }
+    for (size_t i = 0; i < fault_done.size() && all_done; ++i) {
+      const Fault& f = impl.options.faults.faults[i];
+      if (!fault_done[i] && f.action == Fault::Action::kRestart && f.at_s >= 0 &&
+          f.task.job == "worker" && !driving[f.task.index]) {
+        all_done = false;
+      }
+    }
     if (all_done) break;
+    // A kill or restart due at a virtual time before the next timer happens then.
+    auto& clock = impl.sched->clock();
+    if (std::isfinite(next_fault_s)) {
+      // Rounded up, so that the fault is due once the clock is there.
+      const auto fault_at =
+          impl.start + std::chrono::ceil<caf::timespan>(std::chrono::duration<double>(next_fault_s)) +
+          caf::timespan(1);
+      if (clock.schedule().empty() || clock.schedule().begin()->first > fault_at) {
+        clock.current_time = fault_at;
+        continue;
+      }
+    }
     std::string why;
-    if (VirtualSeconds() - run_start > options.max_virtual_seconds) {
-      why = "virtual time passed " + std::to_string(options.max_virtual_seconds) + " s";
+    if (VirtualSeconds() - last_progress_s > stall_s) {
+      why = "nothing moved for " + std::to_string(stall_s) + " virtual s";
+    } else if (VirtualSeconds() - run_start > options.max_virtual_seconds) {
+      report.out_of_time = true;
+      break;
     } else if (!impl.sched->trigger_timeout()) {
       why = "the cluster went quiet";
     }

@@ -17,8 +17,9 @@
 // End of a run: sync, when every shard holding variables reached `steps` versions;
 // async/SSP, when each worker pushed `steps` gradients; or when the target accuracy
 // was reached with stop_at_target. A run whose drivers can make no progress (the
-// cluster goes quiet, or virtual time passes max_virtual_seconds) is reported as
-// hung, naming what each unfinished driver waited for.
+// cluster goes quiet, or nothing is applied for longer than a stuck driver takes to
+// give up) is reported as hung, naming what each unfinished driver waited for; one
+// still progressing at max_virtual_seconds is reported out of time.
 //
 // Invariants: the drivers and shards record what they saw; after the run every
 // invariant (the built-in ones below, and the caller's) judges the report. Built in:
@@ -161,6 +162,8 @@ struct SimTrainingReport {
   std::vector<std::string> checkpoint_problems;
   bool hung = false;
   std::string hang;  // why, naming the unfinished drivers
+  // Still making progress when max_virtual_seconds passed (not a hang).
+  bool out_of_time = false;
   std::vector<SimInvariantResult> invariants;
   std::vector<SimTraceSpan> spans;  // with SimTrainingOptions::trace
 

@@ -273,6 +273,7 @@ void Push(Driver* self) {
     st.targets.push_back(j);
   }
   const size_t n = st.targets.size();
+  if (n == 0) return Pull(self);  // no shard holds a variable yet: ask again
   st.outcomes.assign(n, Outcome::kOk);
   st.applied.assign(n, false);
   st.push_replies.assign(n, PushReply());
