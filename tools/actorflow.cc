@@ -41,6 +41,16 @@ struct TempDirRemover {
 };
 
 std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
+  // `train --cluster sim:...` is the simulator's between-graph run with train's flags.
+  SimulatedTrainerHook() = [](const TrainCommandOptions& train, std::ostream& out,
+                              std::ostream& err) {
+    SimulateCommandOptions simulate;
+    simulate.train = train;
+    simulate.cluster = train.cluster;
+    simulate.mode = train.mode;
+    simulate.replicas_to_aggregate = train.replicas_to_aggregate;
+    return SimulateDataParallel(simulate, out, err);
+  };
   return {
       AddRunSubcommand(app),
       AddServerSubcommand(app),

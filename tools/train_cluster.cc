@@ -8,6 +8,8 @@
 #include <mutex>
 #include <string>
 #include <utility>
+
+#include "actors/sim/sim_cluster_spec.h"
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -277,6 +279,12 @@ Status CheckClusterFlags(const TrainCommandOptions& options) {
   if (options.replicas_to_aggregate > 0 && mode != UpdateMode::kSync) {
     return InvalidArgument("--replicas-to-aggregate applies to --mode sync only, not '" +
                            options.mode + "'");
+  }
+  if (options.cluster.rfind("sim:", 0) == 0) {
+    if (options.task >= 0) {
+      return InvalidArgument("--task: a simulated cluster runs every worker itself; drop --task");
+    }
+    return ParseSimClusterSpec(options.cluster).status().WithContext("--cluster");
   }
   if (!IsLocalCluster(options.cluster)) {
     if (options.task < 0) {

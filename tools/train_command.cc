@@ -76,6 +76,13 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
   AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, options.classes));
   AF_ASSIGN_OR_RETURN(DNNClassifierOptions model,
                       ClassifierOptionsFromFlags(options, data, classes));
+  if (options.cluster.rfind("sim:", 0) == 0) {
+    if (!SimulatedTrainerHook()) {
+      return Unimplemented("--cluster " + options.cluster +
+                           ": this program does not link the simulated cluster");
+    }
+    return SimulatedTrainerHook()(options, out, err);
+  }
   if (!options.cluster.empty()) {
     return TrainOnCluster(options, ModelSpecOf(model), {data.train.features, data.train.labels},
                           {data.test.features, data.test.labels}, out, progress, err,
@@ -171,6 +178,11 @@ int TrainCommand(const TrainCommandOptions& options, std::ostream& out, std::ost
                     [&]() { return Train(options, out, progress, err, interactive); });
 }
 
+SimulatedTrainer& SimulatedTrainerHook() {
+  static SimulatedTrainer trainer;
+  return trainer;
+}
+
 Subcommand AddTrainSubcommand(CLI::App* parent) {
   auto options = std::make_shared<TrainCommandOptions>();
   CLI::App* app = parent->add_subcommand(
@@ -199,7 +211,8 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
   app->add_option("--schedule", options->schedule,
                   "With --pipeline: gpipe or 1f1b (default: 1f1b)");
   app->add_option("--cluster", options->cluster,
-                  "Data-parallel: local:ps=P,worker=W (in this process) or a cluster JSON file");
+                  "Data-parallel: sim:ps=P,worker=W (simulated), local:ps=P,worker=W (real servers in "
+                  "this process) or a cluster JSON file");
   app->add_option("--job", options->job, "With a cluster file: this process's job")
       ->capture_default_str();
   app->add_option("--task", options->task, "With a cluster file: this process's worker index");

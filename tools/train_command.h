@@ -62,6 +62,7 @@
 #define ACTORFLOW_TOOLS_TRAIN_COMMAND_H_
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 
@@ -139,6 +140,14 @@ int TrainCommand(const TrainCommandOptions& options, std::ostream& out, std::ost
 // Declares `train` on `parent`; the returned main runs TrainCommand on std::cout /
 // std::cerr, with a progress bar when the progress stream is a terminal.
 Subcommand AddTrainSubcommand(CLI::App* parent);
+
+// How `train --cluster sim:...` trains: `actorflow simulate`'s between-graph run
+// with train's flags (tools/simulate_command.h; its report is the --json line). Set
+// by the program that links the simulator (tools/actorflow.cc), which depends on
+// this library; unset, such a cluster is refused with Unimplemented.
+using SimulatedTrainer =
+    std::function<Status(const TrainCommandOptions&, std::ostream& out, std::ostream& err)>;
+SimulatedTrainer& SimulatedTrainerHook();
 
 // Whether the stream progress goes to (stdout, or stderr under --json) is a terminal.
 bool ProgressIsInteractive(const TrainCommandOptions& options);
