@@ -210,7 +210,7 @@ Subcommand AddSimulateSubcommand(CLI::App* parent) {
                   "sync: gradients per update (default: every worker; fewer = backup workers)");
   app->add_option("--faults", options->faults_path, "A fault plan (JSON, see the README)");
   app->add_option("--stragglers", options->stragglers,
-                  "none | lognormal:S | pareto:A[,p=P] | slow:I=F,... joined by +")
+                  "none | lognormal:S | pareto:A[,p=P] | slow:I=F,... | at:I@S=F,... joined by +")
       ->capture_default_str();
   app->add_option("--device-gflops", options->device_gflops, "Virtual compute speed of a worker")
       ->capture_default_str();

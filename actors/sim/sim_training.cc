@@ -217,9 +217,12 @@ StatusOr<SimTrainingReport> SimulatedCluster::TrainDataParallel(const SimTrainin
     std::string why;
     if (VirtualSeconds() - last_progress_s > stall_s) {
       why = "nothing moved for " + std::to_string(stall_s) + " virtual s";
-    } else if (VirtualSeconds() - run_start > options.max_virtual_seconds) {
+    } else if (!report.out_of_time && VirtualSeconds() - run_start > options.max_virtual_seconds) {
+      // Still moving: every driver ends at its next step boundary, as at the end of
+      // a run, so that nothing is cut off mid-request.
       report.out_of_time = true;
-      break;
+      run->stop = true;
+      continue;
     } else if (!impl.sched->trigger_timeout()) {
       why = "the cluster went quiet";
     }
@@ -290,7 +293,7 @@ StatusOr<SimTrainingReport> SimulatedCluster::TrainDataParallel(const SimTrainin
     report.gradients_applied = std::max(report.gradients_applied, applied);
   }
   report.updates_applied = report.global_step;
-  bool finished_ok = !report.hung;
+  bool finished_ok = !report.hung && !report.out_of_time;
   for (int w = 0; w < workers; ++w) {
     if (!run->workers[w].status.empty()) finished_ok = false;
   }

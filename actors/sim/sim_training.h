@@ -30,7 +30,8 @@
 //   global_step_monotone      no shard's version, as a worker saw it, ever went back.
 //   requests_end_by_deadline  every pull and push ended (answered or failed) by its
 //                             timeout plus the link's worst round trip.
-//   checkpoint_consistent     at the end of a run no driver gave up on: every shard
+//   checkpoint_consistent     at the end of a run that ended normally (no driver gave
+//                             up, not stopped at max_virtual_seconds): every shard
 //                             answers, holds its variables (all of them, together),
 //                             and sync shards are at one version.
 //   no_actor_left_waiting     no driver unfinished, no request parked on a shard.

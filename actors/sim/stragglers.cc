@@ -90,7 +90,7 @@ Status ParseWorkerIndex(std::string_view term, std::string_view text, int num_wo
 StatusOr<Term> ParseTerm(std::string_view term, int num_workers) {
   const size_t colon = term.find(':');
   if (colon == std::string_view::npos) {
-    return TermError(term, "expected KIND:PARAMETERS with KIND one of lognormal, pareto, slow");
+    return TermError(term, "expected KIND:PARAMETERS with KIND one of lognormal, pareto, slow, at");
   }
   const std::string_view kind = Trim(term.substr(0, colon));
   const std::vector<std::string_view> args = Split(term.substr(colon + 1), ',');
@@ -130,9 +130,32 @@ StatusOr<Term> ParseTerm(std::string_view term, int num_workers) {
         return TermError(term, "worker " + std::to_string(worker) + " is repeated");
       }
     }
+  } else if (kind == "at") {
+    t.kind = Term::Kind::kSchedule;
+    for (std::string_view arg : args) {
+      const size_t at = arg.find('@');
+      const size_t eq = arg.find('=');
+      if (at == std::string_view::npos || eq == std::string_view::npos || eq < at) {
+        return TermError(term, "expected WORKER@STEP=FACTOR, got \"" + std::string(arg) + "\"");
+      }
+      int worker = 0;
+      double step = 0;
+      double factor = 0;
+      AF_RETURN_IF_ERROR(ParseWorkerIndex(term, Trim(arg.substr(0, at)), num_workers, &worker));
+      AF_RETURN_IF_ERROR(ParseNumber(term, "step", Trim(arg.substr(at + 1, eq - at - 1)), &step));
+      if (step < 0 || step != std::floor(step)) {
+        return TermError(term, "step must be a whole number >= 0");
+      }
+      AF_RETURN_IF_ERROR(ParseNumber(term, "factor", Trim(arg.substr(eq + 1)), &factor));
+      if (factor < 1) return TermError(term, "a scheduled factor must be >= 1");
+      if (!t.schedule.emplace(std::make_pair(worker, static_cast<int64_t>(step)), factor).second) {
+        return TermError(term, "worker " + std::to_string(worker) + " step " +
+                                   std::to_string(static_cast<int64_t>(step)) + " is repeated");
+      }
+    }
   } else {
     return TermError(term, "unknown kind \"" + std::string(kind) +
-                               "\"; expected lognormal, pareto or slow");
+                               "\"; expected lognormal, pareto, slow or at");
   }
   return t;
 }
@@ -143,7 +166,7 @@ double Clamp(double factor) {
   return std::min(kMaxStragglerFactor, std::max(kMinStragglerFactor, factor));
 }
 
-double TermFactor(const Term& term, SimRandom& random, int worker) {
+double TermFactor(const Term& term, SimRandom& random, int worker, int64_t step) {
   constexpr double kTwoPi = 6.283185307179586;
   switch (term.kind) {
     case Term::Kind::kLognormal: {
@@ -158,6 +181,10 @@ double TermFactor(const Term& term, SimRandom& random, int worker) {
     case Term::Kind::kSlowWorkers: {
       const auto it = term.slow.find(worker);
       return it == term.slow.end() ? 1 : it->second;
+    }
+    case Term::Kind::kSchedule: {
+      const auto it = term.schedule.find(std::make_pair(worker, step));
+      return it == term.schedule.end() ? 1 : it->second;
     }
   }
   return 1;
@@ -189,7 +216,7 @@ double StragglerFactor(const StragglerSpec& spec, uint64_t seed, int worker, int
   double factor = 1;
   for (size_t i = 0; i < spec.terms.size(); ++i) {
     SimRandom random(Mix(base, (i + 1) * 0x165667b19e3779f9ULL));
-    factor = Clamp(factor * Clamp(TermFactor(spec.terms[i], random, worker)));
+    factor = Clamp(factor * Clamp(TermFactor(spec.terms[i], random, worker, step)));
   }
   return factor;
 }

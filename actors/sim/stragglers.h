@@ -11,10 +11,13 @@
 //   TERM := lognormal:SIGMA                    e.g. lognormal:0.5
 //         | pareto:ALPHA[,p=P]                 e.g. pareto:1.5  or  pareto:1.2,p=0.1
 //         | slow:I=F[,I=F]...                  e.g. slow:3=4,7=2.5 (worker 3 always 4x)
+//         | at:I@S=F[,I@S=F]...                e.g. at:3@17=50 (worker 3's step 17, 50x)
 // lognormal: factor = exp(SIGMA * z), z ~ N(0,1); median 1, so some steps run faster.
 // pareto:    with probability P (default 1) factor = U^(-1/ALPHA), U ~ Uniform(0,1]
 //            (a Pareto tail with minimum 1), else 1.
 // slow:      worker I's every step is F times slower; other workers are unaffected.
+// at:        a schedule: worker I's step S (0-based, the worker's own count) is F times
+//            slower; every other step is unaffected.
 // Numbers are decimal (an exponent such as 1e-3 is fine); a "+" separates terms only
 // when a letter follows it.
 #ifndef ACTORFLOW_ACTORS_SIM_STRAGGLERS_H_
@@ -23,6 +26,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/status.h"
@@ -31,12 +35,14 @@ namespace actorflow {
 
 struct StragglerSpec {
   struct Term {
-    enum class Kind { kLognormal, kPareto, kSlowWorkers };
+    enum class Kind { kLognormal, kPareto, kSlowWorkers, kSchedule };
     Kind kind = Kind::kLognormal;
     double sigma = 0;            // kLognormal: >= 0
     double alpha = 0;            // kPareto: > 0
     double probability = 1;      // kPareto: in [0, 1]
     std::map<int, double> slow;  // kSlowWorkers: worker index -> factor >= 1
+    // kSchedule: (worker, step) -> factor >= 1
+    std::map<std::pair<int, int64_t>, double> schedule;
   };
   std::vector<Term> terms;  // empty = no stragglers (factor 1)
   std::string text;         // as given, for reports

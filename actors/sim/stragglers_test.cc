@@ -193,5 +193,18 @@ TEST(StragglerFactorTest, ExtremeParametersStayFiniteAndBounded) {
   }
 }
 
+TEST(StragglerFactorTest, AScheduleSlowsExactlyTheNamedSteps) {
+  auto spec = ParseStragglerSpec("at:3@17=50,1@0=2", 4);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_DOUBLE_EQ(StragglerFactor(*spec, 9, 3, 17), 50);
+  EXPECT_DOUBLE_EQ(StragglerFactor(*spec, 9, 1, 0), 2);
+  EXPECT_DOUBLE_EQ(StragglerFactor(*spec, 9, 3, 16), 1);
+  EXPECT_DOUBLE_EQ(StragglerFactor(*spec, 9, 2, 17), 1);
+  for (const char* bad : {"at:3=50", "at:3@x=2", "at:3@-1=2", "at:3@1.5=2", "at:3@1=0.5",
+                          "at:9@1=2", "at:1@2=3,1@2=4"}) {
+    EXPECT_FALSE(ParseStragglerSpec(bad, 4).ok()) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace actorflow
