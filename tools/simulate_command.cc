@@ -216,6 +216,8 @@ Subcommand AddSimulateSubcommand(CLI::App* parent) {
       ->capture_default_str();
   app->add_option("--compute-us", options->compute_us, "Declared virtual time of a step (overrides FLOPs)");
   app->add_option("--eval-every", options->eval_every, "Evaluate every K global steps");
+  app->add_option("--checkpoint-every", options->train.checkpoint_every,
+                  "Sync: the chief takes a coordinated checkpoint every K global steps");
   app->add_option("--target-accuracy", options->target_accuracy,
                   "Record the virtual time the test accuracy first reaches this");
   app->add_flag("--stop-at-target", options->stop_at_target, "End the run at the target accuracy");

@@ -6,7 +6,8 @@
 //       [--mode sync|async|ssp:S] [--replicas-to-aggregate N] [--faults FILE]
 //       [--stragglers SPEC] [--device-gflops G | --compute-us X]
 //       [--latency-us X --bandwidth-gbps Y --jitter-us J] [--eval-every K]
-//       [--target-accuracy A [--stop-at-target]] [--trace FILE] [--json]
+//       [--target-accuracy A [--stop-at-target]] [--checkpoint-every K] [--trace FILE]
+//       [--max-virtual-seconds T] [--json]
 //       [--replication between-graph|in-graph] [...the model and data flags of train]
 //
 // between-graph (default): TensorFlow 1.x's between-graph replication with parameter
@@ -21,7 +22,8 @@
 //    "messages", "dropped", "event_log_hash", "weights_hash", "updates_applied",
 //    "dropped_stale", "workers_lost", "invariant_violations", "invariants" (name ->
 //    violations), "violations" (the first 20), "hung", "seconds_to_target",
-//    "pushes", "pushes_failed", "gradients_applied", "cluster", "mode",
+//    "pushes", "pushes_failed", "gradients_applied", "checkpoints_taken",
+//    "checkpoints_failed", "out_of_time", "cluster", "mode",
 //    "replication", "replicas_to_aggregate", "stragglers", "seed"}
 // and the command fails (after printing) when the run hung or broke an invariant.
 // --trace writes a Chrome trace in virtual time, one track per worker device.

@@ -69,6 +69,7 @@ Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream&
   training.steps = o.steps;
   training.timeout_ms = o.timeout_ms;
   training.eval_every = options.eval_every;
+  training.checkpoint_every = o.checkpoint_every;
   training.target_accuracy = options.target_accuracy;
   training.stop_at_target = options.stop_at_target;
   training.max_virtual_seconds = options.max_virtual_seconds;
@@ -153,6 +154,12 @@ Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream&
     j["pushes"] = report.pushes;
     j["pushes_failed"] = report.pushes_failed;
     j["gradients_applied"] = report.gradients_applied;
+    int64_t taken = 0;
+    for (const SimCheckpoint& c : report.checkpoints) {
+      if (c.failure.empty() && c.answered == c.shards) ++taken;
+    }
+    j["checkpoints_taken"] = taken;
+    j["checkpoints_failed"] = static_cast<int64_t>(report.checkpoints.size()) - taken;
     j["cluster"] = options.cluster;
     j["mode"] = report.mode;
     j["replication"] = "between-graph";

@@ -73,8 +73,10 @@ std::string SwarmScenario::Cluster() const {
 std::string SwarmScenario::Describe() const {
   return "seed " + std::to_string(seed) + ": " + Cluster() + " " + mode +
          (mode == "sync" ? " aggregate " + std::to_string(replicas_to_aggregate) : "") + ", " +
-         std::to_string(steps) + " steps, timeout " + std::to_string(timeout_ms) +
-         " ms, stragglers " + stragglers + ", faults " + faults_json;
+         std::to_string(steps) + " steps, timeout " + std::to_string(timeout_ms) + " ms" +
+         (checkpoint_every > 0 ? ", a checkpoint every " + std::to_string(checkpoint_every) + " steps"
+                               : std::string()) +
+         ", stragglers " + stragglers + ", faults " + faults_json;
 }
 
 SwarmScenario MakeSwarmScenario(uint64_t seed) {
@@ -99,6 +101,7 @@ SwarmScenario MakeSwarmScenario(uint64_t seed) {
       s.mode = "ssp:" + std::to_string(d.Int(1, 3));
   }
   s.steps = d.Int(10, 60);
+  s.checkpoint_every = s.mode == "sync" && d.Chance(0.5) ? d.Int(3, 10) : 0;
   s.timeout_ms = d.Int(20, 400);
   switch (d.Int(0, 3)) {
     case 0:
@@ -171,6 +174,7 @@ SimulateCommandOptions SimulateOptionsFor(const SwarmScenario& s, bool json) {
   o.train.batch = 16;
   o.train.timeout_ms = s.timeout_ms;
   o.train.json = json;
+  o.train.checkpoint_every = s.checkpoint_every;
   return o;
 }
 

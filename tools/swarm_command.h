@@ -7,7 +7,8 @@
 //   actorflow swarm --replay 417          # one scenario, its plan and its report
 //
 // A scenario draws: 1-3 ps tasks and 2-6 workers; sync (every worker), sync with
-// backup workers, async or ssp:1-3; 10-60 steps; a virtual timeout of 20-400 ms;
+// backup workers, async or ssp:1-3; 10-60 steps; in sync half the time coordinated
+// checkpoints every 3-10 steps; a virtual timeout of 20-400 ms;
 // stragglers (none, lognormal, pareto, a slow worker); and 0-4 faults among drop
 // (by probability or every K-th), delay, duplicate, reorder, a partition of a
 // worker from a ps task that heals, and a worker killed at a step (restarted later
@@ -45,6 +46,7 @@ struct SwarmScenario {
   std::string mode = "sync";
   int replicas_to_aggregate = 0;  // sync: 0 = every worker
   int64_t steps = 20;
+  int64_t checkpoint_every = 0;  // sync: the chief's coordinated checkpoints
   int64_t timeout_ms = 100;
   std::string stragglers = "none";
   double latency_us = 50;

@@ -1,4 +1,5 @@
 // The built-in invariants of simulated data-parallel training (sim_training.h).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,27 @@ std::vector<std::string> GradientsAppliedOnce(const SimTrainingReport& r) {
   return out;
 }
 
+std::vector<std::string> CheckpointConsistent(const SimTrainingReport& r) {
+  std::vector<std::string> out = r.checkpoint_problems;
+  for (const SimCheckpoint& c : r.checkpoints) {
+    if (!c.failure.empty() || c.answered < c.shards) continue;  // not taken
+    const std::string at = "checkpoint at version " + std::to_string(c.version) + ": ";
+    for (const std::string& p : c.problems) out.push_back(at + p);
+    std::vector<std::string> names = c.variables;
+    std::sort(names.begin(), names.end());
+    if (std::adjacent_find(names.begin(), names.end()) != names.end()) {
+      out.push_back(at + "a variable is held by two shards");
+    }
+    std::vector<std::string> expected;
+    for (const auto& [name, value] : r.parameters) expected.push_back(name);
+    if (!r.parameters.empty() && names != expected) {
+      out.push_back(at + "holds " + std::to_string(names.size()) + " variables, the model has " +
+                    std::to_string(expected.size()));
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> NoActorLeftWaiting(const SimTrainingReport& r) {
   std::vector<std::string> out;
   if (r.hung) out.push_back("the run hung: " + r.hang);
@@ -59,7 +81,7 @@ std::vector<SimInvariant> BuiltinSimInvariants() {
       {"global_step_monotone",
        [](const SimTrainingReport& r) { return r.version_regressions; }},
       {"requests_end_by_deadline", [](const SimTrainingReport& r) { return r.late_requests; }},
-      {"checkpoint_consistent", [](const SimTrainingReport& r) { return r.checkpoint_problems; }},
+      {"checkpoint_consistent", CheckpointConsistent},
       {"no_actor_left_waiting", NoActorLeftWaiting},
   };
 }

@@ -324,6 +324,7 @@ StatusOr<SimTrainingReport> SimulatedCluster::TrainDataParallel(const SimTrainin
   report.spans = std::move(run->spans);
   for (SimTraceSpan& span : report.spans) span.start_us -= run_start * 1e6;
   report.version_regressions = run->version_regressions;
+  report.checkpoints = run->checkpoints;
   report.late_requests = run->late_requests;
   for (const SimWorkerCounts& c : report.workers) {
     report.pushes += c.pushes;

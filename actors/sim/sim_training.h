@@ -30,10 +30,12 @@
 //   global_step_monotone      no shard's version, as a worker saw it, ever went back.
 //   requests_end_by_deadline  every pull and push ended (answered or failed) by its
 //                             timeout plus the link's worst round trip.
-//   checkpoint_consistent     at the end of a run that ended normally (no driver gave
-//                             up, not stopped at max_virtual_seconds): every shard
-//                             answers, holds its variables (all of them, together),
-//                             and sync shards are at one version.
+//   checkpoint_consistent     every coordinated checkpoint the chief took (sync,
+//                             checkpoint_every) that every shard answered holds every
+//                             variable once, every shard at the checkpoint's version;
+//                             and at the end of a run that ended normally (no driver
+//                             gave up, not stopped at max_virtual_seconds) every shard
+//                             answers, holds its variables, sync shards at one version.
 //   no_actor_left_waiting     no driver unfinished, no request parked on a shard.
 //
 // CAF-free.
@@ -78,6 +80,9 @@ struct SimTrainingOptions {
   int64_t steps = 100;        // sync: versions; async/SSP: pushes per worker
   int64_t timeout_ms = 1000;  // virtual: bounds every pull and push
   int64_t eval_every = 0;     // evaluate every K global steps (0: at the end only)
+  // Sync: the chief takes a coordinated checkpoint (every shard's values and slots at
+  // one version) every K global steps (0: none).
+  int64_t checkpoint_every = 0;
   double target_accuracy = 0;  // > 0: record when an evaluation first reaches it
   bool stop_at_target = false;
   double max_virtual_seconds = 3600;
@@ -135,6 +140,16 @@ struct SimEvalPoint {
   double loss = 0;
 };
 
+// A coordinated checkpoint the chief asked for at `version`.
+struct SimCheckpoint {
+  int64_t version = 0;
+  int shards = 0;      // asked
+  int answered = 0;    // answered OK
+  std::string failure; // a shard's error or no answer: the checkpoint was not taken
+  std::vector<std::string> problems;  // in answers that came: inconsistencies
+  std::vector<std::string> variables; // every variable the answers held
+};
+
 struct SimInvariantResult {
   std::string name;
   std::vector<std::string> violations;
@@ -161,6 +176,7 @@ struct SimTrainingReport {
   std::vector<std::string> version_regressions;
   std::vector<std::string> late_requests;
   std::vector<std::string> checkpoint_problems;
+  std::vector<SimCheckpoint> checkpoints;
   bool hung = false;
   std::string hang;  // why, naming the unfinished drivers
   // Still making progress when max_virtual_seconds passed (not a hang).

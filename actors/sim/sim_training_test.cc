@@ -174,5 +174,27 @@ TEST(SimTrainingTest, AUsersInvariantIsJudgedBesideTheBuiltInOnes) {
   EXPECT_EQ(r.invariant_violations(), 1) << Violations(r);
 }
 
+TEST(SimTrainingTest, TheChiefsCoordinatedCheckpointsAreTakenAndJudged) {
+  SimRun s = Make("sim:ps=3,worker=3", "", UpdateMode::kSync, 3, 4);
+  s.training.checkpoint_every = 10;
+  ASSERT_OK_AND_ASSIGN(SimTrainingReport r, s.cluster->TrainDataParallel(s.training));
+  EXPECT_EQ(r.invariant_violations(), 0) << Violations(r);
+  ASSERT_GE(r.checkpoints.size(), 5u);
+  for (const SimCheckpoint& c : r.checkpoints) {
+    EXPECT_EQ(c.failure, "");
+    EXPECT_EQ(c.answered, c.shards);
+    EXPECT_EQ(c.variables.size(), r.parameters.size());
+    EXPECT_EQ(c.version % 10, 0);
+  }
+  // A checkpoint in which two shards claim one variable breaks the invariant.
+  SimTrainingReport broken = r;
+  broken.checkpoints[0].variables.push_back(broken.checkpoints[0].variables.front());
+  for (const SimInvariant& invariant : BuiltinSimInvariants()) {
+    if (invariant.name != "checkpoint_consistent") continue;
+    EXPECT_TRUE(invariant.check(r).empty());
+    EXPECT_FALSE(invariant.check(broken).empty());
+  }
+}
+
 }  // namespace
 }  // namespace actorflow

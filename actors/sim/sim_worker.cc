@@ -42,6 +42,7 @@ struct DriverState {
   uint64_t sequence = 0;
   int consecutive_failures = 0;
   double stage_start_s = 0;  // when the current pull or push was sent
+  int64_t next_checkpoint = 0;  // chief: the global step of its next checkpoint
   const char* name = "sim_worker";
 };
 using Driver = caf::stateful_actor<DriverState>;
@@ -177,6 +178,49 @@ void MaybeEvaluate(Driver* self) {
   }
 }
 
+// Chief, sync: a coordinated checkpoint at the version every shard has reached, asked
+// of every shard holding variables beside the training loop (its answers are
+// recorded, whatever the loop does meanwhile).
+void MaybeCheckpoint(Driver* self) {
+  auto& st = self->state;
+  SimRunState& run = *st.run;
+  const int64_t every = run.options.checkpoint_every;
+  if (every <= 0 || st.setup.worker != 0 || run.config.mode != UpdateMode::kSync) return;
+  const int64_t version = OldestVersion(st);
+  if (st.next_checkpoint == 0) st.next_checkpoint = every;
+  if (version < st.next_checkpoint) return;
+  st.next_checkpoint = (version / every + 1) * every;
+  const size_t index = run.checkpoints.size();
+  SimCheckpoint checkpoint;
+  checkpoint.version = version;
+  for (int j = 0; j < run.num_shards; ++j) checkpoint.shards += st.holds[j] ? 1 : 0;
+  run.checkpoints.push_back(checkpoint);
+  for (int j = 0; j < run.num_shards; ++j) {
+    if (!st.holds[j]) continue;
+    const std::string who = st.setup.ps_names[j];
+    self->request(st.shards[j], RequestTimeout(self), shard_snap_atom::value, version,
+                  run.options.timeout_ms)
+        .then(
+            [self, index, version, who](PullReply& r) {
+              SimCheckpoint& c = self->state.run->checkpoints[index];
+              if (!r.status.ok()) {
+                if (c.failure.empty()) c.failure = r.status.ToString();
+                return;
+              }
+              ++c.answered;
+              if (r.version != version) {
+                c.problems.push_back(who + " answered version " + std::to_string(r.version) +
+                                     " for the checkpoint at " + std::to_string(version));
+              }
+              c.variables.insert(c.variables.end(), r.names.begin(), r.names.end());
+            },
+            [self, index, who](caf::error& e) {
+              SimCheckpoint& c = self->state.run->checkpoints[index];
+              if (c.failure.empty()) c.failure = who + ": " + self->system().render(e);
+            });
+  }
+}
+
 // With a complete snapshot: finish, or compute the next gradient and push it after
 // the step's virtual compute time.
 void Step(Driver* self) {
@@ -189,6 +233,7 @@ void Step(Driver* self) {
       (!sync && counts.steps >= run.options.steps)) {
     return Finish(self, Status::OK());
   }
+  MaybeCheckpoint(self);  // not when finishing: the answers would find it gone
   StatusOr<WorkloadGradients> computed =
       run.options.workload->ComputeGradients(st.setup.worker, counts.steps, st.values);
   if (!computed.ok()) return Finish(self, computed.status());

@@ -43,6 +43,7 @@ struct SimRunState {
   int64_t max_global_step = 0;
   Status eval_error;
   std::vector<SimTraceSpan> spans;  // with options.trace
+  std::vector<SimCheckpoint> checkpoints;
 };
 
 struct SimWorkerSetup {
