@@ -1,6 +1,9 @@
 // `actorflow simulate` with between-graph replication (the default): a worker driver
 // per worker task, the shards on the ps tasks (actors/sim/sim_training.h).
+#include <cblas.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -47,6 +50,10 @@ Status WriteSimTrace(const SimTrainingReport& report, int workers, const std::st
 Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream& out,
                             std::ostream& err) {
   const auto wall_start = std::chrono::steady_clock::now();
+  // One thread runs the simulation; OpenBLAS on one thread too, so that a matrix
+  // product sums in the same order on every host, whatever its core count (the
+  // weights hash is then the same everywhere). OPENBLAS_NUM_THREADS, when set, decides.
+  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
   const TrainCommandOptions& o = options.train;
   AF_ASSIGN_OR_RETURN(SimClusterShape shape, ParseSimClusterSpec(options.cluster));
   AF_ASSIGN_OR_RETURN(ClusterSpec spec, shape.ToClusterSpec());

@@ -7,8 +7,9 @@
 // fields. Unknown keys are refused, so a typo never silently disables a fault.
 //
 //   {"kill": TASK, "at_step": N}        the task dies (its actors stop, its messages
-//   {"kill": TASK, "at_s": T}           in flight are lost) when the chief's global
-//                                       step reaches N / at virtual second T.
+//   {"kill": TASK, "at_s": T}           in flight are lost) when the global step
+//                                       reaches N (data-parallel: as any worker saw it;
+//                                       in-graph: the chief's) / at virtual second T.
 //   {"restart": TASK, "at_step"|"at_s"} a killed task comes back (empty state, as a
 //                                       restarted process).
 //   {"drop": MATCH, "probability": P}   each matching message is lost with
