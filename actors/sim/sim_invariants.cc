@@ -16,8 +16,10 @@ std::vector<std::string> GradientsAppliedOnce(const SimTrainingReport& r) {
   for (size_t w = 0; w < r.workers.size(); ++w) {
     const SimWorkerCounts& c = r.workers[w];
     const int64_t accounted = c.applied + c.dropped_stale + c.failed + c.unanswered;
-    // Only a push in flight when its driver was killed goes unaccounted.
-    if (accounted > c.pushes || accounted + c.killed < c.pushes) {
+    // Only a push in flight when its driver was killed, or when the run stopped
+    // before the driver finished (a hang), goes unaccounted.
+    const int64_t in_flight = c.killed + (c.finished ? 0 : 1);
+    if (accounted > c.pushes || accounted + in_flight < c.pushes) {
       out.push_back(Worker(w) + " pushed " + std::to_string(c.pushes) + " times but " +
                     std::to_string(accounted) + " pushes are accounted for");
     }
@@ -25,8 +27,7 @@ std::vector<std::string> GradientsAppliedOnce(const SimTrainingReport& r) {
       const SimShardCounts& s = r.shards[j];
       if (!s.reachable || w >= s.applied_by_worker.size() || j >= c.shard_applied.size()) continue;
       const int64_t applied = s.applied_by_worker[w];
-      // At most one push per driver may be in flight when it is killed.
-      const int64_t in_flight = c.killed;
+      const int64_t in_flight = c.killed + (c.finished ? 0 : 1);
       if (applied < c.shard_applied[j] ||
           applied > c.shard_applied[j] + c.shard_unknown[j] + in_flight) {
         out.push_back(Ps(j) + " applied " + std::to_string(applied) + " gradients of " + Worker(w) +
@@ -62,7 +63,12 @@ std::vector<std::string> CheckpointConsistent(const SimTrainingReport& r) {
 
 std::vector<std::string> NoActorLeftWaiting(const SimTrainingReport& r) {
   std::vector<std::string> out;
-  if (r.hung) out.push_back("the run hung: " + r.hang);
+  if (r.hung) {
+    // Its drivers were still at work when it was stopped: what they left parked
+    // says nothing more.
+    out.push_back("the run hung: " + r.hang);
+    return out;
+  }
   for (size_t j = 0; j < r.shards.size(); ++j) {
     const SimShardCounts& s = r.shards[j];
     if (s.parked_pulls > 0 || s.parked_pushes > 0) {
