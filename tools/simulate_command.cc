@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -19,23 +20,15 @@ namespace {
 
 const TaskId kChief{"worker", 0};
 
-// FNV-1a over every trainable variable's bytes, in the model's order.
+// The trainable variables' hash (HashParameters: names and bytes, in name order).
 StatusOr<std::string> WeightsHash(const InGraphClassifier& classifier) {
   std::vector<std::string> names;
   for (const Output& v : classifier.model().variables) names.push_back(v.name());
   std::vector<Tensor> values;
   AF_RETURN_IF_ERROR(classifier.session()->Run({}, names, {}, &values));
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (const Tensor& t : values) {
-    const auto* bytes = static_cast<const unsigned char*>(t.raw_data());
-    for (size_t i = 0; i < t.TotalBytes(); ++i) {
-      hash ^= bytes[i];
-      hash *= 0x100000001b3ULL;
-    }
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
-  return std::string(hex);
+  std::map<std::string, Tensor> parameters;
+  for (size_t i = 0; i < names.size() && i < values.size(); ++i) parameters[names[i]] = values[i];
+  return HashParameters(parameters);
 }
 
 // The variables' bytes: the features through --hidden to the classes.

@@ -15,6 +15,8 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+}  // namespace
+
 Status CheckLabelRange(const LabeledData& data, int64_t n_classes, const std::string& what) {
   if (data.labels.dtype() != DType::kInt32) {
     return InvalidArgument(what + " labels are " + data.labels.DebugString() + ", expected int32");
@@ -29,8 +31,6 @@ Status CheckLabelRange(const LabeledData& data, int64_t n_classes, const std::st
   }
   return Status::OK();
 }
-
-}  // namespace
 
 Status ValidateDataParallelOptions(const DataParallelOptions& options) {
   const ParameterServerOptions& ps = options.ps;

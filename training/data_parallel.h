@@ -83,6 +83,10 @@ struct DataParallelOptions {
   std::string model_dir;
 };
 
+// OK when every label of `data` is int32 in [0, n_classes); InvalidArgument naming
+// `what`, the row and the label otherwise.
+Status CheckLabelRange(const LabeledData& data, int64_t n_classes, const std::string& what);
+
 // InvalidArgument naming the culprit: W < 1, replicas_to_aggregate outside [1, W]
 // in sync mode, a negative staleness bound, batch size or epochs < 1, timeout <= 0,
 // a model spec ValidateModelSpec rejects, a missing session factory.

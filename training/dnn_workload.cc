@@ -12,21 +12,6 @@
 namespace actorflow {
 namespace {
 
-Status CheckLabels(const LabeledData& data, int64_t n_classes, const std::string& what) {
-  if (data.labels.dtype() != DType::kInt32) {
-    return InvalidArgument(what + " labels are " + data.labels.DebugString() + ", expected int32");
-  }
-  const int32_t* y = data.labels.data<int32_t>();
-  for (int64_t i = 0; i < data.labels.NumElements(); ++i) {
-    if (y[i] < 0 || y[i] >= n_classes) {
-      return InvalidArgument(what + " row " + std::to_string(i) + ": label " +
-                             std::to_string(y[i]) + " is outside [0, " +
-                             std::to_string(n_classes) + ")");
-    }
-  }
-  return Status::OK();
-}
-
 class DNNWorkload : public TrainingWorkload {
  public:
   DNNWorkload(DNNWorkloadOptions options, std::unique_ptr<WorkerModel> model)
@@ -120,8 +105,8 @@ StatusOr<std::unique_ptr<TrainingWorkload>> NewDNNWorkload(const DNNWorkloadOpti
     return InvalidArgument("a workload needs at least 1 worker, got " +
                            std::to_string(options.num_workers));
   }
-  AF_RETURN_IF_ERROR(CheckLabels(options.train, options.spec.n_classes, "training"));
-  AF_RETURN_IF_ERROR(CheckLabels(options.test, options.spec.n_classes, "test"));
+  AF_RETURN_IF_ERROR(CheckLabelRange(options.train, options.spec.n_classes, "training"));
+  AF_RETURN_IF_ERROR(CheckLabelRange(options.test, options.spec.n_classes, "test"));
   SessionFactory direct = [](const Graph* graph) -> StatusOr<std::unique_ptr<Session>> {
     return NewDirectSession(graph);
   };
