@@ -64,6 +64,7 @@ struct DeliveryDecision {
 class FaultInjector {
  public:
   FaultInjector(FaultPlan plan, LinkModel link, uint64_t seed);
+  const LinkModel& link() const { return link_; }
 
   // Decides `message`'s fate at virtual time `now_s`. A message within one task is
   // delivered at once and untouched.

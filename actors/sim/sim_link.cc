@@ -1,5 +1,6 @@
 #include "actors/sim/sim_link.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -27,20 +28,26 @@ class SimLinkProxy : public caf::monitorable_actor {
 
   const char* name() const override { return "actorflow_sim_link"; }
 
-  // Ends this proxy with its target's exit reason once the target ends.
+  // Ends this proxy with its target's exit reason once the news crosses the link:
+  // one latency after the target ended, and after every message from the target's
+  // task to this proxy's task still in flight.
   void FollowTarget() {
     caf::weak_actor_ptr weak_self = caf::actor_cast<caf::weak_actor_ptr>(ctrl());
     target_->get()->attach_functor([weak_self](const caf::error& reason) {
       if (auto self = caf::actor_cast<caf::strong_actor_ptr>(weak_self)) {
-        static_cast<SimLinkProxy*>(self->get())->cleanup(caf::error(reason), nullptr);
+        static_cast<SimLinkProxy*>(self->get())->TargetEnded(reason, self);
       }
     });
   }
 
   void enqueue(caf::mailbox_element_ptr what, caf::execution_unit* host) override {
+    caf::type_erased_tuple& content = what->content();
+    if (content.size() == 1 && content.match_element<link_down_atom>(0)) {
+      cleanup(std::move(exit_reason_), host);
+      return;
+    }
     std::shared_ptr<SimNetwork> network = network_.lock();
     if (!network) return;
-    caf::type_erased_tuple& content = what->content();
     const char* kind = MessageKindOf(content);
     const int64_t bytes = BytesOf(content);
     DeliveryDecision decision;
@@ -75,14 +82,40 @@ class SimLinkProxy : public caf::monitorable_actor {
   }
 
  private:
+  using link_down_atom = caf::atom_constant<caf::atom("simldown")>;
+
+  void TargetEnded(const caf::error& reason, const caf::strong_actor_ptr& self) {
+    std::shared_ptr<SimNetwork> network = network_.lock();
+    if (!network) {
+      cleanup(caf::error(reason), nullptr);
+      return;
+    }
+    auto& clock = home_system().clock();
+    caf::actor_clock::time_point at;
+    {
+      std::lock_guard<std::mutex> lock(network->mu());
+      at = std::max(clock.now() + std::chrono::microseconds(static_cast<int64_t>(
+                                      network->injector().link().latency_us)),
+                    network->LastArrival(to_name_, from_name_) + caf::timespan(1));
+    }
+    exit_reason_ = reason;
+    clock.schedule_message(at, self,
+                           caf::make_mailbox_element(nullptr, caf::make_message_id(), {},
+                                                     link_down_atom::value));
+  }
+
   void Deliver(caf::mailbox_element_ptr what, double delay_us, caf::execution_unit* host) {
     if (delay_us <= 0) {
       target_->enqueue(std::move(what), host);
       return;
     }
     auto& clock = home_system().clock();
-    clock.schedule_message(clock.now() + std::chrono::microseconds(static_cast<int64_t>(delay_us)),
-                           target_, std::move(what));
+    const auto at = clock.now() + std::chrono::microseconds(static_cast<int64_t>(delay_us));
+    if (auto network = network_.lock()) {
+      std::lock_guard<std::mutex> lock(network->mu());
+      network->RecordArrival(from_name_, to_name_, at);
+    }
+    clock.schedule_message(at, target_, std::move(what));
   }
 
   // Handles in a message from `from_` to `to_` name actors of `from_`: the receiver
@@ -136,6 +169,7 @@ class SimLinkProxy : public caf::monitorable_actor {
   std::string from_name_;
   std::string to_name_;
   caf::strong_actor_ptr target_;
+  caf::error exit_reason_;  // the target's, until the news has crossed the link
 };
 
 }  // namespace
@@ -174,6 +208,18 @@ caf::strong_actor_ptr SimNetwork::Link(const TaskId& from, const TaskId& to,
   static_cast<SimLinkProxy*>(proxy->get())->FollowTarget();
   proxies_.emplace(std::move(key), proxy);
   return proxy;
+}
+
+caf::actor_clock::time_point SimNetwork::LastArrival(const std::string& from,
+                                                     const std::string& to) {
+  auto it = last_arrival_.find({from, to});
+  return it == last_arrival_.end() ? caf::actor_clock::time_point() : it->second;
+}
+
+void SimNetwork::RecordArrival(const std::string& from, const std::string& to,
+                               caf::actor_clock::time_point at) {
+  caf::actor_clock::time_point& last = last_arrival_[{from, to}];
+  if (at > last) last = at;
 }
 
 void SimNetwork::Clear() {

@@ -10,7 +10,8 @@
 // carries (a front's device list, a partition's peers, a restarted device) replaced
 // by proxies from the receiving task back to the sending one. A proxy ends, with its
 // target's exit reason, when its target ends, so monitors across tasks work as CAF's
-// remote proxies make them work between processes.
+// remote proxies make them work between processes: one link latency later, and after
+// every message the target's task sent the other way that is still in flight.
 #ifndef ACTORFLOW_ACTORS_SIM_SIM_LINK_H_
 #define ACTORFLOW_ACTORS_SIM_SIM_LINK_H_
 
@@ -50,12 +51,21 @@ class SimNetwork : public std::enable_shared_from_this<SimNetwork> {
   // Drops every proxy (each still delivers what it already scheduled).
   void Clear();
 
+  // The latest virtual time a message from task `from` to task `to` is scheduled to
+  // arrive (the clock's epoch when none is in flight), and recording one. A proxy
+  // delivers its target's death after the target's task's messages in flight, as
+  // a connection reports a closed peer after the data it sent.
+  caf::actor_clock::time_point LastArrival(const std::string& from, const std::string& to);
+  void RecordArrival(const std::string& from, const std::string& to,
+                     caf::actor_clock::time_point at);
+
  private:
   caf::actor_system& system_;
   FaultInjector injector_;
   EventLog log_;
   caf::actor_clock::time_point start_;
-  std::mutex mu_;          // guards injector_ and log_
+  std::mutex mu_;          // guards injector_, log_ and last_arrival_
+  std::map<std::pair<std::string, std::string>, caf::actor_clock::time_point> last_arrival_;
   std::mutex proxies_mu_;  // guards proxies_
   std::map<std::tuple<std::string, int, std::string, int, caf::actor_addr>, caf::strong_actor_ptr>
       proxies_;

@@ -79,6 +79,8 @@ TEST(SimTrainingTest, SyncWithBackupsFinishesWhenAWorkerIsKilledAtStepFive) {
   EXPECT_LT(r.workers[2].steps, 20);
   EXPECT_TRUE(r.workers[1].finished);
   EXPECT_EQ(s.cluster->event_log().Count(SimEvent::Kind::kKilled), 1u);
+  // The shards saw the killed worker lost, and only it (the others left).
+  EXPECT_EQ(r.shards[0].workers_lost, std::vector<int>{2});
 }
 
 TEST(SimTrainingTest, APartitionedChiefRecoversOnceThePartitionHeals) {
@@ -118,6 +120,8 @@ TEST(SimTrainingTest, AsyncTrainingLosingEveryTenthGradientStillLearnsAndCountsT
   // A dropped push ends unanswered; none is applied.
   EXPECT_EQ(r.pushes_failed, static_cast<int64_t>(dropped));
   EXPECT_EQ(r.global_step, r.pushes - r.pushes_failed);
+  // Every worker finished and said goodbye before its end reached the shard.
+  EXPECT_TRUE(r.shards[0].workers_lost.empty());
 }
 
 TEST(SimTrainingTest, TheSameSeedReplaysTheRunBitForBitAndAnotherSeedDoesNot) {
