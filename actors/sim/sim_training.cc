@@ -140,8 +140,7 @@ StatusOr<SimTrainingReport> SimulatedCluster::TrainDataParallel(const SimTrainin
   // A run is hung when nothing moves for longer than a stuck driver takes to give
   // up (each failed attempt waits at most a backoff of one timeout, then a pull and
   // a push, each its timeout plus the links' round trip); a run still moving at
-  // max_virtual_seconds
-  // is out of time, not hung.
+  // max_virtual_seconds is out of time, not hung.
   const double attempt_s = 3 * options.timeout_ms / 1000.0 + 2 * run->request_slack_us / 1e6;
   const double stall_s = (options.max_consecutive_failures + 2) * attempt_s + 1;
   double last_progress_s = run_start;
