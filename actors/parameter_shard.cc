@@ -68,19 +68,24 @@ void Deliver(ShardSelf self, ParameterShardState::Replies& out) {
 }
 
 // Keeps a sweep on its way for the earliest parked deadline.
-void ScheduleSweep(ShardSelf self) {
+// Makes sure a sweep comes by `next` (a deadline, in ms).
+void ScheduleSweepBy(ShardSelf self, int64_t next) {
   auto& st = self->state;
-  const int64_t next = st.shard->NextDeadline();
   if (next == kNoDeadline || (!st.sweeps.empty() && *st.sweeps.begin() <= next)) return;
   st.sweeps.insert(next);
   const int64_t delay = std::max<int64_t>(0, next - NowMs(self));
   self->delayed_send(self, std::chrono::milliseconds(delay), shard_sweep_atom::value, next);
 }
 
+// A sweep by the earliest deadline of every parked request (a scan of them all).
+void ScheduleSweep(ShardSelf self) { ScheduleSweepBy(self, self->state.shard->NextDeadline()); }
+
 // After a request was handed to the state: if it is still unanswered it is parked;
 // remember who asked (`sender`, taken before make_response_promise, which moves it
-// out of the message), so that its death cancels it, and bound it by its deadline.
-void TrackIfParked(ShardSelf self, RequestId id, const caf::actor& sender) {
+// out of the message), so that its death cancels it, and bound it by its deadline
+// (the only deadline that can be new: no scan of the other parked requests, which
+// made a sync version of W workers cost W^2).
+void TrackIfParked(ShardSelf self, RequestId id, const caf::actor& sender, int64_t deadline) {
   auto& st = self->state;
   if (!st.promises.count(id)) return;
   if (sender) {
@@ -89,7 +94,7 @@ void TrackIfParked(ShardSelf self, RequestId id, const caf::actor& sender) {
     st.parked_by[addr].insert(id);
     st.requester_of[id] = addr;
   }
-  ScheduleSweep(self);
+  ScheduleSweepBy(self, deadline);
 }
 
 ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardConfig config) {
@@ -146,9 +151,10 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         auto promise = self->make_response_promise();
         st.promises[id] = promise;
         ParameterShardState::Replies out;
-        st.shard->Pull(id, min_version, DeadlineFor(self, timeout_ms), &out);
+        const int64_t deadline = DeadlineFor(self, timeout_ms);
+        st.shard->Pull(id, min_version, deadline, &out);
         Deliver(self, out);
-        TrackIfParked(self, id, sender);
+        TrackIfParked(self, id, sender, deadline);
         return promise;
       },
       [self](shard_push_atom, const ShardPushArgs& push,
@@ -160,9 +166,10 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         st.promises[id] = promise;
         if (push.return_values) st.values_wanted.insert(id);
         ParameterShardState::Replies out;
-        st.shard->Push(id, push, DeadlineFor(self, timeout_ms), &out);
+        const int64_t deadline = DeadlineFor(self, timeout_ms);
+        st.shard->Push(id, push, deadline, &out);
         Deliver(self, out);
-        TrackIfParked(self, id, sender);
+        TrackIfParked(self, id, sender, deadline);
         return promise;
       },
       [self](shard_join_atom, int32_t worker, const caf::actor& who) -> Status {
@@ -199,9 +206,10 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         auto promise = self->make_response_promise();
         st.promises[id] = promise;
         ParameterShardState::Replies out;
-        st.shard->SnapshotAt(id, version, DeadlineFor(self, timeout_ms), &out);
+        const int64_t deadline = DeadlineFor(self, timeout_ms);
+        st.shard->SnapshotAt(id, version, deadline, &out);
         Deliver(self, out);
-        TrackIfParked(self, id, sender);
+        TrackIfParked(self, id, sender, deadline);
         return promise;
       },
       [self](shard_restore_atom, const std::vector<std::string>& names,
