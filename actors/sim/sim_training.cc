@@ -153,10 +153,8 @@ StatusOr<SimTrainingReport> SimulatedCluster::TrainDataParallel(const SimTrainin
       break;
     }
     impl.Drain();
-    int64_t progress = run->max_global_step;
-    for (const SimWorkerCounts& c : run->workers) progress += c.applied + c.dropped_stale;
-    if (progress != progress_mark) {
-      progress_mark = progress;
+    if (run->progress != progress_mark) {
+      progress_mark = run->progress;
       last_progress_s = VirtualSeconds();
     }
     bool acted = false;

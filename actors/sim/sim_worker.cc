@@ -20,6 +20,20 @@ using PushReply = ParameterShardState::PushReply;
 // How a request ended, as the driver saw it.
 enum class Outcome { kOk, kFailed, kUnknown };
 
+// What a failed attempt retries (a failed push pulls again).
+enum class Stage : int32_t { kConnect, kJoin, kInitialization, kPull, kPush };
+
+const char* StageName(Stage stage) {
+  switch (stage) {
+    case Stage::kConnect: return "connect";
+    case Stage::kJoin: return "join";
+    case Stage::kInitialization: return "initialization";
+    case Stage::kPull: return "pull";
+    case Stage::kPush: return "push";
+  }
+  return "?";
+}
+
 struct DriverState {
   SimWorkerSetup setup;
   SimRunState* run = nullptr;
@@ -36,8 +50,7 @@ struct DriverState {
   // The push in flight: per target shard, what it answered.
   std::vector<int> targets;
   std::vector<Outcome> outcomes;
-  std::vector<bool> applied;
-  std::vector<PushReply> push_replies;
+  std::vector<PushReply> push_replies;  // kOk outcomes: the shard's answer
   WorkloadGradients gradients;
   uint64_t sequence = 0;
   int consecutive_failures = 0;
@@ -95,20 +108,21 @@ void Fail(Driver* self, Outcome outcome, const std::string& why) {
 }
 
 // After a failed attempt: backs off on the virtual clock, then `retry`.
-void RetryLater(Driver* self, const char* stage) {
+void RetryLater(Driver* self, Stage stage) {
   auto& st = self->state;
   ++st.consecutive_failures;
   if (st.consecutive_failures > st.run->options.max_consecutive_failures) {
     return Finish(self, Aborted(WorkerName(self) + " gave up after " +
-                                std::to_string(st.consecutive_failures) + " failed " + stage +
+                                std::to_string(st.consecutive_failures) + " failed " + StageName(stage) +
                                 " attempts; the last: " + st.attempt_error));
   }
   const int64_t backoff_ms =
       std::min<int64_t>(st.run->options.timeout_ms, int64_t{10} << std::min(st.consecutive_failures, 10));
-  Counts(self).waiting_on = std::string("a retry of its ") + stage + " after: " + st.attempt_error;
+  Counts(self).waiting_on =
+      std::string("a retry of its ") + StageName(stage) + " after: " + st.attempt_error;
   const uint64_t phase = ++st.phase;
   self->delayed_send(self, std::chrono::milliseconds(backoff_ms), sim_retry_atom::value, phase,
-                     std::string(stage));
+                     static_cast<int32_t>(stage));
 }
 
 caf::duration RequestTimeout(Driver* self) {
@@ -261,7 +275,7 @@ void PushDone(Driver* self) {
       ++counts.shard_unknown[j];
     } else if (st.outcomes[pos] == Outcome::kFailed) {
       any_failed = true;
-    } else if (st.applied[pos]) {
+    } else if (st.push_replies[pos].applied) {
       ++counts.shard_applied[j];
     } else {
       all_applied = false;
@@ -273,10 +287,12 @@ void PushDone(Driver* self) {
     ++counts.failed;
   } else if (all_applied) {
     ++counts.applied;
+    ++st.run->progress;
   } else {
     ++counts.dropped_stale;
+    ++st.run->progress;
   }
-  if (any_unknown || any_failed) return RetryLater(self, "push");
+  if (any_unknown || any_failed) return RetryLater(self, Stage::kPush);
   st.consecutive_failures = 0;
   // The replies carry the values: the next snapshot, when they cover every shard
   // holding variables and (sync) agree on the version.
@@ -320,7 +336,6 @@ void Push(Driver* self) {
   const size_t n = st.targets.size();
   if (n == 0) return Pull(self);  // no shard holds a variable yet: ask again
   st.outcomes.assign(n, Outcome::kOk);
-  st.applied.assign(n, false);
   st.push_replies.assign(n, PushReply());
   ++Counts(self).pushes;
   const uint64_t sequence = ++st.sequence;
@@ -349,7 +364,6 @@ void Push(Driver* self) {
               if (r.status.ok() || r.applied) {
                 // An SSP answer that waited past its deadline: applied on arrival.
                 SeeVersion(self, s.targets[pos], r.version);
-                s.applied[pos] = r.applied;
                 s.push_replies[pos] = std::move(r);
               } else {
                 // A duplicate's answer says nothing of the original's outcome.
@@ -399,7 +413,7 @@ void Pull(Driver* self) {
               }
               if (--s.pending > 0) return;
               Span(self, "pull", s.stage_start_s, s.run->now_seconds());
-              if (s.attempt != Outcome::kOk) return RetryLater(self, "pull");
+              if (s.attempt != Outcome::kOk) return RetryLater(self, Stage::kPull);
               Step(self);
             },
             [self, phase, sent, who](caf::error& e) {
@@ -407,7 +421,7 @@ void Pull(Driver* self) {
               if (phase != s.phase) return;
               CheckLateness(self, sent, "pull from " + who);
               Fail(self, Outcome::kFailed, who + ": " + self->system().render(e));
-              if (--s.pending == 0) RetryLater(self, "pull");
+              if (--s.pending == 0) RetryLater(self, Stage::kPull);
             });
   }
 }
@@ -440,14 +454,14 @@ void Initialize(Driver* self) {
                 Fail(self, Outcome::kFailed, s.ToString());
               }
               if (--d.pending > 0) return;
-              if (d.attempt != Outcome::kOk) return RetryLater(self, "initialization");
+              if (d.attempt != Outcome::kOk) return RetryLater(self, Stage::kInitialization);
               Pull(self);
             },
             [self, phase](caf::error& e) {
               auto& d = self->state;
               if (phase != d.phase) return;
               Fail(self, Outcome::kFailed, self->system().render(e));
-              if (--d.pending == 0) RetryLater(self, "initialization");
+              if (--d.pending == 0) RetryLater(self, Stage::kInitialization);
             });
   }
 }
@@ -466,7 +480,7 @@ void Join(Driver* self) {
               if (phase != d.phase) return;
               if (!s.ok()) Fail(self, Outcome::kFailed, s.ToString());
               if (--d.pending > 0) return;
-              if (d.attempt != Outcome::kOk) return RetryLater(self, "join");
+              if (d.attempt != Outcome::kOk) return RetryLater(self, Stage::kJoin);
               if (d.setup.worker == 0) return Initialize(self);
               Pull(self);
             },
@@ -474,7 +488,7 @@ void Join(Driver* self) {
               auto& d = self->state;
               if (phase != d.phase) return;
               Fail(self, Outcome::kFailed, self->system().render(e));
-              if (--d.pending == 0) RetryLater(self, "join");
+              if (--d.pending == 0) RetryLater(self, Stage::kJoin);
             });
   }
 }
@@ -488,7 +502,7 @@ void GotShard(Driver* self, uint64_t phase, int j, const Status& s, ShardActor s
     Fail(self, Outcome::kFailed, s.ToString());
   }
   if (--d.pending > 0) return;
-  if (d.attempt != Outcome::kOk) return RetryLater(self, "connect");
+  if (d.attempt != Outcome::kOk) return RetryLater(self, Stage::kConnect);
   Join(self);
 }
 
@@ -537,11 +551,11 @@ caf::behavior DriverBehavior(Driver* self, SimWorkerSetup setup) {
       [self](sim_push_atom, uint64_t phase) {
         if (phase == self->state.phase) Push(self);
       },
-      [self](sim_retry_atom, uint64_t phase, const std::string& stage) {
+      [self](sim_retry_atom, uint64_t phase, int32_t stage) {
         if (phase != self->state.phase) return;
-        if (stage == "connect") return Connect(self);
-        if (stage == "join") return Join(self);
-        if (stage == "initialization") return Initialize(self);
+        if (stage == static_cast<int32_t>(Stage::kConnect)) return Connect(self);
+        if (stage == static_cast<int32_t>(Stage::kJoin)) return Join(self);
+        if (stage == static_cast<int32_t>(Stage::kInitialization)) return Initialize(self);
         Pull(self);  // after a failed pull or push
       },
   };

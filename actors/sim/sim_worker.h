@@ -41,6 +41,9 @@ struct SimRunState {
   double seconds_to_target = -1;
   bool stop = false;  // the target accuracy was reached with stop_at_target
   int64_t max_global_step = 0;
+  // Bumped by every push answered applied or stale: what the orchestrator watches to
+  // tell a stalled run from a slow one.
+  int64_t progress = 0;
   Status eval_error;
   std::vector<SimTraceSpan> spans;  // with options.trace
   std::vector<SimCheckpoint> checkpoints;
