@@ -32,7 +32,7 @@ class TrainingWorkload {
   virtual ~TrainingWorkload() = default;
 
   // The seeded initial value of every trainable variable (the chief initializes the
-  // parameter servers with them).
+  // parameter servers with them). The same values on every call.
   virtual StatusOr<std::map<std::string, Tensor>> InitialValues() = 0;
   // Loss and gradients of worker `worker`'s batch number `step` (0-based, the
   // worker's own count: a restarted worker asks for the batch after its last one) at

@@ -59,6 +59,26 @@ Status ApplyTaskFaults(SimulatedCluster& cluster, const FaultPlan& plan, int64_t
 
 }  // namespace
 
+StatusOr<SimulatedCluster::Options> SimulationOptionsFromFlags(
+    const SimulateCommandOptions& options, const SimClusterShape& shape, int64_t features,
+    int64_t classes) {
+  AF_ASSIGN_OR_RETURN(ClusterSpec spec, shape.ToClusterSpec());
+  AF_ASSIGN_OR_RETURN(std::vector<int64_t> hidden, ParseHiddenUnits(options.train.hidden));
+  SimulatedCluster::Options sim;
+  sim.shape = shape;
+  if (!options.faults_path.empty()) {
+    AF_ASSIGN_OR_RETURN(sim.faults, LoadFaultPlan(ResolveUserPath(options.faults_path), spec));
+  } else if (!options.faults_text.empty()) {
+    AF_ASSIGN_OR_RETURN(sim.faults, ParseFaultPlan(options.faults_text, spec));
+  }
+  sim.link.latency_us = options.latency_us;
+  sim.link.bandwidth_gbps = options.bandwidth_gbps;
+  sim.link.jitter_us = options.jitter_us;
+  sim.seed = options.train.seed;
+  sim.model_bytes = ModelBytes(features, hidden, classes);
+  return sim;
+}
+
 Status CheckSimulateOptions(const SimulateCommandOptions& options) {
   AF_ASSIGN_OR_RETURN(SimClusterShape shape, ParseSimClusterSpec(options.cluster));
   UpdateMode mode;
@@ -108,16 +128,9 @@ Status Simulate(const SimulateCommandOptions& options, std::ostream& out, std::o
   AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, o.classes));
   AF_ASSIGN_OR_RETURN(std::vector<int64_t> hidden, ParseHiddenUnits(o.hidden));
 
-  SimulatedCluster::Options sim;
-  sim.shape = shape;
-  if (!options.faults_path.empty()) {
-    AF_ASSIGN_OR_RETURN(sim.faults, LoadFaultPlan(ResolveUserPath(options.faults_path), spec));
-  }
-  sim.link.latency_us = options.latency_us;
-  sim.link.bandwidth_gbps = options.bandwidth_gbps;
-  sim.link.jitter_us = options.jitter_us;
-  sim.seed = o.seed;
-  sim.model_bytes = ModelBytes(data.train.features.shape().dim(1), hidden, classes);
+  AF_ASSIGN_OR_RETURN(SimulatedCluster::Options sim,
+                      SimulationOptionsFromFlags(options, shape, data.train.features.dim(1),
+                                                 classes));
   AF_ASSIGN_OR_RETURN(std::unique_ptr<SimulatedCluster> cluster, SimulatedCluster::Start(sim));
 
   InGraphClassifierOptions classifier_options;

@@ -40,6 +40,7 @@
 #include <ostream>
 #include <string>
 
+#include "actors/sim/simulated_cluster.h"
 #include "graph/status.h"
 #include "tools/cli_common.h"
 #include "tools/train_command.h"
@@ -72,6 +73,12 @@ struct SimulateCommandOptions {
 Status CheckSimulateOptions(const SimulateCommandOptions& options);
 // Runs the simulation and prints its result on `out` (progress on `err`).
 Status Simulate(const SimulateCommandOptions& options, std::ostream& out, std::ostream& err);
+// The simulated cluster the flags describe (--cluster's shape, --faults or an inline
+// plan, the link, the seed, the model's size from --hidden). Errors: the plan's.
+StatusOr<SimulatedCluster::Options> SimulationOptionsFromFlags(
+    const SimulateCommandOptions& options, const SimClusterShape& shape, int64_t features,
+    int64_t classes);
+
 // The between-graph run (tools/simulate_data_parallel.cc).
 Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream& out,
                             std::ostream& err);

@@ -96,19 +96,9 @@ Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream&
   AF_ASSIGN_OR_RETURN(std::unique_ptr<TrainingWorkload> workload, NewDNNWorkload(workload_options));
   training.workload = workload.get();
 
-  SimulatedCluster::Options sim;
-  sim.shape = shape;
-  if (!options.faults_path.empty()) {
-    AF_ASSIGN_OR_RETURN(sim.faults, LoadFaultPlan(ResolveUserPath(options.faults_path), spec));
-  } else if (!options.faults_text.empty()) {
-    AF_ASSIGN_OR_RETURN(sim.faults, ParseFaultPlan(options.faults_text, spec));
-  }
-  sim.link.latency_us = options.latency_us;
-  sim.link.bandwidth_gbps = options.bandwidth_gbps;
-  sim.link.jitter_us = options.jitter_us;
-  sim.seed = o.seed;
-  AF_ASSIGN_OR_RETURN(auto initial, workload->InitialValues());
-  for (const auto& [name, value] : initial) sim.model_bytes += static_cast<int64_t>(value.TotalBytes());
+  AF_ASSIGN_OR_RETURN(SimulatedCluster::Options sim,
+                      SimulationOptionsFromFlags(options, shape, data.train.features.dim(1),
+                                                 classes));
   AF_ASSIGN_OR_RETURN(std::unique_ptr<SimulatedCluster> cluster, SimulatedCluster::Start(sim));
   AF_ASSIGN_OR_RETURN(SimTrainingReport report, cluster->TrainDataParallel(training));
   if (training.trace) AF_RETURN_IF_ERROR(WriteSimTrace(report, workers, ResolveUserPath(options.trace_path)));

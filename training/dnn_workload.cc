@@ -49,7 +49,14 @@ class DNNWorkload : public TrainingWorkload {
     return ShardedBatches::Create(options_.train.features, options_.train.labels, shard);
   }
 
-  StatusOr<std::map<std::string, Tensor>> InitialValues() override { return model_->InitialValues(); }
+  // Drawn once: the initializers' random ops go on drawing, and every caller (the
+  // simulator's sizing, the chief) must see the values DNNClassifier starts from.
+  StatusOr<std::map<std::string, Tensor>> InitialValues() override {
+    if (initial_.empty()) {
+      AF_ASSIGN_OR_RETURN(initial_, model_->InitialValues());
+    }
+    return initial_;
+  }
 
   StatusOr<WorkloadGradients> ComputeGradients(
       int worker, int64_t step, const std::map<std::string, Tensor>& parameters) override {
@@ -91,6 +98,7 @@ class DNNWorkload : public TrainingWorkload {
   std::unique_ptr<WorkerModel> model_;
   std::vector<ShardedBatches> shards_;
   std::vector<int64_t> next_step_;
+  std::map<std::string, Tensor> initial_;
   double flops_ = 0;
 };
 
