@@ -24,7 +24,12 @@ class SimLinkProxy : public caf::monitorable_actor {
         to_(std::move(to)),
         from_name_(from_.ToString()),
         to_name_(to_.ToString()),
-        target_(std::move(target)) {}
+        target_(std::move(target)) {
+    if (auto net = network_.lock()) {
+      arrival_ = net->ArrivalSlot(from_name_, to_name_);
+      reverse_arrival_ = net->ArrivalSlot(to_name_, from_name_);
+    }
+  }
 
   const char* name() const override { return "actorflow_sim_link"; }
 
@@ -74,11 +79,12 @@ class SimLinkProxy : public caf::monitorable_actor {
     if (what->sender) what->sender = network->Link(to_, from_, std::move(what->sender));
     RewriteHandles(*network, content);
     if (decision.copies > 1) {
-      Deliver(caf::make_mailbox_element(what->sender, what->mid, what->stages,
+      Deliver(*network,
+              caf::make_mailbox_element(what->sender, what->mid, what->stages,
                                         what->copy_content_to_message()),
               decision.delay_us, host);
     }
-    Deliver(std::move(what), decision.delay_us, host);
+    Deliver(*network, std::move(what), decision.delay_us, host);
   }
 
  private:
@@ -96,7 +102,7 @@ class SimLinkProxy : public caf::monitorable_actor {
       std::lock_guard<std::mutex> lock(network->mu());
       at = std::max(clock.now() + std::chrono::microseconds(static_cast<int64_t>(
                                       network->injector().link().latency_us)),
-                    network->LastArrival(to_name_, from_name_) + caf::timespan(1));
+                    *reverse_arrival_ + caf::timespan(1));
     }
     exit_reason_ = reason;
     clock.schedule_message(at, self,
@@ -104,16 +110,17 @@ class SimLinkProxy : public caf::monitorable_actor {
                                                      link_down_atom::value));
   }
 
-  void Deliver(caf::mailbox_element_ptr what, double delay_us, caf::execution_unit* host) {
+  void Deliver(SimNetwork& network, caf::mailbox_element_ptr what, double delay_us,
+               caf::execution_unit* host) {
     if (delay_us <= 0) {
       target_->enqueue(std::move(what), host);
       return;
     }
     auto& clock = home_system().clock();
     const auto at = clock.now() + std::chrono::microseconds(static_cast<int64_t>(delay_us));
-    if (auto network = network_.lock()) {
-      std::lock_guard<std::mutex> lock(network->mu());
-      network->RecordArrival(from_name_, to_name_, at);
+    {
+      std::lock_guard<std::mutex> lock(network.mu());
+      *arrival_ = std::max(*arrival_, at);
     }
     clock.schedule_message(at, target_, std::move(what));
   }
@@ -170,6 +177,9 @@ class SimLinkProxy : public caf::monitorable_actor {
   std::string to_name_;
   caf::strong_actor_ptr target_;
   caf::error exit_reason_;  // the target's, until the news has crossed the link
+  // The network's latest arrival times from_ -> to_ and to_ -> from_ (ArrivalSlot).
+  caf::actor_clock::time_point* arrival_ = nullptr;
+  caf::actor_clock::time_point* reverse_arrival_ = nullptr;
 };
 
 }  // namespace
@@ -210,16 +220,10 @@ caf::strong_actor_ptr SimNetwork::Link(const TaskId& from, const TaskId& to,
   return proxy;
 }
 
-caf::actor_clock::time_point SimNetwork::LastArrival(const std::string& from,
-                                                     const std::string& to) {
-  auto it = last_arrival_.find({from, to});
-  return it == last_arrival_.end() ? caf::actor_clock::time_point() : it->second;
-}
-
-void SimNetwork::RecordArrival(const std::string& from, const std::string& to,
-                               caf::actor_clock::time_point at) {
-  caf::actor_clock::time_point& last = last_arrival_[{from, to}];
-  if (at > last) last = at;
+caf::actor_clock::time_point* SimNetwork::ArrivalSlot(const std::string& from,
+                                                      const std::string& to) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return &last_arrival_[{from, to}];  // a map's elements never move
 }
 
 void SimNetwork::Clear() {

@@ -52,12 +52,11 @@ class SimNetwork : public std::enable_shared_from_this<SimNetwork> {
   void Clear();
 
   // The latest virtual time a message from task `from` to task `to` is scheduled to
-  // arrive (the clock's epoch when none is in flight), and recording one. A proxy
-  // delivers its target's death after the target's task's messages in flight, as
-  // a connection reports a closed peer after the data it sent.
-  caf::actor_clock::time_point LastArrival(const std::string& from, const std::string& to);
-  void RecordArrival(const std::string& from, const std::string& to,
-                     caf::actor_clock::time_point at);
+  // arrive (the clock's epoch before the first), as a slot that lives as long as the
+  // network: a proxy looks its two directions up once, and reads and raises them
+  // under mu(). A proxy delivers its target's death after the target's task's
+  // messages in flight, as a connection reports a closed peer after its data.
+  caf::actor_clock::time_point* ArrivalSlot(const std::string& from, const std::string& to);
 
  private:
   caf::actor_system& system_;
