@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Model parallelism on 2 devices, measured: samples/s of each (model, split,
 pipeline) relative to the same model on one device (`--split none`) in the same
-round, the bytes that cross devices per step, and for pipelines the measured bubble
+round (the deep2048 pipelines: relative to their unpipelined layer split), the bytes that cross devices per step, and for pipelines the measured bubble
 beside the theoretical (K-1)/(M+K-1).
 
 Every case is `actorflow train --json` on the bundled digits with one OpenBLAS
@@ -28,6 +28,8 @@ DATA = ["--train", "examples/data/digits_training.csv", "--test", "examples/data
 # (name, model flags, devices, the baseline's name)
 MLP = ["--model", "mlp", "--hidden", "1024,1024,1024,1024", "--batch", "64", "--optimizer", "sgd",
        "--lr", "0.05"]
+DEEP = ["--model", "mlp", "--hidden", "2048,2048,2048,2048", "--batch", "128", "--optimizer",
+        "sgd", "--lr", "0.02"]
 CASES = [
     ("mlp none", MLP + ["--split", "none"], "cpu=1", None),
     ("mlp layer", MLP + ["--split", "layer"], "cpu=2", "mlp none"),
@@ -41,6 +43,13 @@ CASES = [
     ("cnn layer", ["--model", "cnn", "--split", "layer"], "cpu=2", "cnn none"),
     ("rnn none", ["--model", "rnn", "--split", "none"], "cpu=1", None),
     ("rnn layer", ["--model", "rnn", "--split", "layer"], "cpu=2", "rnn none"),
+    # The pipeline target: 4 equal dense stages of 2048 units on 2 devices, M = 8,
+    # against the same layer split unpipelined (its baseline, not `none`).
+    ("deep2048 layer", DEEP + ["--split", "layer"], "cpu=2", None),
+    ("deep2048 layer, pipeline 8 gpipe", DEEP + ["--split", "layer", "--pipeline", "8",
+                                                 "--schedule", "gpipe"], "cpu=2", "deep2048 layer"),
+    ("deep2048 layer, pipeline 8 1f1b", DEEP + ["--split", "layer", "--pipeline", "8",
+                                                "--schedule", "1f1b"], "cpu=2", "deep2048 layer"),
 ]
 
 
@@ -68,7 +77,16 @@ def main():
     ap.add_argument("--bin", default="bazel-bin/tools/actorflow")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    ap.add_argument("--only", default="", help="run only the cases whose name starts with this "
+                    "(with their baselines), e.g. deep2048")
     args = ap.parse_args()
+    global CASES
+    if args.only:
+        wanted = {name for name, *_ in CASES if name.startswith(args.only)}
+        wanted |= {base for name, _, _, base in CASES if name in wanted and base}
+        CASES = [case for case in CASES if case[0] in wanted]
+        if not CASES:
+            sys.exit(f"model_parallel_bench: no case starts with {args.only!r}")
     samples = {name: [] for name, *_ in CASES}
     ratios = {name: [] for name, *_ in CASES}
     extra = {}
@@ -101,7 +119,7 @@ def main():
     if not args.markdown:
         print(json.dumps(rows))
         return
-    print("| case | devices | samples/s (min / median / max) | ÷ none, same round | "
+    print("| case | devices | samples/s (min / median / max) | ÷ baseline, same round | "
           "bytes across devices per step | bubble measured (theory) |")
     print("|---|---|---|---|---|---|")
     for row in rows:
