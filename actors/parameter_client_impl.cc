@@ -379,6 +379,11 @@ class ParameterClientImpl : public ParameterClient {
       result.applied = result.applied && r.applied;
       result.staleness = std::max(result.staleness, r.staleness);
       result.global_step = std::max(result.global_step, r.version);
+      // Shards complete a version each on their own: report the smallest count.
+      if (r.applied) {
+        result.aggregated = result.aggregated == 0 ? r.aggregated
+                                                   : std::min(result.aggregated, r.aggregated);
+      }
     }
     if (next != nullptr) *next = SnapshotFromPushReplies(base, targets, call->replies());
     return result;

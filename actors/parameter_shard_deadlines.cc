@@ -53,6 +53,17 @@ void ParameterShardState::Expire(int64_t now, Replies* out) {
                   false, 0, version_});
     it = held_.erase(it);
   }
+  if (Elastic() && static_cast<int>(pending_.size()) >= config_.min_workers) {
+    // The step deadline ends the wait for members that have not pushed (stragglers
+    // or workers not yet known to be lost): the version completes with the
+    // gradients that arrived, and the late ones are dropped as stale.
+    for (const auto& [id, parked] : parked_pushes_) {
+      if (parked.deadline <= now) {
+        CompleteSyncVersion(out);
+        break;
+      }
+    }
+  }
   const int64_t slowest = MinLiveClock();
   for (auto it = parked_pushes_.begin(); it != parked_pushes_.end();) {
     const ParkedPush& p = it->second;
@@ -69,8 +80,11 @@ void ParameterShardState::Expire(int64_t now, Replies* out) {
                                 std::to_string(config_.staleness_bound) + ")";
     out->pushes.push_back(
         PushReply{it->first,
-                  DeadlineExceeded(name_ + ": push of worker " + std::to_string(p.worker) +
-                                   " waited past its deadline: " + why),
+                  Elastic() ? Unavailable(PausedReason() + " (push of worker " +
+                                          std::to_string(p.worker) + " not applied)")
+                            : DeadlineExceeded(name_ + ": push of worker " +
+                                               std::to_string(p.worker) +
+                                               " waited past its deadline: " + why),
                   config_.mode != UpdateMode::kSync, p.staleness, version_});
     // The worker was told its gradient was not applied: it must not be later.
     if (config_.mode == UpdateMode::kSync) {

@@ -47,7 +47,8 @@ ParameterShardState::ParameterShardState(std::string name, ShardConfig config,
       optimizer_(std::move(optimizer)),
       clocks_(config_.total_replicas, 0),
       applied_by_worker_(config_.total_replicas, 0),
-      last_sequence_(config_.total_replicas, 0) {}
+      last_sequence_(config_.total_replicas, 0),
+      updates_by_aggregated_(config_.total_replicas + 1, 0) {}
 
 Status ParameterShardState::CheckVariables(const std::vector<std::string>& names,
                                            const std::vector<Tensor>& values,
@@ -81,6 +82,7 @@ Status ParameterShardState::Initialize(const std::vector<std::string>& names,
   AF_RETURN_IF_ERROR(CheckVariables(names, values, &vars));
   variables_ = std::move(vars);
   pending_.clear();
+  OpenElasticVersion();
   for (const auto& [name, value] : variables_) optimizer_->AddVariable(name, value);
   initialized_ = true;
   ReleasePulls(out);
@@ -119,6 +121,7 @@ Status ParameterShardState::Restore(const std::vector<std::string>& names,
   previous_.clear();
   previous_slots_.clear();
   pending_.clear();
+  OpenElasticVersion();
   const Status aborted = Aborted(name_ + " was restored to version " + std::to_string(version) +
                                  " while this push waited: pull and compute it again");
   for (const auto& [id, parked] : parked_pushes_) {
@@ -148,6 +151,7 @@ void ParameterShardState::RaiseVersion(int64_t floor, Replies* out) {
     }
     parked_pushes_.clear();
     pending_.clear();
+    OpenElasticVersion();
   }
   ReleasePulls(out);
 }
@@ -287,7 +291,10 @@ void ParameterShardState::Push(RequestId id, const ShardPushArgs& push, int64_t 
                  false, 0);
   }
   if (!IsLive(w)) {
-    return reply(FailedPrecondition(name_ + ": " + who + (lost_.count(w) ? " was lost" : " left") +
+    return reply(FailedPrecondition(name_ + ": " + who +
+                                    (lost_.count(w)   ? " was lost"
+                                     : left_.count(w) ? " left"
+                                                      : " has not joined this elastic training") +
                                     "; it must Register again before pushing"),
                  false, 0);
   }
@@ -312,18 +319,16 @@ void ParameterShardState::Push(RequestId id, const ShardPushArgs& push, int64_t 
       ++dropped_stale_;
       return reply(Status::OK(), false, staleness);
     }
-    Status coverage = SyncCoverage();
-    if (!coverage.ok()) return reply(coverage, false, 0);
+    if (!Elastic()) {
+      Status coverage = SyncCoverage();
+      if (!coverage.ok()) return reply(coverage, false, 0);
+    }
     AddPending(id, push, out);
     ++clocks_[w];
     parked_pushes_[id] = ParkedPush{w, 0, deadline};
+    if (Elastic()) return TryCompleteElasticVersion(out);
     if (static_cast<int>(pending_.size()) < config_.replicas_to_aggregate) return;
-    ApplyPending();
-    for (const auto& [pid, parked] : parked_pushes_) {
-      out->pushes.push_back(PushReply{pid, Status::OK(), true, 0, version_});
-    }
-    parked_pushes_.clear();
-    ReleasePulls(out);
+    CompleteSyncVersion(out);
     return;
   }
 
@@ -464,6 +469,7 @@ void ParameterShardState::CheckSyncCoverage(Replies* out) {
 }
 
 bool ParameterShardState::IsLive(int worker) const {
+  if (Elastic()) return members_.count(worker) > 0;
   return !lost_.count(worker) && !left_.count(worker);
 }
 
@@ -487,6 +493,7 @@ Status ParameterShardState::Join(int worker, Replies* out) {
     left_.erase(worker);
   }
   last_sequence_[worker] = 0;
+  if (Elastic()) MemberJoined(worker, out);
   ReleaseSsp(out);
   return Status::OK();
 }
@@ -495,6 +502,7 @@ void ParameterShardState::Leave(int worker, Replies* out) {
   if (worker < 0 || worker >= config_.total_replicas) return;
   lost_.erase(worker);
   left_.insert(worker);
+  if (Elastic()) return MemberGone(worker, out);
   CheckSyncCoverage(out);
   ReleaseSsp(out);
 }
@@ -502,6 +510,7 @@ void ParameterShardState::Leave(int worker, Replies* out) {
 void ParameterShardState::WorkerLost(int worker, Replies* out) {
   if (worker < 0 || worker >= config_.total_replicas || left_.count(worker)) return;
   lost_.insert(worker);
+  if (Elastic()) return MemberGone(worker, out);
   CheckSyncCoverage(out);
   ReleaseSsp(out);
 }
@@ -522,6 +531,9 @@ ParameterShardState::Stats ParameterShardState::GetStats() const {
   s.parked_pushes = static_cast<int64_t>(parked_pushes_.size() + held_.size());
   s.accumulated = static_cast<int64_t>(pending_.size());
   s.applied_by_worker = applied_by_worker_;
+  s.members.assign(members_.begin(), members_.end());
+  s.membership_epoch = membership_epoch_;
+  s.updates_by_aggregated = updates_by_aggregated_;
   return s;
 }
 

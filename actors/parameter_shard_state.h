@@ -124,6 +124,8 @@ class ParameterShardState {
     std::vector<std::string> names;
     std::vector<Tensor> values;
     int64_t values_version = 0;
+    // kSync, applied: how many gradients the update it joined averaged.
+    int aggregated = 0;
   };
   // What a call produced: replies to deliver now (including released parked ones).
   struct Replies {
@@ -147,6 +149,11 @@ class ParameterShardState {
     int64_t accumulated = 0;  // kSync: gradients accumulated for the current version
     // Gradients of each worker that went into an update, [total_replicas].
     std::vector<int64_t> applied_by_worker;
+    // Elastic: the live members (sorted), the number of membership changes seen, and
+    // kSync updates by the number of gradients they averaged, [total_replicas + 1].
+    std::vector<int> members;
+    int64_t membership_epoch = 0;
+    std::vector<int64_t> updates_by_aggregated;
   };
 
   // `name` names the shard in every message ("/job:ps/replica:0/task:0 shard p").
@@ -185,6 +192,16 @@ class ParameterShardState {
   // again with its SSP clock raised to the slowest live worker's (it must not hold
   // the others back for the pushes it missed). InvalidArgument outside
   // 0..total_replicas-1.
+  // Elastic (ShardConfig::elastic, kSync): only joined workers are live and may push.
+  // Each version waits for the gradients of its members: the workers live when it
+  // opened (a worker joining while no gradient of the current version has arrived,
+  // or while training is paused, joins the current version; otherwise the next). A
+  // member lost or leaving is dropped from its version at once, and the gradients
+  // that arrived complete it; so does the first parked push's deadline, with the
+  // gradients that arrived by then. A version with fewer than min_workers members
+  // does not complete (training pauses); its pushes are answered Unavailable at
+  // their deadlines, saying so, until workers join. Every join, loss or leave bumps
+  // the membership epoch.
   Status Join(int worker, Replies* out);
   void Leave(int worker, Replies* out);
   void WorkerLost(int worker, Replies* out);
@@ -243,6 +260,17 @@ class ParameterShardState {
   // kSync: fails the parked pushes when the live workers cannot complete a version.
   void CheckSyncCoverage(Replies* out);
   Status SyncCoverage() const;
+  // kSync: averages the pending gradients into one update, answers the parked pushes
+  // (applied, with the count) and opens the next version.
+  void CompleteSyncVersion(Replies* out);
+  // Elastic: completes the version when every member's gradient arrived.
+  void TryCompleteElasticVersion(Replies* out);
+  // Elastic: the members of a newly opened version are the live workers.
+  void OpenElasticVersion();
+  bool Elastic() const { return config_.elastic && config_.mode == UpdateMode::kSync; }
+  void MemberJoined(int worker, Replies* out);
+  void MemberGone(int worker, Replies* out);
+  std::string PausedReason() const;
   bool IsLive(int worker) const;
   int64_t MinLiveClock() const;  // -1 when no worker is live
 
@@ -270,6 +298,11 @@ class ParameterShardState {
   std::vector<uint64_t> last_sequence_;  // [total_replicas]
   std::set<int> lost_;
   std::set<int> left_;
+  // Elastic: the joined, live workers; the members the current version waits for.
+  std::set<int> members_;
+  std::set<int> version_members_;
+  int64_t membership_epoch_ = 0;
+  std::vector<int64_t> updates_by_aggregated_;  // [total_replicas + 1]
 
   std::map<RequestId, ParkedPull> parked_pulls_;
   std::map<RequestId, ParkedPush> parked_pushes_;  // kSync waiters or SSP-parked

@@ -22,8 +22,19 @@ struct ShardConfig {
   int staleness_bound = 0;
   std::string optimizer = "sgd";
   double learning_rate = 0.1;
+  // Elastic membership (kSync): total_replicas is the number of worker slots, workers
+  // come and go, and each update averages the gradients of the workers live for its
+  // version (replicas_to_aggregate is not used). Below min_workers live workers the
+  // update waits (training pauses) until enough return. See
+  // actors/parameter_shard_state.h.
+  bool elastic = false;
+  int min_workers = 1;
+  // kSync elastic: "none" keeps learning_rate; "linear" scales it by
+  // aggregated / total_replicas for each update (the linear scaling rule: the global
+  // batch shrinks with the workers, so does the step).
+  std::string lr_scaling = "none";
 
-  // For messages: "sync 2 of 3, sgd lr=0.1", "async with 2 workers, adam lr=0.01",
+  // For messages: "sync 2 of 3, sgd lr=0.1", "sync elastic 1..3 workers, sgd lr=0.1", "async with 2 workers, adam lr=0.01",
   // "ssp:1 with 2 workers, sgd lr=0.1".
   std::string ToString() const;
   bool operator==(const ShardConfig& o) const;

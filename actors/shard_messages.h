@@ -55,10 +55,12 @@ typename Inspector::result_type inspect(Inspector& f, ShardConfig& x) {
   if constexpr (std::is_base_of<caf::serializer, Inspector>::value ||
                 std::is_base_of<caf::deserializer, Inspector>::value) {
     return f(caf::meta::type_name("actorflow.ShardConfig"), mode, x.total_replicas,
-             x.replicas_to_aggregate, x.staleness_bound, x.optimizer, learning_rate_bits, load);
+             x.replicas_to_aggregate, x.staleness_bound, x.optimizer, learning_rate_bits,
+             x.elastic, x.min_workers, x.lr_scaling, load);
   } else {  // logging: the rate as a number
     return f(caf::meta::type_name("actorflow.ShardConfig"), mode, x.total_replicas,
-             x.replicas_to_aggregate, x.staleness_bound, x.optimizer, x.learning_rate);
+             x.replicas_to_aggregate, x.staleness_bound, x.optimizer, x.learning_rate,
+             x.elastic, x.min_workers, x.lr_scaling);
   }
 }
 
@@ -77,7 +79,7 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::PullR
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ParameterShardState::PushReply& x) {
   return f(caf::meta::type_name("actorflow.ShardPushReply"), x.id, x.status, x.applied, x.staleness,
-           x.version, x.names, x.values, x.values_version);
+           x.version, x.names, x.values, x.values_version, x.aggregated);
 }
 
 template <class Inspector>
@@ -85,7 +87,8 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::Stats
   return f(caf::meta::type_name("actorflow.ShardStats"), x.initialized, x.variables, x.version,
            x.gradients_dropped_stale, x.staleness_sum, x.staleness_count, x.max_staleness,
            x.workers_lost, x.workers_left, x.clocks, x.parked_pulls, x.parked_pushes,
-           x.accumulated, x.applied_by_worker);
+           x.accumulated, x.applied_by_worker, x.members, x.membership_epoch,
+           x.updates_by_aggregated);
 }
 
 // The parameter shard actor (SpawnParameterShard, actors/parameter_shard.h). It

@@ -101,7 +101,7 @@ void ShardOptimizer::ApplyTyped(std::vector<Tensor>* slots, Tensor* var_tensor,
   T* var = var_tensor->data<T>();
   const T* grad = grad_tensor.data<T>();
   const int64_t n = var_tensor->NumElements();
-  const T lr = static_cast<T>(learning_rate_);
+  const T lr = static_cast<T>(learning_rate_ * rate_scale_);
   switch (kind_) {
     case OptimizerKind::kGradientDescent:
       for (int64_t i = 0; i < n; ++i) GradientDescentUpdate(var[i], grad[i], lr);

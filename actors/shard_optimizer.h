@@ -83,6 +83,9 @@ class ShardOptimizer {
   Status ImportSlots(const std::map<std::string, Tensor>& slots);
 
   const std::string& rule() const { return rule_; }
+  // Multiplies the learning rate of the updates that follow (elastic training's
+  // linear scaling sets it per update); 1 by default.
+  void set_rate_scale(double scale) { rate_scale_ = scale; }
 
  private:
   ShardOptimizer(OptimizerKind kind, double learning_rate)
@@ -101,6 +104,7 @@ class ShardOptimizer {
   OptimizerKind kind_;
   std::string rule_;  // OptimizerKindName(kind_)
   double learning_rate_;
+  double rate_scale_ = 1.0;
   std::map<std::string, VariableSlots> slots_;  // by variable name
   // Adam's beta powers, kept in each dtype as the graph keeps them.
   float beta1_power_f_ = static_cast<float>(kDefaultAdamBeta1);

@@ -43,6 +43,12 @@ struct ParameterServerOptions {
   // The update rule the shards apply: "sgd", "momentum", "adam", "adagrad".
   std::string optimizer = "sgd";
   double learning_rate = 0.1;
+  // kSync with elastic membership: workers join and leave, each update averages the
+  // gradients of the workers live for its version (at least min_workers; fewer
+  // pauses training), total_replicas is the number of worker slots.
+  bool elastic = false;
+  int min_workers = 1;
+  std::string lr_scaling = "none";  // or "linear": lr * aggregated / total_replicas
 };
 
 // A consistent view of the parameters, and the versions it was taken at (one per
@@ -63,6 +69,9 @@ struct PushResult {
   bool applied = true;     // false: dropped as stale (kSync)
   int64_t staleness = 0;   // versions between the snapshot and the update it joined
   int64_t global_step = 0;
+  // kSync: the gradients the update this push joined averaged (elastic: the live
+  // membership of its version); 0 when not applied.
+  int aggregated = 0;
 };
 
 struct ParameterStats {

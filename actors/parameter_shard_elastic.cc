@@ -1,0 +1,69 @@
+// ParameterShardState's elastic membership (actors/parameter_shard_state.h): which
+// workers a synchronous version waits for while workers join and leave, and the
+// completion of a version, shared with the fixed-membership protocol.
+#include <string>
+
+#include "actors/parameter_shard_state.h"
+
+namespace actorflow {
+
+void ParameterShardState::CompleteSyncVersion(Replies* out) {
+  const int aggregated = static_cast<int>(pending_.size());
+  if (config_.lr_scaling == "linear") {
+    optimizer_->set_rate_scale(static_cast<double>(aggregated) / config_.total_replicas);
+  }
+  ApplyPending();
+  optimizer_->set_rate_scale(1.0);
+  if (aggregated < static_cast<int>(updates_by_aggregated_.size())) {
+    ++updates_by_aggregated_[aggregated];
+  }
+  for (const auto& [id, parked] : parked_pushes_) {
+    PushReply reply{id, Status::OK(), true, 0, version_};
+    reply.aggregated = aggregated;
+    out->pushes.push_back(std::move(reply));
+  }
+  parked_pushes_.clear();
+  OpenElasticVersion();
+  ReleasePulls(out);
+}
+
+void ParameterShardState::OpenElasticVersion() {
+  if (Elastic()) version_members_ = members_;
+}
+
+void ParameterShardState::TryCompleteElasticVersion(Replies* out) {
+  if (pending_.empty() || static_cast<int>(version_members_.size()) < config_.min_workers) return;
+  for (int member : version_members_) {
+    if (!pending_.count(member)) return;
+  }
+  CompleteSyncVersion(out);
+}
+
+void ParameterShardState::MemberJoined(int worker, Replies* out) {
+  if (!members_.insert(worker).second) return;  // a repeated Join changes nothing
+  ++membership_epoch_;
+  // A version no gradient has reached yet, or one paused for want of workers, takes
+  // the newcomer; otherwise it contributes from the next version (the others'
+  // gradients must not wait for its first pull).
+  if (pending_.empty() || static_cast<int>(version_members_.size()) < config_.min_workers) {
+    version_members_.insert(worker);
+  }
+  TryCompleteElasticVersion(out);
+}
+
+void ParameterShardState::MemberGone(int worker, Replies* out) {
+  if (members_.erase(worker) == 0) return;
+  ++membership_epoch_;
+  // Its gradient, if it arrived, still counts for this version; the version no
+  // longer waits for it.
+  version_members_.erase(worker);
+  TryCompleteElasticVersion(out);
+}
+
+std::string ParameterShardState::PausedReason() const {
+  return name_ + ": training paused: version " + std::to_string(version_) + " has " +
+         std::to_string(version_members_.size()) + " live worker(s), fewer than min_workers=" +
+         std::to_string(config_.min_workers) + "; it resumes when workers join";
+}
+
+}  // namespace actorflow

@@ -1,0 +1,198 @@
+// Elastic membership in the shard's synchronous protocol, as plain calls: which
+// workers a version waits for while workers join, die and leave, the count each
+// update averaged, the pause below min_workers, and linear learning-rate scaling.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "actors/parameter_shard_state.h"
+
+namespace actorflow {
+namespace {
+
+using State = ParameterShardState;
+constexpr int64_t kNever = State::kNoDeadline;
+
+ShardConfig Elastic(int slots, int min_workers, std::string lr_scaling = "none") {
+  ShardConfig c;
+  c.mode = UpdateMode::kSync;
+  c.total_replicas = slots;
+  c.elastic = true;
+  c.min_workers = min_workers;
+  c.lr_scaling = std::move(lr_scaling);
+  c.optimizer = "sgd";
+  c.learning_rate = 1.0;
+  return c;
+}
+
+// A shard holding "w" = [0, 0] (float32), sgd with learning rate 1.
+std::unique_ptr<State> Shard(const ShardConfig& config) {
+  auto s = State::Create("ps0", config);
+  EXPECT_TRUE(s.ok()) << s.status();
+  State::Replies out;
+  EXPECT_TRUE((*s)->Initialize({"w"}, {Tensor::FromVector<float>({0, 0})}, &out).ok());
+  return std::move(s).value();
+}
+
+ShardPushArgs Grad(int worker, int64_t base, std::vector<float> g) {
+  ShardPushArgs p;
+  p.worker = worker;
+  p.base_version = base;
+  p.names = {"w"};
+  p.gradients = {Tensor::FromVector<float>(g)};
+  return p;
+}
+
+std::vector<float> Value(State* s) {
+  State::Replies out;
+  s->Pull(999, 0, kNever, &out);
+  EXPECT_EQ(out.pulls.size(), 1u);
+  const Tensor& t = out.pulls[0].values[0];
+  return {t.data<float>()[0], t.data<float>()[1]};
+}
+
+void JoinAll(State* s, std::vector<int> workers) {
+  State::Replies out;
+  for (int w : workers) ASSERT_TRUE(s->Join(w, &out).ok());
+}
+
+TEST(ParameterShardElasticTest, EachVersionAveragesTheGradientsOfItsLiveMembers) {
+  auto s = Shard(Elastic(4, 1));
+  JoinAll(s.get(), {0, 1});
+  State::Replies out;
+  s->Push(1, Grad(0, 0, {2, 0}), kNever, &out);
+  EXPECT_TRUE(out.pushes.empty());  // waits for worker 1, not for the 2 empty slots
+  s->Push(2, Grad(1, 0, {4, 2}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 2u);
+  for (const auto& r : out.pushes) {
+    EXPECT_TRUE(r.status.ok()) << r.status;
+    EXPECT_TRUE(r.applied);
+    EXPECT_EQ(r.aggregated, 2);
+  }
+  EXPECT_EQ(Value(s.get()), (std::vector<float>{-3, -1}));
+  auto stats = s->GetStats();
+  EXPECT_EQ(stats.members, (std::vector<int>{0, 1}));
+  EXPECT_EQ(stats.membership_epoch, 2);
+  EXPECT_EQ(stats.updates_by_aggregated, (std::vector<int64_t>{0, 0, 1, 0, 0}));
+}
+
+TEST(ParameterShardElasticTest, AWorkerJoiningMidVersionContributesFromTheNextVersion) {
+  auto s = Shard(Elastic(3, 1));
+  JoinAll(s.get(), {0, 1});
+  State::Replies out;
+  s->Push(1, Grad(0, 0, {1, 1}), kNever, &out);
+  ASSERT_TRUE(s->Join(2, &out).ok());  // version 0 already has a gradient
+  s->Push(2, Grad(1, 0, {1, 1}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 2u);  // version 0 completed without waiting for worker 2
+  EXPECT_EQ(out.pushes[0].aggregated, 2);
+  out = {};
+  s->Push(3, Grad(0, 1, {1, 1}), kNever, &out);
+  s->Push(4, Grad(1, 1, {1, 1}), kNever, &out);
+  EXPECT_TRUE(out.pushes.empty());  // version 1 waits for the newcomer too
+  s->Push(5, Grad(2, 1, {4, 4}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 3u);
+  EXPECT_EQ(out.pushes[0].aggregated, 3);
+  EXPECT_EQ(Value(s.get()), (std::vector<float>{-3, -3}));  // -1 then -(1+1+4)/3
+}
+
+TEST(ParameterShardElasticTest, ALostMemberNoLongerHoldsItsVersionAndItsArrivedGradientCounts) {
+  auto s = Shard(Elastic(3, 1));
+  JoinAll(s.get(), {0, 1, 2});
+  State::Replies out;
+  s->Push(1, Grad(0, 0, {3, 0}), kNever, &out);
+  s->Push(2, Grad(2, 0, {0, 3}), kNever, &out);  // worker 2 pushed, then dies
+  s->WorkerLost(2, &out);
+  EXPECT_TRUE(out.pushes.empty());  // still waiting for worker 1
+  s->WorkerLost(1, &out);           // worker 1 dies before pushing
+  ASSERT_EQ(out.pushes.size(), 2u);
+  EXPECT_EQ(out.pushes[0].aggregated, 2);
+  EXPECT_EQ(Value(s.get()), (std::vector<float>{-1.5f, -1.5f}));
+  auto stats = s->GetStats();
+  EXPECT_EQ(stats.members, (std::vector<int>{0}));
+  EXPECT_EQ(stats.workers_lost, (std::vector<int>{1, 2}));
+  // The survivor alone now completes each version.
+  out = {};
+  s->Push(3, Grad(0, 1, {1, 1}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 1u);
+  EXPECT_EQ(out.pushes[0].aggregated, 1);
+}
+
+TEST(ParameterShardElasticTest, TheStepDeadlineCompletesAVersionWithTheGradientsThatArrived) {
+  auto s = Shard(Elastic(3, 2));
+  JoinAll(s.get(), {0, 1, 2});
+  State::Replies out;
+  s->Push(1, Grad(0, 0, {2, 2}), /*deadline=*/100, &out);
+  s->Push(2, Grad(1, 0, {4, 4}), /*deadline=*/120, &out);
+  s->Expire(99, &out);
+  EXPECT_TRUE(out.pushes.empty());
+  s->Expire(100, &out);  // worker 2 is silent (hung, or its death not yet seen)
+  ASSERT_EQ(out.pushes.size(), 2u);
+  for (const auto& r : out.pushes) {
+    EXPECT_TRUE(r.status.ok()) << r.status;
+    EXPECT_EQ(r.aggregated, 2);
+  }
+  EXPECT_EQ(Value(s.get()), (std::vector<float>{-3, -3}));
+  out = {};
+  s->Push(3, Grad(2, 0, {9, 9}), kNever, &out);  // the straggler's late gradient
+  ASSERT_EQ(out.pushes.size(), 1u);
+  EXPECT_FALSE(out.pushes[0].applied);
+  EXPECT_EQ(out.pushes[0].staleness, 1);
+}
+
+TEST(ParameterShardElasticTest, BelowMinWorkersTrainingPausesUntilAWorkerJoins) {
+  auto s = Shard(Elastic(3, 2));
+  JoinAll(s.get(), {0, 1});
+  State::Replies out;
+  s->WorkerLost(1, &out);
+  s->Push(1, Grad(0, 0, {1, 1}), /*deadline=*/50, &out);
+  EXPECT_TRUE(out.pushes.empty());  // one member, fewer than min_workers=2
+  s->Expire(50, &out);
+  ASSERT_EQ(out.pushes.size(), 1u);
+  EXPECT_EQ(out.pushes[0].status.code(), Code::kUnavailable);
+  EXPECT_THAT(out.pushes[0].status.message(), testing::HasSubstr("training paused"));
+  EXPECT_THAT(out.pushes[0].status.message(), testing::HasSubstr("min_workers=2"));
+  EXPECT_FALSE(out.pushes[0].applied);
+  EXPECT_EQ(Value(s.get()), (std::vector<float>{0, 0}));  // nothing applied
+  // The worker retries; a worker joining the paused version lets it complete.
+  out = {};
+  s->Push(2, Grad(0, 0, {1, 1}), kNever, &out);
+  ASSERT_TRUE(s->Join(2, &out).ok());
+  EXPECT_TRUE(out.pushes.empty());
+  s->Push(3, Grad(2, 0, {3, 3}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 2u);
+  EXPECT_EQ(out.pushes[0].aggregated, 2);
+  EXPECT_EQ(Value(s.get()), (std::vector<float>{-2, -2}));
+}
+
+TEST(ParameterShardElasticTest, LinearScalingScalesTheRateByTheAggregatedShareOfTheSlots) {
+  auto s = Shard(Elastic(4, 1, "linear"));
+  JoinAll(s.get(), {0, 1});
+  State::Replies out;
+  s->Push(1, Grad(0, 0, {4, 4}), kNever, &out);
+  s->Push(2, Grad(1, 0, {4, 0}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 2u);
+  // Average (4, 2), rate 1 * 2/4.
+  EXPECT_EQ(Value(s.get()), (std::vector<float>{-2, -1}));
+}
+
+TEST(ParameterShardElasticTest, OnlyJoinedWorkersMayPushAndBadConfigsAreNamed) {
+  auto s = Shard(Elastic(2, 1));
+  State::Replies out;
+  s->Push(1, Grad(1, 0, {1, 1}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 1u);
+  EXPECT_EQ(out.pushes[0].status.code(), Code::kFailedPrecondition);
+  EXPECT_THAT(out.pushes[0].status.message(), testing::HasSubstr("has not joined"));
+
+  ShardConfig below = Elastic(2, 0);
+  EXPECT_THAT(ValidateShardConfig(below).message(), testing::HasSubstr("min_workers=0"));
+  ShardConfig async = Elastic(2, 1);
+  async.mode = UpdateMode::kAsync;
+  EXPECT_THAT(ValidateShardConfig(async).message(), testing::HasSubstr("sync mode"));
+  EXPECT_THAT(ValidateShardConfig(Elastic(2, 1, "cubic")).message(),
+              testing::HasSubstr("lr_scaling must be none or linear"));
+  EXPECT_EQ(Elastic(3, 2, "linear").ToString(),
+            "sync elastic 2..3 workers, sgd lr=1 (linear scaling)");
+  EXPECT_NE(Elastic(3, 2), Elastic(3, 1));
+}
+
+}  // namespace
+}  // namespace actorflow
