@@ -173,6 +173,7 @@ class ParameterClientImpl : public ParameterClient {
     std::vector<bool> holds(NumShards(), false);
     std::vector<int> targets = AllShards();
     std::vector<int64_t> min_version(NumShards(), 0);
+    int membership_from = NumShards();
     while (!targets.empty()) {
       auto call = Fan<PullReply>(targets, deadline, [&](size_t pos) {
         return std::make_tuple(shard_pull_atom::value, min_version[targets[pos]],
@@ -185,6 +186,11 @@ class ParameterClientImpl : public ParameterClient {
         const int t = targets[pos];
         snapshot.shard_versions[t] = r.version;
         holds[t] = !r.names.empty();
+        // The first shard holding variables speaks for the membership.
+        if (holds[t] && t < membership_from) {
+          snapshot.membership = r.membership;
+          membership_from = t;
+        }
         for (size_t i = 0; i < r.names.size() && i < r.values.size(); ++i) {
           Remember(r.names[i], t, r.values[i]);
           snapshot.values[r.names[i]] = r.values[i];
@@ -242,6 +248,11 @@ class ParameterClientImpl : public ParameterClient {
       staleness_count += s.staleness_count;
       lost.insert(s.workers_lost.begin(), s.workers_lost.end());
       left.insert(s.workers_left.begin(), s.workers_left.end());
+      // Every shard sees the same joins and losses: the first one's record stands.
+      if (stats.updates_by_aggregated.empty()) {
+        stats.updates_by_aggregated = s.updates_by_aggregated;
+        stats.membership_changes = s.membership_changes;
+      }
     }
     stats.mean_staleness =
         staleness_count > 0 ? static_cast<double>(staleness_sum) / staleness_count : 0.0;
@@ -406,6 +417,7 @@ class ParameterClientImpl : public ParameterClient {
       const int t = targets[pos];
       snapshot.shard_versions[t] = r.values_version;
       snapshot.global_step = std::max(snapshot.global_step, r.values_version);
+      if (pos == 0) snapshot.membership = r.membership;
       for (size_t i = 0; i < r.names.size(); ++i) {
         Remember(r.names[i], t, r.values[i]);
         snapshot.values[r.names[i]] = r.values[i];

@@ -14,6 +14,7 @@ void ParameterShardState::CompleteSyncVersion(Replies* out) {
   }
   ApplyPending();
   optimizer_->set_rate_scale(1.0);
+  applied_gradients_ += aggregated;
   if (aggregated < static_cast<int>(updates_by_aggregated_.size())) {
     ++updates_by_aggregated_[aggregated];
   }
@@ -42,6 +43,7 @@ void ParameterShardState::TryCompleteElasticVersion(Replies* out) {
 void ParameterShardState::MemberJoined(int worker, Replies* out) {
   if (!members_.insert(worker).second) return;  // a repeated Join changes nothing
   ++membership_epoch_;
+  membership_changes_.push_back(MembershipChange{"join", worker, version_});
   // A version no gradient has reached yet, or one paused for want of workers, takes
   // the newcomer; otherwise it contributes from the next version (the others'
   // gradients must not wait for its first pull).
@@ -51,13 +53,22 @@ void ParameterShardState::MemberJoined(int worker, Replies* out) {
   TryCompleteElasticVersion(out);
 }
 
-void ParameterShardState::MemberGone(int worker, Replies* out) {
+void ParameterShardState::MemberGone(int worker, const char* kind, Replies* out) {
   if (members_.erase(worker) == 0) return;
   ++membership_epoch_;
+  membership_changes_.push_back(MembershipChange{kind, worker, version_});
   // Its gradient, if it arrived, still counts for this version; the version no
   // longer waits for it.
   version_members_.erase(worker);
   TryCompleteElasticVersion(out);
+}
+
+MembershipView ParameterShardState::Membership() const {
+  MembershipView view;
+  view.members.assign(version_members_.begin(), version_members_.end());
+  view.epoch = membership_epoch_;
+  view.applied_gradients = applied_gradients_;
+  return view;
 }
 
 std::string ParameterShardState::PausedReason() const {

@@ -114,6 +114,19 @@ TEST(ParameterShardElasticTest, ALostMemberNoLongerHoldsItsVersionAndItsArrivedG
   s->Push(3, Grad(0, 1, {1, 1}), kNever, &out);
   ASSERT_EQ(out.pushes.size(), 1u);
   EXPECT_EQ(out.pushes[0].aggregated, 1);
+  // Pulls carry the membership and the data cursor (gradients applied: 2 + 1).
+  out = {};
+  s->Pull(9, 0, kNever, &out);
+  ASSERT_EQ(out.pulls.size(), 1u);
+  EXPECT_EQ(out.pulls[0].membership.members, (std::vector<int>{0}));
+  EXPECT_EQ(out.pulls[0].membership.epoch, 5);  // 3 joins, 2 losses
+  EXPECT_EQ(out.pulls[0].membership.applied_gradients, 3);
+  EXPECT_EQ(s->GetStats().membership_changes,
+            (std::vector<MembershipChange>{{"join", 0, 0},
+                                           {"join", 1, 0},
+                                           {"join", 2, 0},
+                                           {"lost", 2, 0},
+                                           {"lost", 1, 0}}));
 }
 
 TEST(ParameterShardElasticTest, TheStepDeadlineCompletesAVersionWithTheGradientsThatArrived) {

@@ -211,6 +211,7 @@ ParameterShardState::PullReply ParameterShardState::Snapshot(RequestId id) const
     r.names.push_back(name);
     r.values.push_back(value);
   }
+  if (Elastic()) r.membership = Membership();
   return r;
 }
 
@@ -222,6 +223,7 @@ void ParameterShardState::FillValues(PushReply* reply) const {
     reply->values.push_back(value);
   }
   reply->values_version = version_;
+  if (Elastic()) reply->membership = Membership();
 }
 
 void ParameterShardState::Pull(RequestId id, int64_t min_version, int64_t deadline, Replies* out) {
@@ -502,7 +504,7 @@ void ParameterShardState::Leave(int worker, Replies* out) {
   if (worker < 0 || worker >= config_.total_replicas) return;
   lost_.erase(worker);
   left_.insert(worker);
-  if (Elastic()) return MemberGone(worker, out);
+  if (Elastic()) return MemberGone(worker, "leave", out);
   CheckSyncCoverage(out);
   ReleaseSsp(out);
 }
@@ -510,7 +512,7 @@ void ParameterShardState::Leave(int worker, Replies* out) {
 void ParameterShardState::WorkerLost(int worker, Replies* out) {
   if (worker < 0 || worker >= config_.total_replicas || left_.count(worker)) return;
   lost_.insert(worker);
-  if (Elastic()) return MemberGone(worker, out);
+  if (Elastic()) return MemberGone(worker, "lost", out);
   CheckSyncCoverage(out);
   ReleaseSsp(out);
 }
@@ -534,6 +536,7 @@ ParameterShardState::Stats ParameterShardState::GetStats() const {
   s.members.assign(members_.begin(), members_.end());
   s.membership_epoch = membership_epoch_;
   s.updates_by_aggregated = updates_by_aggregated_;
+  s.membership_changes = membership_changes_;
   return s;
 }
 

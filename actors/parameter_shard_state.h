@@ -111,6 +111,7 @@ class ParameterShardState {
     // `version`, "<var>/<suffix>", sorted; shared buffers, read-only.
     std::vector<std::string> slot_names;
     std::vector<Tensor> slot_values;  // parallel to slot_names
+    MembershipView membership;        // elastic only
   };
   struct PushReply {
     RequestId id = 0;
@@ -126,6 +127,7 @@ class ParameterShardState {
     int64_t values_version = 0;
     // kSync, applied: how many gradients the update it joined averaged.
     int aggregated = 0;
+    MembershipView membership;  // elastic, with the values: as of values_version
   };
   // What a call produced: replies to deliver now (including released parked ones).
   struct Replies {
@@ -154,6 +156,7 @@ class ParameterShardState {
     std::vector<int> members;
     int64_t membership_epoch = 0;
     std::vector<int64_t> updates_by_aggregated;
+    std::vector<MembershipChange> membership_changes;
   };
 
   // `name` names the shard in every message ("/job:ps/replica:0/task:0 shard p").
@@ -269,7 +272,7 @@ class ParameterShardState {
   void OpenElasticVersion();
   bool Elastic() const { return config_.elastic && config_.mode == UpdateMode::kSync; }
   void MemberJoined(int worker, Replies* out);
-  void MemberGone(int worker, Replies* out);
+  void MemberGone(int worker, const char* kind, Replies* out);
   std::string PausedReason() const;
   bool IsLive(int worker) const;
   int64_t MinLiveClock() const;  // -1 when no worker is live
@@ -303,6 +306,9 @@ class ParameterShardState {
   std::set<int> version_members_;
   int64_t membership_epoch_ = 0;
   std::vector<int64_t> updates_by_aggregated_;  // [total_replicas + 1]
+  int64_t applied_gradients_ = 0;
+  std::vector<MembershipChange> membership_changes_;
+  MembershipView Membership() const;
 
   std::map<RequestId, ParkedPull> parked_pulls_;
   std::map<RequestId, ParkedPush> parked_pushes_;  // kSync waiters or SSP-parked

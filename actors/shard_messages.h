@@ -65,6 +65,17 @@ typename Inspector::result_type inspect(Inspector& f, ShardConfig& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, MembershipView& x) {
+  return f(caf::meta::type_name("actorflow.MembershipView"), x.members, x.epoch,
+           x.applied_gradients);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, MembershipChange& x) {
+  return f(caf::meta::type_name("actorflow.MembershipChange"), x.kind, x.worker, x.global_step);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ShardPushArgs& x) {
   return f(caf::meta::type_name("actorflow.ShardPushArgs"), x.worker, x.sequence, x.base_version,
            x.names, x.gradients, x.return_values);
@@ -73,13 +84,13 @@ typename Inspector::result_type inspect(Inspector& f, ShardPushArgs& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ParameterShardState::PullReply& x) {
   return f(caf::meta::type_name("actorflow.ShardPullReply"), x.id, x.status, x.version, x.names,
-           x.values, x.slot_names, x.slot_values);
+           x.values, x.slot_names, x.slot_values, x.membership);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ParameterShardState::PushReply& x) {
   return f(caf::meta::type_name("actorflow.ShardPushReply"), x.id, x.status, x.applied, x.staleness,
-           x.version, x.names, x.values, x.values_version, x.aggregated);
+           x.version, x.names, x.values, x.values_version, x.aggregated, x.membership);
 }
 
 template <class Inspector>
@@ -88,7 +99,7 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::Stats
            x.gradients_dropped_stale, x.staleness_sum, x.staleness_count, x.max_staleness,
            x.workers_lost, x.workers_left, x.clocks, x.parked_pulls, x.parked_pushes,
            x.accumulated, x.applied_by_worker, x.members, x.membership_epoch,
-           x.updates_by_aggregated);
+           x.updates_by_aggregated, x.membership_changes);
 }
 
 // The parameter shard actor (SpawnParameterShard, actors/parameter_shard.h). It

@@ -51,6 +51,25 @@ struct ParameterServerOptions {
   std::string lr_scaling = "none";  // or "linear": lr * aggregated / total_replicas
 };
 
+// Elastic training: the workers a synchronous version waits for (sorted task
+// indices), the membership epoch (changes so far), and the gradients applied so far
+// over all updates, which is where the data cursor of the next version stands.
+struct MembershipView {
+  std::vector<int> members;
+  int64_t epoch = 0;
+  int64_t applied_gradients = 0;
+};
+
+// One change of an elastic training's membership, as a shard saw it.
+struct MembershipChange {
+  std::string kind;  // "join", "leave" (the worker closed its client) or "lost"
+  int worker = 0;
+  int64_t global_step = 0;  // the shard's version when it happened
+  bool operator==(const MembershipChange& o) const {
+    return kind == o.kind && worker == o.worker && global_step == o.global_step;
+  }
+};
+
 // A consistent view of the parameters, and the versions it was taken at (one per
 // shard, opaque to drivers: hand it back to Push).
 struct ParameterSnapshot {
@@ -63,6 +82,8 @@ struct ParameterSnapshot {
   std::vector<int64_t> shard_versions;
   // Updates applied so far (the global step as the shards see it).
   int64_t global_step = 0;
+  // Elastic sync only (else empty): as the first shard holding variables saw it.
+  MembershipView membership;
 };
 
 struct PushResult {
@@ -80,6 +101,10 @@ struct ParameterStats {
   double mean_staleness = 0;
   std::vector<int> workers_lost;  // worker indices the shards saw die
   std::vector<int> workers_left;  // worker indices that left (their client closed)
+  // Elastic sync: the changes in order (from the first shard), and updates by the
+  // number of gradients they averaged, [total_replicas + 1].
+  std::vector<MembershipChange> membership_changes;
+  std::vector<int64_t> updates_by_aggregated;
 };
 
 class ParameterClient {
