@@ -132,6 +132,12 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
       [self](shard_check_atom, const ShardConfig& wanted) -> Status {
         const ParameterShardState& shard = *self->state.shard;
         if (wanted == shard.config()) return Status::OK();
+        if (wanted.elastic && !shard.config().elastic) {
+          return FailedPrecondition(shard.name() + " serves a training that is not elastic ('" +
+                                    shard.config().ToString() +
+                                    "'): a worker cannot join it with --elastic; start the "
+                                    "training with --elastic to let workers come and go");
+        }
         return FailedPrecondition(shard.name() + " was created for '" + shard.config().ToString() +
                                   "' and cannot serve '" + wanted.ToString() +
                                   "' (reset the cluster, or use the same options)");
@@ -175,6 +181,15 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
       [self](shard_join_atom, int32_t worker, const caf::actor& who) -> Status {
         auto& st = self->state;
         ParameterShardState::Replies out;
+        auto claimed = st.actor_of.find(worker);
+        if (who && claimed != st.actor_of.end() && claimed->second != who.address() &&
+            st.shard->IsLiveMember(worker)) {
+          // Elastic membership admits one process per task: the first one keeps it.
+          return AlreadyExists(st.shard->name() + ": worker " + std::to_string(worker) +
+                               " is already a live member of this elastic training; a second "
+                               "process claiming task " + std::to_string(worker) +
+                               " is refused");
+        }
         Status status = st.shard->Join(worker, &out);
         if (status.ok() && who) {
           auto previous = st.actor_of.find(worker);

@@ -207,6 +207,8 @@ class ParameterShardState {
   // the membership epoch.
   Status Join(int worker, Replies* out);
   void Leave(int worker, Replies* out);
+  // Elastic: whether `worker` is a live member now.
+  bool IsLiveMember(int worker) const { return Elastic() && members_.count(worker) > 0; }
   void WorkerLost(int worker, Replies* out);
 
   // Answers every parked request whose deadline is <= now with DeadlineExceeded.

@@ -19,6 +19,7 @@
 #include "placement/cluster_spec.h"
 #include "tools/multi_progress.h"
 #include "tools/status_server.h"
+#include "tools/train_elastic.h"
 #include "tools/train_flags.h"
 #include "tools/train_summaries.h"
 #include "training/recovery.h"
@@ -37,6 +38,7 @@ class ProgressPrinter {
   explicit ProgressPrinter(std::ostream& out) : out_(out) {}
 
   void Report(const WorkerProgress& p) {
+    if (!p.paused.empty() || !p.members.empty()) return ReportElastic(p);
     const int64_t planned = std::max<int64_t>(p.planned_steps, 1);
     const int64_t tenth = std::max<int64_t>(planned / 10, 1);
     std::lock_guard<std::mutex> lock(mu_);
@@ -56,10 +58,27 @@ class ProgressPrinter {
   }
 
  private:
+  // Elastic: a line per ~10% of the run's batches, and one for every membership
+  // change and every pause.
+  void ReportElastic(const WorkerProgress& p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t tenth = std::max<int64_t>(p.total_batches / 10, 1);
+    const int64_t decile = p.batch_index / tenth;
+    const bool changed = p.membership_epoch != last_membership_epoch_ || !p.paused.empty() ||
+                         decile != last_decile_;
+    if (!changed) return;
+    last_membership_epoch_ = p.membership_epoch;
+    last_decile_ = decile;
+    out_ << ElasticProgressLine(p) << "\n";
+    out_.flush();
+  }
+
   struct Window {
     double loss_sum = 0.0;
     int64_t count = 0;
   };
+  int64_t last_membership_epoch_ = -1;
+  int64_t last_decile_ = -1;
   std::ostream& out_;
   std::mutex mu_;
   std::map<int, Window> windows_;
@@ -244,11 +263,39 @@ void ReportRescaledSteps(const TrainCommandOptions& options, const DataParallelO
 
 }  // namespace
 
+Status CheckElasticFlags(const TrainCommandOptions& options) {
+  if (!options.elastic) {
+    if (options.min_workers != 1 || options.max_workers != 0 || options.lr_scaling != "none") {
+      return InvalidArgument("--min-workers, --max-workers and --lr-scaling need --elastic");
+    }
+    return Status::OK();
+  }
+  if (options.cluster.empty() || IsLocalCluster(options.cluster) ||
+      options.cluster.rfind("sim:", 0) == 0) {
+    return InvalidArgument("--elastic needs a cluster file (--cluster FILE --job worker --task "
+                           "I): its workers are processes that come and go");
+  }
+  if (options.mode != "sync") {
+    return InvalidArgument("--elastic applies to --mode sync (an update averages the live "
+                           "workers' gradients), not '" + options.mode + "'");
+  }
+  if (options.replicas_to_aggregate != 0) {
+    return InvalidArgument("--elastic averages the gradients of the live workers: drop "
+                           "--replicas-to-aggregate");
+  }
+  if (options.max_workers > 0 && options.min_workers > options.max_workers) {
+    return InvalidArgument("--min-workers " + std::to_string(options.min_workers) +
+                           " is more than --max-workers " + std::to_string(options.max_workers));
+  }
+  return Status::OK();
+}
+
 Status CheckClusterFlags(const TrainCommandOptions& options) {
   if (options.status_port < -1 || options.status_port > 65535) {
     return InvalidArgument("--status-port " + std::to_string(options.status_port) +
                            ": must be a port in 0..65535 (0: any free port)");
   }
+  AF_RETURN_IF_ERROR(CheckElasticFlags(options));
   if (!options.cluster.empty() && !options.trace_path.empty()) {
     return InvalidArgument("--trace traces a step of training in this process; drop --cluster "
                            "(a cluster run's steps: actorflow run --trace against a task)");
@@ -413,6 +460,21 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
                              "' job for the variables");
     }
   }
+  if (options.elastic) {
+    if (options.max_workers > workers) {
+      return InvalidArgument("--max-workers " + std::to_string(options.max_workers) +
+                             ": the cluster file has " + std::to_string(workers) +
+                             " worker slots");
+    }
+    if (options.max_workers > 0) workers = options.max_workers;
+    if (options.task >= workers) {
+      return InvalidArgument("--task " + std::to_string(options.task) + " is outside the " +
+                             std::to_string(workers) + " worker slots of --max-workers");
+    }
+    dp.ps.elastic = true;
+    dp.ps.min_workers = options.min_workers;
+    dp.ps.lr_scaling = options.lr_scaling;
+  }
   dp.ps.total_replicas = workers;
   dp.ps.replicas_to_aggregate =
       options.replicas_to_aggregate > 0 ? options.replicas_to_aggregate : workers;
@@ -451,6 +513,10 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
     LogResult(result, &summaries);
     PrintResult(options, dp, result, nullptr, out);
     return Status::OK();
+  }
+  if (options.elastic) {
+    return TrainElasticWorker(options, cluster, dp, report_progress, train, test, &summaries,
+                              &board, out);
   }
   // One worker of a cluster file, under the recovery supervisor; only the chief
   // checkpoints.

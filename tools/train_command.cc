@@ -220,6 +220,18 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
       ->capture_default_str();
   app->add_option("--replicas-to-aggregate", options->replicas_to_aggregate,
                   "sync: gradients averaged per update (default: every worker)");
+  app->add_flag("--elastic", options->elastic,
+               "Cluster file, sync: workers may join and leave while training runs");
+  app->add_option("--min-workers", options->min_workers,
+                  "--elastic: fewer live workers pause training (default 1)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--max-workers", options->max_workers,
+                  "--elastic: worker slots used (default: every worker of the cluster file)")
+      ->check(CLI::PositiveNumber);
+  app->add_option("--lr-scaling", options->lr_scaling,
+                  "--elastic: none, or linear (the rate scales with the live workers)")
+      ->check(CLI::IsMember({"none", "linear"}))
+      ->capture_default_str();
   app->add_option("--max-restarts", options->max_restarts,
                   "Cluster file: restarts after a lost ps task before giving up (default 3)")
       ->check(CLI::NonNegativeNumber);

@@ -129,6 +129,14 @@ struct TrainCommandOptions {
   int max_restarts = -1;
   int64_t reconnect_timeout_ms = -1;
   int64_t checkpoint_every = 0;
+  // Elastic sync training (a cluster file's workers): workers join and leave while it
+  // runs, each update averages the live workers' gradients (lr_scaling "linear":
+  // the rate scales with them), fewer than min_workers pause it; max_workers
+  // (0: every worker slot of the cluster file) bounds the task indices.
+  bool elastic = false;
+  int min_workers = 1;
+  int max_workers = 0;
+  std::string lr_scaling = "none";
 };
 
 // Runs the command: the result goes to `out`, progress to `out` too or, under

@@ -44,6 +44,14 @@ Status ValidateDataParallelOptions(const DataParallelOptions& options) {
                            " must be in [1, " + std::to_string(ps.total_replicas) +
                            "]: there are " + std::to_string(ps.total_replicas) + " workers");
   }
+  if (ps.elastic && ps.mode != UpdateMode::kSync) {
+    return InvalidArgument("elastic training needs --mode sync");
+  }
+  if (ps.elastic && (ps.min_workers < 1 || ps.min_workers > ps.total_replicas)) {
+    return InvalidArgument("--min-workers " + std::to_string(ps.min_workers) + " must be in [1, " +
+                           std::to_string(ps.total_replicas) + "]: the cluster has " +
+                           std::to_string(ps.total_replicas) + " worker slots");
+  }
   if (ps.mode == UpdateMode::kStaleSynchronous && ps.staleness_bound < 0) {
     return InvalidArgument("staleness bound " + std::to_string(ps.staleness_bound) +
                            " must be >= 0");
@@ -96,6 +104,12 @@ StatusOr<std::unique_ptr<WorkerDriver>> WorkerDriver::Create(const DataParallelO
                       ShardedBatches::Create(train.features, train.labels, shard));
   driver->batches_ = std::make_unique<ShardedBatches>(std::move(batches));
   driver->batches_->Skip(std::max<int64_t>(worker_options.steps_done, 0));
+  if (options.ps.elastic) {
+    AF_ASSIGN_OR_RETURN(ElasticBatches elastic,
+                        ElasticBatches::Create(train.features, train.labels, options.batch_size,
+                                               options.seed));
+    driver->elastic_batches_ = std::make_unique<ElasticBatches>(std::move(elastic));
+  }
   driver->num_rows_ = train.features.dim(0);
   AF_ASSIGN_OR_RETURN(driver->model_, WorkerModel::Create(options.spec, options.seed,
                                                           options.session_factory,
@@ -156,6 +170,7 @@ Status WorkerDriver::InitializeAsChief() {
 }
 
 Status WorkerDriver::RunLoop(WorkerReport* report) {
+  if (elastic_batches_ != nullptr) return RunElasticLoop(report);
   const int worker = worker_options_.worker;
   AF_RETURN_IF_ERROR(client_->Register(worker));
   if (worker == 0) AF_RETURN_IF_ERROR(InitializeAsChief());

@@ -28,6 +28,15 @@
 //         (backup workers) the slowest pushes of each version are dropped as stale,
 //         and the run still ends once the target is reached.
 //
+// Elastic (options.ps.elastic, sync only): workers join and leave while the run goes
+// on. A worker checks that the ps hold its model (names and shapes), registers, and
+// trains the global batches its rank in each version's membership gives it
+// (training/data_shard.h's ElasticBatches) until the gradients applied cover
+// `epochs` passes (epochs * ceil(N / batch) batches). A push answered "training
+// paused" (fewer live workers than min_workers) is reported through progress and
+// retried after a fresh pull. No restart, no checkpoint: a joiner pulls the current
+// variables.
+//
 // Stopping: WorkerDriver::Stop ends a driver at its next step boundary (waking an
 // injected delay at once); its Run then reports Cancelled. A stopped worker is what a
 // lost worker looks like to the rest: DataParallelJob drops its client, so the
@@ -107,6 +116,16 @@ struct WorkerProgress {
   int64_t global_step = 0;    // after the push, as the shards report it
   bool applied = true;
   int64_t staleness = 0;
+  // Elastic sync only: the members of the version the push joined, the membership
+  // epoch, the gradients its update averaged, the global batch index this worker
+  // trained and the batches the run covers; `paused` is set (and the rest is as of
+  // the last push) while the shards wait for --min-workers.
+  std::vector<int> members;
+  int64_t membership_epoch = 0;
+  int aggregated = 0;
+  int64_t batch_index = 0;
+  int64_t total_batches = 0;
+  std::string paused;
 };
 using WorkerProgressFn = std::function<void(const WorkerProgress&)>;
 
@@ -119,6 +138,7 @@ struct WorkerReport {
   double delay_seconds = 0.0; // spent in injected delays
   double last_loss = 0.0;
   int64_t global_step = 0;    // the last one seen
+  double longest_push_seconds = 0.0;  // the longest push (and pull) round trip
   Status status;              // OK; Cancelled when stopped; else the error that ended it
 };
 
@@ -162,6 +182,11 @@ class WorkerDriver {
  private:
   WorkerDriver() = default;
   Status RunLoop(WorkerReport* report);
+  // Elastic sync (options.ps.elastic): see training/data_parallel_elastic.cc.
+  Status RunElasticLoop(WorkerReport* report);
+  // Elastic: OK when the variables on the ps have this model's names and shapes;
+  // else InvalidArgument naming the first one that differs.
+  Status CheckSameModel(const ParameterSnapshot& snapshot);
   Status InitializeAsChief();
   // Waits `seconds` unless stopped first; returns false when stopped.
   bool Delay(double seconds);
@@ -171,6 +196,7 @@ class WorkerDriver {
   WorkerOptions worker_options_;
   ParameterClient* client_ = nullptr;
   std::unique_ptr<ShardedBatches> batches_;
+  std::unique_ptr<ElasticBatches> elastic_batches_;  // elastic only
   std::unique_ptr<WorkerModel> model_;
   int64_t num_rows_ = 0;
   int64_t global_step_offset_ = 0;

@@ -125,4 +125,37 @@ void ShardedBatches::Skip(int64_t batches) {
   step_ = target - epoch_ * steps_per_epoch_;
 }
 
+StatusOr<ElasticBatches> ElasticBatches::Create(Tensor features, Tensor labels,
+                                               int64_t batch_size, uint64_t seed) {
+  ShardOptions options;
+  options.batch_size = batch_size;
+  options.seed = seed;
+  // The same checks as one worker's shard.
+  AF_RETURN_IF_ERROR(ShardedBatches::Create(features, labels, options).status());
+  return ElasticBatches(std::move(features), std::move(labels), batch_size, seed);
+}
+
+ElasticBatches::ElasticBatches(Tensor features, Tensor labels, int64_t batch_size, uint64_t seed)
+    : features_(std::move(features)),
+      labels_(std::move(labels)),
+      batch_size_(batch_size),
+      seed_(seed),
+      batches_per_epoch_((features_.dim(0) + batch_size - 1) / batch_size) {}
+
+void ElasticBatches::At(int64_t index, Batch* batch) {
+  const int64_t epoch = index / batches_per_epoch_;
+  const int64_t step = index % batches_per_epoch_;
+  if (epoch != epoch_) {
+    rows_ = ShardRows(features_.dim(0), seed_, epoch, 0, 1);
+    epoch_ = epoch;
+  }
+  const int64_t begin = step * batch_size_;
+  const int64_t end = std::min<int64_t>(begin + batch_size_, static_cast<int64_t>(rows_.size()));
+  const std::vector<int64_t> rows(rows_.begin() + begin, rows_.begin() + end);
+  batch->features = GatherRows(features_, rows);
+  batch->labels = GatherRows(labels_, rows);
+  batch->epoch = epoch;
+  batch->step_in_epoch = step;
+}
+
 }  // namespace actorflow

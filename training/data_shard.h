@@ -80,6 +80,38 @@ class ShardedBatches {
   std::vector<int64_t> rows_;  // this epoch's shard
 };
 
+// Elastic training's data: the workers change, so no worker owns a fixed shard.
+// Instead the batches of every epoch form one global sequence: epoch e is the
+// permutation of (seed, e) cut into BatchesPerEpoch = ceil(N / batch_size) batches
+// (the last one smaller), and global batch g is batch g mod B of epoch g / B. A
+// synchronous version with data cursor c (the gradients applied before it) gives the
+// batch c + r to its member of rank r (a worker that is not a member yet takes
+// c + members); the cursor then moves by the gradients the update averaged. So the
+// batches go to whoever is live, and an epoch covers the data once, except the batch
+// of a gradient lost with its worker or dropped as stale, whose rows the next
+// version's first member trains instead of its own.
+//
+// Thread safety: one thread; the data tensors are shared read-only.
+class ElasticBatches {
+ public:
+  // As ShardedBatches::Create (with one worker).
+  static StatusOr<ElasticBatches> Create(Tensor features, Tensor labels, int64_t batch_size,
+                                         uint64_t seed);
+  // Global batch `index` (>= 0).
+  void At(int64_t index, Batch* batch);
+  int64_t batches_per_epoch() const { return batches_per_epoch_; }
+
+ private:
+  ElasticBatches(Tensor features, Tensor labels, int64_t batch_size, uint64_t seed);
+  Tensor features_;
+  Tensor labels_;
+  int64_t batch_size_ = 1;
+  uint64_t seed_ = 0;
+  int64_t batches_per_epoch_ = 1;
+  int64_t epoch_ = -1;         // of rows_
+  std::vector<int64_t> rows_;  // the permutation of epoch_
+};
+
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_TRAINING_DATA_SHARD_H_

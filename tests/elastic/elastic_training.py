@@ -1,0 +1,252 @@
+#!/usr/bin/python3
+"""Elastic synchronous training with real processes on 127.0.0.1.
+
+Scenario `join-and-kill` (the default): one ps server and a cluster file with three
+worker slots; workers 0 and 1 start with --elastic --min-workers 2, worker 2 is
+started once the training has made some steps, and worker 1 is killed (SIGKILL) once
+worker 2 is a member; then worker 2 is killed too, the training pauses below
+--min-workers and says so, and a new process for task 1 joins and lets it finish.
+Checks the chief's --json: the training finished, its membership changes are the
+joins and losses in order, test accuracy on the digits >= 0.95, no update averaged
+fewer than 2 gradients, and no push waited longer than the step deadline.
+
+Scenario `refusals`: a worker with another model, a second process claiming a live
+task, and --elastic against a training that is not elastic are refused, naming the
+culprit, while the training goes on.
+
+Scenario `kill-times`: the time from a worker's death to the next completed update,
+measured N times (--kills N) from the chief's progress; prints min/median/max.
+
+Every wait has a deadline; no sleep stands for synchronization.
+
+Usage: elastic_training.py ACTORFLOW DATA_DIR [join-and-kill|refusals|kill-times] [--kills N]
+"""
+import json
+import os
+import select
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+DEADLINE_S = 120
+STEP_TIMEOUT_MS = 3000
+
+
+def free_ports(n):
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Proc:
+    """A child whose stderr (or stdout) lines are read with deadlines."""
+
+    def __init__(self, args, name, stream="stderr"):
+        self.name = name
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, bufsize=1)
+        self.stream = self.p.stderr if stream == "stderr" else self.p.stdout
+        self.lines = []
+
+    def wait_line(self, predicate, deadline_s, what):
+        end = time.monotonic() + deadline_s
+        while time.monotonic() < end:
+            ready, _, _ = select.select([self.stream], [], [], max(0.0, end - time.monotonic()))
+            if not ready:
+                break
+            line = self.stream.readline()
+            if not line:
+                break
+            self.lines.append(line.rstrip("\n"))
+            if predicate(line):
+                return line
+        raise AssertionError(f"{self.name}: no line {what} within {deadline_s} s; last lines:\n" +
+                             "\n".join(self.lines[-15:]))
+
+    def finish(self, deadline_s):
+        out, err = self.p.communicate(timeout=deadline_s)
+        if self.stream is self.p.stderr:
+            self.lines.extend(err.splitlines())
+        else:
+            self.lines.extend(out.splitlines())
+        return self.p.returncode, out, err
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait(timeout=10)
+
+
+def global_step_of(line):
+    if "global step " not in line:
+        return -1
+    return int(line.split("global step ")[1].split(",")[0].split()[0])
+
+
+class Cluster:
+    def __init__(self, actorflow, data, slots=3):
+        self.actorflow = actorflow
+        self.data = data
+        self.dir = tempfile.mkdtemp(prefix="elastic_")
+        ports = free_ports(1 + slots)
+        self.file = os.path.join(self.dir, "cluster.json")
+        with open(self.file, "w") as f:
+            json.dump({"ps": [f"127.0.0.1:{ports[0]}"],
+                       "worker": [f"127.0.0.1:{p}" for p in ports[1:]]}, f)
+        self.procs = []
+        ps = self.spawn([actorflow, "server", "--cluster", self.file, "--job", "ps", "--task",
+                         "0"], "ps:0", stream="stdout")
+        ps.wait_line(lambda l: "ready" in l, 30, "saying the server is ready")
+
+    def spawn(self, args, name, stream="stderr"):
+        proc = Proc(args, name, stream)
+        self.procs.append(proc)
+        return proc
+
+    def worker(self, task, epochs, hidden="64", extra=()):
+        args = [self.actorflow, "train", "--cluster", self.file, "--job", "worker", "--task",
+                str(task), "--elastic", "--json",
+                "--train", os.path.join(self.data, "digits_training.csv"),
+                "--test", os.path.join(self.data, "digits_test.csv"), "--normalize",
+                "--hidden", hidden, "--optimizer", "adam", "--lr", "0.01", "--batch", "32",
+                "--epochs", str(epochs), "--timeout-ms", str(STEP_TIMEOUT_MS)] + list(extra)
+        return self.spawn(args, f"worker:{task}")
+
+    def close(self):
+        for proc in self.procs:
+            proc.kill()
+
+
+def join_and_kill(actorflow, data):
+    cluster = Cluster(actorflow, data)
+    try:
+        min_two = ("--min-workers", "2")
+        chief = cluster.worker(0, epochs=200, extra=min_two)
+        one = cluster.worker(1, epochs=200, extra=min_two)
+        chief.wait_line(lambda l: global_step_of(l) >= 100, DEADLINE_S, "past global step 100")
+        two = cluster.worker(2, epochs=200, extra=min_two)
+        chief.wait_line(lambda l: "members [0,1,2]" in l, DEADLINE_S, "with worker 2 a member")
+        one.kill()
+        line = chief.wait_line(lambda l: "members [0,2]" in l, DEADLINE_S,
+                               "after worker 1's loss")
+        print("after the kill:", line.strip())
+        # Below --min-workers 2 the training pauses, says so, and goes on when a
+        # worker (task 1 again, a new process) joins.
+        two.kill()
+        line = chief.wait_line(lambda l: "training paused" in l, DEADLINE_S, "saying it paused")
+        print("paused:", line.strip())
+        again = cluster.worker(1, epochs=200, extra=min_two)
+        chief.wait_line(lambda l: "members [0,1]" in l, DEADLINE_S, "with task 1 back")
+        code, out, err = chief.finish(DEADLINE_S)
+        assert code == 0, f"chief exited {code}: {err[-2000:]}"
+        result = json.loads(out.strip().splitlines()[-1])
+        print(json.dumps(result))
+        events = [(c["event"], c["worker"]) for c in result["membership_changes"]]
+        # A worker that finished first may have left before the chief read the stats.
+        while events and events[-1] == ("leave", 1):
+            events.pop()
+        assert events == [("join", 0), ("join", 1), ("join", 2), ("lost", 1), ("lost", 2),
+                          ("join", 1)], events
+        steps = [c["global_step"] for c in result["membership_changes"]]
+        assert steps == sorted(steps), steps
+        assert result["accuracy"] >= 0.95, result["accuracy"]
+        assert result["elastic"] is True
+        assert result["updates_by_aggregated"][3] > 0, "no update averaged 3 gradients"
+        assert result["updates_by_aggregated"][1] == 0, "an update averaged 1 < min_workers"
+        code, out_again, _ = again.finish(DEADLINE_S)
+        assert code == 0, f"the rejoined worker exited {code}"
+        reports = result["worker_reports"] + json.loads(out_again.strip().splitlines()[-1])[
+            "worker_reports"]
+        # A paused push waits out the step deadline once, then pulls afresh: no push
+        # waits longer than the deadline (plus the reply's way back).
+        for r in reports:
+            assert r["longest_push_seconds"] <= STEP_TIMEOUT_MS / 1000.0 + 0.5, r
+        print("PASS join-and-kill: membership", events, "accuracy", result["accuracy"])
+    finally:
+        cluster.close()
+
+
+def refusals(actorflow, data):
+    cluster = Cluster(actorflow, data)
+    try:
+        chief = cluster.worker(0, epochs=400)
+        chief.wait_line(lambda l: global_step_of(l) >= 50, DEADLINE_S, "past global step 50")
+        other_model = cluster.worker(1, epochs=5, hidden="32")
+        code, _, err = other_model.finish(DEADLINE_S)
+        assert code != 0 and "must join with the same model" in err, err[-1000:]
+        assert "'dnn/hiddenlayer_0/kernel'" in err or "variable '" in err, err[-1000:]
+        twin = cluster.worker(0, epochs=5)
+        code, _, err = twin.finish(DEADLINE_S)
+        assert code != 0 and "second process claiming task 0" in err, err[-1000:]
+        code, out, err = chief.finish(DEADLINE_S)
+        assert code == 0, err[-1000:]
+        result = json.loads(out.strip().splitlines()[-1])
+        assert [c["worker"] for c in result["membership_changes"]] == [0], result
+        # --elastic against a training that is not elastic.
+        plain = Cluster(actorflow, data, slots=2)
+        cluster.procs += plain.procs
+        args = [actorflow, "train", "--cluster", plain.file, "--job", "worker", "--task", "0",
+                "--mode", "sync", "--replicas-to-aggregate", "1", "--json",
+                "--train", os.path.join(data, "digits_training.csv"),
+                "--test", os.path.join(data, "digits_test.csv"), "--normalize", "--epochs", "400",
+                "--timeout-ms", "3000"]
+        fixed = plain.spawn(args, "fixed:0")
+        fixed.wait_line(lambda l: "global step" in l, DEADLINE_S, "with a global step")
+        joiner = Proc([actorflow, "train", "--cluster", plain.file, "--job", "worker", "--task",
+                       "1", "--elastic", "--train", os.path.join(data, "digits_training.csv"),
+                       "--test", os.path.join(data, "digits_test.csv"), "--normalize",
+                       "--timeout-ms", "3000"], "elastic joiner")
+        code, _, err = joiner.finish(DEADLINE_S)
+        assert code != 0 and "not elastic" in err, err[-1000:]
+        print("PASS refusals:", err.strip().splitlines()[-1])
+    finally:
+        cluster.close()
+
+
+def kill_times(actorflow, data, kills):
+    times = []
+    cluster = Cluster(actorflow, data)
+    try:
+        chief = cluster.worker(0, epochs=5000)
+        chief.wait_line(lambda l: "members [0]" in l or "global step" in l, DEADLINE_S, "started")
+        for k in range(kills):
+            victim = cluster.worker(1, epochs=5000)
+            chief.wait_line(lambda l: "members [0,1]" in l, DEADLINE_S, "with worker 1 a member")
+            before = global_step_of(chief.lines[-1])
+            killed_at = time.monotonic()
+            victim.kill()
+            # The first line after the loss names the shrunk membership and comes with
+            # the next completed update.
+            chief.wait_line(lambda l: "members [0]" in l and global_step_of(l) > before,
+                            DEADLINE_S, "after the kill")
+            times.append((time.monotonic() - killed_at) * 1000.0)
+        print(f"death -> next completed update, {kills} kills (ms): min {min(times):.1f} / "
+              f"median {statistics.median(times):.1f} / max {max(times):.1f}")
+    finally:
+        cluster.close()
+
+
+def main(argv):
+    actorflow, data = argv[1], argv[2]
+    scenario = argv[3] if len(argv) > 3 else "join-and-kill"
+    kills = int(argv[argv.index("--kills") + 1]) if "--kills" in argv else 10
+    if scenario == "join-and-kill":
+        join_and_kill(actorflow, data)
+    elif scenario == "refusals":
+        refusals(actorflow, data)
+    elif scenario == "kill-times":
+        kill_times(actorflow, data, kills)
+    else:
+        sys.exit(f"unknown scenario {scenario}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,129 @@
+// WorkerDriver's elastic loop (training/data_parallel.h): a worker of a synchronous
+// training whose membership changes while it runs.
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "training/data_parallel.h"
+
+namespace actorflow {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+bool IsPause(const Status& status) {
+  return status.code() == Code::kUnavailable &&
+         status.message().find("training paused") != std::string::npos;
+}
+
+// The global batch of `worker` in the version `membership` describes.
+int64_t BatchIndexOf(int worker, const MembershipView& membership) {
+  const auto& members = membership.members;
+  auto rank = std::find(members.begin(), members.end(), worker);
+  return membership.applied_gradients + (rank - members.begin());
+}
+
+}  // namespace
+
+Status WorkerDriver::CheckSameModel(const ParameterSnapshot& snapshot) {
+  AF_ASSIGN_OR_RETURN(ParameterMap mine, model_->InitialValues());
+  for (const auto& [name, value] : mine) {
+    auto theirs = snapshot.values.find(name);
+    if (theirs == snapshot.values.end()) {
+      return InvalidArgument("this worker's model has variable '" + name + "' " +
+                             value.shape().ToString() +
+                             ", which the training on the ps does not have: a worker must join "
+                             "with the same model");
+    }
+    if (theirs->second.shape() != value.shape() || theirs->second.dtype() != value.dtype()) {
+      return InvalidArgument("variable '" + name + "' is " + value.DebugString() +
+                             " in this worker's model but " + theirs->second.DebugString() +
+                             " on the ps: a worker must join with the same model");
+    }
+  }
+  for (const auto& [name, value] : snapshot.values) {
+    if (!mine.count(name)) {
+      return InvalidArgument("the training on the ps has variable '" + name +
+                             "', which this worker's model does not have: a worker must join "
+                             "with the same model");
+    }
+  }
+  return Status::OK();
+}
+
+Status WorkerDriver::RunElasticLoop(WorkerReport* report) {
+  const int worker = worker_options_.worker;
+  if (worker == 0) {
+    AF_RETURN_IF_ERROR(client_->Register(worker));
+    AF_RETURN_IF_ERROR(InitializeAsChief());
+  }
+  // A joiner's model is checked before it registers: a mismatched one never becomes a
+  // member, so no version waits for it.
+  AF_ASSIGN_OR_RETURN(ParameterSnapshot snapshot, client_->Pull(options_.timeout_ms));
+  AF_RETURN_IF_ERROR(CheckSameModel(snapshot));
+  if (worker != 0) {
+    AF_RETURN_IF_ERROR(client_->Register(worker));
+    AF_ASSIGN_OR_RETURN(snapshot, client_->Pull(options_.timeout_ms));
+  }
+  const int64_t total_batches = options_.epochs * elastic_batches_->batches_per_epoch();
+  WorkerProgress progress;
+  progress.worker = worker;
+  progress.total_batches = total_batches;
+  progress.planned_steps = total_batches;
+  bool have_snapshot = true;
+  while (true) {
+    if (stopped()) return Cancelled("stopped after " + std::to_string(report->steps) + " steps");
+    if (!have_snapshot) {
+      AF_ASSIGN_OR_RETURN(snapshot, client_->Pull(options_.timeout_ms));
+    }
+    have_snapshot = false;
+    report->global_step = snapshot.global_step;
+    if (snapshot.membership.applied_gradients >= total_batches) return Status::OK();
+    Batch batch;
+    const int64_t index = BatchIndexOf(worker, snapshot.membership);
+    elastic_batches_->At(index, &batch);
+    AF_ASSIGN_OR_RETURN(GradientStep step,
+                        model_->ComputeGradients(snapshot.values, batch.features, batch.labels));
+    ParameterSnapshot next;
+    const Clock::time_point push_start = Clock::now();
+    StatusOr<PushResult> pushed =
+        client_->PushAndPull(snapshot, step.gradients, options_.timeout_ms, &next);
+    report->longest_push_seconds = std::max(report->longest_push_seconds, SecondsSince(push_start));
+    if (!pushed.ok() && IsPause(pushed.status())) {
+      progress.paused = pushed.status().message();
+      if (worker_options_.progress) worker_options_.progress(progress);
+      continue;  // pulls afresh: the version may have moved while it waited
+    }
+    AF_RETURN_IF_ERROR(pushed.status());
+    progress.paused.clear();
+    snapshot = std::move(next);
+    have_snapshot = true;
+    ++report->steps;
+    if (pushed->applied) {
+      ++report->applied;
+    } else {
+      ++report->dropped_stale;
+    }
+    report->last_loss = step.loss;
+    report->global_step = pushed->global_step;
+    if (worker_options_.progress) {
+      progress.step = report->steps;
+      progress.epoch = batch.epoch;
+      progress.loss = step.loss;
+      progress.global_step = pushed->global_step;
+      progress.applied = pushed->applied;
+      progress.staleness = pushed->staleness;
+      progress.members = snapshot.membership.members;
+      progress.membership_epoch = snapshot.membership.epoch;
+      progress.aggregated = pushed->aggregated;
+      progress.batch_index = index;
+      worker_options_.progress(progress);
+    }
+  }
+}
+
+}  // namespace actorflow
