@@ -269,6 +269,8 @@ StatusOr<SimTrainingReport> SimulatedCluster::TrainDataParallel(const SimTrainin
       counts.parked_pushes = stats.parked_pushes;
       counts.applied_by_worker = stats.applied_by_worker;
       counts.workers_lost = stats.workers_lost;
+      counts.membership_changes = stats.membership_changes;
+      counts.updates_by_aggregated = stats.updates_by_aggregated;
       if (!pulled.status.ok()) {
         report.checkpoint_problems.push_back(ps_names[j] + ": " + pulled.status.ToString());
       }

@@ -74,8 +74,10 @@ struct SimInvariant {
 
 struct SimTrainingOptions {
   TrainingWorkload* workload = nullptr;  // not owned; outlives the call
-  // mode, replicas_to_aggregate, staleness_bound, optimizer, learning_rate;
-  // total_replicas is set to the number of worker tasks.
+  // mode, replicas_to_aggregate, staleness_bound, optimizer, learning_rate, and
+  // elastic membership (elastic, min_workers, lr_scaling: a version then waits for
+  // the live workers only; the fault plan's kills and restarts make workers leave
+  // and join); total_replicas is set to the number of worker tasks.
   ParameterServerOptions ps;
   int64_t steps = 100;        // sync: versions; async/SSP: pushes per worker
   int64_t timeout_ms = 1000;  // virtual: bounds every pull and push
@@ -131,6 +133,10 @@ struct SimShardCounts {
   int64_t parked_pushes = 0;
   std::vector<int64_t> applied_by_worker;
   std::vector<int> workers_lost;
+  // Elastic sync (ps.elastic): the joins and losses the shard saw, in order, and its
+  // updates by the number of gradients they averaged.
+  std::vector<MembershipChange> membership_changes;
+  std::vector<int64_t> updates_by_aggregated;
 };
 
 struct SimEvalPoint {
