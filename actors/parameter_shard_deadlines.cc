@@ -54,11 +54,14 @@ void ParameterShardState::Expire(int64_t now, Replies* out) {
     it = held_.erase(it);
   }
   if (Elastic() && static_cast<int>(pending_.size()) >= config_.min_workers) {
-    // The step deadline ends the wait for members that have not pushed (stragglers
-    // or workers not yet known to be lost): the version completes with the
-    // gradients that arrived, and the late ones are dropped as stale.
+    // The step deadline ends the wait for members that have not pushed (hung, or
+    // dead without their connection closing yet): they leave the membership (a
+    // "timeout" change), so that later versions do not wait for them again, and
+    // the version completes with the gradients that arrived. A worker evicted so
+    // must register again before its next push.
     for (const auto& [id, parked] : parked_pushes_) {
       if (parked.deadline <= now) {
+        EvictSilentMembers();
         CompleteSyncVersion(out);
         break;
       }

@@ -63,6 +63,20 @@ void ParameterShardState::MemberGone(int worker, const char* kind, Replies* out)
   TryCompleteElasticVersion(out);
 }
 
+void ParameterShardState::EvictSilentMembers() {
+  std::vector<int> silent;
+  for (int member : version_members_) {
+    if (!pending_.count(member)) silent.push_back(member);
+  }
+  for (int worker : silent) {
+    lost_.insert(worker);
+    members_.erase(worker);
+    version_members_.erase(worker);
+    ++membership_epoch_;
+    membership_changes_.push_back(MembershipChange{"timeout", worker, version_});
+  }
+}
+
 MembershipView ParameterShardState::Membership() const {
   MembershipView view;
   view.members.assign(version_members_.begin(), version_members_.end());

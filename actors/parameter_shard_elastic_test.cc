@@ -144,11 +144,22 @@ TEST(ParameterShardElasticTest, TheStepDeadlineCompletesAVersionWithTheGradients
     EXPECT_EQ(r.aggregated, 2);
   }
   EXPECT_EQ(Value(s.get()), (std::vector<float>{-3, -3}));
+  // The silent member was evicted: the next version does not wait for it.
+  EXPECT_EQ(s->GetStats().members, (std::vector<int>{0, 1}));
+  EXPECT_EQ(s->GetStats().membership_changes.back(), (MembershipChange{"timeout", 2, 0}));
   out = {};
   s->Push(3, Grad(2, 0, {9, 9}), kNever, &out);  // the straggler's late gradient
   ASSERT_EQ(out.pushes.size(), 1u);
   EXPECT_FALSE(out.pushes[0].applied);
-  EXPECT_EQ(out.pushes[0].staleness, 1);
+  EXPECT_EQ(out.pushes[0].status.code(), Code::kFailedPrecondition);
+  EXPECT_THAT(out.pushes[0].status.message(), testing::HasSubstr("must Register again"));
+  out = {};
+  s->Push(4, Grad(0, 1, {1, 1}), kNever, &out);
+  s->Push(5, Grad(1, 1, {1, 1}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 2u);  // version 1 completes with the two live members
+  // Joining again makes it a member of the next version.
+  ASSERT_TRUE(s->Join(2, &out).ok());
+  EXPECT_EQ(s->GetStats().members, (std::vector<int>{0, 1, 2}));
 }
 
 TEST(ParameterShardElasticTest, BelowMinWorkersTrainingPausesUntilAWorkerJoins) {

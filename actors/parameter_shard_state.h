@@ -201,7 +201,8 @@ class ParameterShardState {
   // or while training is paused, joins the current version; otherwise the next). A
   // member lost or leaving is dropped from its version at once, and the gradients
   // that arrived complete it; so does the first parked push's deadline, with the
-  // gradients that arrived by then. A version with fewer than min_workers members
+  // gradients that arrived by then, and the members that sent none are evicted
+  // (they must Join again to push). A version with fewer than min_workers members
   // does not complete (training pauses); its pushes are answered Unavailable at
   // their deadlines, saying so, until workers join. Every join, loss or leave bumps
   // the membership epoch.
@@ -275,6 +276,8 @@ class ParameterShardState {
   bool Elastic() const { return config_.elastic && config_.mode == UpdateMode::kSync; }
   void MemberJoined(int worker, Replies* out);
   void MemberGone(int worker, const char* kind, Replies* out);
+  // Elastic, at a step deadline: the members of the version that sent nothing leave.
+  void EvictSilentMembers();
   std::string PausedReason() const;
   bool IsLive(int worker) const;
   int64_t MinLiveClock() const;  // -1 when no worker is live

@@ -62,7 +62,9 @@ struct MembershipView {
 
 // One change of an elastic training's membership, as a shard saw it.
 struct MembershipChange {
-  std::string kind;  // "join", "leave" (the worker closed its client) or "lost"
+  // "join"; "leave" (the worker closed its client); "lost" (its actor died); or
+  // "timeout" (it sent no gradient by a step deadline and was evicted).
+  std::string kind;
   int worker = 0;
   int64_t global_step = 0;  // the shard's version when it happened
   bool operator==(const MembershipChange& o) const {

@@ -262,6 +262,19 @@ TEST(DataParallelCommandTest, BadModesAndMisplacedFlagsAreUsageErrorsNamingTheFl
       {{"--max-restarts", "2"}, "need --cluster"},
       {{"--cluster", "c.json", "--task", "0", "--checkpoint-every", "10"},
        "--checkpoint-every needs --checkpoint-dir"},
+      {{"--cluster", "c.json", "--task", "0", "--min-workers", "2"},
+       "--min-workers, --max-workers and --lr-scaling need --elastic"},
+      {{"--cluster", "local:ps=1,worker=2", "--elastic"}, "--elastic needs a cluster file"},
+      {{"--elastic"}, "--elastic needs a cluster file"},
+      {{"--cluster", "c.json", "--task", "0", "--elastic", "--mode", "async"},
+       "--elastic applies to --mode sync"},
+      {{"--cluster", "c.json", "--task", "0", "--elastic", "--replicas-to-aggregate", "1"},
+       "drop --replicas-to-aggregate"},
+      {{"--cluster", "c.json", "--task", "0", "--elastic", "--min-workers", "3",
+        "--max-workers", "2"},
+       "--min-workers 3 is more than --max-workers 2"},
+      {{"--cluster", "c.json", "--task", "0", "--elastic", "--lr-scaling", "cubic"},
+       "--lr-scaling"},
   };
   for (const auto& [flags, needle] : cases) {
     std::vector<std::string> args = {"train"};

@@ -98,6 +98,13 @@ Status WorkerDriver::RunElasticLoop(WorkerReport* report) {
       if (worker_options_.progress) worker_options_.progress(progress);
       continue;  // pulls afresh: the version may have moved while it waited
     }
+    if (!pushed.ok() && pushed.status().code() == Code::kFailedPrecondition &&
+        pushed.status().message().find("must Register again") != std::string::npos) {
+      // Evicted at a step deadline (it was too slow, or hung for a while): join again
+      // and train from the current version.
+      AF_RETURN_IF_ERROR(client_->Register(worker));
+      continue;
+    }
     AF_RETURN_IF_ERROR(pushed.status());
     progress.paused.clear();
     snapshot = std::move(next);

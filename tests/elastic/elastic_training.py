@@ -15,11 +15,14 @@ task, and --elastic against a training that is not elastic are refused, naming t
 culprit, while the training goes on.
 
 Scenario `kill-times`: the time from a worker's death to the next completed update,
-measured N times (--kills N) from the chief's progress; prints min/median/max.
+measured N times (--kills N) from the chief's progress; prints min/median/max. With
+--hang the worker is stopped (SIGSTOP) instead: its connection stays open, so only
+the step deadline (--timeout-ms 3000) lets the version complete without it.
 
 Every wait has a deadline; no sleep stands for synchronization.
 
-Usage: elastic_training.py ACTORFLOW DATA_DIR [join-and-kill|refusals|kill-times] [--kills N]
+Usage: elastic_training.py ACTORFLOW DATA_DIR [join-and-kill|refusals|kill-times]
+                           [--kills N] [--hang]
 """
 import json
 import os
@@ -211,7 +214,7 @@ def refusals(actorflow, data):
         cluster.close()
 
 
-def kill_times(actorflow, data, kills):
+def kill_times(actorflow, data, kills, hang=False):
     times = []
     cluster = Cluster(actorflow, data)
     try:
@@ -222,13 +225,18 @@ def kill_times(actorflow, data, kills):
             chief.wait_line(lambda l: "members [0,1]" in l, DEADLINE_S, "with worker 1 a member")
             before = global_step_of(chief.lines[-1])
             killed_at = time.monotonic()
-            victim.kill()
+            if hang:  # stopped, not dead: only the step deadline frees the version
+                victim.p.send_signal(signal.SIGSTOP)
+            else:
+                victim.kill()
             # The first line after the loss names the shrunk membership and comes with
             # the next completed update.
             chief.wait_line(lambda l: "members [0]" in l and global_step_of(l) > before,
                             DEADLINE_S, "after the kill")
             times.append((time.monotonic() - killed_at) * 1000.0)
-        print(f"death -> next completed update, {kills} kills (ms): min {min(times):.1f} / "
+            victim.kill()
+        what = "hang (SIGSTOP)" if hang else "death"
+        print(f"{what} -> next completed update, {kills} kills (ms): min {min(times):.1f} / "
               f"median {statistics.median(times):.1f} / max {max(times):.1f}")
     finally:
         cluster.close()
@@ -243,7 +251,7 @@ def main(argv):
     elif scenario == "refusals":
         refusals(actorflow, data)
     elif scenario == "kill-times":
-        kill_times(actorflow, data, kills)
+        kill_times(actorflow, data, kills, hang="--hang" in argv)
     else:
         sys.exit(f"unknown scenario {scenario}")
 
