@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/parameter_shard_state.h"
+#include "actors/shard_state_testing.h"
 
 namespace actorflow {
 namespace {
@@ -24,31 +25,12 @@ ShardConfig Elastic(int slots, int min_workers, std::string lr_scaling = "none")
   return c;
 }
 
-// A shard holding "w" = [0, 0] (float32), sgd with learning rate 1.
+// A shard holding "w" = [0, 0] (float32).
 std::unique_ptr<State> Shard(const ShardConfig& config) {
-  auto s = State::Create("ps0", config);
-  EXPECT_TRUE(s.ok()) << s.status();
-  State::Replies out;
-  EXPECT_TRUE((*s)->Initialize({"w"}, {Tensor::FromVector<float>({0, 0})}, &out).ok());
-  return std::move(s).value();
+  return shard_testing::ShardHoldingW(config, {0, 0});
 }
-
-ShardPushArgs Grad(int worker, int64_t base, std::vector<float> g) {
-  ShardPushArgs p;
-  p.worker = worker;
-  p.base_version = base;
-  p.names = {"w"};
-  p.gradients = {Tensor::FromVector<float>(g)};
-  return p;
-}
-
-std::vector<float> Value(State* s) {
-  State::Replies out;
-  s->Pull(999, 0, kNever, &out);
-  EXPECT_EQ(out.pulls.size(), 1u);
-  const Tensor& t = out.pulls[0].values[0];
-  return {t.data<float>()[0], t.data<float>()[1]};
-}
+using shard_testing::Grad;
+using shard_testing::Value;
 
 void JoinAll(State* s, std::vector<int> workers) {
   State::Replies out;

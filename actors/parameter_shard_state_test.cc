@@ -1,6 +1,7 @@
 // The shard's protocols as plain calls: no actors, no scheduler, no clock but the
 // numbers the tests pass in.
 #include "actors/parameter_shard_state.h"
+#include "actors/shard_state_testing.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -23,31 +24,12 @@ ShardConfig Config(UpdateMode mode, int total, int aggregate = 1, int bound = 0)
   return c;
 }
 
-// A shard holding "w" = [1, 2] (float32), sgd with learning rate 1.
+// A shard holding "w" = [1, 2] (float32).
 std::unique_ptr<State> Shard(const ShardConfig& config) {
-  auto s = State::Create("ps0", config);
-  EXPECT_TRUE(s.ok()) << s.status();
-  State::Replies out;
-  EXPECT_TRUE((*s)->Initialize({"w"}, {Tensor::FromVector<float>({1, 2})}, &out).ok());
-  return std::move(s).value();
+  return shard_testing::ShardHoldingW(config, {1, 2});
 }
-
-ShardPushArgs Grad(int worker, int64_t base, std::vector<float> g) {
-  ShardPushArgs p;
-  p.worker = worker;
-  p.base_version = base;
-  p.names = {"w"};
-  p.gradients = {Tensor::FromVector<float>(g)};
-  return p;
-}
-
-std::vector<float> Value(State* s) {
-  State::Replies out;
-  s->Pull(999, 0, kNever, &out);
-  EXPECT_EQ(out.pulls.size(), 1u);
-  const Tensor& t = out.pulls[0].values[0];
-  return {t.data<float>()[0], t.data<float>()[1]};
-}
+using shard_testing::Grad;
+using shard_testing::Value;
 
 TEST(ParameterShardStateTest, AsyncAppliesEachPushOnArrivalAndReportsItsStaleness) {
   auto s = Shard(Config(UpdateMode::kAsync, 2));

@@ -104,5 +104,15 @@ double LoadAverage1() {
   return load;
 }
 
+NodeDef MakeNode(std::string name, std::string op, std::vector<std::string> inputs,
+                 AttrMap attrs) {
+  NodeDef def;
+  def.name = std::move(name);
+  def.op = std::move(op);
+  def.inputs = std::move(inputs);
+  def.attrs = std::move(attrs);
+  return def;
+}
+
 }  // namespace bench
 }  // namespace actorflow

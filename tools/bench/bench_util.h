@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/graph.h"
 #include "graph/status.h"
 
 namespace actorflow {
@@ -38,6 +39,10 @@ struct Stats {
 
 // Precondition: !samples.empty().
 Stats Summarize(std::vector<double> samples);
+
+// One node of a benchmark's graph.
+NodeDef MakeNode(std::string name, std::string op, std::vector<std::string> inputs,
+                 AttrMap attrs);
 nlohmann::json StatsJson(const Stats& s);
 // "min / median / max" with printf format `fmt` for each.
 std::string Triple(const Stats& s, const char* fmt);

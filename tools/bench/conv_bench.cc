@@ -50,6 +50,8 @@
 namespace actorflow {
 namespace {
 
+using bench::MakeNode;
+
 constexpr char kProgram[] = "conv_bench";
 
 struct ConvCase {
@@ -81,16 +83,6 @@ Tensor RandomTensor(const Shape& shape, std::mt19937* rng) {
 Tensor SizesOf(const Shape& shape) {
   std::vector<int32_t> dims(shape.dims().begin(), shape.dims().end());
   return Tensor::FromVector(dims);
-}
-
-NodeDef MakeNode(std::string name, std::string op, std::vector<std::string> inputs,
-                 AttrMap attrs) {
-  NodeDef def;
-  def.name = std::move(name);
-  def.op = std::move(op);
-  def.inputs = std::move(inputs);
-  def.attrs = std::move(attrs);
-  return def;
 }
 
 // The three kernels of one case, built once, with their inputs.

@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/graph.h"
+#include "tools/bench/bench_util.h"
 #include "graph/tensor.h"
 #include "kernels/direct_session.h"
 #include "kernels/kernel.h"
@@ -36,6 +37,8 @@
 
 namespace actorflow {
 namespace {
+
+using bench::MakeNode;
 
 using Clock = std::chrono::steady_clock;
 
@@ -71,16 +74,6 @@ template <typename T>
 T ValueOrDie(StatusOr<T> value, const std::string& what) {
   if (!value.ok()) Die(what, value.status());
   return std::move(value).value();
-}
-
-NodeDef MakeNode(std::string name, std::string op, std::vector<std::string> inputs,
-                 AttrMap attrs) {
-  NodeDef def;
-  def.name = std::move(name);
-  def.op = std::move(op);
-  def.inputs = std::move(inputs);
-  def.attrs = std::move(attrs);
-  return def;
 }
 
 Tensor RandomMatrix(int64_t n, std::mt19937* rng) {
