@@ -1,6 +1,7 @@
 #include "actors/parameter_client_impl.h"
 
 #include <algorithm>
+#include <future>
 #include <caf/io/all.hpp>
 #include <set>
 
@@ -83,6 +84,7 @@ class ParameterClientImpl : public ParameterClient {
     const Deadline deadline = Deadline::After(timeout_ms);
     const int tasks = cluster.num_tasks(ps_job);
     std::vector<ShardActor> shards;
+    std::vector<FrontActor> fronts;
     for (int i = 0; i < tasks; ++i) {
       AF_ASSIGN_OR_RETURN(TaskAddress address, cluster.Address(TaskId{ps_job, i}));
       const std::string who = TaskId{ps_job, i}.ToString();
@@ -90,25 +92,107 @@ class ParameterClientImpl : public ParameterClient {
       auto left = std::chrono::milliseconds(std::max<int64_t>(1, deadline.LeftMs()));
       AF_ASSIGN_OR_RETURN(FrontActor front,
                           ConnectToServer(*system_, address.host, address.port, left, who));
-      caf::scoped_actor self{*system_};
-      Status status = Unavailable("no answer");
-      ShardActor shard;
-      self->request(front, std::chrono::milliseconds(std::max<int64_t>(1, deadline.LeftMs())),
-                    get_shard_atom::value, client_options_.shard_name, ShardConfigFrom(options_))
-          .receive(
-              [&](Status& s, ShardActor& a) {
-                status = std::move(s);
-                shard = std::move(a);
-              },
-              [&](caf::error& e) {
-                status = Unavailable(names_.back() +
-                                     " did not hand out its parameter shard: " + caf::to_string(e));
-              });
-      AF_RETURN_IF_ERROR(status);
+      AF_ASSIGN_OR_RETURN(ShardActor shard,
+                          GetShard(front, client_options_.shard_name, names_.back(), deadline));
       shards.push_back(shard);
+      fronts.push_back(front);
+    }
+    if (client_options_.ps_replicas >= 2) {
+      AF_RETURN_IF_ERROR(ConnectStandbys(shards, fronts, deadline));
     }
     fanout_ = SpawnFanOut(*system_, std::move(shards), names_);
     return Status::OK();
+  }
+
+  // Gets (or creates) the shard `name` from a ps task's front.
+  StatusOr<ShardActor> GetShard(const FrontActor& front, const std::string& name,
+                                const std::string& task_name, const Deadline& deadline) {
+    caf::scoped_actor self{*system_};
+    Status status = Unavailable("no answer");
+    ShardActor shard;
+    self->request(front, std::chrono::milliseconds(std::max<int64_t>(1, deadline.LeftMs())),
+                  get_shard_atom::value, name, ShardConfigFrom(options_))
+        .receive(
+            [&](Status& s, ShardActor& a) {
+              status = std::move(s);
+              shard = std::move(a);
+            },
+            [&](caf::error& e) {
+              status = Unavailable(task_name + " did not hand out its parameter shard: " +
+                                   caf::to_string(e));
+            });
+    AF_RETURN_IF_ERROR(status);
+    return shard;
+  }
+
+  // ps_replicas 2: shard i's standby is "<shard name>/standby_of_<i>" on ps task
+  // i + 1 (mod the tasks); every primary is told its standby (idempotent).
+  Status ConnectStandbys(const std::vector<ShardActor>& primaries,
+                         const std::vector<FrontActor>& fronts, const Deadline& deadline) {
+    const int tasks = static_cast<int>(primaries.size());
+    if (tasks < 2) {
+      return InvalidArgument("--ps-replicas " + std::to_string(client_options_.ps_replicas) +
+                             " needs at least 2 ps tasks (a standby lives on another task), the "
+                             "cluster has " + std::to_string(tasks));
+    }
+    for (int i = 0; i < tasks; ++i) {
+      const int host = (i + 1) % tasks;
+      const std::string name = client_options_.shard_name + "/standby_of_" + std::to_string(i);
+      AF_ASSIGN_OR_RETURN(ShardActor standby, GetShard(fronts[host], name, names_[host], deadline));
+      caf::scoped_actor self{*system_};
+      Status status = Unavailable(names_[i] + " did not accept its standby");
+      self->request(primaries[i],
+                    std::chrono::milliseconds(std::max<int64_t>(1, deadline.LeftMs())),
+                    shard_standby_atom::value, caf::actor_cast<caf::actor>(standby))
+          .receive([&](Status& s) { status = std::move(s); }, [](caf::error&) {});
+      AF_RETURN_IF_ERROR(status);
+      standbys_.push_back(standby);
+      standby_names_.push_back(names_[host] + " (standby of " + names_[i] + ")");
+    }
+    failed_over_.assign(tasks, false);
+    return Status::OK();
+  }
+
+  StatusOr<int> FailOver(int64_t timeout_ms) override {
+    if (standbys_.empty()) return 0;
+    auto switched = std::make_shared<std::promise<std::vector<int>>>();
+    std::future<std::vector<int>> result = switched->get_future();
+    const std::vector<ShardActor> standbys = standbys_;
+    const std::vector<std::string> standby_names = standby_names_;
+    const std::vector<bool> used = failed_over_;
+    caf::anon_send(fanout_, FanOutTask{[=](FanOutActor* self) {
+                     auto& st = self->state;
+                     std::vector<int> now;
+                     for (size_t t = 0; t < st.shards.size(); ++t) {
+                       if (st.down[t].ok() || used[t]) continue;
+                       st.shards[t] = standbys[t];
+                       st.names[t] = standby_names[t];
+                       st.down[t] = Status::OK();
+                       self->monitor(standbys[t]);
+                       now.push_back(static_cast<int>(t));
+                     }
+                     switched->set_value(now);
+                   }});
+    if (result.wait_for(std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 1000))) !=
+        std::future_status::ready) {
+      return DeadlineExceeded("failing over to the standby shards took too long");
+    }
+    const std::vector<int> now = result.get();
+    for (int t : now) {
+      failed_over_[t] = true;
+      names_[t] = standby_names_[t];
+    }
+    if (!now.empty() && worker_ >= 0) {
+      // The standby knows no members yet: join it.
+      caf::actor who = worker_actor_;
+      const int worker = worker_;
+      auto call = Fan<Status>(now, Deadline::After(setup_timeout_ms_), [&](size_t) {
+        return std::make_tuple(shard_join_atom::value, int32_t{worker}, who);
+      });
+      AF_RETURN_IF_ERROR(WaitFor(call, Deadline::After(setup_timeout_ms_), "FailOver"));
+      for (const Status& st : call->replies()) AF_RETURN_IF_ERROR(st);
+    }
+    return static_cast<int>(now.size());
   }
 
   Status Register(int worker) override {
@@ -249,6 +333,7 @@ class ParameterClientImpl : public ParameterClient {
       lost.insert(s.workers_lost.begin(), s.workers_lost.end());
       left.insert(s.workers_left.begin(), s.workers_left.end());
       // Every shard sees the same joins and losses: the first one's record stands.
+      stats.updates_lost = std::max(stats.updates_lost, s.updates_lost);
       if (stats.updates_by_aggregated.empty()) {
         stats.updates_by_aggregated = s.updates_by_aggregated;
         stats.membership_changes = s.membership_changes;
@@ -532,6 +617,10 @@ class ParameterClientImpl : public ParameterClient {
   caf::actor fanout_;
   caf::actor worker_actor_;
   std::vector<std::string> names_;  // per ps task: "/job:ps/task:i at host:port"
+  // ps_replicas 2: each shard's standby, its name, and whether it took over already.
+  std::vector<ShardActor> standbys_;
+  std::vector<std::string> standby_names_;
+  std::vector<bool> failed_over_;
   int worker_ = -1;
   uint64_t next_sequence_ = 1;
   // Where each variable lives and what it looks like (from Initialize or Pull).

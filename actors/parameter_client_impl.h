@@ -56,6 +56,10 @@ struct ParameterClientOptions {
   // The shard's key on every ps task, "container/name"; ResetCluster of the
   // container drops it. Clients of one model use the same name.
   std::string shard_name = "parameters/model";
+  // 2: every shard gets a standby on the next ps task (a copy after every update, see
+  // actors/shard_messages.h), which FailOver switches to when the shard's task dies.
+  // Needs 2 or more ps tasks.
+  int ps_replicas = 1;
 };
 
 // Connects to every task of `ps_job` in `cluster` within `timeout_ms`.

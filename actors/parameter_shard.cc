@@ -30,6 +30,9 @@ struct ShardActorState {
   // Pushes whose reply carries the shard's values (push-and-pull).
   std::set<RequestId> values_wanted;
   RequestId next_id = 1;
+  // A standby shard on another ps task gets a copy after every change of version.
+  ShardActor standby;
+  int64_t copied_version = -1;  // the version last copied (-1: none yet)
   const char* name = "parameter_shard";
 };
 
@@ -43,6 +46,23 @@ int64_t NowMs(ShardSelf self) {
 
 int64_t DeadlineFor(ShardSelf self, int64_t timeout_ms) {
   return timeout_ms > 0 ? NowMs(self) + timeout_ms : kNoDeadline;
+}
+
+// Sends the standby the shard's contents when its version moved since the last copy
+// (before the replies go out, so that a standby never lags a version a worker saw
+// by more than the messages in flight).
+void CopyToStandby(ShardSelf self) {
+  auto& st = self->state;
+  if (!st.standby || !st.shard->initialized() || st.shard->version() == st.copied_version) return;
+  std::vector<std::string> names, slot_names;
+  std::vector<Tensor> values, slot_values;
+  st.shard->ExportCurrent(&names, &values, &slot_names, &slot_values);
+  st.copied_version = st.shard->version();
+  // A request (the shard takes no Status messages); its answer only matters to logs.
+  self->request(st.standby, std::chrono::seconds(30), shard_restore_atom::value, std::move(names),
+                std::move(values), std::move(slot_names), std::move(slot_values),
+                st.copied_version)
+      .then([](Status&) {}, [](caf::error&) {});
 }
 
 // Delivers what a state call produced and forgets the answered requests.
@@ -59,6 +79,7 @@ void Deliver(ShardSelf self, ParameterShardState::Replies& out) {
       st.requester_of.erase(who);
     }
   };
+  CopyToStandby(self);
   for (auto& r : out.pulls) finish(r.id, r);
   for (auto& r : out.pushes) {
     if (st.values_wanted.erase(r.id) > 0 && r.status.ok()) st.shard->FillValues(&r);
@@ -247,6 +268,18 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         self->state.shard->Hold(hold, &out);
         Deliver(self, out);
         ScheduleSweep(self);
+        return Status::OK();
+      },
+      [self](shard_standby_atom, const caf::actor& standby) -> Status {
+        auto& st = self->state;
+        if (!standby || standby == caf::actor_cast<caf::actor>(self)) {
+          return InvalidArgument(st.shard->name() + ": a standby must be another shard");
+        }
+        auto typed = caf::actor_cast<ShardActor>(standby);
+        if (st.standby == typed) return Status::OK();  // every client names it again
+        st.standby = typed;
+        st.copied_version = -1;
+        CopyToStandby(self);
         return Status::OK();
       },
       [self](shard_stats_atom) -> ParameterShardState::Stats {

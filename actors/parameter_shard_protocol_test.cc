@@ -308,4 +308,40 @@ CAF_TEST(get or create returns the same shard and refuses another mode) {
   Drain();
 }
 
+CAF_TEST(a standby receives a copy after every update and a shard cannot be its own standby) {
+  Start(UpdateMode::kSync, 2, 2);
+  ShardConfig c;
+  c.mode = UpdateMode::kSync;
+  c.total_replicas = 2;
+  c.replicas_to_aggregate = 2;
+  c.optimizer = "sgd";
+  c.learning_rate = 1.0;
+  auto spawned = SpawnParameterShard(sys, "/job:ps/replica:0/task:1 shard 'p/standby_of_0'", c);
+  CAF_REQUIRE(spawned.ok());
+  ShardActor standby = *spawned;
+  auto self_standby = Ask<Status>(shard_standby_atom::value, caf::actor_cast<caf::actor>(shard));
+  auto linked = Ask<Status>(shard_standby_atom::value, caf::actor_cast<caf::actor>(standby));
+  Drain();
+  CAF_REQUIRE(self_standby->has_value() && linked->has_value());
+  CAF_CHECK_EQUAL((*self_standby)->code(), Code::kInvalidArgument);
+  CAF_CHECK((*linked)->ok());
+  auto first = Push(0, 0, {1, 1});
+  auto second = Push(1, 0, {3, 1});
+  Drain();
+  CAF_REQUIRE(first->has_value() && second->has_value());
+  // The standby holds the primary's values at the primary's version.
+  ShardActor primary = shard;
+  shard = standby;
+  auto copy = Pull();
+  Drain();
+  CAF_REQUIRE(copy->has_value());
+  CAF_CHECK((*copy)->status.ok());
+  CAF_CHECK_EQUAL((*copy)->version, 1);
+  const Tensor& w = (*copy)->values.at(0);
+  CAF_CHECK_EQUAL(w.data<float>()[0], -1.0f);  // 1 - (1 + 3) / 2
+  CAF_CHECK_EQUAL(w.data<float>()[1], 1.0f);   // 2 - (1 + 1) / 2
+  caf::anon_send_exit(standby, caf::exit_reason::user_shutdown);
+  shard = primary;
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -141,6 +141,7 @@ void ParameterShardState::RaiseVersion(int64_t floor, Replies* out) {
   version_floor_ = std::max(version_floor_, floor);
   if (!initialized_ || floor <= version_) return;
   const int64_t old = version_;
+  updates_lost_ += floor - old;
   version_ = floor;
   previous_.clear();  // no longer the values of version_ - 1
   previous_slots_.clear();
@@ -213,6 +214,20 @@ ParameterShardState::PullReply ParameterShardState::Snapshot(RequestId id) const
   }
   if (Elastic()) r.membership = Membership();
   return r;
+}
+
+void ParameterShardState::ExportCurrent(std::vector<std::string>* names,
+                                        std::vector<Tensor>* values,
+                                        std::vector<std::string>* slot_names,
+                                        std::vector<Tensor>* slot_values) const {
+  for (const auto& [name, value] : variables_) {
+    names->push_back(name);
+    values->push_back(value);
+  }
+  for (const auto& [name, value] : optimizer_->ExportSlots()) {
+    slot_names->push_back(name);
+    slot_values->push_back(value);
+  }
 }
 
 void ParameterShardState::FillValues(PushReply* reply) const {
@@ -537,6 +552,7 @@ ParameterShardState::Stats ParameterShardState::GetStats() const {
   s.membership_epoch = membership_epoch_;
   s.updates_by_aggregated = updates_by_aggregated_;
   s.membership_changes = membership_changes_;
+  s.updates_lost = updates_lost_;
   return s;
 }
 

@@ -157,6 +157,9 @@ class ParameterShardState {
     int64_t membership_epoch = 0;
     std::vector<int64_t> updates_by_aggregated;
     std::vector<MembershipChange> membership_changes;
+    // Versions skipped by RaiseVersion on an initialized shard: the updates a
+    // recovery lost (a standby behind its dead primary, an older checkpoint).
+    int64_t updates_lost = 0;
   };
 
   // `name` names the shard in every message ("/job:ps/replica:0/task:0 shard p").
@@ -219,6 +222,11 @@ class ParameterShardState {
   // The earliest deadline of a parked request; kNoDeadline when none.
   int64_t NextDeadline() const;
 
+  // The current variables and optimizer slots ("<var>/<suffix>"), sorted by name,
+  // for a standby's Restore (shared buffers, read-only).
+  void ExportCurrent(std::vector<std::string>* names, std::vector<Tensor>* values,
+                     std::vector<std::string>* slot_names,
+                     std::vector<Tensor>* slot_values) const;
   // Attaches the current variables and version to a push reply (push-and-pull).
   void FillValues(PushReply* reply) const;
 
@@ -312,6 +320,7 @@ class ParameterShardState {
   int64_t membership_epoch_ = 0;
   std::vector<int64_t> updates_by_aggregated_;  // [total_replicas + 1]
   int64_t applied_gradients_ = 0;
+  int64_t updates_lost_ = 0;
   std::vector<MembershipChange> membership_changes_;
   MembershipView Membership() const;
 

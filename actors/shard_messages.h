@@ -32,6 +32,7 @@ using shard_restore_atom = caf::atom_constant<caf::atom("srestore")>;
 using shard_hold_atom = caf::atom_constant<caf::atom("shold")>;
 using shard_floor_atom = caf::atom_constant<caf::atom("sfloor")>;
 using shard_sweep_atom = caf::atom_constant<caf::atom("ssweep")>;
+using shard_standby_atom = caf::atom_constant<caf::atom("sstandby")>;
 
 // The learning rate travels as its IEEE-754 bits (exact, whatever the value): CAF
 // 0.17's portable encoding of a double (detail::pack754) never returns for an
@@ -99,7 +100,7 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::Stats
            x.gradients_dropped_stale, x.staleness_sum, x.staleness_count, x.max_staleness,
            x.workers_lost, x.workers_left, x.clocks, x.parked_pulls, x.parked_pushes,
            x.accumulated, x.applied_by_worker, x.members, x.membership_epoch,
-           x.updates_by_aggregated, x.membership_changes);
+           x.updates_by_aggregated, x.membership_changes, x.updates_lost);
 }
 
 // The parameter shard actor (SpawnParameterShard, actors/parameter_shard.h). It
@@ -134,6 +135,12 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::Stats
 //   (shard_hold_atom, bool hold) -> Status          park (true) / apply (false) pushes
 //   (shard_floor_atom, int64 floor) -> Status       version := max(version, floor)
 //   (shard_stats_atom) -> ParameterShardState::Stats
+//   (shard_standby_atom, actor standby) -> Status
+//       From now on the shard copies its contents (values, optimizer slots, version)
+//       to `standby`, a shard of another ps task, with a restore message after every
+//       change of version (and once at once when initialized). The copy is
+//       asynchronous: a standby lags by the messages in flight when its primary
+//       dies; a standby that is itself a primary's is refused.
 //   (shard_sweep_atom, int64 at_ms)
 //       Internal: the delayed message the shard sends itself to expire parked
 //       requests whose deadline is at or before `at_ms`.
@@ -150,6 +157,7 @@ using ShardActor = caf::typed_actor<
     caf::replies_to<shard_hold_atom, bool>::with<Status>,
     caf::replies_to<shard_floor_atom, int64_t>::with<Status>,
     caf::replies_to<shard_stats_atom>::with<ParameterShardState::Stats>,
+    caf::replies_to<shard_standby_atom, caf::actor>::with<Status>,
     caf::reacts_to<shard_sweep_atom, int64_t>>;
 
 }  // namespace actorflow

@@ -107,6 +107,9 @@ struct ParameterStats {
   // number of gradients they averaged, [total_replicas + 1].
   std::vector<MembershipChange> membership_changes;
   std::vector<int64_t> updates_by_aggregated;
+  // Versions a recovery skipped (AdvanceGlobalStep past a shard's version): updates
+  // lost with a ps task; the largest over the shards.
+  int64_t updates_lost = 0;
 };
 
 class ParameterClient {
@@ -166,6 +169,13 @@ class ParameterClient {
                          int64_t timeout_ms) {
     return Unimplemented("this parameter client cannot restore the parameter servers");
   }
+  // Switches every shard whose ps task went down to its standby on another ps task
+  // (where the implementation keeps standbys) and registers this worker with it.
+  // Returns how many shards switched: 0 when none was down or none had a standby
+  // left (the caller then has its error). A standby lags its primary by the copies
+  // in flight when it died: raise the global step (AdvanceGlobalStep) before going
+  // on; the versions that skips are the updates lost (ParameterStats).
+  virtual StatusOr<int> FailOver(int64_t timeout_ms) { return 0; }
   // Keeps the global step monotone across a recovery: raises every shard's version
   // to at least `at_least` (the highest global step this worker saw) without
   // changing the variables, and makes every later Restore keep that floor (a shard

@@ -263,7 +263,7 @@ TEST(DataParallelCommandTest, BadModesAndMisplacedFlagsAreUsageErrorsNamingTheFl
       {{"--cluster", "c.json", "--task", "0", "--checkpoint-every", "10"},
        "--checkpoint-every needs --checkpoint-dir"},
       {{"--cluster", "c.json", "--task", "0", "--min-workers", "2"},
-       "--min-workers, --max-workers and --lr-scaling need --elastic"},
+       "--min-workers, --max-workers, --lr-scaling and --ps-replicas need --elastic"},
       {{"--cluster", "local:ps=1,worker=2", "--elastic"}, "--elastic needs a cluster file"},
       {{"--elastic"}, "--elastic needs a cluster file"},
       {{"--cluster", "c.json", "--task", "0", "--elastic", "--mode", "async"},

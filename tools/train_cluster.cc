@@ -265,8 +265,10 @@ void ReportRescaledSteps(const TrainCommandOptions& options, const DataParallelO
 
 Status CheckElasticFlags(const TrainCommandOptions& options) {
   if (!options.elastic) {
-    if (options.min_workers != 1 || options.max_workers != 0 || options.lr_scaling != "none") {
-      return InvalidArgument("--min-workers, --max-workers and --lr-scaling need --elastic");
+    if (options.min_workers != 1 || options.max_workers != 0 || options.lr_scaling != "none" ||
+        options.ps_replicas != 1) {
+      return InvalidArgument(
+          "--min-workers, --max-workers, --lr-scaling and --ps-replicas need --elastic");
     }
     return Status::OK();
   }

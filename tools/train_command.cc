@@ -232,6 +232,10 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
                   "--elastic: none, or linear (the rate scales with the live workers)")
       ->check(CLI::IsMember({"none", "linear"}))
       ->capture_default_str();
+  app->add_option("--ps-replicas", options->ps_replicas,
+                  "--elastic: 2 keeps a standby of every parameter shard on another ps task")
+      ->check(CLI::Range(1, 2))
+      ->capture_default_str();
   app->add_option("--max-restarts", options->max_restarts,
                   "Cluster file: restarts after a lost ps task before giving up (default 3)")
       ->check(CLI::NonNegativeNumber);

@@ -137,6 +137,9 @@ struct TrainCommandOptions {
   int min_workers = 1;
   int max_workers = 0;
   std::string lr_scaling = "none";
+  // --elastic: 2 keeps a standby of every parameter shard on another ps task, which
+  // the workers switch to when the shard's task dies (no restart).
+  int ps_replicas = 1;
 };
 
 // Runs the command: the result goes to `out`, progress to `out` too or, under

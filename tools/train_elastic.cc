@@ -46,6 +46,11 @@ void PrintElasticResult(const TrainCommandOptions& options, const DataParallelOp
     }
     j["membership_changes"] = changes;
     j["updates_by_aggregated"] = stats.updates_by_aggregated;
+    j["ps_replicas"] = options.ps_replicas;
+    int failovers = 0;
+    for (const WorkerReport& w : result.workers) failovers += w.ps_failovers;
+    j["ps_failovers"] = failovers;
+    j["updates_lost"] = stats.updates_lost;
     nlohmann::ordered_json workers = nlohmann::ordered_json::array();
     for (const WorkerReport& w : result.workers) {
       workers.push_back({{"worker", w.worker},
@@ -66,6 +71,11 @@ void PrintElasticResult(const TrainCommandOptions& options, const DataParallelOp
   }
   out << "updates applied " << stats.updates_applied << ", gradients dropped as stale "
       << stats.gradients_dropped_stale << "\n";
+  for (const WorkerReport& w : result.workers) {
+    if (w.ps_failovers > 0) {
+      out << "ps failovers " << w.ps_failovers << ", updates lost " << stats.updates_lost << "\n";
+    }
+  }
   if (!result.checkpoint.empty()) out << "checkpoint saved in " << options.checkpoint_dir << "\n";
   out << TestAccuracyLine(result.eval, result.seconds) << "\n";
   out.flush();
@@ -99,8 +109,11 @@ Status TrainElasticWorker(const TrainCommandOptions& options, const ClusterSpec&
   WorkerOptions worker;
   worker.worker = options.task;
   worker.progress = progress;
+  ParameterClientOptions client_options;
+  client_options.ps_replicas = options.ps_replicas;
   AF_ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
-                      ConnectParameterServers(cluster, kPsJob, dp.ps, dp.timeout_ms));
+                      ConnectParameterServers(cluster, kPsJob, dp.ps, dp.timeout_ms,
+                                              client_options));
   StatusOr<DataParallelResult> ran =
       RunDataParallelWorker(options_here, worker, client.get(), train, test);
   board->SetState(ran.ok() ? "finished" : "failed", ran.ok() ? "" : ran.status().ToString());

@@ -35,7 +35,9 @@
 // `epochs` passes (epochs * ceil(N / batch) batches). A push answered "training
 // paused" (fewer live workers than min_workers) is reported through progress and
 // retried after a fresh pull. No restart, no checkpoint: a joiner pulls the current
-// variables.
+// variables. A ps task that goes down (Unavailable) makes the driver fail over to
+// the standby shards (ParameterClient::FailOver) and raise the global step to the
+// highest it saw, so that it stays monotone; without standbys the error ends the run.
 //
 // Stopping: WorkerDriver::Stop ends a driver at its next step boundary (waking an
 // injected delay at once); its Run then reports Cancelled. A stopped worker is what a
@@ -139,6 +141,7 @@ struct WorkerReport {
   double last_loss = 0.0;
   int64_t global_step = 0;    // the last one seen
   double longest_push_seconds = 0.0;  // the longest push (and pull) round trip
+  int ps_failovers = 0;  // elastic: times shards switched to their standbys
   Status status;              // OK; Cancelled when stopped; else the error that ended it
 };
 

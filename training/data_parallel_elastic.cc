@@ -75,11 +75,32 @@ Status WorkerDriver::RunElasticLoop(WorkerReport* report) {
   progress.total_batches = total_batches;
   progress.planned_steps = total_batches;
   bool have_snapshot = true;
+  int64_t highest_step = snapshot.global_step;
+  // A ps task went down: its shards switch to their standbys (OK), or the error
+  // stands.
+  const auto fail_over = [&](const Status& error) -> Status {
+    if (error.code() != Code::kUnavailable || IsPause(error)) return error;
+    AF_ASSIGN_OR_RETURN(int switched, client_->FailOver(options_.timeout_ms));
+    if (switched == 0) return error;
+    ++report->ps_failovers;
+    // Every shard goes to the newest version any of them reached: a standby behind
+    // would otherwise make every synchronous pull wait for a version it may never
+    // reach (the versions it skips are the updates lost).
+    AF_ASSIGN_OR_RETURN(ParameterStats stats, client_->Stats(options_.timeout_ms));
+    return client_->AdvanceGlobalStep(std::max(highest_step, stats.updates_applied),
+                                      options_.timeout_ms);
+  };
   while (true) {
     if (stopped()) return Cancelled("stopped after " + std::to_string(report->steps) + " steps");
     if (!have_snapshot) {
-      AF_ASSIGN_OR_RETURN(snapshot, client_->Pull(options_.timeout_ms));
+      StatusOr<ParameterSnapshot> pulled = client_->Pull(options_.timeout_ms);
+      if (!pulled.ok()) {
+        AF_RETURN_IF_ERROR(fail_over(pulled.status()));
+        continue;
+      }
+      snapshot = std::move(pulled).value();
     }
+    highest_step = std::max(highest_step, snapshot.global_step);
     have_snapshot = false;
     report->global_step = snapshot.global_step;
     if (snapshot.membership.applied_gradients >= total_batches) return Status::OK();
@@ -105,7 +126,10 @@ Status WorkerDriver::RunElasticLoop(WorkerReport* report) {
       AF_RETURN_IF_ERROR(client_->Register(worker));
       continue;
     }
-    AF_RETURN_IF_ERROR(pushed.status());
+    if (!pushed.ok()) {
+      AF_RETURN_IF_ERROR(fail_over(pushed.status()));
+      continue;
+    }
     progress.paused.clear();
     snapshot = std::move(next);
     have_snapshot = true;

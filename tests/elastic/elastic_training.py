@@ -14,6 +14,11 @@ Scenario `refusals`: a worker with another model, a second process claiming a li
 task, and --elastic against a training that is not elastic are refused, naming the
 culprit, while the training goes on.
 
+Scenario `ps-failover`: two ps tasks and --ps-replicas 2; ps task 1 is killed while
+two workers train. Both workers switch to the standby, neither restarts, the chief's
+--json says ps_failovers 1, the global step in its progress never goes back, and the
+accuracy is >= 0.9.
+
 Scenario `kill-times`: the time from a worker's death to the next completed update,
 measured N times (--kills N) from the chief's progress; prints min/median/max. With
 --hang the worker is stopped (SIGSTOP) instead: its connection stays open, so only
@@ -21,7 +26,7 @@ the step deadline (--timeout-ms 3000) lets the version complete without it.
 
 Every wait has a deadline; no sleep stands for synchronization.
 
-Usage: elastic_training.py ACTORFLOW DATA_DIR [join-and-kill|refusals|kill-times]
+Usage: elastic_training.py ACTORFLOW DATA_DIR [join-and-kill|ps-failover|refusals|kill-times]
                            [--kills N] [--hang]
 """
 import json
@@ -95,19 +100,22 @@ def global_step_of(line):
 
 
 class Cluster:
-    def __init__(self, actorflow, data, slots=3):
+    def __init__(self, actorflow, data, slots=3, ps_tasks=1):
         self.actorflow = actorflow
         self.data = data
         self.dir = tempfile.mkdtemp(prefix="elastic_")
-        ports = free_ports(1 + slots)
+        ports = free_ports(ps_tasks + slots)
         self.file = os.path.join(self.dir, "cluster.json")
         with open(self.file, "w") as f:
-            json.dump({"ps": [f"127.0.0.1:{ports[0]}"],
-                       "worker": [f"127.0.0.1:{p}" for p in ports[1:]]}, f)
+            json.dump({"ps": [f"127.0.0.1:{p}" for p in ports[:ps_tasks]],
+                       "worker": [f"127.0.0.1:{p}" for p in ports[ps_tasks:]]}, f)
         self.procs = []
-        ps = self.spawn([actorflow, "server", "--cluster", self.file, "--job", "ps", "--task",
-                         "0"], "ps:0", stream="stdout")
-        ps.wait_line(lambda l: "ready" in l, 30, "saying the server is ready")
+        self.ps = []
+        for task in range(ps_tasks):
+            ps = self.spawn([actorflow, "server", "--cluster", self.file, "--job", "ps", "--task",
+                             str(task)], f"ps:{task}", stream="stdout")
+            ps.wait_line(lambda l: "ready" in l, 30, "saying the server is ready")
+            self.ps.append(ps)
 
     def spawn(self, args, name, stream="stderr"):
         proc = Proc(args, name, stream)
@@ -173,6 +181,32 @@ def join_and_kill(actorflow, data):
         for r in reports:
             assert r["longest_push_seconds"] <= STEP_TIMEOUT_MS / 1000.0 + 0.5, r
         print("PASS join-and-kill: membership", events, "accuracy", result["accuracy"])
+    finally:
+        cluster.close()
+
+
+def ps_failover(actorflow, data):
+    cluster = Cluster(actorflow, data, slots=2, ps_tasks=2)
+    try:
+        replicas = ("--ps-replicas", "2")
+        chief = cluster.worker(0, epochs=200, extra=replicas)
+        one = cluster.worker(1, epochs=200, extra=replicas)
+        chief.wait_line(lambda l: global_step_of(l) >= 200, DEADLINE_S, "past global step 200")
+        # ps task 1 holds shard 1 (its standby is on task 0) and shard 0's standby.
+        cluster.ps[1].kill()
+        code, out, err = chief.finish(DEADLINE_S)
+        assert code == 0, f"chief exited {code}: {err[-2000:]}"
+        result = json.loads(out.strip().splitlines()[-1])
+        print(json.dumps(result))
+        assert result["ps_failovers"] == 1, result
+        assert result["accuracy"] >= 0.9, result["accuracy"]
+        steps = [global_step_of(l) for l in chief.lines if global_step_of(l) >= 0]
+        assert steps == sorted(steps), f"global step went back: {steps}"
+        code, out1, err1 = one.finish(DEADLINE_S)
+        assert code == 0, f"worker 1 exited {code}: {err1[-1000:]}"
+        assert json.loads(out1.strip().splitlines()[-1])["ps_failovers"] == 1
+        print(f"PASS ps-failover: ps_failovers 1, updates lost {result['updates_lost']}, "
+              f"accuracy {result['accuracy']}")
     finally:
         cluster.close()
 
@@ -248,6 +282,8 @@ def main(argv):
     kills = int(argv[argv.index("--kills") + 1]) if "--kills" in argv else 10
     if scenario == "join-and-kill":
         join_and_kill(actorflow, data)
+    elif scenario == "ps-failover":
+        ps_failover(actorflow, data)
     elif scenario == "refusals":
         refusals(actorflow, data)
     elif scenario == "kill-times":
