@@ -38,7 +38,7 @@ class ProgressPrinter {
   explicit ProgressPrinter(std::ostream& out) : out_(out) {}
 
   void Report(const WorkerProgress& p) {
-    if (!p.paused.empty() || !p.members.empty()) return ReportElastic(p);
+    if (!p.paused.empty() || !p.failover.empty() || !p.members.empty()) return ReportElastic(p);
     const int64_t planned = std::max<int64_t>(p.planned_steps, 1);
     const int64_t tenth = std::max<int64_t>(planned / 10, 1);
     std::lock_guard<std::mutex> lock(mu_);
@@ -65,7 +65,7 @@ class ProgressPrinter {
     const int64_t tenth = std::max<int64_t>(p.total_batches / 10, 1);
     const int64_t decile = p.batch_index / tenth;
     const bool changed = p.membership_epoch != last_membership_epoch_ || !p.paused.empty() ||
-                         decile != last_decile_;
+                         !p.failover.empty() || decile != last_decile_;
     if (!changed) return;
     last_membership_epoch_ = p.membership_epoch;
     last_decile_ = decile;

@@ -85,6 +85,10 @@ void PrintElasticResult(const TrainCommandOptions& options, const DataParallelOp
 
 std::string ElasticProgressLine(const WorkerProgress& p) {
   char line[400];
+  if (!p.failover.empty()) {
+    std::snprintf(line, sizeof(line), "worker %d: %s", p.worker, p.failover.c_str());
+    return line;
+  }
   if (!p.paused.empty()) {
     std::snprintf(line, sizeof(line), "worker %d: %s", p.worker, p.paused.c_str());
     return line;

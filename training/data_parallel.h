@@ -128,6 +128,8 @@ struct WorkerProgress {
   int64_t batch_index = 0;
   int64_t total_batches = 0;
   std::string paused;
+  // Elastic: set (once) when the shards of a lost ps task switched to their standbys.
+  std::string failover;
 };
 using WorkerProgressFn = std::function<void(const WorkerProgress&)>;
 

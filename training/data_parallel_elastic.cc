@@ -87,8 +87,16 @@ Status WorkerDriver::RunElasticLoop(WorkerReport* report) {
     // would otherwise make every synchronous pull wait for a version it may never
     // reach (the versions it skips are the updates lost).
     AF_ASSIGN_OR_RETURN(ParameterStats stats, client_->Stats(options_.timeout_ms));
-    return client_->AdvanceGlobalStep(std::max(highest_step, stats.updates_applied),
-                                      options_.timeout_ms);
+    const int64_t floor = std::max(highest_step, stats.updates_applied);
+    AF_RETURN_IF_ERROR(client_->AdvanceGlobalStep(floor, options_.timeout_ms));
+    if (worker_options_.progress) {
+      progress.failover = "failed over " + std::to_string(switched) +
+                          " parameter shard(s) to their standbys (" + error.message() +
+                          "); going on from global step " + std::to_string(floor);
+      worker_options_.progress(progress);
+      progress.failover.clear();
+    }
+    return Status::OK();
   };
   while (true) {
     if (stopped()) return Cancelled("stopped after " + std::to_string(report->steps) + " steps");

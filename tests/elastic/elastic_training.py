@@ -193,12 +193,17 @@ def ps_failover(actorflow, data):
         one = cluster.worker(1, epochs=200, extra=replicas)
         chief.wait_line(lambda l: global_step_of(l) >= 200, DEADLINE_S, "past global step 200")
         # ps task 1 holds shard 1 (its standby is on task 0) and shard 0's standby.
+        killed_at = time.monotonic()
         cluster.ps[1].kill()
+        line = chief.wait_line(lambda l: "failed over" in l, DEADLINE_S, "about the failover")
+        print(f"ps task killed -> worker 0 going on: {(time.monotonic() - killed_at) * 1000:.1f} ms:",
+              line.strip())
         code, out, err = chief.finish(DEADLINE_S)
         assert code == 0, f"chief exited {code}: {err[-2000:]}"
         result = json.loads(out.strip().splitlines()[-1])
         print(json.dumps(result))
         assert result["ps_failovers"] == 1, result
+        assert "failed over 1 parameter shard(s) to their standbys" in line, line
         assert result["accuracy"] >= 0.9, result["accuracy"]
         steps = [global_step_of(l) for l in chief.lines if global_step_of(l) >= 0]
         assert steps == sorted(steps), f"global step went back: {steps}"
