@@ -119,10 +119,19 @@ void SendToTargets(FanOutActor* self, const std::shared_ptr<Call<Reply>>& call,
         [&](auto&&... xs) {
           self->request(st.shards[t], timeout, xs...)
               .then([call, pos](Reply& reply) { call->Set(pos, std::move(reply)); },
-                    [call, who](caf::error& error) {
-                      call->Fail(error == caf::sec::request_timeout
-                                     ? DeadlineExceeded(who + " did not answer in time")
-                                     : Unavailable(who + ": " + caf::to_string(error)));
+                    [call, who, self, t, target = st.shards[t]](caf::error& error) {
+                      if (error == caf::sec::request_timeout) {
+                        return call->Fail(DeadlineExceeded(who + " did not answer in time"));
+                      }
+                      Status failed = Unavailable(who + ": " + caf::to_string(error));
+                      // A receiver that is gone is down now, whether or not its down
+                      // message arrived yet (a fail-over must see it).
+                      if ((error == caf::sec::request_receiver_down ||
+                           error.category() == caf::atom("exit")) &&
+                          self->state.shards[t] == target) {
+                        self->state.down[t] = failed;
+                      }
+                      call->Fail(failed);
                     });
         },
         make_args(pos));
