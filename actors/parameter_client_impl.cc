@@ -100,6 +100,8 @@ class ParameterClientImpl : public ParameterClient {
     if (client_options_.ps_replicas >= 2) {
       AF_RETURN_IF_ERROR(ConnectStandbys(shards, fronts, deadline));
     }
+    fronts_ = fronts;
+    replaced_.assign(tasks, false);
     fanout_ = SpawnFanOut(*system_, std::move(shards), names_);
     return Status::OK();
   }
@@ -153,46 +155,82 @@ class ParameterClientImpl : public ParameterClient {
     return Status::OK();
   }
 
-  StatusOr<int> FailOver(int64_t timeout_ms) override {
-    if (standbys_.empty()) return 0;
-    auto switched = std::make_shared<std::promise<std::vector<int>>>();
-    std::future<std::vector<int>> result = switched->get_future();
-    const std::vector<ShardActor> standbys = standbys_;
-    const std::vector<std::string> standby_names = standby_names_;
-    const std::vector<bool> used = failed_over_;
-    caf::anon_send(fanout_, FanOutTask{[=](FanOutActor* self) {
-                     auto& st = self->state;
-                     std::vector<int> now;
-                     for (size_t t = 0; t < st.shards.size(); ++t) {
-                       if (st.down[t].ok() || used[t]) continue;
-                       st.shards[t] = standbys[t];
-                       st.names[t] = standby_names[t];
-                       st.down[t] = Status::OK();
-                       self->monitor(standbys[t]);
-                       now.push_back(static_cast<int>(t));
-                     }
-                     switched->set_value(now);
-                   }});
-    if (result.wait_for(std::chrono::milliseconds(std::max<int64_t>(timeout_ms, 1000))) !=
-        std::future_status::ready) {
-      return DeadlineExceeded("failing over to the standby shards took too long");
+  StatusOr<FailOverReport> FailOver(int64_t timeout_ms) override {
+    FailOverReport report;
+    const Deadline deadline = Deadline::After(std::max<int64_t>(timeout_ms, 1000));
+    // Which shards are down, as the fan-out actor knows it.
+    // Shared with the fan-out actor, which may run the task after a timeout here.
+    auto down_now = std::make_shared<std::vector<Status>>();
+    AF_RETURN_IF_ERROR(AskFanOut(
+        [down_now](FanOutActor* self) { *down_now = self->state.down; }, deadline));
+    const std::vector<Status> down = *down_now;
+    std::vector<int> switched;
+    std::vector<ShardActor> replacements(NumShards());
+    std::vector<std::string> replacement_names(NumShards());
+    for (int t = 0; t < NumShards(); ++t) {
+      if (down[t].ok()) continue;
+      if (!standbys_.empty() && !failed_over_[t]) {
+        failed_over_[t] = true;
+        replacements[t] = standbys_[t];
+        replacement_names[t] = standby_names_[t];
+        ++report.to_standby;
+      } else if (client_options_.replace_lost_shards && !replaced_[t]) {
+        // The next ps task whose shard is still up hosts an empty replacement.
+        int host = -1;
+        for (int k = 1; k < NumShards() && host < 0; ++k) {
+          if (down[(t + k) % NumShards()].ok()) host = (t + k) % NumShards();
+        }
+        if (host < 0) continue;
+        const std::string name = client_options_.shard_name + "/replacement_of_" +
+                                 std::to_string(t);
+        AF_ASSIGN_OR_RETURN(replacements[t], GetShard(fronts_[host], name, names_[host], deadline));
+        replacement_names[t] = names_[host] + " (replacing " + names_[t] + ")";
+        replaced_[t] = true;
+        ++report.replaced;
+      } else {
+        continue;
+      }
+      switched.push_back(t);
     }
-    const std::vector<int> now = result.get();
-    for (int t : now) {
-      failed_over_[t] = true;
-      names_[t] = standby_names_[t];
-    }
-    if (!now.empty() && worker_ >= 0) {
-      // The standby knows no members yet: join it.
+    if (switched.empty()) return report;
+    AF_RETURN_IF_ERROR(AskFanOut(
+        [switched, replacements, replacement_names](FanOutActor* self) {
+          auto& st = self->state;
+          for (int t : switched) {
+            st.shards[t] = replacements[t];
+            st.names[t] = replacement_names[t];
+            st.down[t] = Status::OK();
+            self->monitor(replacements[t]);
+          }
+        },
+        deadline));
+    for (int t : switched) names_[t] = replacement_names[t];
+    if (worker_ >= 0) {
+      // The new shards know no members yet: join them.
       caf::actor who = worker_actor_;
       const int worker = worker_;
-      auto call = Fan<Status>(now, Deadline::After(setup_timeout_ms_), [&](size_t) {
+      auto call = Fan<Status>(switched, Deadline::After(setup_timeout_ms_), [&](size_t) {
         return std::make_tuple(shard_join_atom::value, int32_t{worker}, who);
       });
       AF_RETURN_IF_ERROR(WaitFor(call, Deadline::After(setup_timeout_ms_), "FailOver"));
       for (const Status& st : call->replies()) AF_RETURN_IF_ERROR(st);
     }
-    return static_cast<int>(now.size());
+    return report;
+  }
+
+  // Runs `fn` inside the fan-out actor (which owns the shard handles) and waits for
+  // it; `fn` must own what it touches (it may run after a timeout here).
+  Status AskFanOut(std::function<void(FanOutActor*)> fn, const Deadline& deadline) {
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> finished = done->get_future();
+    caf::anon_send(fanout_, FanOutTask{[fn, done](FanOutActor* self) {
+                     fn(self);
+                     done->set_value();
+                   }});
+    if (finished.wait_until(deadline.WaitUntil()) != std::future_status::ready) {
+      return DeadlineExceeded("the client's fan-out actor did not answer in time");
+    }
+    return Status::OK();
   }
 
   Status Register(int worker) override {
@@ -621,6 +659,9 @@ class ParameterClientImpl : public ParameterClient {
   std::vector<ShardActor> standbys_;
   std::vector<std::string> standby_names_;
   std::vector<bool> failed_over_;
+  // Every ps task's front (for replacements), and which shards were replaced.
+  std::vector<FrontActor> fronts_;
+  std::vector<bool> replaced_;
   int worker_ = -1;
   uint64_t next_sequence_ = 1;
   // Where each variable lives and what it looks like (from Initialize or Pull).

@@ -60,6 +60,10 @@ struct ParameterClientOptions {
   // actors/shard_messages.h), which FailOver switches to when the shard's task dies.
   // Needs 2 or more ps tasks.
   int ps_replicas = 1;
+  // Without a standby, FailOver replaces a lost shard by an empty one
+  // ("<shard>/replacement_of_<i>") on the next live ps task, for the chief to restore
+  // from a checkpoint. Off: a lost shard stays lost for this client.
+  bool replace_lost_shards = false;
 };
 
 // Connects to every task of `ps_job` in `cluster` within `timeout_ms`.

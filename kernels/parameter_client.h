@@ -170,12 +170,20 @@ class ParameterClient {
     return Unimplemented("this parameter client cannot restore the parameter servers");
   }
   // Switches every shard whose ps task went down to its standby on another ps task
-  // (where the implementation keeps standbys) and registers this worker with it.
-  // Returns how many shards switched: 0 when none was down or none had a standby
-  // left (the caller then has its error). A standby lags its primary by the copies
-  // in flight when it died: raise the global step (AdvanceGlobalStep) before going
-  // on; the versions that skips are the updates lost (ParameterStats).
-  virtual StatusOr<int> FailOver(int64_t timeout_ms) { return 0; }
+  // (where the implementation keeps standbys), or, where it has none and replacing
+  // lost shards is on, to an empty replacement shard on another live ps task, and
+  // registers this worker with it. A standby lags its primary by the copies in
+  // flight when it died: raise the global step (AdvanceGlobalStep) before going on;
+  // the versions that skips are the updates lost (ParameterStats). A replacement is
+  // empty: the chief restores the last coordinated checkpoint into every shard
+  // (training/ps_checkpoint.h) while the other workers' pulls wait for it.
+  // Nothing switched (both counts 0): none was down, or none could be replaced (the
+  // caller then has its error).
+  struct FailOverReport {
+    int to_standby = 0;
+    int replaced = 0;
+  };
+  virtual StatusOr<FailOverReport> FailOver(int64_t timeout_ms) { return FailOverReport{}; }
   // Keeps the global step monotone across a recovery: raises every shard's version
   // to at least `at_least` (the highest global step this worker saw) without
   // changing the variables, and makes every later Restore keep that floor (a shard

@@ -48,9 +48,13 @@ void PrintElasticResult(const TrainCommandOptions& options, const DataParallelOp
     j["updates_by_aggregated"] = stats.updates_by_aggregated;
     j["ps_replicas"] = options.ps_replicas;
     int failovers = 0;
-    for (const WorkerReport& w : result.workers) failovers += w.ps_failovers;
+    int64_t restored_lost = 0;
+    for (const WorkerReport& w : result.workers) {
+      failovers += w.ps_failovers;
+      restored_lost += w.updates_lost;
+    }
     j["ps_failovers"] = failovers;
-    j["updates_lost"] = stats.updates_lost;
+    j["updates_lost"] = stats.updates_lost + restored_lost;
     nlohmann::ordered_json workers = nlohmann::ordered_json::array();
     for (const WorkerReport& w : result.workers) {
       workers.push_back({{"worker", w.worker},
@@ -115,6 +119,8 @@ Status TrainElasticWorker(const TrainCommandOptions& options, const ClusterSpec&
   worker.progress = progress;
   ParameterClientOptions client_options;
   client_options.ps_replicas = options.ps_replicas;
+  client_options.replace_lost_shards = true;
+  options_here.checkpoint_every = options.checkpoint_every;
   AF_ASSIGN_OR_RETURN(std::unique_ptr<ParameterClient> client,
                       ConnectParameterServers(cluster, kPsJob, dp.ps, dp.timeout_ms,
                                               client_options));

@@ -36,8 +36,10 @@
 // paused" (fewer live workers than min_workers) is reported through progress and
 // retried after a fresh pull. No restart, no checkpoint: a joiner pulls the current
 // variables. A ps task that goes down (Unavailable) makes the driver fail over to
-// the standby shards (ParameterClient::FailOver) and raise the global step to the
-// highest it saw, so that it stays monotone; without standbys the error ends the run.
+// the standby shards (ParameterClient::FailOver), or to empty replacements that the
+// chief restores from its last coordinated checkpoint (checkpoint_every) while the
+// others' pulls wait for it, and raise the global step to the highest any shard
+// reached, so that it stays monotone. Nothing to fail over to: the error ends the run.
 //
 // Stopping: WorkerDriver::Stop ends a driver at its next step boundary (waking an
 // injected delay at once); its Run then reports Cancelled. A stopped worker is what a
@@ -92,6 +94,9 @@ struct DataParallelOptions {
   // latest checkpoint when it has one (the model's variables and the global step;
   // the optimizer's slots live on the ps and start afresh). Empty: none.
   std::string model_dir;
+  // Elastic: the chief's coordinated checkpoint into model_dir every N global steps
+  // (0: none), from which a lost shard without a standby is restored.
+  int64_t checkpoint_every = 0;
 };
 
 // OK when every label of `data` is int32 in [0, n_classes); InvalidArgument naming
@@ -143,7 +148,10 @@ struct WorkerReport {
   double last_loss = 0.0;
   int64_t global_step = 0;    // the last one seen
   double longest_push_seconds = 0.0;  // the longest push (and pull) round trip
-  int ps_failovers = 0;  // elastic: times shards switched to their standbys
+  int ps_failovers = 0;  // elastic: times lost shards switched (standby or replacement)
+  // Elastic chief: versions between the checkpoint a lost shard was restored from
+  // and the global step training went on from.
+  int64_t updates_lost = 0;
   Status status;              // OK; Cancelled when stopped; else the error that ended it
 };
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "training/data_parallel.h"
+#include "training/ps_checkpoint.h"
 
 namespace actorflow {
 namespace {
@@ -76,13 +77,32 @@ Status WorkerDriver::RunElasticLoop(WorkerReport* report) {
   progress.planned_steps = total_batches;
   bool have_snapshot = true;
   int64_t highest_step = snapshot.global_step;
+  int restore_waits = 0;  // pulls that may still time out waiting for a restore
+  int64_t next_checkpoint = options_.checkpoint_every;
   // A ps task went down: its shards switch to their standbys (OK), or the error
   // stands.
   const auto fail_over = [&](const Status& error) -> Status {
     if (error.code() != Code::kUnavailable || IsPause(error)) return error;
-    AF_ASSIGN_OR_RETURN(int switched, client_->FailOver(options_.timeout_ms));
-    if (switched == 0) return error;
+    AF_ASSIGN_OR_RETURN(ParameterClient::FailOverReport switched,
+                        client_->FailOver(options_.timeout_ms));
+    if (switched.to_standby + switched.replaced == 0) return error;
     ++report->ps_failovers;
+    std::string restored;
+    if (switched.replaced > 0) {
+      if (worker != 0) {
+        restore_waits = 3;  // pulls wait for the chief's restore (bounded)
+      } else {
+        if (options_.model_dir.empty()) {
+          return FailedPrecondition(error.message() + "; its shard has no standby and there is "
+                                    "no checkpoint to restore it from (use --ps-replicas 2, or "
+                                    "--checkpoint-dir with --checkpoint-every)");
+        }
+        AF_ASSIGN_OR_RETURN(PsCheckpointInfo info,
+                            RestorePsCheckpoint(client_, options_.model_dir, options_.timeout_ms));
+        restored = ", restored from " + info.prefix;
+        report->updates_lost += std::max<int64_t>(0, highest_step - info.global_step);
+      }
+    }
     // Every shard goes to the newest version any of them reached: a standby behind
     // would otherwise make every synchronous pull wait for a version it may never
     // reach (the versions it skips are the updates lost).
@@ -90,8 +110,9 @@ Status WorkerDriver::RunElasticLoop(WorkerReport* report) {
     const int64_t floor = std::max(highest_step, stats.updates_applied);
     AF_RETURN_IF_ERROR(client_->AdvanceGlobalStep(floor, options_.timeout_ms));
     if (worker_options_.progress) {
-      progress.failover = "failed over " + std::to_string(switched) +
-                          " parameter shard(s) to their standbys (" + error.message() +
+      progress.failover = "failed over " + std::to_string(switched.to_standby) +
+                          " parameter shard(s) to their standbys and replaced " +
+                          std::to_string(switched.replaced) + restored + " (" + error.message() +
                           "); going on from global step " + std::to_string(floor);
       worker_options_.progress(progress);
       progress.failover.clear();
@@ -102,10 +123,16 @@ Status WorkerDriver::RunElasticLoop(WorkerReport* report) {
     if (stopped()) return Cancelled("stopped after " + std::to_string(report->steps) + " steps");
     if (!have_snapshot) {
       StatusOr<ParameterSnapshot> pulled = client_->Pull(options_.timeout_ms);
+      if (!pulled.ok() && pulled.status().code() == Code::kDeadlineExceeded &&
+          restore_waits > 0) {
+        --restore_waits;  // the chief is still restoring the replaced shards
+        continue;
+      }
       if (!pulled.ok()) {
         AF_RETURN_IF_ERROR(fail_over(pulled.status()));
         continue;
       }
+      restore_waits = 0;
       snapshot = std::move(pulled).value();
     }
     highest_step = std::max(highest_step, snapshot.global_step);
@@ -134,11 +161,25 @@ Status WorkerDriver::RunElasticLoop(WorkerReport* report) {
       AF_RETURN_IF_ERROR(client_->Register(worker));
       continue;
     }
+    if (!pushed.ok() && pushed.status().code() == Code::kAborted) {
+      continue;  // the shards were restored while it waited: pull and compute again
+    }
     if (!pushed.ok()) {
       AF_RETURN_IF_ERROR(fail_over(pushed.status()));
       continue;
     }
     progress.paused.clear();
+    if (worker == 0 && options_.checkpoint_every > 0 && !options_.model_dir.empty() &&
+        pushed->global_step >= next_checkpoint) {
+      // The chief's coordinated cut, from which a shard without a standby is restored.
+      StatusOr<PsCheckpointInfo> saved =
+          SavePsCheckpoint(client_, options_.model_dir, -1, options_.timeout_ms);
+      if (!saved.ok()) {
+        AF_RETURN_IF_ERROR(fail_over(saved.status()));
+        continue;
+      }
+      next_checkpoint = pushed->global_step + options_.checkpoint_every;
+    }
     snapshot = std::move(next);
     have_snapshot = true;
     ++report->steps;

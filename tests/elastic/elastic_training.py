@@ -19,6 +19,11 @@ two workers train. Both workers switch to the standby, neither restarts, the chi
 --json says ps_failovers 1, the global step in its progress never goes back, and the
 accuracy is >= 0.9.
 
+Scenario `ps-restore`: the same without standbys; the chief checkpoints every 50
+global steps, and after ps task 1 dies its shard is replaced on ps task 0 and
+restored from the last checkpoint while worker 1 waits; the --json counts the
+updates lost (> 0), and the global step never goes back.
+
 Scenario `kill-times`: the time from a worker's death to the next completed update,
 measured N times (--kills N) from the chief's progress; prints min/median/max. With
 --hang the worker is stopped (SIGSTOP) instead: its connection stays open, so only
@@ -26,7 +31,8 @@ the step deadline (--timeout-ms 3000) lets the version complete without it.
 
 Every wait has a deadline; no sleep stands for synchronization.
 
-Usage: elastic_training.py ACTORFLOW DATA_DIR [join-and-kill|ps-failover|refusals|kill-times]
+Usage: elastic_training.py ACTORFLOW DATA_DIR [join-and-kill|ps-failover|ps-restore|
+                           refusals|kill-times]
                            [--kills N] [--hang]
 """
 import json
@@ -216,6 +222,37 @@ def ps_failover(actorflow, data):
         cluster.close()
 
 
+def ps_restore(actorflow, data):
+    cluster = Cluster(actorflow, data, slots=2, ps_tasks=2)
+    try:
+        ckpt = os.path.join(cluster.dir, "ckpt")
+        chief = cluster.worker(0, epochs=200, extra=("--checkpoint-dir", ckpt,
+                                                     "--checkpoint-every", "50"))
+        one = cluster.worker(1, epochs=200)
+        chief.wait_line(lambda l: global_step_of(l) >= 200, DEADLINE_S, "past global step 200")
+        killed_at = time.monotonic()
+        cluster.ps[1].kill()  # no standbys: its shard comes back from a checkpoint
+        line = chief.wait_line(lambda l: "failed over" in l, DEADLINE_S, "about the restore")
+        print(f"ps task killed -> restored: {(time.monotonic() - killed_at) * 1000:.1f} ms:",
+              line.strip())
+        assert "replaced 1, restored from " in line, line
+        code, out, err = chief.finish(DEADLINE_S)
+        assert code == 0, f"chief exited {code}: {err[-2000:]}"
+        result = json.loads(out.strip().splitlines()[-1])
+        print(json.dumps(result))
+        assert result["ps_failovers"] == 1, result
+        assert result["updates_lost"] > 0, result
+        assert result["accuracy"] >= 0.9, result["accuracy"]
+        steps = [global_step_of(l) for l in chief.lines if global_step_of(l) >= 0]
+        assert steps == sorted(steps), f"global step went back: {steps}"
+        code, _, err1 = one.finish(DEADLINE_S)
+        assert code == 0, f"worker 1 exited {code}: {err1[-1000:]}"
+        print(f"PASS ps-restore: updates lost {result['updates_lost']}, "
+              f"accuracy {result['accuracy']}")
+    finally:
+        cluster.close()
+
+
 def refusals(actorflow, data):
     cluster = Cluster(actorflow, data)
     try:
@@ -289,6 +326,8 @@ def main(argv):
         join_and_kill(actorflow, data)
     elif scenario == "ps-failover":
         ps_failover(actorflow, data)
+    elif scenario == "ps-restore":
+        ps_restore(actorflow, data)
     elif scenario == "refusals":
         refusals(actorflow, data)
     elif scenario == "kill-times":
