@@ -69,7 +69,26 @@ class ProgressPrinter {
     if (!changed) return;
     last_membership_epoch_ = p.membership_epoch;
     last_decile_ = decile;
-    out_ << ElasticProgressLine(p) << "\n";
+    out_ << ElasticProgressLine(p);
+    if (p.paused.empty() && p.failover.empty() && !p.members.empty()) {
+      // Name the tasks that joined or were lost since the last line.
+      std::string joined, gone;
+      for (int m : p.members) {
+        if (have_members_ && !std::count(last_members_.begin(), last_members_.end(), m)) {
+          joined += " /job:worker/task:" + std::to_string(m);
+        }
+      }
+      for (int m : last_members_) {
+        if (!std::count(p.members.begin(), p.members.end(), m)) {
+          gone += " /job:worker/task:" + std::to_string(m);
+        }
+      }
+      if (!joined.empty()) out_ << "; joined:" << joined;
+      if (!gone.empty()) out_ << "; gone:" << gone;
+      last_members_ = p.members;
+      have_members_ = true;
+    }
+    out_ << "\n";
     out_.flush();
   }
 
@@ -79,6 +98,8 @@ class ProgressPrinter {
   };
   int64_t last_membership_epoch_ = -1;
   int64_t last_decile_ = -1;
+  std::vector<int> last_members_;
+  bool have_members_ = false;
   std::ostream& out_;
   std::mutex mu_;
   std::map<int, Window> windows_;

@@ -155,6 +155,7 @@ def join_and_kill(actorflow, data):
         line = chief.wait_line(lambda l: "members [0,2]" in l, DEADLINE_S,
                                "after worker 1's loss")
         print("after the kill:", line.strip())
+        assert "gone: /job:worker/task:1" in line, line  # the loss names the task
         # Below --min-workers 2 the training pauses, says so, and goes on when a
         # worker (task 1 again, a new process) joins.
         two.kill()
