@@ -42,8 +42,7 @@ void ParameterShardState::TryCompleteElasticVersion(Replies* out) {
 
 void ParameterShardState::MemberJoined(int worker, Replies* out) {
   if (!members_.insert(worker).second) return;  // a repeated Join changes nothing
-  ++membership_epoch_;
-  membership_changes_.push_back(MembershipChange{"join", worker, version_});
+  RecordMembershipChange("join", worker);
   // A version no gradient has reached yet, or one paused for want of workers, takes
   // the newcomer; otherwise it contributes from the next version (the others'
   // gradients must not wait for its first pull).
@@ -55,8 +54,7 @@ void ParameterShardState::MemberJoined(int worker, Replies* out) {
 
 void ParameterShardState::MemberGone(int worker, const char* kind, Replies* out) {
   if (members_.erase(worker) == 0) return;
-  ++membership_epoch_;
-  membership_changes_.push_back(MembershipChange{kind, worker, version_});
+  RecordMembershipChange(kind, worker);
   // Its gradient, if it arrived, still counts for this version; the version no
   // longer waits for it.
   version_members_.erase(worker);
@@ -72,9 +70,13 @@ void ParameterShardState::EvictSilentMembers() {
     lost_.insert(worker);
     members_.erase(worker);
     version_members_.erase(worker);
-    ++membership_epoch_;
-    membership_changes_.push_back(MembershipChange{"timeout", worker, version_});
+    RecordMembershipChange("timeout", worker);
   }
+}
+
+void ParameterShardState::RecordMembershipChange(const char* kind, int worker) {
+  ++membership_epoch_;
+  membership_changes_.push_back(MembershipChange{kind, worker, version_});
 }
 
 MembershipView ParameterShardState::Membership() const {
@@ -86,7 +88,7 @@ MembershipView ParameterShardState::Membership() const {
 }
 
 std::string ParameterShardState::PausedReason() const {
-  return name_ + ": training paused: version " + std::to_string(version_) + " has " +
+  return name_ + ": " + kTrainingPausedText + ": version " + std::to_string(version_) + " has " +
          std::to_string(version_members_.size()) + " live worker(s), fewer than min_workers=" +
          std::to_string(config_.min_workers) + "; it resumes when workers join";
 }

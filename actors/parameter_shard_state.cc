@@ -312,7 +312,7 @@ void ParameterShardState::Push(RequestId id, const ShardPushArgs& push, int64_t 
                                     (lost_.count(w)   ? " was lost"
                                      : left_.count(w) ? " left"
                                                       : " has not joined this elastic training") +
-                                    "; it must Register again before pushing"),
+                                    "; it " + kRegisterAgainText + " before pushing"),
                  false, 0);
   }
   if (push.sequence != 0 && push.sequence <= last_sequence_[w]) {

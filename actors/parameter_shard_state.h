@@ -286,6 +286,8 @@ class ParameterShardState {
   void MemberGone(int worker, const char* kind, Replies* out);
   // Elastic, at a step deadline: the members of the version that sent nothing leave.
   void EvictSilentMembers();
+  // Bumps the membership epoch and records the change at the current version.
+  void RecordMembershipChange(const char* kind, int worker);
   std::string PausedReason() const;
   bool IsLive(int worker) const;
   int64_t MinLiveClock() const;  // -1 when no worker is live

@@ -60,6 +60,13 @@ struct MembershipView {
   int64_t applied_gradients = 0;
 };
 
+// The words by which a shard's answer says why a push was not taken, so that a
+// driver tells them from other errors of the same code (one spelling, used by both
+// sides): an elastic version paused below min_workers (Unavailable), and a worker
+// that is no longer a member and must Register again (FailedPrecondition).
+inline constexpr char kTrainingPausedText[] = "training paused";
+inline constexpr char kRegisterAgainText[] = "must Register again";
+
 // One change of an elastic training's membership, as a shard saw it.
 struct MembershipChange {
   // "join"; "leave" (the worker closed its client); "lost" (its actor died); or

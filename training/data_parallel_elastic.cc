@@ -18,7 +18,7 @@ double SecondsSince(Clock::time_point start) {
 
 bool IsPause(const Status& status) {
   return status.code() == Code::kUnavailable &&
-         status.message().find("training paused") != std::string::npos;
+         status.message().find(kTrainingPausedText) != std::string::npos;
 }
 
 // The global batch of `worker` in the version `membership` describes.
@@ -155,7 +155,7 @@ Status WorkerDriver::RunElasticLoop(WorkerReport* report) {
       continue;  // pulls afresh: the version may have moved while it waited
     }
     if (!pushed.ok() && pushed.status().code() == Code::kFailedPrecondition &&
-        pushed.status().message().find("must Register again") != std::string::npos) {
+        pushed.status().message().find(kRegisterAgainText) != std::string::npos) {
       // Evicted at a step deadline (it was too slow, or hung for a while): join again
       // and train from the current version.
       AF_RETURN_IF_ERROR(client_->Register(worker));
