@@ -3,6 +3,8 @@
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <memory>
+#include <vector>
 
 namespace actorflow {
 namespace subprocess {
@@ -19,6 +21,9 @@ StatusOr<std::unique_ptr<ProcessCluster>> ProcessCluster::Start(ProcessClusterOp
   static std::atomic<int> next_id{0};
   cluster->spec_path_ = o.dir + "/cluster_" + std::to_string(next_id++) + ".json";
 
+  // Every port drawn stays held until all are drawn: a port released at once could be
+  // handed out again for the next task (two tasks on one host:port).
+  std::vector<std::unique_ptr<PortHolder>> held;
   std::string json = "{";
   for (const auto& [job, count] : o.shape) {
     if (json.size() > 1) json += ", ";
@@ -26,7 +31,13 @@ StatusOr<std::unique_ptr<ProcessCluster>> ProcessCluster::Start(ProcessClusterOp
     for (int i = 0; i < count; ++i) {
       const TaskKey key{job, i};
       auto fixed = o.fixed_ports.find(key);
-      int port = fixed != o.fixed_ports.end() ? fixed->second : FreeLoopbackPort();
+      int port = 0;
+      if (fixed != o.fixed_ports.end()) {
+        port = fixed->second;
+      } else {
+        held.push_back(std::make_unique<PortHolder>());
+        port = held.back()->port();
+      }
       if (port == 0) return Internal("no free port on 127.0.0.1 for /job:" + job);
       cluster->ports_[key] = port;
       json += (i > 0 ? ", " : "") + JsonString("127.0.0.1:" + std::to_string(port));
@@ -34,6 +45,7 @@ StatusOr<std::unique_ptr<ProcessCluster>> ProcessCluster::Start(ProcessClusterOp
     json += "]";
   }
   json += "}\n";
+  held.clear();  // the tasks bind them now
   {
     std::ofstream file(cluster->spec_path_);
     file << json;
