@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "actors/caller_jobs.h"
 #include "actors/device_actor.h"
 #include "actors/master_actor.h"
 #include "actors/messages.h"
@@ -93,17 +94,28 @@ class LocalActorSession : public ActorSession {
     std::shared_ptr<StepReply> reply = req->reply;
     // Run metadata costs per-node work on every device; build it only when asked.
     req->want_metadata = metadata != nullptr;
-    caf::anon_send(master_, step_atom::value, std::move(req));
+    const auto sent_at = std::chrono::steady_clock::now();
+    auto is_answered = [&reply] { return reply->ready.load(std::memory_order_acquire); };
+    {
+      // An idle master is scheduled through this thread's unit, and so is the
+      // device it asks (actors/caller_jobs.h): a step on idle actors runs its whole
+      // chain here. Busy actors take the message on the scheduler's threads, as a
+      // plain send would.
+      CallerJobs caller(*system_);
+      caf::actor_cast<caf::strong_actor_ptr>(master_)->enqueue(
+          nullptr, caf::make_message_id(), caf::make_message(step_atom::value, std::move(req)),
+          &caller);
+      caller.RunHeld(is_answered);
+    }
 
     // Most steps end within the poll; a longer one parks this thread on the reply's
     // condition variable. A session whose last step outlasted the poll parks at once:
     // its poll would only take a core from the devices (a model split over more
     // devices than cores runs its stages concurrently only if no thread polls).
-    const auto sent_at = std::chrono::steady_clock::now();
     const int64_t spin_us = options_.scheduler_spin_us;
     const bool expect_short = last_step_wait_us_.load(std::memory_order_relaxed) <= spin_us;
-    const bool answered = SpinUntil([&] { return reply->ready.load(std::memory_order_acquire); },
-                                    std::chrono::microseconds(expect_short ? spin_us : 0));
+    const bool answered =
+        SpinUntil(is_answered, std::chrono::microseconds(expect_short ? spin_us : 0));
     std::unique_lock<std::mutex> lock(reply->mu, std::defer_lock);
     if (!answered) {
       lock.lock();
