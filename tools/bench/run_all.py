@@ -19,6 +19,15 @@ Rows (their names are a contract of --json):
 A row made of several cases (1 and 2 threads, b64 and b256, 1 and 16 MiB) is judged
 by its worst case; every case is listed under "cases" in the JSON.
 
+A second table, "floors beside the cross-process rows (no target)", gives what bare
+TCP and a bare CAF actor echo reach between two processes on this machine
+(tools/bench/floor_bench.cc, run once per round after cluster_bench): TCP ping-pong
+round trip (blocking and busy-polling), CAF echo round trip (polling scheduler and
+spin 0), TCP GB/s and CAF raw-byte messages GB/s at 1 MiB and 16 MiB. They are the
+floors under the tensor and round-trip rows, min / median / max over rounds of each
+round's median; they are not in the --json rows (a fixed contract) but in the out
+folder's rounds.json (keys "floor ...") and floors.json.
+
 The peers are the scripts of the peer-benchmark folder (default: ../shared/peers
 beside the repository; --peers DIR), run with Debian's /usr/bin/python3 and
 python3-torch. Usage: see --help. tools/bench/run_all.sh is the entry point.
@@ -34,7 +43,7 @@ import sys
 import time
 
 PYTHON = "/usr/bin/python3"
-BINARIES = ["training_bench", "ps_bench", "cluster_bench", "tune_bench"]
+BINARIES = ["training_bench", "ps_bench", "cluster_bench", "floor_bench", "tune_bench"]
 
 
 def parse_args():
@@ -119,6 +128,24 @@ def torch_dist(text):
     return res
 
 
+def floor_figures(args, bins, r):
+    """Runs floor_bench once; returns its medians over repeats as {"floor ...": figure}."""
+    fb = [bins["floor_bench"], "--json"] + (["--quick"] if args.quick else ["--repeats", "3"])
+    ours = last_json(run(fb, f"{args.out}/floor-{r}.log", args.repo))
+    if not ours:
+        return {}
+    fig = {"floor tcp rtt us": ours["tcp_rtt_us"]["median"],
+           "floor tcp rtt polling us": ours["tcp_rtt_polling_us"]["median"],
+           "floor caf rtt us": ours["caf_rtt_us"]["median"],
+           "floor caf rtt no polling us": ours["caf_rtt_no_polling_us"]["median"]}
+    for size in ("1 MiB", "16 MiB"):
+        fig[f"floor tcp {size} GB/s"] = ours["tcp_gb_per_s"][size]["median"]
+        for inflight in ("x1", "x8"):
+            fig[f"floor caf {size} {inflight} GB/s"] = \
+                ours["caf_gb_per_s"][f"{size} {inflight}"]["median"]
+    return fig
+
+
 def one_round(args, bins, r):
     """Runs every benchmark once; returns {case name: figure} for this round."""
     out, q = args.out, args.quick
@@ -180,6 +207,9 @@ def one_round(args, bins, r):
         if idle:
             fig["idle server cpu %"] = max(idle["worker0"], idle["worker1"])
 
+    # The floors under the rows above: bare TCP and a bare CAF echo, two processes.
+    fig.update(floor_figures(args, bins, r))
+
     # One network per device.
     tu = [bins["tune_bench"], "--json"] + (["--quick"] if q else ["--rounds", "3"])
     ours = last_json(run(tu, f"{out}/tune-{r}.log", cwd))
@@ -216,6 +246,46 @@ ROWS = [
 # one-in-flight cases are listed beside them.
 JUDGED = {"tensor across two processes on loopback, 1 MiB and 16 MiB":
           ["tensor 1 MiB pipelined", "tensor 16 MiB pipelined"]}
+
+
+# The floors' cases (keys of one_round's figures) and the row each is the floor of.
+FLOORS = [
+    ("floor tcp rtt us", "remote round trip us"),
+    ("floor tcp rtt polling us", "remote round trip us"),
+    ("floor caf rtt us", "remote round trip us"),
+    ("floor caf rtt no polling us", "remote round trip us"),
+    ("floor tcp 1 MiB GB/s", "tensor 1 MiB"),
+    ("floor caf 1 MiB x1 GB/s", "tensor 1 MiB one in flight"),
+    ("floor caf 1 MiB x8 GB/s", "tensor 1 MiB pipelined"),
+    ("floor tcp 16 MiB GB/s", "tensor 16 MiB"),
+    ("floor caf 16 MiB x1 GB/s", "tensor 16 MiB one in flight"),
+    ("floor caf 16 MiB x8 GB/s", "tensor 16 MiB pipelined"),
+]
+
+
+def summarize_floors(rounds):
+    floors = []
+    for case, beside in FLOORS:
+        values = [f[case] for f in rounds if case in f]
+        if values:
+            floors.append({"case": case, "beside": beside, "min": min(values),
+                           "median": statistics.median(values), "max": max(values),
+                           "rounds": len(values)})
+    return floors
+
+
+def print_floor_table(floors):
+    print()
+    print("floors beside the cross-process rows (no target): bare TCP and a bare CAF echo "
+          "between two processes; min / median / max over rounds")
+    print("| floor | min / median / max | beside |")
+    print("|---|---|---|")
+    if not floors:
+        print("| floor_bench | no result | |")
+    for f in floors:
+        fmt = "{:.1f}" if f["case"].endswith(" us") else "{:.2f}"
+        trip = " / ".join(fmt.format(f[k]) for k in ("min", "median", "max"))
+        print(f"| {f['case'][len('floor '):]} | {trip} | {f['beside']} |")
 
 
 def summarize(rounds):
@@ -280,6 +350,11 @@ def main():
         json.dump(rounds, f, indent=1)
     rows = summarize(rounds)
     print_table(rows, args.rounds)
+    floors = summarize_floors(rounds)
+    print_floor_table(floors)
+    with open(os.path.join(args.out, "floors.json"), "w") as f:
+        json.dump(floors, f, indent=1)
+        f.write("\n")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1, ensure_ascii=False)

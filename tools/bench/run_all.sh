@@ -8,7 +8,7 @@
 #   --json FILE  also write the rows as a list of {"name", "unit", "min", "median",
 #                "max", "target", "met"} objects (plus "direction" and "cases")
 #   --bin-dir    prebuilt -c opt binaries (training_bench, ps_bench, cluster_bench,
-#                tune_bench, actorflow) instead of building them
+#                floor_bench, tune_bench, actorflow) instead of building them
 # Needs Debian's /usr/bin/python3 with python3-torch and python3-sklearn (the peers' needs).
 set -euo pipefail
 exec /usr/bin/python3 "$(dirname "$0")/run_all.py" "$@"
