@@ -38,27 +38,16 @@ class StepState : public std::enable_shared_from_this<StepState> {
   // allocator, not the kernels, would otherwise dominate the step.
   StepState(const Executor* executor, StepArgs args, Executor::DoneCallback done)
       : executor_(executor), args_(std::move(args)), done_(std::move(done)) {
-    const auto& infos = executor_->nodes();
-    const size_t n = infos.size();
-    pending_.resize(n);
-    output_base_.resize(n + 1);
+    const Executor::StepTemplate& initial = executor_->step_template();
+    const size_t n = initial.pending.size();
+    pending_ = initial.pending;
+    output_base_ = initial.output_base.data();
+    uses_left_ = initial.uses_left;
+    outputs_.resize(initial.uses_left.size());
     // Every node becomes ready at most once per step, so `ready_` never holds more
     // than n entries and can be a vector consumed from ready_head_ (FIFO order).
     ready_.reserve(n);
-    int total_outputs = 0;
-    for (size_t i = 0; i < n; ++i) {
-      pending_[i] = infos[i].initial_pending;
-      output_base_[i] = total_outputs;
-      total_outputs += infos[i].node->num_outputs();
-      if (pending_[i] == 0 && infos[i].scheduled) ready_.push_back(static_cast<int>(i));
-    }
-    output_base_[n] = total_outputs;
-    outputs_.resize(total_outputs);
-    uses_left_.resize(total_outputs);
-    for (size_t i = 0; i < n; ++i) {
-      std::copy(infos[i].uses_per_output.begin(), infos[i].uses_per_output.end(),
-                uses_left_.begin() + output_base_[i]);
-    }
+    ready_ = initial.ready;
     outstanding_ = static_cast<int>(ready_.size());
     timed_ = args_.record_executed || args_.collect_stats;
     if (args_.record_executed) {
@@ -104,7 +93,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
         result_.executed_nodes.push_back(info.node->name());
         result_.executed_start_micros.push_back(start_us);
       }
-      std::vector<Tensor> inputs;
+      std::vector<Tensor> inputs = std::move(spare_inputs_);
       Status gathered = GatherInputs(info, &inputs);
       if (!gathered.ok()) {
         --outstanding_;
@@ -137,7 +126,8 @@ class StepState : public std::enable_shared_from_this<StepState> {
         }
         lock.lock();
       } else {
-        KernelContext ctx(info.node, std::move(inputs), args_.resources, args_.step_id);
+        KernelContext ctx(info.node, std::move(inputs), std::move(spare_outputs_),
+                          args_.resources, args_.step_id);
         ctx.set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
         ctx.set_queues(args_.queues);
         ctx.set_file_access(args_.file_access);
@@ -150,6 +140,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
         // One lock for the bookkeeping and the next iteration.
         lock.lock();
         RecordDone(i, &ctx, start_us, status);
+        ctx.ReleaseVectors(&spare_inputs_, &spare_outputs_);
       }
     }
   }
@@ -280,10 +271,15 @@ class StepState : public std::enable_shared_from_this<StepState> {
 
   std::mutex mu_;
   std::vector<int> pending_;
-  // Output k of node i is slot output_base_[i] + k of outputs_ and uses_left_.
-  std::vector<int> output_base_;
+  // Output k of node i is slot output_base_[i] + k of outputs_ and uses_left_ (the
+  // executor's, immutable).
+  const int* output_base_ = nullptr;
   std::vector<Tensor> outputs_;
   std::vector<int> uses_left_;
+  // The vectors of the last synchronous node's context, emptied, for the next one
+  // (only the running loop touches them).
+  std::vector<Tensor> spare_inputs_;
+  std::vector<Tensor> spare_outputs_;
   // FIFO of ready nodes: entries before ready_head_ have been taken.
   std::vector<int> ready_;
   size_t ready_head_ = 0;
@@ -388,6 +384,21 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(ExecutorSpec spec,
     bool used = info.uses_per_output[0] > 0 || !info.consumers.empty();
     info.scheduled = used;
   }
+  StepTemplate& initial = ex->template_;
+  const size_t n = ex->infos_.size();
+  initial.pending.resize(n);
+  initial.output_base.resize(n + 1);
+  int slots = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const NodeInfo& info = ex->infos_[i];
+    initial.pending[i] = info.initial_pending;
+    initial.output_base[i] = slots;
+    slots += info.node->num_outputs();
+    initial.uses_left.insert(initial.uses_left.end(), info.uses_per_output.begin(),
+                             info.uses_per_output.end());
+    if (info.initial_pending == 0 && info.scheduled) initial.ready.push_back(static_cast<int>(i));
+  }
+  initial.output_base[n] = slots;
   return ex;
 }
 

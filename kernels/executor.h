@@ -134,6 +134,16 @@ class Executor {
   };
   const std::vector<NodeInfo>& nodes() const { return infos_; }
   const std::vector<InputSource>& fetch_sources() const { return fetch_sources_; }
+  // A step's initial counters, laid out once at Create so that a step starts with a
+  // few flat copies instead of a walk over every node. Output k of node i is slot
+  // output_base[i] + k (output_base has one entry more than nodes: the slot count).
+  struct StepTemplate {
+    std::vector<int> pending;       // initial_pending per node
+    std::vector<int> output_base;
+    std::vector<int> uses_left;     // uses_per_output, flattened by slot
+    std::vector<int> ready;         // nodes scheduled with nothing pending, in order
+  };
+  const StepTemplate& step_template() const { return template_; }
   // The variable of Variable node `index` in `resources` (VariableForNode), looked
   // up by name once per manager epoch (ResourceManager::epoch) and then kept: the
   // lookup costs more than a small graph's kernels. Thread-safe.
@@ -145,6 +155,7 @@ class Executor {
   ExecutorSpec spec_;
   std::vector<NodeInfo> infos_;
   std::vector<InputSource> fetch_sources_;
+  StepTemplate template_;
   struct CachedVariable {
     uint64_t epoch = 0;  // of the manager it came from; 0: none
     std::shared_ptr<VariableResource> variable;

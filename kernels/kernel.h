@@ -51,6 +51,29 @@ class KernelContext {
         resources_(resources),
         step_id_(step_id) {}
 
+  // The same with `outputs` as the outputs' storage (cleared, then sized to the
+  // node's outputs): an executor hands every node's context the vectors the previous
+  // context gave back (ReleaseVectors), so a step allocates no vectors per node.
+  KernelContext(const Node* node, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
+                ResourceManager* resources, int64_t step_id)
+      : node_(node),
+        inputs_(std::move(inputs)),
+        outputs_(std::move(outputs)),
+        resources_(resources),
+        step_id_(step_id) {
+    outputs_.clear();
+    outputs_.resize(node->num_outputs());
+  }
+
+  // Gives the input and output vectors back, emptied (the tensors they held are
+  // released) with their capacity kept. The context has no inputs or outputs after.
+  void ReleaseVectors(std::vector<Tensor>* inputs, std::vector<Tensor>* outputs) {
+    inputs_.clear();
+    outputs_.clear();
+    *inputs = std::move(inputs_);
+    *outputs = std::move(outputs_);
+  }
+
   const Node& node() const { return *node_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   // For a ref input (IsRefInput) the tensor is empty: use GetVariable instead.
@@ -60,6 +83,13 @@ class KernelContext {
   // Allocates output i with the node's output dtype and the given shape.
   Tensor& allocate_output(int i, const Shape& shape) {
     outputs_[i] = Tensor(node_->output_dtype(i), shape);
+    return outputs_[i];
+  }
+  // The same without the zero fill (Tensor::Uninitialized), for a kernel that writes
+  // every element of the output before it returns (a GEMM with beta = 0, an
+  // element-wise op): a zero fill first would write every byte twice.
+  Tensor& allocate_output_for_overwrite(int i, const Shape& shape) {
+    outputs_[i] = Tensor::Uninitialized(node_->output_dtype(i), shape);
     return outputs_[i];
   }
   std::vector<Tensor>& outputs() { return outputs_; }

@@ -59,7 +59,7 @@ class SoftmaxKernelBase : public Kernel {
                 "logits must have rank >= 1, got shape " + x.shape().ToString());
       return;
     }
-    Tensor& y = ctx->allocate_output(0, x.shape());
+    Tensor& y = ctx->allocate_output_for_overwrite(0, x.shape());  // every row
     const int64_t cols = x.dim(x.rank() - 1);
     if (x.NumElements() == 0) return;
     const int64_t rows = x.NumElements() / cols;

@@ -60,7 +60,7 @@ class UnaryKernel : public Kernel {
 
   void Compute(KernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    Tensor& y = ctx->allocate_output(0, x.shape());
+    Tensor& y = ctx->allocate_output_for_overwrite(0, x.shape());  // every element
     const T* __restrict in = x.data<T>();
     T* __restrict out = y.data<T>();
     const int64_t n = x.NumElements();
@@ -84,7 +84,7 @@ class BinaryKernel : public Kernel {
       ctx->Fail(Code::kInvalidArgument, plan.status().message());
       return;
     }
-    Tensor* z = AllocateCheckedOutput(ctx, 0, plan->out_shape);
+    Tensor* z = AllocateCheckedOutput(ctx, 0, plan->out_shape, /*overwrite=*/true);
     if (z == nullptr) return;
     Op op;
     BinaryLoop(*plan, x.data<T>(), y.data<T>(), z->data<R>(), op);

@@ -44,7 +44,9 @@ inline bool NormalizeAxis(int64_t axis, int rank, int* out) {
 // nullptr instead: InvalidArgument when the element or byte count does not fit in
 // int64 (an empty input reshaped to huge dims, then reduced or multiplied, would
 // otherwise wrap around), ResourceExhausted when the memory cannot be had.
-inline Tensor* AllocateCheckedOutput(KernelContext* ctx, int i, const Shape& shape) {
+// `overwrite`: the kernel writes every element, so the buffer is not zero-filled.
+inline Tensor* AllocateCheckedOutput(KernelContext* ctx, int i, const Shape& shape,
+                                     bool overwrite = false) {
   const DType dtype = ctx->node().output_dtype(i);
   StatusOr<int64_t> bytes = CheckedByteSize(dtype, shape);
   if (!bytes.ok()) {
@@ -53,7 +55,8 @@ inline Tensor* AllocateCheckedOutput(KernelContext* ctx, int i, const Shape& sha
     return nullptr;
   }
   try {
-    return &ctx->allocate_output(i, shape);
+    return overwrite ? &ctx->allocate_output_for_overwrite(i, shape)
+                     : &ctx->allocate_output(i, shape);
   } catch (const std::bad_alloc&) {
     ctx->Fail(Code::kResourceExhausted, "output " + std::to_string(i) + " " +
                                             DTypeName(dtype) + shape.ToString() + ": cannot "

@@ -65,7 +65,8 @@ class MatMulKernel : public Kernel {
         return;
       }
     }
-    Tensor* allocated = AllocateCheckedOutput(ctx, 0, Shape{m, n});  // zero-filled
+    // K = 0 leaves the zeros; otherwise the GEMM (beta = 0) writes every element.
+    Tensor* allocated = AllocateCheckedOutput(ctx, 0, Shape{m, n}, /*overwrite=*/k > 0);
     if (allocated == nullptr) return;
     Tensor& c = *allocated;
     if (m == 0 || n == 0 || k == 0) return;
@@ -94,7 +95,7 @@ class BiasAddKernel : public Kernel {
                     " and " + bias.shape().ToString());
       return;
     }
-    Tensor& out = ctx->allocate_output(0, value.shape());
+    Tensor& out = ctx->allocate_output_for_overwrite(0, value.shape());  // every element
     const int64_t cols = bias.dim(0);
     if (value.NumElements() == 0) return;
     const int64_t rows = value.NumElements() / cols;
