@@ -13,7 +13,9 @@ CallerJobs::CallerJobs(caf::actor_system& system) : caf::execution_unit(&system)
 CallerJobs::~CallerJobs() { HandOver(); }
 
 void CallerJobs::exec_later(caf::resumable* job) {
-  if (held_ == nullptr) {
+  // Only plain scheduled actors run here; anything else (a broker bound to its
+  // network thread) goes where a send without a unit would put it.
+  if (held_ == nullptr && job->subtype() == caf::resumable::scheduled_actor) {
     held_ = job;
     return;
   }
