@@ -172,7 +172,11 @@ def one_round(args, bins, r):
             n = "1 thread" if threads == "t1" else "2 threads"
             actor_iris = o[f"actor iris b32 {threads}"]["median"]
             fig[f"iris actor/torch {n}"] = actor_iris / t[f"iris b32 {tc}"]["median"]
-            fig[f"iris actor/direct {n}"] = actor_iris / o[f"direct iris b32 {threads}"]["median"]
+            # The median of the per-repetition ratios: each repetition timed both
+            # sessions in alternating bursts (training_bench), so drift cancels.
+            paired = o[f"actor iris b32 {threads}"].get("ratio_to_direct_per_rep")
+            fig[f"iris actor/direct {n}"] = (statistics.median(paired) if paired else
+                                            actor_iris / o[f"direct iris b32 {threads}"]["median"])
             for b in ("64", "256"):
                 fig[f"mlp b{b} actor/torch {n}"] = (o[f"actor mlp784 b{b} {threads}"]["median"] /
                                                    t[f"mlp784 b{b} {tc}"]["median"])

@@ -11,7 +11,8 @@
 // Each in two BLAS configurations: t1 = openblas_set_num_threads(1) (one core) and
 // t2 = two OpenBLAS threads (the peer's "1/2": one torch thread, OpenBLAS 2), and
 // through DirectSession and/or the in-process actor session. Every repetition runs
-// every configuration once (interleaved), so drift hits all alike. Each sample
+// every configuration once (interleaved), so drift hits all alike; the two sessions
+// of one model alternate in 8 bursts within each sample. Each sample
 // records the foreign CPU load (see bench_util.h) and is retaken when it exceeded
 // --threshold cores.
 //
@@ -31,6 +32,7 @@
 // Build with -c opt: `bazel build -c opt //tools/bench:training_bench`.
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -89,8 +91,9 @@ struct Job {
     if (!s.ok()) Die(kProgram, session_kind + " " + model_name + " step", s);
   }
 
-  // Steps per second over `n` steps, or over the steps done when cap_s ran out first.
-  double Timed(int n, double cap_s) {
+  // Steps per second over `n` steps, or over the steps done when cap_s ran out first;
+  // `done`/`seconds`, when given, receive the steps taken and the time they took.
+  double Timed(int n, double cap_s, int* done = nullptr, double* seconds = nullptr) {
     std::vector<Tensor> out;
     const Clock::time_point t0 = Clock::now();
     for (int i = 0; i < n; ++i) {
@@ -100,7 +103,10 @@ struct Job {
         break;
       }
     }
-    const double rate = n / SecondsSince(t0);
+    const double elapsed = SecondsSince(t0);
+    const double rate = n / elapsed;
+    if (done != nullptr) *done = n;
+    if (seconds != nullptr) *seconds = elapsed;
     last_loss = *out[0].data<float>();
     if (std::isnan(first_loss)) first_loss = last_loss;
     return rate;
@@ -116,6 +122,10 @@ struct Series {
   std::vector<double> foreign;
   int retakes = 0;
 };
+
+// Bursts per sample: a sample alternates between the sessions of one model this
+// many times (see Main).
+constexpr int kBursts = 8;
 
 std::vector<int> ParseIntList(const std::string& s) {
   std::vector<int> out;
@@ -286,6 +296,19 @@ void PrintJson(const std::vector<Series>& series, const Flags& flags,
     r["step_ms_median"] = Summarize(s.step_ms).median;
     r["foreign_max"] = fmax;
     r["retakes"] = s.retakes;
+    // For an actor series: its samples divided by the direct session's sample of the
+    // same repetition (taken in the same alternating bursts).
+    for (const Series& d : series) {
+      if (s.job->session_kind == "actor" && d.job->session_kind == "direct" &&
+          d.job->model_name == s.job->model_name &&
+          d.job->model.batch_size == s.job->model.batch_size && d.threads == s.threads) {
+        std::vector<double> ratios;
+        for (size_t k = 0; k < s.values.size() && k < d.values.size(); ++k) {
+          ratios.push_back(s.values[k] / d.values[k]);
+        }
+        r["ratio_to_direct_per_rep"] = ratios;
+      }
+    }
     j["results"][s.name] = r;
   }
   std::printf("%s\n", j.dump().c_str());
@@ -365,18 +388,56 @@ int Main(int argc, char** argv) {
     s.job->Timed(s.job->units_per_step > 1 ? flags.warmup : 10 * flags.warmup,
                  flags.max_sample_s);
   }
+  // Series that differ only by session (same model, batch and BLAS threads) are
+  // sampled together, in bursts that alternate between the sessions: this machine's
+  // speed drifts within a sample, and a ratio of two sessions is fair only when both
+  // saw the same drift.
+  std::vector<std::vector<Series*>> groups;
+  for (Series& s : series) {
+    const bool joins = !groups.empty() && groups.back().front()->threads == s.threads &&
+                       groups.back().front()->job->model_name == s.job->model_name &&
+                       groups.back().front()->job->model.batch_size == s.job->model.batch_size;
+    if (joins) {
+      groups.back().push_back(&s);
+    } else {
+      groups.push_back({&s});
+    }
+  }
   int total_retakes = 0;
   for (int r = 0; r < flags.reps; ++r) {
     if (flags.quiet_wait_s > 0) WaitQuiet(0.15, 1.0, flags.quiet_wait_s);
-    for (Series& s : series) {
-      openblas_set_num_threads(s.threads);
-      Job& job = *s.job;
-      Measured m = MeasureRetaking([&] { return job.Timed(job.steps, flags.max_sample_s); },
-                                   flags.threshold, flags.tries);
-      s.values.push_back(m.value * job.units_per_step);
-      s.step_ms.push_back(1e3 / m.value);
-      s.foreign.push_back(m.foreign);
-      s.retakes += m.attempts - 1;
+    for (const std::vector<Series*>& group : groups) {
+      openblas_set_num_threads(group.front()->threads);
+      std::vector<std::vector<double>> attempts;  // per attempt: steps/s per series
+      Measured m = MeasureRetaking(
+          [&] {
+            std::vector<int> steps(group.size(), 0);
+            std::vector<double> seconds(group.size(), 0.0);
+            for (int burst = 0; burst < kBursts; ++burst) {
+              for (size_t i = 0; i < group.size(); ++i) {
+                Job& job = *group[i]->job;
+                int done = 0;
+                double took = 0;
+                job.Timed(std::max(1, job.steps / kBursts), flags.max_sample_s / kBursts, &done,
+                          &took);
+                steps[i] += done;
+                seconds[i] += took;
+              }
+            }
+            std::vector<double> rates(group.size());
+            for (size_t i = 0; i < group.size(); ++i) rates[i] = steps[i] / seconds[i];
+            attempts.push_back(std::move(rates));
+            return static_cast<double>(attempts.size() - 1);  // the attempt's index
+          },
+          flags.threshold, flags.tries);
+      const std::vector<double>& kept = attempts[static_cast<size_t>(m.value)];
+      for (size_t i = 0; i < group.size(); ++i) {
+        Series& s = *group[i];
+        s.values.push_back(kept[i] * s.job->units_per_step);
+        s.step_ms.push_back(1e3 / kept[i]);
+        s.foreign.push_back(m.foreign);
+        s.retakes += m.attempts - 1;
+      }
       total_retakes += m.attempts - 1;
     }
     std::fprintf(stderr, "training_bench: rep %d of %d done\n", r + 1, flags.reps);
