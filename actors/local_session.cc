@@ -96,16 +96,20 @@ class LocalActorSession : public ActorSession {
     req->want_metadata = metadata != nullptr;
     const auto sent_at = std::chrono::steady_clock::now();
     auto is_answered = [&reply] { return reply->ready.load(std::memory_order_acquire); };
-    {
+    if (device_actors_.size() == 1) {
       // An idle master is scheduled through this thread's unit, and so is the
       // device it asks (actors/caller_jobs.h): a step on idle actors runs its whole
       // chain here. Busy actors take the message on the scheduler's threads, as a
-      // plain send would.
+      // plain send would. Only with one device: with several, a device running here
+      // would hold a device it sends a tensor to until its own turn ends, and the
+      // two could no longer work side by side (a pipeline's stages, a model's towers).
       CallerJobs caller(*system_);
       caf::actor_cast<caf::strong_actor_ptr>(master_)->enqueue(
           nullptr, caf::make_message_id(), caf::make_message(step_atom::value, std::move(req)),
           &caller);
       caller.RunHeld(is_answered);
+    } else {
+      caf::anon_send(master_, step_atom::value, std::move(req));
     }
 
     // Most steps end within the poll; a longer one parks this thread on the reply's
