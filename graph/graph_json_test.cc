@@ -102,7 +102,9 @@ std::unique_ptr<Graph> MustBuild(const std::string& text) {
   return result;
 }
 
-TEST(GraphJson, ContractExampleRoundTripsExactly) { EXPECT_TRUE(RoundTripsExactly(kExampleGraph)); }
+TEST(GraphJson, ContractExampleRoundTripsExactly) {
+  EXPECT_TRUE(RoundTripsExactly(kExampleGraph));
+}
 
 TEST(GraphJson, GraphWithEveryAttrKindRoundTripsExactly) {
   EXPECT_TRUE(RoundTripsExactly(kEveryAttrKindGraph));

@@ -117,39 +117,53 @@ TEST(TensorFromJson, ReadsNumbersAsTheDtypeSays) {
   EXPECT_EQ(i->data<int64_t>()[0], 4);
 }
 
-void ExpectTensorError(const std::string& text, const std::string& part) {
+// Success when `text` is refused with InvalidArgument saying `part`; otherwise what
+// happened instead.
+::testing::AssertionResult TensorRejectedSaying(const std::string& text, const std::string& part) {
   auto t = TensorFromJson(json::parse(text));
-  ASSERT_FALSE(t.ok()) << text;
-  EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
-  EXPECT_THAT(t.status().message(), HasSubstr(part)) << t.status();
+  if (t.ok()) return ::testing::AssertionFailure() << text << " was accepted";
+  if (t.status().code() != Code::kInvalidArgument) {
+    return ::testing::AssertionFailure() << text << ": not InvalidArgument: " << t.status();
+  }
+  if (t.status().message().find(part) == std::string::npos) {
+    return ::testing::AssertionFailure() << text << ": missing '" << part << "': " << t.status();
+  }
+  return ::testing::AssertionSuccess();
 }
 
 TEST(TensorFromJson, NamesWhatIsWrong) {
-  ExpectTensorError(R"({"dtype": "float32", "shape": [2, 3], "data": [1, 2]})",
-                    "\"data\" has 2 values but shape [2,3] needs 6");
-  ExpectTensorError(R"({"dtype": "complex64", "shape": [], "data": [1]})", "complex64");
-  ExpectTensorError(R"({"shape": [], "data": [1]})", "missing \"dtype\"");
-  ExpectTensorError(R"({"dtype": "int32", "data": [1]})", "missing \"shape\"");
-  ExpectTensorError(R"({"dtype": "int32", "shape": []})", "missing \"data\"");
-  ExpectTensorError(R"({"dtype": "int32", "shape": [], "data": [1], "dims": []})",
-                    "unknown key \"dims\"");
-  ExpectTensorError(R"({"dtype": "int32", "shape": [-1], "data": [1]})",
-                    "shape dimension 0 is -1");
-  ExpectTensorError(R"({"dtype": "int32", "shape": [], "data": 1})", "\"data\" must be a flat list");
-  ExpectTensorError(R"({"dtype": "int32", "shape": [2], "data": [1, 2.5]})",
-                    "data[1]: non-integer 2.5 cannot be int32");
-  ExpectTensorError(R"({"dtype": "int32", "shape": [1], "data": [2147483648]})",
-                    "data[0]: 2147483648 is out of range for int32");
-  ExpectTensorError(R"({"dtype": "int64", "shape": [1], "data": [9223372036854775808]})",
-                    "out of range for int64");
-  ExpectTensorError(R"({"dtype": "float32", "shape": [1], "data": [1e300]})",
-                    "out of range for float32");
-  ExpectTensorError(R"({"dtype": "bool", "shape": [1], "data": [1]})", "data[0]: expected true or false");
-  ExpectTensorError(R"({"dtype": "float32", "shape": [1], "data": [true]})", "got true");
-  ExpectTensorError(R"({"dtype": "float32", "shape": [1], "data": ["NaN"]})", "got \"NaN\"");
-  ExpectTensorError(R"({"dtype": "float32", "shape": [4294967296, 4294967296], "data": []})",
-                    "more elements than an int64 can count");
-  ExpectTensorError(R"([1, 2])", "expected an object");
+  EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "float32", "shape": [2, 3], "data": [1, 2]})",
+                                   "\"data\" has 2 values but shape [2,3] needs 6"));
+  EXPECT_TRUE(
+      TensorRejectedSaying(R"({"dtype": "complex64", "shape": [], "data": [1]})", "complex64"));
+  EXPECT_TRUE(TensorRejectedSaying(R"({"shape": [], "data": [1]})", "missing \"dtype\""));
+  EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "int32", "data": [1]})", "missing \"shape\""));
+  EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "int32", "shape": []})", "missing \"data\""));
+  EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "int32", "shape": [], "data": [1], "dims": []})",
+                                   "unknown key \"dims\""));
+  EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "int32", "shape": [-1], "data": [1]})",
+                                   "shape dimension 0 is -1"));
+  EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "int32", "shape": [], "data": 1})",
+                                   "\"data\" must be a flat list"));
+  EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "int32", "shape": [2], "data": [1, 2.5]})",
+                                   "data[1]: non-integer 2.5 cannot be int32"));
+  EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "int32", "shape": [1], "data": [2147483648]})",
+                                   "data[0]: 2147483648 is out of range for int32"));
+  EXPECT_TRUE(
+      TensorRejectedSaying(R"({"dtype": "int64", "shape": [1], "data": [9223372036854775808]})",
+                           "out of range for int64"));
+  EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "float32", "shape": [1], "data": [1e300]})",
+                                   "out of range for float32"));
+  EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "bool", "shape": [1], "data": [1]})",
+                                   "data[0]: expected true or false"));
+  EXPECT_TRUE(
+      TensorRejectedSaying(R"({"dtype": "float32", "shape": [1], "data": [true]})", "got true"));
+  EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "float32", "shape": [1], "data": ["NaN"]})",
+                                   "got \"NaN\""));
+  EXPECT_TRUE(
+      TensorRejectedSaying(R"({"dtype": "float32", "shape": [4294967296, 4294967296], "data": []})",
+                           "more elements than an int64 can count"));
+  EXPECT_TRUE(TensorRejectedSaying(R"([1, 2])", "expected an object"));
 }
 
 // Feeds ---------------------------------------------------------------------------
@@ -158,13 +172,24 @@ StatusOr<Tensor> Feed(const std::string& text, DType dtype, const Shape& allowed
   return TensorFromJsonValue(json::parse(text), dtype, allowed, "placeholder 'x'");
 }
 
-void ExpectFeedError(const std::string& text, DType dtype, const Shape& allowed,
-                     const std::string& part) {
+// Success when feeding `text` fails with InvalidArgument naming the placeholder and
+// saying `part`; otherwise what happened instead.
+::testing::AssertionResult FeedRejectedSaying(const std::string& text, DType dtype,
+                                              const Shape& allowed, const std::string& part) {
   auto t = Feed(text, dtype, allowed);
-  ASSERT_FALSE(t.ok()) << text;
-  EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(t.status().message().rfind("placeholder 'x'", 0), 0u) << t.status();
-  EXPECT_THAT(t.status().message(), HasSubstr(part)) << t.status();
+  if (t.ok()) return ::testing::AssertionFailure() << text << " was accepted";
+  const Status& status = t.status();
+  if (status.code() != Code::kInvalidArgument) {
+    return ::testing::AssertionFailure() << text << ": not InvalidArgument: " << status;
+  }
+  if (status.message().rfind("placeholder 'x'", 0) != 0) {
+    return ::testing::AssertionFailure()
+           << text << ": does not start with the placeholder: " << status;
+  }
+  if (status.message().find(part) == std::string::npos) {
+    return ::testing::AssertionFailure() << text << ": missing '" << part << "': " << status;
+  }
+  return ::testing::AssertionSuccess();
 }
 
 TEST(TensorFromJsonValue, IntegerFeedsAFloat32ScalarAsFloat) {
@@ -209,49 +234,53 @@ TEST(TensorFromJsonValue, BoolsFeedBoolAndSpecialStringsFeedFloats) {
 }
 
 TEST(TensorFromJsonValue, NonIntegerIntoIntFailsNamingThePlaceholder) {
-  ExpectFeedError("2.5", DType::kInt32, Shape{}, "non-integer 2.5 cannot be int32");
-  ExpectFeedError("[1, 2.5]", DType::kInt64, Shape{-1}, "element [1]: non-integer 2.5");
+  EXPECT_TRUE(FeedRejectedSaying("2.5", DType::kInt32, Shape{}, "non-integer 2.5 cannot be int32"));
+  EXPECT_TRUE(
+      FeedRejectedSaying("[1, 2.5]", DType::kInt64, Shape{-1}, "element [1]: non-integer 2.5"));
 }
 
 TEST(TensorFromJsonValue, RaggedListFails) {
-  ExpectFeedError("[[1], [2, 3]]", DType::kFloat32, Shape::UnknownRank(),
-                  "ragged nested list: element [1] has 2 entries");
-  ExpectFeedError("[[1], 2]", DType::kFloat32, Shape::UnknownRank(),
-                  "element [1] is not a list");
-  ExpectFeedError("[1, [2]]", DType::kFloat32, Shape::UnknownRank(),
-                  "element [1] is a list where a scalar was expected");
+  EXPECT_TRUE(FeedRejectedSaying("[[1], [2, 3]]", DType::kFloat32, Shape::UnknownRank(),
+                                 "ragged nested list: element [1] has 2 entries"));
+  EXPECT_TRUE(FeedRejectedSaying("[[1], 2]", DType::kFloat32, Shape::UnknownRank(),
+                                 "element [1] is not a list"));
+  EXPECT_TRUE(FeedRejectedSaying("[1, [2]]", DType::kFloat32, Shape::UnknownRank(),
+                                 "element [1] is a list where a scalar was expected"));
 }
 
 TEST(TensorFromJsonValue, ShapeTheDeclaredShapeDoesNotAdmitFails) {
-  ExpectFeedError("[1, 2, 3]", DType::kFloat32, Shape{2},
-                  "a value of shape [3] does not fit shape [2]");
-  ExpectFeedError("[[1, 2]]", DType::kFloat32, Shape{-1},
-                  "a value of shape [1,2] does not fit shape [?]");
-  ExpectFeedError("1", DType::kFloat32, Shape{1}, "does not fit");
+  EXPECT_TRUE(FeedRejectedSaying("[1, 2, 3]", DType::kFloat32, Shape{2},
+                                 "a value of shape [3] does not fit shape [2]"));
+  EXPECT_TRUE(FeedRejectedSaying("[[1, 2]]", DType::kFloat32, Shape{-1},
+                                 "a value of shape [1,2] does not fit shape [?]"));
+  EXPECT_TRUE(FeedRejectedSaying("1", DType::kFloat32, Shape{1}, "does not fit"));
 }
 
 TEST(TensorFromJsonValue, BoolNumberMismatchFails) {
-  ExpectFeedError("[1, 0]", DType::kBool, Shape{2}, "element [0]: expected true or false");
-  ExpectFeedError("true", DType::kFloat32, Shape{}, "got true");
+  EXPECT_TRUE(
+      FeedRejectedSaying("[1, 0]", DType::kBool, Shape{2}, "element [0]: expected true or false"));
+  EXPECT_TRUE(FeedRejectedSaying("true", DType::kFloat32, Shape{}, "got true"));
 }
 
 TEST(TensorFromJsonValue, IntegersOutOfRangeFail) {
-  ExpectFeedError("3000000000", DType::kInt32, Shape{}, "out of range for int32");
-  ExpectFeedError("[-2147483649]", DType::kInt32, Shape{1}, "out of range for int32");
+  EXPECT_TRUE(FeedRejectedSaying("3000000000", DType::kInt32, Shape{}, "out of range for int32"));
+  EXPECT_TRUE(
+      FeedRejectedSaying("[-2147483649]", DType::kInt32, Shape{1}, "out of range for int32"));
   auto big = Feed("3000000000", DType::kInt64, Shape{});
   ASSERT_TRUE(big.ok()) << big.status();
   EXPECT_EQ(big->data<int64_t>()[0], 3000000000);
 }
 
 TEST(TensorFromJsonValue, OtherValuesFail) {
-  ExpectFeedError(R"("abc")", DType::kFloat32, Shape{}, "got \"abc\"");
-  ExpectFeedError("null", DType::kInt32, Shape{}, "got null");
-  ExpectFeedError(R"([{"a": 1}])", DType::kInt32, Shape{1}, "got an object");
+  EXPECT_TRUE(FeedRejectedSaying(R"("abc")", DType::kFloat32, Shape{}, "got \"abc\""));
+  EXPECT_TRUE(FeedRejectedSaying("null", DType::kInt32, Shape{}, "got null"));
+  EXPECT_TRUE(FeedRejectedSaying(R"([{"a": 1}])", DType::kInt32, Shape{1}, "got an object"));
 }
 
 TEST(TensorFromJsonValue, RejectsAbsurdNestingWithoutRecursingIntoIt) {
   std::string text = std::string(10000, '[') + "1" + std::string(10000, ']');
-  ExpectFeedError(text, DType::kFloat32, Shape::UnknownRank(), "nested lists deeper than");
+  EXPECT_TRUE(
+      FeedRejectedSaying(text, DType::kFloat32, Shape::UnknownRank(), "nested lists deeper than"));
 }
 
 // ParseJsonText -------------------------------------------------------------------
