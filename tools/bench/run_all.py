@@ -267,14 +267,21 @@ FLOORS = [
 ]
 
 
+def case_over_rounds(rounds, case):
+    """{"case", "min", "median", "max", "rounds"} of one case, or None if no round has it."""
+    values = [f[case] for f in rounds if case in f]
+    if not values:
+        return None
+    return {"case": case, "min": min(values), "median": statistics.median(values),
+            "max": max(values), "rounds": len(values)}
+
+
 def summarize_floors(rounds):
     floors = []
     for case, beside in FLOORS:
-        values = [f[case] for f in rounds if case in f]
-        if values:
-            floors.append({"case": case, "beside": beside, "min": min(values),
-                           "median": statistics.median(values), "max": max(values),
-                           "rounds": len(values)})
+        stats = case_over_rounds(rounds, case)
+        if stats:
+            floors.append(dict(stats, beside=beside))
     return floors
 
 
@@ -295,14 +302,7 @@ def print_floor_table(floors):
 def summarize(rounds):
     rows = []
     for name, unit, target, direction, cases in ROWS:
-        case_stats = []
-        for case in cases:
-            values = [f[case] for f in rounds if case in f]
-            if not values:
-                continue
-            case_stats.append({"case": case, "min": min(values),
-                               "median": statistics.median(values), "max": max(values),
-                               "rounds": len(values)})
+        case_stats = [c for c in (case_over_rounds(rounds, case) for case in cases) if c]
         judged = [c for c in case_stats if c["case"] in JUDGED.get(name, cases)]
         if not judged:
             rows.append({"name": name, "unit": unit, "min": None, "median": None, "max": None,
