@@ -41,62 +41,39 @@ class Socket {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
 
-// Blocking: false on EOF, an error, or a timeout (SO_RCVTIMEO / SO_SNDTIMEO).
+// Moves all `n` bytes through `fd`: send when `out`, else recv. A blocking socket
+// waits in the kernel (bounded by SO_RCVTIMEO / SO_SNDTIMEO); with `poll` the socket
+// is never waited on, and the loop gives up once `deadline` passed. False on EOF, an
+// error, or a timeout.
+bool MoveAll(int fd, char* p, size_t n, bool out, bool poll, Clock::time_point deadline) {
+  const int flags = (out ? MSG_NOSIGNAL : 0) | (poll ? MSG_DONTWAIT : 0);
+  for (unsigned spins = 1; n > 0; ++spins) {
+    const ssize_t r = out ? send(fd, p, n, flags) : recv(fd, p, n, flags);
+    if (r > 0) {
+      p += r;
+      n -= static_cast<size_t>(r);
+      continue;
+    }
+    if (r == 0 && !out) return false;  // EOF
+    const bool would_block = errno == EAGAIN || errno == EWOULDBLOCK;
+    if (r < 0 && errno != EINTR && !(poll && would_block)) return false;
+    if (poll && (spins & 1023) == 0 && Clock::now() > deadline) return false;
+  }
+  return true;
+}
+
 bool ReadFull(int fd, void* data, size_t n) {
-  char* p = static_cast<char*>(data);
-  while (n > 0) {
-    const ssize_t r = recv(fd, p, n, 0);
-    if (r > 0) {
-      p += r;
-      n -= static_cast<size_t>(r);
-    } else if (r == 0 || errno != EINTR) {
-      return false;
-    }
-  }
-  return true;
+  return MoveAll(fd, static_cast<char*>(data), n, false, false, Clock::time_point());
 }
-
 bool WriteFull(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t r = send(fd, p, n, MSG_NOSIGNAL);
-    if (r > 0) {
-      p += r;
-      n -= static_cast<size_t>(r);
-    } else if (r < 0 && errno != EINTR) {
-      return false;
-    }
-  }
-  return true;
+  return MoveAll(fd, static_cast<char*>(const_cast<void*>(data)), n, true, false,
+                 Clock::time_point());
 }
-
-// Busy-polling: never blocks; false on EOF, an error, or once `deadline` passed.
 bool PollReadFull(int fd, char* p, size_t n, Clock::time_point deadline) {
-  for (unsigned spins = 1; n > 0; ++spins) {
-    const ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
-    if (r > 0) {
-      p += r;
-      n -= static_cast<size_t>(r);
-      continue;
-    }
-    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
-    if ((spins & 1023) == 0 && Clock::now() > deadline) return false;
-  }
-  return true;
+  return MoveAll(fd, p, n, false, true, deadline);
 }
-
 bool PollWriteFull(int fd, const char* p, size_t n, Clock::time_point deadline) {
-  for (unsigned spins = 1; n > 0; ++spins) {
-    const ssize_t r = send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (r > 0) {
-      p += r;
-      n -= static_cast<size_t>(r);
-      continue;
-    }
-    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
-    if ((spins & 1023) == 0 && Clock::now() > deadline) return false;
-  }
-  return true;
+  return MoveAll(fd, const_cast<char*>(p), n, true, true, deadline);
 }
 
 void SetNoDelay(int fd) {
