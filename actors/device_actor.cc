@@ -32,6 +32,9 @@ class DeviceRuntime : public Rendezvous, public AsyncScheduler {
  public:
   explicit DeviceRuntime(DeviceSelf self);
   Status Send(const RendezvousKey& key, const Tensor& value) override;
+  // Hands a large tensor for a device of another process to the bulk channel; false
+  // when the Send should go over CAF (actors/bulk_channel.h).
+  bool SendInBulk(const RendezvousKey& key, const Tensor& value, const DeviceActor& peer);
   void RecvAsync(const RendezvousKey& key, RecvCallback done) override;
   void RunAfter(int64_t delay_micros, std::function<void()> fn) override;
   void Post(std::function<void()> fn) override;
@@ -48,6 +51,7 @@ struct DeviceState {
   // The QueueService of this device's kernels: requests to the task's queue actors.
   std::unique_ptr<DeviceQueueClient> queues;
   std::unordered_map<std::string, DeviceActor> peers;  // device name -> actor
+  std::unordered_map<std::string, std::string> peer_bulk_endpoints;  // device name -> host:port
   std::unordered_map<uint64_t, std::shared_ptr<PartitionExec>> partitions;
 
   // Rendezvous: tensors that arrived before their Recv, and Recvs waiting for one.
@@ -119,6 +123,11 @@ struct DeviceState {
   void AddPeers(DeviceSelf self, const std::vector<DevicePeer>& list) {
     for (const DevicePeer& p : list) {
       if (p.name == config.name || !p.actor) continue;
+      if (p.bulk_endpoint.empty()) {
+        peer_bulk_endpoints.erase(p.name);
+      } else {
+        peer_bulk_endpoints[p.name] = p.bulk_endpoint;
+      }
       auto it = peers.find(p.name);
       if (it != peers.end() && it->second == p.actor) continue;
       peers[p.name] = p.actor;
@@ -156,8 +165,31 @@ Status DeviceRuntime::Send(const RendezvousKey& key, const Tensor& value) {
     return Unavailable("send of '" + key.tensor_name + "' to device " + key.recv_device +
                        ": the receiving device is gone or unknown");
   }
+  if (SendInBulk(key, value, it->second)) return Status::OK();
   self_->send(it->second, tensor_atom::value, TensorDelivery{key.step_id, key.ToString(), value});
   return Status::OK();
+}
+
+bool DeviceRuntime::SendInBulk(const RendezvousKey& key, const Tensor& value,
+                               const DeviceActor& peer) {
+  DeviceState& st = self_->state;
+  const DeviceConfig& c = st.config;
+  if (!c.bulk_sender || c.bulk_min_bytes <= 0 ||
+      value.TotalBytes() < static_cast<size_t>(c.bulk_min_bytes) || peer.node() == self_->node()) {
+    return false;
+  }
+  auto endpoint = st.peer_bulk_endpoints.find(key.recv_device);
+  if (endpoint == st.peer_bulk_endpoints.end()) return false;
+  BulkFrame frame;
+  frame.device = key.recv_device;
+  frame.step_id = key.step_id;
+  frame.key = key.ToString();
+  frame.tensor = value;  // by reference: the writer sends straight from this buffer
+  c.bulk_sender->Send(endpoint->second, std::move(frame), [peer](BulkFrame f) {
+    caf::anon_send(peer, tensor_atom::value,
+                   TensorDelivery{f.step_id, std::move(f.key), std::move(f.tensor)});
+  });
+  return true;
 }
 
 void DeviceRuntime::RecvAsync(const RendezvousKey& key, RecvCallback done) {

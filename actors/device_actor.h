@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "actors/bulk_channel.h"
 #include "actors/device_protocol.h"
 #include "actors/task_services.h"
 #include "kernels/file_access.h"
@@ -38,6 +39,11 @@ struct DeviceConfig {
   // Where its kernels may open files named by a graph (kernels/file_access.h); null:
   // anywhere (an in-process session). A server always sets one.
   std::shared_ptr<const FileAccessPolicy> file_access;
+  // Sends of at least bulk_min_bytes to a device of another process that advertises
+  // a bulk endpoint go through this channel (and over CAF when it cannot deliver);
+  // null or 0: every Send goes over CAF.
+  std::shared_ptr<BulkSender> bulk_sender;
+  int64_t bulk_min_bytes = 0;
 };
 
 DeviceActor SpawnDeviceActor(caf::actor_system& system, DeviceConfig config);

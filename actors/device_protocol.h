@@ -150,6 +150,9 @@ struct DevicePeer {
   std::string name;  // full device name
   std::string type;  // "CPU", "GPU", ...
   DeviceActor actor;
+  // Where its process's bulk channel listens ("host:port"; actors/bulk_channel.h),
+  // for large tensors from other processes; empty: CAF's transport only.
+  std::string bulk_endpoint;
 };
 
 }  // namespace actorflow

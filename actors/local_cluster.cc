@@ -55,6 +55,14 @@ LocalCluster::~LocalCluster() {
   }
 }
 
+const Server* LocalCluster::server(const std::string& job, int index) const {
+  auto it = servers_.find(job);
+  if (it == servers_.end() || index < 0 || index >= static_cast<int>(it->second.size())) {
+    return nullptr;
+  }
+  return it->second[static_cast<size_t>(index)].get();
+}
+
 StatusOr<std::string> LocalCluster::Target(const std::string& job, int index) const {
   AF_ASSIGN_OR_RETURN(TaskAddress address, spec_.Address(TaskId{job, index}));
   return "actorflow://" + address.ToString();

@@ -31,6 +31,9 @@ class LocalCluster {
   // Stops one task (as if its process died) / starts it again on the same port.
   Status StopTask(const std::string& job, int index);
   Status RestartTask(const std::string& job, int index);
+  // A running task's server (its bulk channel's traffic, its failure), or null for an
+  // unknown or stopped task.
+  const Server* server(const std::string& job, int index) const;
 
  private:
   LocalCluster() = default;

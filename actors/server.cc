@@ -9,6 +9,7 @@
 #include "actors/cluster_transport.h"
 #include "actors/connect.h"
 #include "actors/device_supervisor.h"
+#include "actors/wire.h"
 #include "actors/spinning_scheduler.h"
 #include "actors/task_actors.h"
 
@@ -37,7 +38,15 @@ class ServerImpl : public Server {
     ConfigureScheduler(cfg_, SchedulerOptions{threads, options.scheduler_spin_us});
     cfg_.set("logger.console", caf::atom("none"));
     system_ = std::make_unique<caf::actor_system>(cfg_);
-    task_ = SpawnTaskActors(*system_, options);
+    TaskBulkChannel bulk;
+    if (options.bulk_min_bytes > 0 && !system_->has_openssl_manager()) {
+      AF_ASSIGN_OR_RETURN(bulk, OpenBulkChannel(options));
+    }
+    task_ = SpawnTaskActors(*system_, options, ConnectorActor(), bulk);
+    {
+      std::lock_guard<std::mutex> lock(bulk_roster_->mu);
+      bulk_roster_->roster = task_.roster;
+    }
     // SO_REUSEADDR: a restarted task binds its port again at once; a port with a live
     // listener still fails, so "port in use" is still reported.
     auto published = PublishOnTransport(task_.front, want_port, host_);
@@ -60,6 +69,13 @@ class ServerImpl : public Server {
 
   void SetCluster(const ClusterSpec& cluster) override { task_.SetCluster(cluster); }
 
+  BulkChannelStats bulk_received() const override {
+    return bulk_receiver_ ? bulk_receiver_->stats() : BulkChannelStats();
+  }
+  BulkChannelStats bulk_sent() const override {
+    return bulk_sender_ ? bulk_sender_->stats() : BulkChannelStats();
+  }
+
   void Stop() override {
     if (!system_) return;
     // Over TLS the acceptor closes with the system (CAF 0.17's OpenSSL unpublish
@@ -68,16 +84,61 @@ class ServerImpl : public Server {
       system_->middleman().unpublish(task_.front, port_);
     }
     StopTaskActors(task_);
+    // Before the actor system goes: the receiver's threads and the sender's fallbacks
+    // send to its actors.
+    bulk_receiver_.reset();
+    if (bulk_sender_) bulk_sender_->Shutdown();
     ShutDownClusterSystem(system_);
   }
 
  private:
+  // The devices a bulk frame may address: the roster, once the task is spawned.
+  struct BulkRoster {
+    std::mutex mu;
+    std::shared_ptr<DeviceRoster> roster;
+  };
+
+  // Listens for bulk frames on this task's host and hands each to its device as a
+  // TensorDelivery, the message a CAF Send brings.
+  StatusOr<TaskBulkChannel> OpenBulkChannel(const ServerOptions& options) {
+    BulkReceiverOptions ro;
+    ro.max_tensor_bytes = options.transport.max_message_bytes;
+    auto roster = bulk_roster_;
+    auto receiver = BulkReceiver::Listen(host_, ro, [roster](BulkFrame f) -> Status {
+      DeviceActor target;
+      {
+        std::lock_guard<std::mutex> lock(roster->mu);
+        if (roster->roster) {
+          std::lock_guard<std::mutex> devices_lock(roster->roster->mu);
+          for (const DevicePeer& d : roster->roster->devices) {
+            if (d.name == f.device) target = d.actor;
+          }
+        }
+      }
+      if (!target) return NotFound("bulk frame for device " + f.device + ", not one of this task's");
+      caf::anon_send(target, tensor_atom::value,
+                     TensorDelivery{f.step_id, std::move(f.key), std::move(f.tensor)});
+      return Status::OK();
+    });
+    if (!receiver.ok()) return receiver.status().WithContext(task_name_);
+    bulk_receiver_ = std::move(receiver).value();
+    bulk_sender_ = std::make_shared<BulkSender>();
+    TaskBulkChannel bulk;
+    bulk.sender = bulk_sender_;
+    bulk.endpoint = bulk_receiver_->endpoint();
+    bulk.min_bytes = options.bulk_min_bytes;
+    return bulk;
+  }
+
   caf::actor_system_config cfg_;
   std::unique_ptr<caf::actor_system> system_;
   TaskActors task_;
   std::string host_;
   std::string task_name_;
   uint16_t port_ = 0;
+  std::shared_ptr<BulkRoster> bulk_roster_ = std::make_shared<BulkRoster>();
+  std::unique_ptr<BulkReceiver> bulk_receiver_;
+  std::shared_ptr<BulkSender> bulk_sender_;
 };
 
 }  // namespace

@@ -23,12 +23,17 @@
 #include <memory>
 #include <string>
 
+#include "actors/bulk_channel.h"
 #include "actors/server_limits.h"
 #include "graph/status.h"
 #include "kernels/file_access.h"
 #include "placement/cluster_spec.h"
 
 namespace actorflow {
+
+// 256 KiB: below it a tensor crosses as fast on CAF's path, which costs no thread
+// hand-off (measured with tools/bench/cluster_bench.cc).
+inline constexpr int64_t kDefaultBulkMinBytes = int64_t{256} << 10;
 
 struct ServerOptions {
   ClusterSpec cluster;
@@ -55,6 +60,11 @@ struct ServerOptions {
   // actors/spinning_scheduler.h). Bounded: an idle server costs no CPU.
   // The same default as kDefaultSchedulerSpinUs (this header stays CAF-free).
   int64_t scheduler_spin_us = 200;
+  // Tensors of at least this many bytes that this task's devices send to devices of
+  // other processes go through the bulk channel (actors/bulk_channel.h): a second
+  // port on the same host, any free one, advertised with the task's devices. 0: off.
+  // Never opened with transport security on (tensors stay on CAF's TLS path).
+  int64_t bulk_min_bytes = kDefaultBulkMinBytes;
   // Receives one line per device restart or failure; null: standard error.
   std::function<void(const std::string& line)> log;
   // Runs once, on an actor thread, when the server has failed; must not block.
@@ -80,6 +90,10 @@ class Server {
   // OK while the server is healthy; for good once a device kept failing (more
   // restarts than ServerOptions allow): Unavailable naming the device.
   virtual Status failure() const = 0;
+  // The bulk channel's traffic: frames received, and frames sent whole or handed to
+  // CAF (zeros when the channel is off).
+  virtual BulkChannelStats bulk_received() const = 0;
+  virtual BulkChannelStats bulk_sent() const = 0;
 };
 
 }  // namespace actorflow

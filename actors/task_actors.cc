@@ -182,7 +182,7 @@ void TaskActors::SetCluster(const ClusterSpec& spec) {
 }
 
 TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& options,
-                           ConnectorActor task_directory) {
+                           ConnectorActor task_directory, TaskBulkChannel bulk) {
   TaskActors task;
   task.task_name = ClusterSpec::TaskName(options.task);
   task.SetCluster(options.cluster);
@@ -208,11 +208,16 @@ TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& optio
     dc.resources = std::make_shared<ResourceManager>();
     dc.services = init.services;
     dc.file_access = file_access;
+    dc.bulk_sender = bulk.sender;
+    dc.bulk_min_bytes = bulk.sender ? bulk.min_bytes : 0;
     roster.configs.push_back(dc);
     init.resources.push_back(dc.resources);
   }
   SpawnRosterDevices(system, roster);
   init.devices = roster.devices;
+  if (bulk.sender) {
+    for (DevicePeer& d : init.devices) d.bulk_endpoint = bulk.endpoint;
+  }
   for (const DevicePeer& d : init.devices) task.devices.push_back(d.actor);
   init.roster = task.roster;
   const std::vector<DevicePeer> peers = init.devices;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/bulk_channel.h"
 #include "actors/connect.h"
 #include "actors/device_protocol.h"
 #include "actors/front_protocol.h"
@@ -43,8 +44,16 @@ struct TaskActors {
 // file access, restart limits, log and on_failure; not the transport or the port.
 // `task_directory`, when set, is where the task's masters find other tasks' fronts
 // (MasterConfig::task_directory); otherwise they connect over the network.
+// `bulk`, when it has a sender, carries this task's large Sends to other processes
+// and its endpoint is advertised with the task's devices (actors/bulk_channel.h).
+struct TaskBulkChannel {
+  std::shared_ptr<BulkSender> sender;  // null: every tensor goes over CAF
+  std::string endpoint;                // this process's receiver, "host:port"
+  int64_t min_bytes = 0;               // smaller tensors stay on CAF
+};
 TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& options,
-                           ConnectorActor task_directory = ConnectorActor());
+                           ConnectorActor task_directory = ConnectorActor(),
+                           TaskBulkChannel bulk = TaskBulkChannel());
 
 // Ends the task's front, devices (restarted ones included; none is restarted after
 // this) and parameter shards. Asynchronous: the actors end on their own threads.

@@ -26,7 +26,8 @@ void RegisterMessageTypes(caf::actor_system_config& cfg);
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, DevicePeer& x) {
-  return f(caf::meta::type_name("actorflow.DevicePeer"), x.name, x.type, x.actor);
+  return f(caf::meta::type_name("actorflow.DevicePeer"), x.name, x.type, x.actor,
+           x.bulk_endpoint);
 }
 
 template <class Inspector>

@@ -28,6 +28,7 @@ struct ServerCommandOptions {
   int max_device_restarts = 5;
   int64_t device_restart_window_ms = 60000;
   int64_t scheduler_spin_us = ServerOptions().scheduler_spin_us;
+  int64_t bulk_min_bytes = ServerOptions().bulk_min_bytes;
   TransportLimits transport;
   RequestLimits requests;
 };
@@ -85,6 +86,11 @@ StatusOr<ServerOptions> ResolveOptions(const ServerCommandOptions& o) {
                            std::to_string(o.scheduler_spin_us));
   }
   options.scheduler_spin_us = o.scheduler_spin_us;
+  if (o.bulk_min_bytes < 0) {
+    return InvalidArgument("--bulk-min-bytes must be >= 0 (0: off), not " +
+                           std::to_string(o.bulk_min_bytes));
+  }
+  options.bulk_min_bytes = o.bulk_min_bytes;
   AF_RETURN_IF_ERROR(ValidateLimits(o.transport, o.requests));
   options.transport = o.transport;
   options.requests = o.requests;
@@ -165,6 +171,11 @@ Subcommand AddServerSubcommand(CLI::App* parent) {
                   "How long an idle actor thread polls for the next message before it "
                   "parks (0: park at once). Saves wake-ups between a step's messages; an "
                   "idle server still uses no CPU")
+      ->capture_default_str();
+  app->add_option("--bulk-min-bytes", options->bulk_min_bytes,
+                  "Tensors of at least this many bytes sent to devices of other tasks go "
+                  "through a second port of this task's host (any free one) beside the "
+                  "actor transport; 0: off. Off with --cluster-secret-file (TLS)")
       ->capture_default_str();
   // Limits on what peers and clients send (actors/server_limits.h).
   app->add_option("--max-message-bytes", options->transport.max_message_bytes,
