@@ -27,7 +27,9 @@
 // and the two servers took more than 0.3 cores; the table shows the worst kept.
 //
 // Usage: cluster_bench [--quick] [--json] [--repeats N] [--inflight K] [--actorflow PATH]
-//                      [--only CASE] [--idle-seconds S]   (e.g. --only "16 MiB resident": for profiling)
+//                      [--only CASE] [--idle-seconds S] [--server-arg ARG]...
+//   --server-arg: one more argument for both servers, e.g. `--server-arg
+//   --bulk-min-bytes --server-arg 0` to keep every tensor on CAF's transport.   (e.g. --only "16 MiB resident": for profiling)
 // Build with -c opt: `bazel run -c opt //tools/bench:cluster_bench`.
 #include <unistd.h>
 
@@ -66,6 +68,7 @@ struct Flags {
   std::string actorflow;
   double idle_seconds = -1;  // (c); -1: 10, or 3 with --quick
   std::string only;  // run only the transfer cases whose name contains this (profiling)
+  std::vector<std::string> server_args;  // --server-arg, passed to both servers
 };
 
 // The actorflow binary: --actorflow, or the runfiles (bazel run), or bazel-bin.
@@ -280,11 +283,13 @@ Flags ParseFlags(int argc, char** argv) {
       flags.actorflow = argv[++i];
     } else if (a == "--only" && i + 1 < argc) {
       flags.only = argv[++i];
+    } else if (a == "--server-arg" && i + 1 < argc) {
+      flags.server_args.push_back(argv[++i]);
     } else if (a == "--idle-seconds" && i + 1 < argc) {
       flags.idle_seconds = std::atof(argv[++i]);
     } else {
       std::fprintf(stderr, "usage: %s [--quick] [--json] [--repeats N] [--inflight K] "
-                           "[--actorflow PATH] [--only CASE] [--idle-seconds S]\n", kProgram);
+                           "[--actorflow PATH] [--only CASE] [--idle-seconds S] [--server-arg ARG]...\n", kProgram);
       std::exit(2);
     }
   }
@@ -297,6 +302,7 @@ int Main(int argc, char** argv) {
   subprocess::ProcessClusterOptions options;
   options.binary = FindActorflow(flags.actorflow);
   options.shape = {{"worker", 2}};
+  options.server_args = flags.server_args;
   const char* tmp = std::getenv("TMPDIR");
   options.dir = tmp != nullptr ? tmp : "/tmp";
   auto cluster = ValueOrDie(subprocess::ProcessCluster::Start(options), kProgram,
