@@ -215,6 +215,7 @@ class BulkReceiverImpl : public BulkReceiver {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
+      stop_cv_.notify_all();
       // Shutting a socket down wakes the thread polling it (accept and recv alike).
       if (listen_fd_ >= 0) shutdown(listen_fd_, SHUT_RDWR);
       for (auto& c : connections_) shutdown(c.fd, SHUT_RDWR);
@@ -258,8 +259,7 @@ class BulkReceiverImpl : public BulkReceiver {
     getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
     port_ = ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
                                              : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-    // A numeric IPv6 host needs brackets in "host:port" only for humans; SplitEndpoint
-    // splits at the last colon, so the bare form round-trips.
+    // The host as the task's spec names it: other tasks reach the main port by it too.
     endpoint_ = host + ":" + std::to_string(port_);
     acceptor_ = std::thread([this] { AcceptLoop(); });
     return Status::OK();
@@ -283,13 +283,20 @@ class BulkReceiverImpl : public BulkReceiver {
     NameThisThread("af.bulk.accept");
     for (;;) {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      std::lock_guard<std::mutex> lock(mu_);
+      const int accept_errno = errno;
+      std::unique_lock<std::mutex> lock(mu_);
       if (stopping_) {
         if (fd >= 0) close(fd);
         return;
       }
       if (fd < 0) {
-        if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE) continue;
+        if (accept_errno == EMFILE || accept_errno == ENFILE) {
+          // Out of descriptors: the connection stays in the backlog and accept would
+          // fail again at once, so wait for descriptors to be freed (or for Stop).
+          stop_cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
+          continue;
+        }
+        if (accept_errno == EINTR || accept_errno == ECONNABORTED) continue;
         return;
       }
       ReapFinishedLocked();
@@ -405,6 +412,7 @@ class BulkReceiverImpl : public BulkReceiver {
   std::thread acceptor_;
   mutable std::mutex mu_;
   bool stopping_ = false;
+  std::condition_variable stop_cv_;
   std::list<Connection> connections_;
   BulkChannelStats stats_;
 };

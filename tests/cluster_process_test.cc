@@ -317,7 +317,44 @@ TEST(ClusterProcessTest, AnUnreachableTaskIsUnavailableWithinTheDeadlineNamingIt
   EXPECT_THAT(s.message(), HasSubstr(cluster->Address("ps", 0))) << s;
 }
 
+// A 4 MiB tensor from worker 0's process to worker 1's: over the bulk channel (the
+// default, actors/bulk_channel.h) and over CAF's transport alone (--bulk-min-bytes 0),
+// the same sums, step after step.
+TEST(ClusterProcessTest, ALargeTensorCrossesProcessesWithTheBulkChannelOnAndOff) {
+  constexpr int64_t kElements = int64_t{1} << 20;
+  Scope root = Scope::NewRootScope();
+  Output ones = Fill(root.WithDevice("/job:worker/task:0").WithOpName("ones"), Shape{kElements},
+                     0.5f);
+  Sum(root.WithDevice("/job:worker/task:1").WithOpName("total"), ones);
+  ASSERT_TRUE(root.ok()) << root.status();
+  for (const auto& args : {std::vector<std::string>{},
+                           std::vector<std::string>{"--bulk-min-bytes", "0"}}) {
+    ProcessClusterOptions options;
+    options.server_args = args;
+    auto cluster = StartCluster(ActorflowBinary(), options);
+    ASSERT_NE(cluster, nullptr);
+    auto session = Open(root.graph(), cluster->Target("worker", 0));
+    ASSERT_NE(session, nullptr);
+    for (int step = 0; step < 3; ++step) {
+      std::vector<Tensor> out;
+      Status s = session->Run({}, {"total"}, {}, &out);
+      ASSERT_TRUE(s.ok()) << s << (args.empty() ? " (bulk channel on)" : " (off)");
+      EXPECT_EQ(out[0].data<float>()[0], 0.5f * kElements);
+    }
+  }
+}
+
 // ---- Bad input: the server refuses it with a one-line reason and a non-zero exit.
+
+TEST(ClusterProcessBadInputTest, ANegativeBulkMinBytesEndsTheServerNamingTheFlag) {
+  const std::string path = WriteTmpFile("one_worker.json", "{\"worker\": [\"127.0.0.1:1\"]}");
+  auto server = RunToEnd(ActorflowBinary(), {"server", "--cluster", path, "--job", "worker",
+                                             "--task", "0", "--bulk-min-bytes", "-1"});
+  ASSERT_NE(server, nullptr);
+  EXPECT_TRUE(server->exited());
+  EXPECT_EQ(server->exit_code(), 2) << server->err();
+  EXPECT_THAT(server->err(), HasSubstr("--bulk-min-bytes")) << server->err();
+}
 
 TEST(ClusterProcessBadInputTest, AMalformedClusterFileEndsTheServerWithLineAndColumn) {
   const std::string path = WriteTmpFile("malformed_cluster.json", "{\"ps\": [\"127.0.0.1:1\",\n  ]");
