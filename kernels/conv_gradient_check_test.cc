@@ -16,7 +16,7 @@
 namespace actorflow {
 namespace {
 
-using gradient_check::CheckGradients;
+using gradient_check::GradientsMatch;
 using gradient_check::Rng;
 using gradient_check::ShapesOf;
 using Ints = std::vector<int64_t>;
@@ -45,10 +45,10 @@ TEST(ConvGradientCheckTest, Conv2DMatchesCentralDifferencesForInputAndFilter) {
                                           rng.Uniform({w.k_h, w.k_w, input.dim(3), out_channels})};
       const Ints strides = {1, w.stride_h, w.stride_w, 1};
       const std::string pad = padding;
-      CheckGradients(Describe("Conv2D", inputs, w, pad), inputs,
-                     [strides, pad](const Scope& s, const std::vector<Output>& x) {
-                       return Conv2D(s, x[0], x[1], strides, pad);
-                     });
+      EXPECT_TRUE(GradientsMatch(Describe("Conv2D", inputs, w, pad), inputs,
+                                 [strides, pad](const Scope& s, const std::vector<Output>& x) {
+                                   return Conv2D(s, x[0], x[1], strides, pad);
+                                 }));
     }
   }
 }
@@ -64,15 +64,17 @@ TEST(ConvGradientCheckTest, PoolingMatchesCentralDifferences) {
       const Ints strides = {1, w.stride_h, w.stride_w, 1};
       const std::string pad = padding;
       const std::vector<Tensor> distinct = {rng.Distinct(input)};
-      CheckGradients(Describe("MaxPool", distinct, w, pad), distinct,
-                     [ksize, strides, pad](const Scope& s, const std::vector<Output>& x) {
-                       return MaxPool(s, x[0], ksize, strides, pad);
-                     });
+      EXPECT_TRUE(
+          GradientsMatch(Describe("MaxPool", distinct, w, pad), distinct,
+                         [ksize, strides, pad](const Scope& s, const std::vector<Output>& x) {
+                           return MaxPool(s, x[0], ksize, strides, pad);
+                         }));
       const std::vector<Tensor> uniform = {rng.Uniform(input)};
-      CheckGradients(Describe("AvgPool", uniform, w, pad), uniform,
-                     [ksize, strides, pad](const Scope& s, const std::vector<Output>& x) {
-                       return AvgPool(s, x[0], ksize, strides, pad);
-                     });
+      EXPECT_TRUE(
+          GradientsMatch(Describe("AvgPool", uniform, w, pad), uniform,
+                         [ksize, strides, pad](const Scope& s, const std::vector<Output>& x) {
+                           return AvgPool(s, x[0], ksize, strides, pad);
+                         }));
     }
   }
 }
@@ -82,13 +84,13 @@ TEST(ConvGradientCheckTest, StackedConvolutionAndPoolingMatchCentralDifferences)
   Rng rng(43);
   const std::vector<Tensor> inputs = {rng.Uniform({2, 6, 6, 2}), rng.Uniform({3, 3, 2, 3}),
                                       rng.Uniform({2, 2, 3, 2})};
-  CheckGradients("conv-relu-maxpool-conv-avgpool", inputs,
-                 [](const Scope& s, const std::vector<Output>& x) {
-                   const Output h = Relu(s, Conv2D(s, x[0], x[1], {1, 1, 1, 1}, "SAME"));
-                   const Output p = MaxPool(s, h, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
-                   const Output c = Conv2D(s, p, x[2], {1, 1, 1, 1}, "SAME");
-                   return AvgPool(s, c, {1, 2, 2, 1}, {1, 1, 1, 1}, "SAME");
-                 });
+  EXPECT_TRUE(GradientsMatch(
+      "conv-relu-maxpool-conv-avgpool", inputs, [](const Scope& s, const std::vector<Output>& x) {
+        const Output h = Relu(s, Conv2D(s, x[0], x[1], {1, 1, 1, 1}, "SAME"));
+        const Output p = MaxPool(s, h, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+        const Output c = Conv2D(s, p, x[2], {1, 1, 1, 1}, "SAME");
+        return AvgPool(s, c, {1, 2, 2, 1}, {1, 1, 1, 1}, "SAME");
+      }));
 }
 
 }  // namespace

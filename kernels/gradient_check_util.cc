@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -35,20 +36,25 @@ const auto* const kReport = ::testing::AddGlobalTestEnvironment(new ReportWorstE
 
 std::string Name(int i) { return "x" + std::to_string(i); }
 
-// Runs `fetch` with the inputs fed.
-Tensor RunWith(Session* session, const std::vector<Tensor>& inputs, const std::string& fetch) {
+// Runs `fetch` with the inputs fed; an output that was never set is an error too.
+StatusOr<Tensor> RunWith(Session* session, const std::vector<Tensor>& inputs,
+                         const std::string& fetch) {
   FeedList feeds;
   for (size_t i = 0; i < inputs.size(); ++i) feeds.emplace_back(Name(i), inputs[i]);
   std::vector<Tensor> out;
   Status s = session->Run(feeds, {fetch}, {}, &out);
-  EXPECT_TRUE(s.ok()) << s;
-  return s.ok() ? out[0] : Tensor();
+  if (!s.ok()) return s;
+  if (out.empty() || !out[0].IsInitialized()) return Internal(fetch + " was never set");
+  return out[0];
 }
 
-// The check of gradient_check_util.h, with the inputs' shapes known or not.
-void CheckGradientsOnce(const std::string& what, const std::vector<Tensor>& inputs, const Fn& f,
-                        bool unknown_shapes, uint64_t seed) {
-  SCOPED_TRACE(what);
+// The check of gradient_check_util.h, with the inputs' shapes known or not. A failure
+// starts with `what` and names the step that failed, or lists the first elements
+// whose error exceeds kMaxError.
+::testing::AssertionResult GradientsMatchOnce(const std::string& what,
+                                              const std::vector<Tensor>& inputs, const Fn& f,
+                                              bool unknown_shapes, uint64_t seed) {
+  auto fail = [&what]() { return ::testing::AssertionFailure() << what << ": "; };
   Scope root = Scope::NewRootScope();
   std::vector<Output> xs;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -56,38 +62,58 @@ void CheckGradientsOnce(const std::string& what, const std::vector<Tensor>& inpu
                              unknown_shapes ? Shape::UnknownRank() : inputs[i].shape()));
   }
   const Output y = f(root, xs);
-  ASSERT_TRUE(root.ok()) << root.status();
+  if (!root.ok()) return fail() << root.status();
   auto session_or = NewDirectSession(root.graph());
-  ASSERT_TRUE(session_or.ok()) << session_or.status();
+  if (!session_or.ok()) return fail() << session_or.status();
   std::unique_ptr<Session> session = std::move(session_or).value();
-  const Tensor value = RunWith(session.get(), inputs, y.name());
-  ASSERT_TRUE(value.IsInitialized());
+  const StatusOr<Tensor> value = RunWith(session.get(), inputs, y.name());
+  if (!value.ok()) return fail() << "computing f: " << value.status();
   Rng rng(seed);
-  const Output loss = Sum(root, Mul(root, y, Const(root, rng.Uniform(value.shape(), -1, 1))));
+  const Output loss = Sum(root, Mul(root, y, Const(root, rng.Uniform(value->shape(), -1, 1))));
   auto grads = Gradients(root, {loss}, xs);
-  ASSERT_TRUE(grads.ok()) << grads.status();
+  if (!grads.ok()) return fail() << grads.status();
+  int64_t checked = 0;
+  int64_t mismatches = 0;
+  std::ostringstream details;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    ASSERT_TRUE((*grads)[i].valid()) << "no gradient for input " << i;
-    const Tensor symbolic = RunWith(session.get(), inputs, (*grads)[i].name());
-    ASSERT_EQ(symbolic.dtype(), DType::kFloat64);
-    ASSERT_EQ(symbolic.shape(), inputs[i].shape()) << "gradient of input " << i;
+    if (!(*grads)[i].valid()) return fail() << "no gradient for input " << i;
+    const StatusOr<Tensor> symbolic = RunWith(session.get(), inputs, (*grads)[i].name());
+    if (!symbolic.ok()) return fail() << "gradient of input " << i << ": " << symbolic.status();
+    if (symbolic->dtype() != DType::kFloat64 || symbolic->shape() != inputs[i].shape()) {
+      return fail() << "gradient of input " << i << " is " << DTypeName(symbolic->dtype())
+                    << symbolic->shape().ToString() << ", expected float64"
+                    << inputs[i].shape().ToString();
+    }
     for (int64_t j = 0; j < inputs[i].NumElements(); ++j) {
       std::vector<Tensor> moved = inputs;
       moved[i] = inputs[i].DeepCopy();
       double* e = moved[i].data<double>() + j;
       const double x = *e;
       const double h = 1e-6 * std::max(1.0, std::abs(x));
-      *e = x + h;
-      const double up = RunWith(session.get(), moved, loss.name()).data<double>()[0];
-      *e = x - h;
-      const double down = RunWith(session.get(), moved, loss.name()).data<double>()[0];
-      const double numeric = (up - down) / (2 * h);
-      const double error = ErrorOf(symbolic.data<double>()[j], numeric);
+      double loss_at[2];  // L(x + h), L(x - h)
+      for (int side = 0; side < 2; ++side) {
+        *e = side == 0 ? x + h : x - h;
+        const StatusOr<Tensor> moved_loss = RunWith(session.get(), moved, loss.name());
+        if (!moved_loss.ok()) {
+          return fail() << "loss with input " << i << " element " << j
+                        << " moved: " << moved_loss.status();
+        }
+        loss_at[side] = moved_loss->data<double>()[0];
+      }
+      const double numeric = (loss_at[0] - loss_at[1]) / (2 * h);
+      const double error = ErrorOf(symbolic->data<double>()[j], numeric);
       Record(error, what);
-      EXPECT_LE(error, kMaxError) << "input " << i << " element " << j << ": symbolic "
-                                  << symbolic.data<double>()[j] << ", numeric " << numeric;
+      ++checked;
+      if (error <= kMaxError) continue;  // NaN is a mismatch too
+      if (++mismatches <= 5) {
+        details << "\n  input " << i << " element " << j << ": symbolic "
+                << symbolic->data<double>()[j] << ", numeric " << numeric << ", error " << error;
+      }
     }
   }
+  if (mismatches == 0) return ::testing::AssertionSuccess();
+  return fail() << mismatches << " of " << checked << " gradient elements have an error above "
+                << kMaxError << ":" << details.str();
 }
 
 }  // namespace
@@ -104,10 +130,17 @@ void Record(double error, const std::string& what) {
   }
 }
 
-void CheckGradients(const std::string& what, const std::vector<Tensor>& inputs, const Fn& f) {
+::testing::AssertionResult GradientsMatch(const std::string& what,
+                                          const std::vector<Tensor>& inputs, const Fn& f) {
   static uint64_t seed = 1;
-  CheckGradientsOnce(what + " (known shapes)", inputs, f, /*unknown_shapes=*/false, seed);
-  CheckGradientsOnce(what + " (unknown shapes)", inputs, f, /*unknown_shapes=*/true, seed++);
+  const ::testing::AssertionResult known =
+      GradientsMatchOnce(what + " (known shapes)", inputs, f, /*unknown_shapes=*/false, seed);
+  const ::testing::AssertionResult unknown =
+      GradientsMatchOnce(what + " (unknown shapes)", inputs, f, /*unknown_shapes=*/true, seed++);
+  if (known && unknown) return ::testing::AssertionSuccess();
+  if (known) return unknown;
+  if (unknown) return known;
+  return ::testing::AssertionFailure() << known.message() << "\n" << unknown.message();
 }
 
 std::string ShapesOf(const std::vector<Tensor>& inputs) {

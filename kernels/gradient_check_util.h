@@ -2,7 +2,7 @@
 // (gradient_rule_check_test.cc, graph/gradient_rules.cc) and of Gradients() itself
 // (gradients_test.cc, graph/gradients.h).
 //
-// CheckGradients() builds f(x_0, ..., x_{n-1}) from float64 Placeholders, reduces it
+// GradientsMatch() builds f(x_0, ..., x_{n-1}) from float64 Placeholders, reduces it
 // to the scalar L = Sum(f * W) with fixed random weights W (so every element of f
 // matters), computes dL/dx_i with Gradients() and runs it through a DirectSession,
 // then compares each element with the central difference (L(x + h) - L(x - h)) / 2h,
@@ -17,7 +17,7 @@
 // prints the worst error over all of them when its tests end.
 //
 // Thread safety: none; for the single-threaded test body only (Record and
-// CheckGradients keep process-wide state).
+// GradientsMatch keep process-wide state).
 #ifndef ACTORFLOW_KERNELS_GRADIENT_CHECK_UTIL_H_
 #define ACTORFLOW_KERNELS_GRADIENT_CHECK_UTIL_H_
 
@@ -32,6 +32,7 @@
 #include "graph/scope.h"
 #include "graph/shape.h"
 #include "graph/tensor.h"
+#include "gtest/gtest.h"
 
 namespace actorflow {
 namespace gradient_check {
@@ -99,11 +100,15 @@ double ErrorOf(double symbolic, double numeric);
 // Counts one checked element and remembers the worst error and what it came from.
 void Record(double error, const std::string& what);
 
-// The check of the file comment, with the inputs' shapes known and then unknown;
-// reports failures through GoogleTest (SCOPED_TRACE(what)). Each call draws its
-// weights W from the next seed of a process-wide sequence, so a binary's checks are
+// The check of the file comment, with the inputs' shapes known and then unknown.
+// Use as EXPECT_TRUE(GradientsMatch(...)); a failure starts with `what` and the shape
+// form, and names the step that failed or the first elements whose error exceeds
+// kMaxError (input, element, symbolic and numeric value). Each call draws its weights
+// W from the next seed of a process-wide sequence, so a binary's checks are
 // reproducible in their order.
-void CheckGradients(const std::string& what, const std::vector<Tensor>& inputs, const Fn& f);
+[[nodiscard]] ::testing::AssertionResult GradientsMatch(const std::string& what,
+                                                        const std::vector<Tensor>& inputs,
+                                                        const Fn& f);
 
 // "[2,3], [3]": the inputs' shapes, for the `what` of a check.
 std::string ShapesOf(const std::vector<Tensor>& inputs);

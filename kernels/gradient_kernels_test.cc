@@ -98,37 +98,62 @@ Tensor RefSliceConcatPart(const Tensor& grad, const std::vector<Shape>& parts, i
 // --- Harness ------------------------------------------------------------------------
 
 // Runs the case with known and with unknown input shapes and compares output 0 with
-// `want` (float32: rtol 1e-5, atol 1e-6; float64: 1e-12).
-void ExpectMatches(const KernelTestCase& c, const Tensor& want) {
+// `want` (float32: rtol 1e-5, atol 1e-6; float64: 1e-12). A failure names the case
+// and the first check that did not hold.
+::testing::AssertionResult Matches(const KernelTestCase& c, const Tensor& want) {
   const Tolerance tol =
       want.dtype() == DType::kFloat32 ? Tolerance{1e-5, 1e-6} : Tolerance{1e-12, 1e-12};
   for (bool unknown : {false, true}) {
-    SCOPED_TRACE(c.ToString() + (unknown ? " (unknown input shapes)" : ""));
+    const std::string what = c.ToString() + (unknown ? " (unknown input shapes)" : "");
     StatusOr<KernelRun> run = RunKernel(c, unknown);
-    ASSERT_TRUE(run.ok()) << run.status();
-    ASSERT_TRUE(run->status.ok()) << run->status;
-    ASSERT_EQ(run->outputs.size(), 1u);
-    EXPECT_TRUE(run->node->output_shape(0).IsCompatibleWith(run->outputs[0].shape()));
-    EXPECT_TRUE(TensorsClose(want, run->outputs[0], tol));
+    if (!run.ok()) return ::testing::AssertionFailure() << what << ": " << run.status();
+    if (!run->status.ok()) {
+      return ::testing::AssertionFailure() << what << ": kernel failed: " << run->status;
+    }
+    if (run->outputs.size() != 1u) {
+      return ::testing::AssertionFailure()
+             << what << ": " << run->outputs.size() << " outputs, expected 1";
+    }
+    const Tensor& got = run->outputs[0];
+    if (!run->node->output_shape(0).IsCompatibleWith(got.shape())) {
+      return ::testing::AssertionFailure()
+             << what << ": output is " << got.DebugString() << " but the node infers "
+             << run->node->output_shape(0).ToString();
+    }
+    ::testing::AssertionResult close = TensorsClose(want, got, tol);
+    if (!close) return ::testing::AssertionFailure() << what << ": " << close.message();
   }
+  return ::testing::AssertionSuccess();
 }
 
-// The kernel (shapes unknown at build time) fails with InvalidArgument naming the node.
-void ExpectKernelRejects(const KernelTestCase& c, const std::string& substring) {
-  SCOPED_TRACE(c.ToString());
+// Whether the kernel (shapes unknown at build time) fails with InvalidArgument naming
+// the node and containing `substring`.
+::testing::AssertionResult KernelRejects(const KernelTestCase& c, const std::string& substring) {
   StatusOr<KernelRun> run = RunKernel(c, /*unknown_input_shapes=*/true);
-  ASSERT_TRUE(run.ok()) << run.status();
-  EXPECT_EQ(run->status.code(), Code::kInvalidArgument) << run->status;
-  EXPECT_NE(run->status.message().find(kNodeUnderTest), std::string::npos) << run->status;
-  EXPECT_NE(run->status.message().find(substring), std::string::npos) << run->status;
+  if (!run.ok()) return ::testing::AssertionFailure() << c.ToString() << ": " << run.status();
+  const Status& error = run->status;
+  if (error.code() != Code::kInvalidArgument) {
+    return ::testing::AssertionFailure()
+           << c.ToString() << ": expected InvalidArgument, got " << error;
+  }
+  for (const std::string& part : {std::string(kNodeUnderTest), substring}) {
+    if (error.message().find(part) == std::string::npos) {
+      return ::testing::AssertionFailure()
+             << c.ToString() << ": the error does not mention '" << part << "': " << error;
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
-// Building the node with known shapes fails with InvalidArgument.
-void ExpectInferenceRejects(const KernelTestCase& c) {
-  SCOPED_TRACE(c.ToString());
+// Whether building the node with known shapes fails with InvalidArgument.
+::testing::AssertionResult InferenceRejects(const KernelTestCase& c) {
   StatusOr<KernelRun> run = RunKernel(c, /*unknown_input_shapes=*/false);
-  ASSERT_FALSE(run.ok());
-  EXPECT_EQ(run.status().code(), Code::kInvalidArgument) << run.status();
+  if (run.ok()) return ::testing::AssertionFailure() << c.ToString() << ": the node builds";
+  if (run.status().code() != Code::kInvalidArgument) {
+    return ::testing::AssertionFailure()
+           << c.ToString() << ": expected InvalidArgument, got " << run.status();
+  }
+  return ::testing::AssertionSuccess();
 }
 
 class GradientKernelsTest : public ::testing::TestWithParam<DType> {
@@ -142,17 +167,17 @@ TEST_P(GradientKernelsTest, ActivationGradientsMatchTheirFormulas) {
     Tensor a = random_.AwayFromZero(dtype(), shape, 0.05, 2.0);
     Tensor b = random_.Uniform(dtype(), shape, -2.0, 2.0);
     Tensor y = random_.Uniform(dtype(), shape, -0.99, 0.99);  // a sigmoid/tanh output
-    ExpectMatches({"ReluGrad", {}, {b, a}}, Generate(dtype(), shape, [&](int64_t i) {
-                    return a.ElementAsDouble(i) > 0 ? b.ElementAsDouble(i) : 0.0;
-                  }));
-    ExpectMatches({"SigmoidGrad", {}, {y, b}}, Generate(dtype(), shape, [&](int64_t i) {
-                    const double v = y.ElementAsDouble(i);
-                    return b.ElementAsDouble(i) * v * (1 - v);
-                  }));
-    ExpectMatches({"TanhGrad", {}, {y, b}}, Generate(dtype(), shape, [&](int64_t i) {
-                    const double v = y.ElementAsDouble(i);
-                    return b.ElementAsDouble(i) * (1 - v * v);
-                  }));
+    EXPECT_TRUE(Matches({"ReluGrad", {}, {b, a}}, Generate(dtype(), shape, [&](int64_t i) {
+                          return a.ElementAsDouble(i) > 0 ? b.ElementAsDouble(i) : 0.0;
+                        })));
+    EXPECT_TRUE(Matches({"SigmoidGrad", {}, {y, b}}, Generate(dtype(), shape, [&](int64_t i) {
+                          const double v = y.ElementAsDouble(i);
+                          return b.ElementAsDouble(i) * v * (1 - v);
+                        })));
+    EXPECT_TRUE(Matches({"TanhGrad", {}, {y, b}}, Generate(dtype(), shape, [&](int64_t i) {
+                          const double v = y.ElementAsDouble(i);
+                          return b.ElementAsDouble(i) * (1 - v * v);
+                        })));
   }
 }
 
@@ -164,19 +189,19 @@ TEST_P(GradientKernelsTest, SumToShapeOfSumsOverTheBroadcastDimensions) {
   for (const auto& [grad_shape, like_shape] : cases) {
     Tensor grad = random_.Uniform(dtype(), grad_shape);
     Tensor like = random_.Uniform(DType::kInt32, like_shape, -3, 3);  // only its shape counts
-    ExpectMatches({"SumToShapeOf", {}, {grad, like}}, RefSumToShapeOf(grad, like_shape));
+    EXPECT_TRUE(Matches({"SumToShapeOf", {}, {grad, like}}, RefSumToShapeOf(grad, like_shape)));
   }
 }
 
 TEST_P(GradientKernelsTest, SumToShapeOfRejectsALikeThatDoesNotBroadcast) {
-  ExpectKernelRejects(
+  EXPECT_TRUE(KernelRejects(
       {"SumToShapeOf", {}, {random_.Uniform(dtype(), {2, 3}), random_.Uniform(dtype(), {2})}},
-      "does not broadcast");
-  ExpectKernelRejects(
+      "does not broadcast"));
+  EXPECT_TRUE(KernelRejects(
       {"SumToShapeOf", {}, {random_.Uniform(dtype(), {3}), random_.Uniform(dtype(), {2, 3})}},
-      "does not broadcast");
-  ExpectInferenceRejects(
-      {"SumToShapeOf", {}, {random_.Uniform(dtype(), {2, 3}), random_.Uniform(dtype(), {4})}});
+      "does not broadcast"));
+  EXPECT_TRUE(InferenceRejects(
+      {"SumToShapeOf", {}, {random_.Uniform(dtype(), {2, 3}), random_.Uniform(dtype(), {4})}}));
 }
 
 TEST_P(GradientKernelsTest, BroadcastToShapeOfUndoesEveryKindOfReduction) {
@@ -205,29 +230,30 @@ TEST_P(GradientKernelsTest, BroadcastToShapeOfUndoesEveryKindOfReduction) {
       Tensor x = random_.Uniform(dtype(), Shape(x_dims));
       AttrMap attrs = {{"keep_dims", keep_dims}};
       if (c.axis) attrs["axis"] = *c.axis;
-      ExpectMatches({"BroadcastToShapeOf", attrs, {x, random_.Uniform(dtype(), like)}},
-                    RefBroadcastToShapeOf(x, like, c.reduced, keep_dims));
+      EXPECT_TRUE(Matches({"BroadcastToShapeOf", attrs, {x, random_.Uniform(dtype(), like)}},
+                          RefBroadcastToShapeOf(x, like, c.reduced, keep_dims)));
     }
   }
   // An int axis, as a reduction node may carry it.
   Tensor x = random_.Uniform(dtype(), {2, 4});
-  ExpectMatches({"BroadcastToShapeOf", {{"axis", int64_t{1}}}, {x, random_.Uniform(dtype(), like)}},
-                RefBroadcastToShapeOf(x, like, {false, true, false}, false));
+  EXPECT_TRUE(
+      Matches({"BroadcastToShapeOf", {{"axis", int64_t{1}}}, {x, random_.Uniform(dtype(), like)}},
+              RefBroadcastToShapeOf(x, like, {false, true, false}, false)));
 }
 
 TEST_P(GradientKernelsTest, BroadcastToShapeOfRejectsAnXThatIsNotTheReduction) {
   Tensor like = random_.Uniform(dtype(), {2, 3});
-  ExpectKernelRejects({"BroadcastToShapeOf",
-                       {{"axis", std::vector<int64_t>{1}}},
-                       {random_.Uniform(dtype(), {3}), like}},
-                      "is not the reduction");
-  ExpectKernelRejects({"BroadcastToShapeOf",
-                       {{"axis", std::vector<int64_t>{2}}},
-                       {random_.Uniform(dtype(), {2}), like}},
-                      "out of range");
-  ExpectInferenceRejects({"BroadcastToShapeOf",
-                          {{"axis", std::vector<int64_t>{0}}},
-                          {random_.Uniform(dtype(), {2}), like}});
+  EXPECT_TRUE(KernelRejects({"BroadcastToShapeOf",
+                             {{"axis", std::vector<int64_t>{1}}},
+                             {random_.Uniform(dtype(), {3}), like}},
+                            "is not the reduction"));
+  EXPECT_TRUE(KernelRejects({"BroadcastToShapeOf",
+                             {{"axis", std::vector<int64_t>{2}}},
+                             {random_.Uniform(dtype(), {2}), like}},
+                            "out of range"));
+  EXPECT_TRUE(InferenceRejects({"BroadcastToShapeOf",
+                                {{"axis", std::vector<int64_t>{0}}},
+                                {random_.Uniform(dtype(), {2}), like}}));
 }
 
 TEST_P(GradientKernelsTest, PadToShapeOfPlacesTheGradientAtBeginAndZerosElsewhere) {
@@ -244,19 +270,21 @@ TEST_P(GradientKernelsTest, PadToShapeOfPlacesTheGradientAtBeginAndZerosElsewher
                                    {{0, 4}, {3, 4}, {1, 0}}};
   for (const Case& c : cases) {
     Tensor grad = random_.Uniform(dtype(), c.grad);
-    ExpectMatches({"PadToShapeOf", {{"begin", c.begin}}, {grad, random_.Uniform(dtype(), c.like)}},
-                  RefPadToShapeOf(grad, c.like, c.begin));
+    EXPECT_TRUE(
+        Matches({"PadToShapeOf", {{"begin", c.begin}}, {grad, random_.Uniform(dtype(), c.like)}},
+                RefPadToShapeOf(grad, c.like, c.begin)));
   }
 }
 
 TEST_P(GradientKernelsTest, PadToShapeOfRejectsAGradientThatDoesNotFit) {
-  ExpectKernelRejects({"PadToShapeOf",
-                       {{"begin", std::vector<int64_t>{2, 0}}},
-                       {random_.Uniform(dtype(), {2, 4}), random_.Uniform(dtype(), {3, 4})}},
-                      "does not fit");
-  ExpectInferenceRejects({"PadToShapeOf",
-                          {{"begin", std::vector<int64_t>{0}}},
-                          {random_.Uniform(dtype(), {2, 4}), random_.Uniform(dtype(), {3, 4})}});
+  EXPECT_TRUE(KernelRejects({"PadToShapeOf",
+                             {{"begin", std::vector<int64_t>{2, 0}}},
+                             {random_.Uniform(dtype(), {2, 4}), random_.Uniform(dtype(), {3, 4})}},
+                            "does not fit"));
+  EXPECT_TRUE(
+      InferenceRejects({"PadToShapeOf",
+                        {{"begin", std::vector<int64_t>{0}}},
+                        {random_.Uniform(dtype(), {2, 4}), random_.Uniform(dtype(), {3, 4})}}));
 }
 
 TEST_P(GradientKernelsTest, SliceConcatPartReturnsEachInputsPartAlongTheAxis) {
@@ -279,35 +307,37 @@ TEST_P(GradientKernelsTest, SliceConcatPartReturnsEachInputsPartAlongTheAxis) {
     std::vector<Tensor> inputs = {grad};
     for (const Shape& p : c.parts) inputs.push_back(random_.Uniform(dtype(), p));
     for (int index = 0; index < static_cast<int>(c.parts.size()); ++index) {
-      ExpectMatches(
+      EXPECT_TRUE(Matches(
           {"SliceConcatPart", {{"axis", int64_t{c.axis}}, {"index", int64_t{index}}}, inputs},
-          RefSliceConcatPart(grad, c.parts, axis, index));
+          RefSliceConcatPart(grad, c.parts, axis, index)));
     }
   }
 }
 
 TEST_P(GradientKernelsTest, SliceConcatPartRejectsPartsThatDoNotMakeUpTheGradient) {
   Tensor grad = random_.Uniform(dtype(), {2, 5});
-  ExpectKernelRejects({"SliceConcatPart",
-                       {{"axis", int64_t{1}}, {"index", int64_t{0}}},
-                       {grad, random_.Uniform(dtype(), {2, 3}), random_.Uniform(dtype(), {2, 3})}},
-                      "add up to");
-  ExpectKernelRejects({"SliceConcatPart",
-                       {{"axis", int64_t{1}}, {"index", int64_t{0}}},
-                       {grad, random_.Uniform(dtype(), {3, 2}), random_.Uniform(dtype(), {2, 3})}},
-                      "does not match");
-  ExpectInferenceRejects(
+  EXPECT_TRUE(
+      KernelRejects({"SliceConcatPart",
+                     {{"axis", int64_t{1}}, {"index", int64_t{0}}},
+                     {grad, random_.Uniform(dtype(), {2, 3}), random_.Uniform(dtype(), {2, 3})}},
+                    "add up to"));
+  EXPECT_TRUE(
+      KernelRejects({"SliceConcatPart",
+                     {{"axis", int64_t{1}}, {"index", int64_t{0}}},
+                     {grad, random_.Uniform(dtype(), {3, 2}), random_.Uniform(dtype(), {2, 3})}},
+                    "does not match"));
+  EXPECT_TRUE(InferenceRejects(
       {"SliceConcatPart",
        {{"axis", int64_t{1}}, {"index", int64_t{2}}},
-       {grad, random_.Uniform(dtype(), {2, 2}), random_.Uniform(dtype(), {2, 3})}});
+       {grad, random_.Uniform(dtype(), {2, 2}), random_.Uniform(dtype(), {2, 3})}}));
 }
 
 TEST_P(GradientKernelsTest, SizeCountsTheElements) {
   for (const Shape& shape : {Shape{}, Shape{0, 3}, Shape{2, 3, 4}}) {
-    ExpectMatches({"Size", {}, {random_.Uniform(dtype(), shape)}},
-                  Tensor::Scalar(static_cast<int32_t>(shape.num_elements())));
-    ExpectMatches({"Size", {{"out_type", DType::kInt64}}, {random_.Uniform(dtype(), shape)}},
-                  Tensor::Scalar(shape.num_elements()));
+    EXPECT_TRUE(Matches({"Size", {}, {random_.Uniform(dtype(), shape)}},
+                        Tensor::Scalar(static_cast<int32_t>(shape.num_elements()))));
+    EXPECT_TRUE(Matches({"Size", {{"out_type", DType::kInt64}}, {random_.Uniform(dtype(), shape)}},
+                        Tensor::Scalar(shape.num_elements())));
   }
 }
 

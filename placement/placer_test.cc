@@ -85,17 +85,25 @@ const Placement& Of(const Graph& g, const std::map<int, Placement>& p, const std
   return it == p.end() ? kNone : it->second;
 }
 
-Status PlaceError(const Graph& g, const PlacerOptions& options) {
+// Whether placing every node of `g` fails with InvalidArgument and a message holding
+// every one of `parts`; a failure says which are missing.
+::testing::AssertionResult PlacementRejected(const Graph& g, const PlacerOptions& options,
+                                             const std::vector<std::string>& parts) {
   auto placed = PlaceNodes(g, AllNodes(g), options);
-  EXPECT_FALSE(placed.ok());
-  return placed.ok() ? Status::OK() : placed.status();
-}
-
-void ExpectMentions(const Status& s, std::vector<std::string> parts) {
-  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
+  if (placed.ok()) return ::testing::AssertionFailure() << "every node was placed";
+  const Status& s = placed.status();
+  ::testing::AssertionResult result = ::testing::AssertionSuccess();
+  bool failed = false;
+  auto fail = [&]() -> ::testing::AssertionResult& {
+    if (!failed) result = ::testing::AssertionFailure() << s << ":";
+    failed = true;
+    return result;
+  };
+  if (s.code() != Code::kInvalidArgument) fail() << " not InvalidArgument;";
   for (const std::string& part : parts) {
-    EXPECT_NE(s.message().find(part), std::string::npos) << "'" << part << "' missing in " << s;
+    if (s.message().find(part) == std::string::npos) fail() << " missing '" << part << "';";
   }
+  return result;
 }
 
 TEST(PlacerTest, ExplicitRequestsAreHonoured) {
@@ -206,22 +214,23 @@ TEST(PlacerTest, ConflictingColocatedRequestsNameBothNodesAndDevices) {
   auto g = Build(
       {FloatConst("a", "/cpu:0"),
        Def("b", "Identity", {"a"}, {{"_class", std::vector<std::string>{"loc:@a"}}}, "/cpu:1")});
-  ExpectMentions(PlaceError(*g, LocalOptions()), {"'a'", "'b'", "/cpu:0", "/cpu:1", "colocate"});
+  EXPECT_TRUE(
+      PlacementRejected(*g, LocalOptions(), {"'a'", "'b'", "/cpu:0", "/cpu:1", "colocate"}));
 }
 
 TEST(PlacerTest, ClassAttrNamingNoNodeIsAnError) {
   auto g = Build({FloatConst("a"),
                   Def("b", "Identity", {"a"}, {{"_class", std::vector<std::string>{"loc:@zz"}}})});
-  ExpectMentions(PlaceError(*g, LocalOptions()), {"'b'", "loc:@zz", "no node 'zz'"});
+  EXPECT_TRUE(PlacementRejected(*g, LocalOptions(), {"'b'", "loc:@zz", "no node 'zz'"}));
 }
 
 TEST(PlacerTest, MissingKernelWithoutSoftPlacementNamesKernelAndSuggestsSoftPlacement) {
   auto g =
       Build({IntConst("x"), IntConst("y"), Def("m", "Mul", {"x", "y"}, {}, "/device:TESTDEV:0")});
-  ExpectMentions(
-      PlaceError(*g, LocalOptions()),
+  EXPECT_TRUE(PlacementRejected(
+      *g, LocalOptions(),
       {"node 'm' (Mul)", "/device:TESTDEV:0", "no TESTDEV kernel for op Mul with dtype int32",
-       "registered dtypes: float32", "allow_soft_placement"});
+       "registered dtypes: float32", "allow_soft_placement"}));
 }
 
 TEST(PlacerTest, SoftPlacementMovesAnOpWithoutKernelToTheCpuAndSaysWhy) {
@@ -237,9 +246,9 @@ TEST(PlacerTest, SoftPlacementMovesAnOpWithoutKernelToTheCpuAndSaysWhy) {
 TEST(PlacerTest, AColocatedMemberWithoutKernelMovesTheWholeGroup) {
   auto g = Build({FloatVariable("v", "/device:TESTDEV:0"), FloatConst("d"),
                   Def("add_to_v", "AssignAdd", {"v", "d"})});
-  ExpectMentions(PlaceError(*g, LocalOptions()),
-                 {"'add_to_v' (AssignAdd)", "colocated with node 'v'",
-                  "no TESTDEV kernel for op AssignAdd", "allow_soft_placement"});
+  EXPECT_TRUE(PlacementRejected(*g, LocalOptions(),
+                                {"'add_to_v' (AssignAdd)", "colocated with node 'v'",
+                                 "no TESTDEV kernel for op AssignAdd", "allow_soft_placement"}));
   auto p = PlaceAll(*g, LocalOptions(/*soft=*/true));
   EXPECT_EQ(Of(*g, p, "v").device, kCpu0);
   EXPECT_EQ(Of(*g, p, "add_to_v").device, kCpu0);
@@ -248,9 +257,9 @@ TEST(PlacerTest, AColocatedMemberWithoutKernelMovesTheWholeGroup) {
 
 TEST(PlacerTest, AnUnknownDeviceErrorListsTheAvailableDevices) {
   auto g = Build({FloatConst("a", "/gpu:0")});
-  ExpectMentions(PlaceError(*g, LocalOptions()),
-                 {"node 'a' (Const)", "'/gpu:0'", "no available device matches", kCpu0, kCpu1,
-                  kTestDev0, kTestDev1, "allow_soft_placement"});
+  EXPECT_TRUE(PlacementRejected(*g, LocalOptions(),
+                                {"node 'a' (Const)", "'/gpu:0'", "no available device matches",
+                                 kCpu0, kCpu1, kTestDev0, kTestDev1, "allow_soft_placement"}));
 }
 
 TEST(PlacerTest, SoftPlacementOfAMissingDeviceUsesTheCpuOfTheRequestedTask) {
@@ -271,18 +280,18 @@ TEST(PlacerTest, SoftPlacementOfAMissingDeviceUsesTheCpuOfTheRequestedTask) {
 
 TEST(PlacerTest, AMalformedRequestNamesTheNode) {
   auto g = Build({FloatConst("a", "/job:ps/task:x")});
-  ExpectMentions(PlaceError(*g, LocalOptions()), {"node 'a'", "/job:ps/task:x"});
+  EXPECT_TRUE(PlacementRejected(*g, LocalOptions(), {"node 'a'", "/job:ps/task:x"}));
 }
 
 TEST(PlacerTest, BadDeviceListsAreErrors) {
   auto g = Build({FloatConst("a")});
   PlacerOptions partial = LocalOptions();
   partial.devices.push_back({"/cpu:3", "CPU"});
-  ExpectMentions(PlaceError(*g, partial), {"/cpu:3", "not a full device name"});
+  EXPECT_TRUE(PlacementRejected(*g, partial, {"/cpu:3", "not a full device name"}));
 
   PlacerOptions missing_default = LocalOptions();
   missing_default.default_device = "/job:localhost/replica:0/task:0/device:CPU:7";
-  ExpectMentions(PlaceError(*g, missing_default), {"default device", "CPU:7", kCpu0});
+  EXPECT_TRUE(PlacementRejected(*g, missing_default, {"default device", "CPU:7", kCpu0}));
 }
 
 TEST(PlacerTest, ExplainPlacementWritesOneLinePerNode) {

@@ -45,12 +45,28 @@ std::string TwoDeviceGraphFile() {
   return path;
 }
 
-// A failed run: non-zero exit and one stderr line "actorflow: ..." holding `needles`.
-void ExpectFailure(const ProcessResult& r, const std::vector<std::string>& needles) {
-  EXPECT_NE(r.exit_code, 0) << "stdout: " << r.out;
-  EXPECT_THAT(r.err, StartsWith("actorflow: "));
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  for (const std::string& needle : needles) EXPECT_THAT(r.err, HasSubstr(needle));
+// Whether `r` is a failed run: non-zero exit and one stderr line "actorflow: ..."
+// holding `needles`. A failure lists every expectation that did not hold, and the
+// stderr.
+::testing::AssertionResult FailedWith(const ProcessResult& r,
+                                      const std::vector<std::string>& needles) {
+  ::testing::AssertionResult result = ::testing::AssertionSuccess();
+  bool failed = false;
+  auto fail = [&]() -> ::testing::AssertionResult& {
+    if (!failed) result = ::testing::AssertionFailure() << "stderr: " << r.err << ";";
+    failed = true;
+    return result;
+  };
+  if (r.exit_code == 0) fail() << " exit code 0; stdout: " << r.out << ";";
+  if (r.err.rfind("actorflow: ", 0) != 0) fail() << " stderr does not start with 'actorflow: ';";
+  const auto lines = std::count(r.err.begin(), r.err.end(), '\n');
+  if (lines != 1) fail() << " stderr has " << lines << " lines, expected 1;";
+  for (const std::string& needle : needles) {
+    if (r.err.find(needle) == std::string::npos) {
+      fail() << " stderr does not mention \"" << needle << "\";";
+    }
+  }
+  return result;
 }
 
 TEST(GraphCliTest, PrintsDotWithEveryNodeAndEdge) {
@@ -76,7 +92,8 @@ TEST(GraphCliTest, PlacedDrawsAClusterPerDeviceAndTheSendRecvPair) {
 
 TEST(GraphCliTest, APinnedDeviceThatIsNotThereNeedsSoftPlacement) {
   const std::string graph = TwoDeviceGraphFile();
-  ExpectFailure(RunActorflow({"graph", "--graph", graph, "--placed"}), {"'b'", "CPU:1", "soft"});
+  EXPECT_TRUE(
+      FailedWith(RunActorflow({"graph", "--graph", graph, "--placed"}), {"'b'", "CPU:1", "soft"}));
   const ProcessResult soft =
       RunActorflow({"graph", "--graph", graph, "--placed", "--soft-placement"});
   ASSERT_EQ(soft.exit_code, 0) << soft.err;
@@ -85,18 +102,19 @@ TEST(GraphCliTest, APinnedDeviceThatIsNotThereNeedsSoftPlacement) {
 }
 
 TEST(GraphCliTest, AMalformedGraphFileNamesTheFileLineAndColumn) {
-  ExpectFailure(
+  EXPECT_TRUE(FailedWith(
       RunActorflow({"graph", "--graph", subprocess::Runfile("tests/testdata/malformed.json")}),
-      {"malformed.json", "line 4", "column"});
-  ExpectFailure(RunActorflow({"graph", "--graph", TestTempPath("missing.json")}), {"missing.json"});
+      {"malformed.json", "line 4", "column"}));
+  EXPECT_TRUE(FailedWith(RunActorflow({"graph", "--graph", TestTempPath("missing.json")}),
+                         {"missing.json"}));
 }
 
 TEST(GraphCliTest, BadFlagsAreUsageErrors) {
   ProcessResult r = RunActorflow({"graph", "--graph", Example("add.json"), "--format", "png"});
-  ExpectFailure(r, {"--format 'png'", "dot or svg"});
+  EXPECT_TRUE(FailedWith(r, {"--format 'png'", "dot or svg"}));
   EXPECT_EQ(r.exit_code, 2);
   r = RunActorflow({"graph", "--graph", Example("add.json"), "--devices", "cpu=2"});
-  ExpectFailure(r, {"--placed"});
+  EXPECT_TRUE(FailedWith(r, {"--placed"}));
 }
 
 TEST(GraphCliTest, SvgNeedsGraphvizAndSaysHowToGetIt) {
@@ -106,7 +124,7 @@ TEST(GraphCliTest, SvgNeedsGraphvizAndSaysHowToGetIt) {
   const ProcessResult r =
       RunActorflow({"graph", "--graph", Example("add.json"), "--format", "svg"});
   setenv("PATH", saved.c_str(), 1);
-  ExpectFailure(r, {"`dot`", "apt-get install graphviz", "--format dot"});
+  EXPECT_TRUE(FailedWith(r, {"`dot`", "apt-get install graphviz", "--format dot"}));
 }
 
 TEST(GraphCliTest, SvgThroughGraphviz) {

@@ -104,13 +104,20 @@ class HostileInputTest : public ::testing::Test {
     ASSERT_GT(idle_kib_, 0);
   }
 
-  // `actorflow run` of a two-node graph on the server: true when it printed the value.
-  bool RunsALegitStep() {
+  // `actorflow run` of a two-node graph on the server: whether it exited with 0 and
+  // printed the value.
+  ::testing::AssertionResult RunsALegitStep() {
     auto r = Run({"run", "--graph", legit_graph_, "--fetch", "n1", "--target",
                   cluster_->Target("worker", 0), "--timeout-ms", "10000"});
-    EXPECT_EQ(r->exit_code(), 0) << r->err();
-    EXPECT_THAT(r->out(), HasSubstr("n1 = float32[] -3"));
-    return r->exit_code() == 0;
+    if (r->exit_code() != 0) {
+      return ::testing::AssertionFailure()
+             << "the legitimate step exited with " << r->exit_code() << ": " << r->err();
+    }
+    if (r->out().find("n1 = float32[] -3") == std::string::npos) {
+      return ::testing::AssertionFailure()
+             << "the legitimate step did not print \"n1 = float32[] -3\": " << r->out();
+    }
+    return ::testing::AssertionSuccess();
   }
 
   std::unique_ptr<ChildProcess> Run(const std::vector<std::string>& args) {
@@ -122,23 +129,45 @@ class HostileInputTest : public ::testing::Test {
     return child;
   }
 
-  // The server is alive, serves a legitimate client and holds no more memory.
-  void ExpectHealthy(const std::string& after) {
-    SCOPED_TRACE("after " + after);
-    ASSERT_FALSE(server_->HasExited()) << server_->err();
-    EXPECT_TRUE(RunsALegitStep());
+  // Whether the server is alive, serves a legitimate client and holds no more memory;
+  // a failure starts with "after <after>" and lists what did not hold.
+  ::testing::AssertionResult Healthy(const std::string& after) {
+    if (server_->HasExited()) {
+      return ::testing::AssertionFailure()
+             << "after " << after << ": the server exited: " << server_->err();
+    }
+    ::testing::AssertionResult result = ::testing::AssertionSuccess();
+    bool failed = false;
+    auto fail = [&]() -> ::testing::AssertionResult& {
+      if (!failed) result = ::testing::AssertionFailure() << "after " << after << ":";
+      failed = true;
+      return result;
+    };
+    const ::testing::AssertionResult step = RunsALegitStep();
+    if (!step) fail() << " " << step.message() << ";";
     const int64_t rss = subprocess::ResidentKiB(server_->pid());
     std::cerr << "VmRSS after " << after << ": " << rss << " KiB (idle " << idle_kib_ << ")\n";
-    EXPECT_LE(rss, idle_kib_ + RssSlackKiB(idle_kib_)) << "idle " << idle_kib_ << " KiB";
+    if (rss > idle_kib_ + RssSlackKiB(idle_kib_)) {
+      fail() << " VmRSS " << rss << " KiB is over idle " << idle_kib_ << " KiB + "
+             << RssSlackKiB(idle_kib_) << " KiB;";
+    }
+    return result;
   }
 
-  // The next refusal line of the server's stderr; it names `peer` and says `what`.
-  void ExpectRefusal(const std::string& peer, const std::string& what) {
+  // Whether the next refusal line of the server's stderr names `peer` and says `what`.
+  ::testing::AssertionResult RefusalLogged(const std::string& peer, const std::string& what) {
     std::string line;
-    ASSERT_TRUE(server_->WaitForErrLine("actorflow transport: refused", kWait, &line))
-        << server_->err();
-    EXPECT_THAT(line, HasSubstr(peer));
-    EXPECT_THAT(line, HasSubstr(what));
+    if (!server_->WaitForErrLine("actorflow transport: refused", kWait, &line)) {
+      return ::testing::AssertionFailure() << "no refusal on the server's stderr within "
+                                           << kWait.count() << " ms: " << server_->err();
+    }
+    for (const std::string& part : {peer, what}) {
+      if (line.find(part) == std::string::npos) {
+        return ::testing::AssertionFailure()
+               << "the refusal does not mention '" << part << "': " << line;
+      }
+    }
+    return ::testing::AssertionSuccess();
   }
 
   std::unique_ptr<RawConnection> Connect() {
@@ -147,18 +176,26 @@ class HostileInputTest : public ::testing::Test {
     return c;
   }
 
-  // Sends `bytes` as a fresh peer; expects the server to close the connection and to
-  // log why, naming this peer. The caller holds the returned connection open while
-  // it checks the server's health: a server that did not close it would still hold
-  // what it allocated for it.
-  std::unique_ptr<RawConnection> ExpectRefusedAfterSending(const std::string& bytes,
-                                                           const std::string& what) {
-    auto c = Connect();
-    if (c == nullptr) return nullptr;
-    c->Send(bytes);  // the server may close before it all went out
-    EXPECT_TRUE(c->WaitForClose(kWait));
-    ExpectRefusal(c->LocalAddress(), what);
-    return c;
+  // Sends `bytes` as a fresh peer (connected into `*peer`); whether the server closes
+  // the connection and logs why, naming this peer and saying `what`. The caller holds
+  // `*peer` open while it checks the server's health: a server that did not close it
+  // would still hold what it allocated for it.
+  ::testing::AssertionResult RefusedAfterSending(const std::string& bytes, const std::string& what,
+                                                 std::unique_ptr<RawConnection>* peer) {
+    *peer = RawConnection::Open(port_, kWait);
+    if (*peer == nullptr) {
+      return ::testing::AssertionFailure() << "cannot connect to port " << port_;
+    }
+    (*peer)->Send(bytes);  // the server may close before it all went out
+    const bool closed = (*peer)->WaitForClose(kWait);
+    const ::testing::AssertionResult logged = RefusalLogged((*peer)->LocalAddress(), what);
+    if (closed) return logged;
+    ::testing::AssertionResult result = ::testing::AssertionFailure()
+                                        << "the server did not close the connection of "
+                                        << (*peer)->LocalAddress() << " within " << kWait.count()
+                                        << " ms";
+    if (!logged) result << "; " << logged.message();
+    return result;
   }
 
   std::unique_ptr<ProcessCluster> cluster_;
@@ -173,28 +210,32 @@ TEST_F(HostileInputTest, RandomBytesAreRefusedAsNotAHandshake) {
   std::string bytes(64 << 10, '\0');
   for (char& c : bytes) c = static_cast<char>(random());
   bytes[1] = '\x5a';  // not a handshake's padding, whatever the seed gives
-  auto peer = ExpectRefusedAfterSending(bytes, "not a BASP handshake");
-  ExpectHealthy("random bytes");
+  std::unique_ptr<RawConnection> peer;
+  EXPECT_TRUE(RefusedAfterSending(bytes, "not a BASP handshake", &peer));
+  EXPECT_TRUE(Healthy("random bytes"));
 }
 
 TEST_F(HostileInputTest, AnHttpRequestIsRefusedAsHttp) {
-  auto peer = ExpectRefusedAfterSending(
+  std::unique_ptr<RawConnection> peer;
+  EXPECT_TRUE(RefusedAfterSending(
       "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: curl/7.88.1\r\n"
       "Accept: */*\r\n\r\n",
-      "looks like HTTP");
-  ExpectHealthy("an HTTP request");
+      "looks like HTTP", &peer));
+  EXPECT_TRUE(Healthy("an HTTP request"));
 }
 
 TEST_F(HostileInputTest, AHeaderAnnouncingFourGibibytesIsRefusedBeforeAllocating) {
-  auto peer = ExpectRefusedAfterSending(subprocess::BaspHeader(/*client handshake*/ 1, 0xffffffffu),
-                                        "announces 4294967295 bytes");
-  ExpectHealthy("a 4 GiB header");
+  std::unique_ptr<RawConnection> peer;
+  EXPECT_TRUE(RefusedAfterSending(subprocess::BaspHeader(/*client handshake*/ 1, 0xffffffffu),
+                                  "announces 4294967295 bytes", &peer));
+  EXPECT_TRUE(Healthy("a 4 GiB header"));
 }
 
 TEST_F(HostileInputTest, AFrameWithAnUnknownOperationIsRefused) {
-  auto peer = ExpectRefusedAfterSending(subprocess::BaspHeader(0x2a, 16) + std::string(16, 'x'),
-                                        "its first byte is 0x2a");
-  ExpectHealthy("an unknown operation");
+  std::unique_ptr<RawConnection> peer;
+  EXPECT_TRUE(RefusedAfterSending(subprocess::BaspHeader(0x2a, 16) + std::string(16, 'x'),
+                                  "its first byte is 0x2a", &peer));
+  EXPECT_TRUE(Healthy("an unknown operation"));
 }
 
 TEST_F(HostileInputTest, AFrameCutInTheMiddleAndClosedLeavesNothingBehind) {
@@ -202,14 +243,14 @@ TEST_F(HostileInputTest, AFrameCutInTheMiddleAndClosedLeavesNothingBehind) {
   ASSERT_NE(c, nullptr);
   ASSERT_TRUE(c->Send(subprocess::BaspHeader(1, 1000) + std::string(500, '\0')));
   c->Close();
-  ExpectHealthy("a cut frame");
+  EXPECT_TRUE(Healthy("a cut frame"));
 }
 
 TEST_F(HostileInputTest, ASilentConnectionDoesNotKeepOthersOut) {
   auto silent = Connect();
   ASSERT_NE(silent, nullptr);
   EXPECT_TRUE(silent->WaitForGreeting(kWait));
-  ExpectHealthy("a silent connection (still open)");
+  EXPECT_TRUE(Healthy("a silent connection (still open)"));
 }
 
 TEST_F(HostileInputTest, AThousandConnectionsOpenedAndClosedAtOnce) {
@@ -222,7 +263,7 @@ TEST_F(HostileInputTest, AThousandConnectionsOpenedAndClosedAtOnce) {
       << "1000 connections in "
       << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start).count()
       << " ms\n";
-  ExpectHealthy("1000 connections");
+  EXPECT_TRUE(Healthy("1000 connections"));
 }
 
 TEST_F(HostileInputTest, ConnectionsBeyondMaxConnectionsAreClosedAndOthersServedAfter) {
@@ -235,7 +276,7 @@ TEST_F(HostileInputTest, ConnectionsBeyondMaxConnectionsAreClosedAndOthersServed
   auto extra = Connect();
   ASSERT_NE(extra, nullptr);
   EXPECT_FALSE(extra->WaitForGreeting(kWait));
-  ExpectRefusal(extra->LocalAddress(), "--max-connections 8");
+  EXPECT_TRUE(RefusalLogged(extra->LocalAddress(), "--max-connections 8"));
   held.clear();
   // The server counts a connection until it has read its end: wait (bounded) until
   // it greets a new one again.
@@ -246,7 +287,7 @@ TEST_F(HostileInputTest, ConnectionsBeyondMaxConnectionsAreClosedAndOthersServed
     greeted = probe != nullptr && probe->WaitForGreeting(kWait);
   }
   ASSERT_TRUE(greeted);
-  ExpectHealthy("more connections than --max-connections");
+  EXPECT_TRUE(Healthy("more connections than --max-connections"));
 }
 
 // A CAF client in this process: what a peer that completed BASP's handshake can send.
@@ -289,9 +330,9 @@ TEST_F(HostileInputTest, AMessageJustOverMaxMessageBytesClosesItsConnection) {
   ASSERT_TRUE(client.connected());
   EXPECT_TRUE(client.Pings());
   client.Send(std::string(kMaxMessageBytes + 1, 'o'));
-  ExpectRefusal("127.0.0.1:", "over --max-message-bytes 1048576");
+  EXPECT_TRUE(RefusalLogged("127.0.0.1:", "over --max-message-bytes 1048576"));
   EXPECT_FALSE(client.Pings());
-  ExpectHealthy("a message over --max-message-bytes");
+  EXPECT_TRUE(Healthy("a message over --max-message-bytes"));
 }
 
 // Legitimate traffic up to the limit passes (no memory bound here: a message of
@@ -310,7 +351,7 @@ TEST_F(HostileInputTest, AMessageOfAnUnknownKindIsDropped) {
   ASSERT_TRUE(client.connected());
   client.Send(UnknownKind{"what is this"});
   client.Pings();  // whatever became of the connection, the server answered or not in time
-  ExpectHealthy("a message of an unknown kind");
+  EXPECT_TRUE(Healthy("a message of an unknown kind"));
 }
 
 TEST_F(HostileInputTest, AGraphOverMaxGraphNodesIsResourceExhaustedNamingTheFlag) {
@@ -320,7 +361,7 @@ TEST_F(HostileInputTest, AGraphOverMaxGraphNodesIsResourceExhaustedNamingTheFlag
   EXPECT_NE(r->exit_code(), 0);
   EXPECT_THAT(r->err(), HasSubstr("ResourceExhausted"));
   EXPECT_THAT(r->err(), HasSubstr("graph has 6 nodes, over --max-graph-nodes 5"));
-  ExpectHealthy("a graph over --max-graph-nodes");
+  EXPECT_TRUE(Healthy("a graph over --max-graph-nodes"));
 }
 
 TEST_F(HostileInputTest, AFeedOverMaxTensorBytesIsResourceExhaustedNamingTheFlag) {
@@ -335,7 +376,7 @@ TEST_F(HostileInputTest, AFeedOverMaxTensorBytesIsResourceExhaustedNamingTheFlag
   EXPECT_NE(r->exit_code(), 0);
   EXPECT_THAT(r->err(), HasSubstr("ResourceExhausted"));
   EXPECT_THAT(r->err(), HasSubstr("feed 'x' has 1200 bytes, over --max-tensor-bytes 1024"));
-  ExpectHealthy("a feed over --max-tensor-bytes");
+  EXPECT_TRUE(Healthy("a feed over --max-tensor-bytes"));
 }
 
 }  // namespace

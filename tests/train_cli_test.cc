@@ -73,17 +73,29 @@ json RunJson(const std::vector<std::string>& args) {
   return parsed;
 }
 
-// A failed run: non-zero exit, no signal, one stderr line "actorflow: ..." that
-// contains every one of `needles`.
-void ExpectFailure(const ProcessResult& r, const std::vector<std::string>& needles) {
-  EXPECT_TRUE(r.exited) << "killed by signal " << r.signal << "; stderr: " << r.err;
-  EXPECT_NE(r.exit_code, 0) << "stdout: " << r.out;
-  EXPECT_EQ(r.err.rfind("actorflow: ", 0), 0u) << "stderr: " << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "stderr: " << r.err;
+// Whether `r` is a failed run: non-zero exit, no signal, one stderr line
+// "actorflow: ..." that contains every one of `needles`. A failure lists every
+// expectation that did not hold, and the stderr.
+::testing::AssertionResult FailedWith(const ProcessResult& r,
+                                      const std::vector<std::string>& needles) {
+  ::testing::AssertionResult result = ::testing::AssertionSuccess();
+  bool failed = false;
+  auto fail = [&]() -> ::testing::AssertionResult& {
+    if (!failed) result = ::testing::AssertionFailure() << "stderr: " << r.err << ";";
+    failed = true;
+    return result;
+  };
+  if (!r.exited) fail() << " killed by signal " << r.signal << ";";
+  if (r.exit_code == 0) fail() << " exit code 0; stdout: " << r.out << ";";
+  if (r.err.rfind("actorflow: ", 0) != 0) fail() << " stderr does not start with 'actorflow: ';";
+  const auto lines = std::count(r.err.begin(), r.err.end(), '\n');
+  if (lines != 1) fail() << " stderr has " << lines << " lines, expected 1;";
   for (const std::string& needle : needles) {
-    EXPECT_NE(r.err.find(needle), std::string::npos)
-        << "stderr does not mention \"" << needle << "\": " << r.err;
+    if (r.err.find(needle) == std::string::npos) {
+      fail() << " stderr does not mention \"" << needle << "\";";
+    }
   }
+  return result;
 }
 
 TEST(TrainCliTest, WithNoFlagsTrainsIrisToTheTargetAccuracy) {
@@ -170,39 +182,42 @@ TEST(TrainCliTest, PredictNeedsOnlyTheCheckpointDirectory) {
 
 TEST(TrainCliTest, BadCsvValuesNameTheFileLineAndColumn) {
   const std::string bad = WriteFile("bad_value.csv", "a,b,label\n1,2,0\n3,x,1\n");
-  ExpectFailure(RunActorflow({"train", "--train", bad, "--test", bad}), {bad + ":3:3", "'x'"});
+  EXPECT_TRUE(
+      FailedWith(RunActorflow({"train", "--train", bad, "--test", bad}), {bad + ":3:3", "'x'"}));
   const std::string missing = WriteFile("missing_column.csv", "a,b,label\n1,2,0\n3\n");
-  ExpectFailure(RunActorflow({"train", "--train", missing, "--test", missing}),
-                {missing + ":3:", "missing"});
+  EXPECT_TRUE(FailedWith(RunActorflow({"train", "--train", missing, "--test", missing}),
+                         {missing + ":3:", "missing"}));
 }
 
 TEST(TrainCliTest, LabelOutOfRangeNamesTheLabelAndItsLine) {
   const std::string file = WriteFile("labels.csv", "a,b,label\n1,2,0\n3,4,5\n");
-  ExpectFailure(RunActorflow({"train", "--train", file, "--test", file, "--classes", "3"}),
-                {file + ":3", "label 5", "[0, 3)"});
-  ExpectFailure(RunActorflow({"train", "--classes", "2"}), {"iris_training.csv", "label 2"});
+  EXPECT_TRUE(FailedWith(RunActorflow({"train", "--train", file, "--test", file, "--classes", "3"}),
+                         {file + ":3", "label 5", "[0, 3)"}));
+  EXPECT_TRUE(
+      FailedWith(RunActorflow({"train", "--classes", "2"}), {"iris_training.csv", "label 2"}));
 }
 
 TEST(TrainCliTest, EmptyOrZeroHiddenUnitsAreUsageErrors) {
-  ExpectFailure(RunActorflow({"train", "--hidden", ""}), {"--hidden"});
-  ExpectFailure(RunActorflow({"train", "--hidden", "0"}), {"--hidden", "0 units"});
-  ExpectFailure(RunActorflow({"train", "--hidden", "10,0"}), {"--hidden", "layer 2"});
+  EXPECT_TRUE(FailedWith(RunActorflow({"train", "--hidden", ""}), {"--hidden"}));
+  EXPECT_TRUE(FailedWith(RunActorflow({"train", "--hidden", "0"}), {"--hidden", "0 units"}));
+  EXPECT_TRUE(FailedWith(RunActorflow({"train", "--hidden", "10,0"}), {"--hidden", "layer 2"}));
 }
 
 TEST(TrainCliTest, UnknownOptimizerIsNamed) {
-  ExpectFailure(RunActorflow({"train", "--optimizer", "rmsprop"}), {"rmsprop", "adam"});
+  EXPECT_TRUE(FailedWith(RunActorflow({"train", "--optimizer", "rmsprop"}), {"rmsprop", "adam"}));
 }
 
 TEST(TrainCliTest, CheckpointDirectoryThatCannotBeWrittenIsNamed) {
   const std::string file = WriteFile("not_a_directory", "x");
-  ExpectFailure(RunActorflow({"train", "--steps", "5", "--checkpoint-dir", file + "/model"}),
-                {file + "/model"});
+  EXPECT_TRUE(
+      FailedWith(RunActorflow({"train", "--steps", "5", "--checkpoint-dir", file + "/model"}),
+                 {file + "/model"}));
 }
 
 TEST(TrainCliTest, PredictWithoutAModelNamesTheDirectory) {
   const std::string dir = TempPath("no_model_here");
-  ExpectFailure(
-      RunActorflow({"predict", "--checkpoint-dir", dir, "--input", Data("iris_test.csv")}), {dir});
+  EXPECT_TRUE(FailedWith(
+      RunActorflow({"predict", "--checkpoint-dir", dir, "--input", Data("iris_test.csv")}), {dir}));
 }
 
 }  // namespace
