@@ -72,6 +72,9 @@ class ServerImpl : public Server {
   BulkChannelStats bulk_received() const override {
     return bulk_receiver_ ? bulk_receiver_->stats() : BulkChannelStats();
   }
+  std::string bulk_endpoint() const override {
+    return bulk_receiver_ ? bulk_receiver_->endpoint() : std::string();
+  }
   BulkChannelStats bulk_sent() const override {
     return bulk_sender_ ? bulk_sender_->stats() : BulkChannelStats();
   }

@@ -93,6 +93,8 @@ class Server {
   // The bulk channel's traffic: frames received, and frames sent whole or handed to
   // CAF (zeros when the channel is off).
   virtual BulkChannelStats bulk_received() const = 0;
+  // "host:port" of the bulk channel's port; empty when it is off.
+  virtual std::string bulk_endpoint() const = 0;
   virtual BulkChannelStats bulk_sent() const = 0;
 };
 

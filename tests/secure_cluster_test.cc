@@ -258,5 +258,34 @@ TEST_F(SecureClusterTest, EachTaskListensOnItsSpecHostOnly) {
   }
 }
 
+// The bulk channel's second port (actors/bulk_channel.h): a TLS task does not open it
+// (its tensors stay on the encrypted transport); a plain task says where it opened
+// it, on its spec host only.
+TEST_F(SecureClusterTest, OnlyAPlainTaskOpensABulkPortAndOnItsSpecHostOnly) {
+  const std::string bulk_line = "actorflow server: tensors of ";
+  std::string line;
+  // The line comes before the ready line the cluster waited for, so it would be in
+  // the pipe already.
+  for (int task = 0; task < 2; ++task) {
+    EXPECT_FALSE(cluster_->process("worker", task)
+                     ->WaitForErrLine(bulk_line, std::chrono::milliseconds(1000), &line))
+        << line;
+  }
+  const std::string plain_dir = dir_ + "/plain";
+  mkdir(plain_dir.c_str(), 0700);
+  ProcessClusterOptions options;
+  options.binary = ActorflowBinary();
+  options.shape = {{"worker", 1}};
+  options.dir = plain_dir;
+  auto plain = ProcessCluster::Start(std::move(options));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE((*plain)->process("worker", 0)->WaitForErrLine(
+      bulk_line, std::chrono::milliseconds(10000), &line));
+  const size_t at = line.find(" arrive on 127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << line;
+  const int bulk_port = std::stoi(line.substr(at + std::string(" arrive on 127.0.0.1:").size()));
+  EXPECT_EQ(ListeningAddresses(bulk_port), std::vector<std::string>{"127.0.0.1"}) << line;
+}
+
 }  // namespace
 }  // namespace actorflow

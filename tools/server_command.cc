@@ -124,6 +124,11 @@ int ServeUntilSignalled(const ServerCommandOptions& o) {
               << " can run graphs and read or change variables here (see --cluster-secret-file)"
               << std::endl;
   }
+  if (!(*server)->bulk_endpoint().empty()) {
+    std::cerr << "actorflow server: tensors of " << options->bulk_min_bytes
+              << " bytes and more from other tasks' devices also arrive on "
+              << (*server)->bulk_endpoint() << " (--bulk-min-bytes; 0: off)" << std::endl;
+  }
   std::cout << "actorflow server ready: " << (*server)->target() << " job=" << options->task.job
             << " task=" << options->task.index << std::endl;
   WaitForShutdownSignal();
