@@ -10,10 +10,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_failure.h"
 #include "tests/subprocess.h"
 
 namespace {
 
+using actorflow::subprocess::FailedWith;
 using actorflow::subprocess::ProcessResult;
 using actorflow::subprocess::Runfile;
 using nlohmann::json;
@@ -41,34 +43,6 @@ json RunJson(std::vector<std::string> args) {
   json parsed = json::parse(r.out, nullptr, /*allow_exceptions=*/false);
   EXPECT_FALSE(parsed.is_discarded()) << "stdout is not JSON: " << r.out;
   return parsed;
-}
-
-// Whether `r` is a failed run: the expected exit code, no signal, nothing on
-// stdout, one stderr line "actorflow: ..." containing every one of `needles`. A
-// failure lists every expectation that did not hold, and the stderr.
-::testing::AssertionResult FailedWith(const ProcessResult& r, int exit_code,
-                                      const std::vector<std::string>& needles) {
-  ::testing::AssertionResult result = ::testing::AssertionSuccess();
-  bool failed = false;
-  auto fail = [&]() -> ::testing::AssertionResult& {
-    if (!failed) result = ::testing::AssertionFailure() << "stderr: " << r.err << ";";
-    failed = true;
-    return result;
-  };
-  if (!r.exited) fail() << " killed by signal " << r.signal << ";";
-  if (r.exit_code != exit_code) {
-    fail() << " exit code " << r.exit_code << ", expected " << exit_code << ";";
-  }
-  if (!r.out.empty()) fail() << " stdout is not empty: " << r.out << ";";
-  if (r.err.rfind("actorflow: ", 0) != 0) fail() << " stderr does not start with 'actorflow: ';";
-  const auto lines = std::count(r.err.begin(), r.err.end(), '\n');
-  if (lines != 1) fail() << " stderr has " << lines << " lines, expected 1;";
-  for (const std::string& needle : needles) {
-    if (r.err.find(needle) == std::string::npos) {
-      fail() << " stderr does not mention \"" << needle << "\";";
-    }
-  }
-  return result;
 }
 
 std::vector<std::string> Executed(const json& result) {

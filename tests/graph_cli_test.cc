@@ -10,11 +10,13 @@
 #include <vector>
 
 #include "graph/test_files.h"
+#include "tests/cli_failure.h"
 #include "tests/subprocess.h"
 
 namespace actorflow {
 namespace {
 
+using subprocess::FailedWith;
 using subprocess::ProcessResult;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -43,30 +45,6 @@ std::string TwoDeviceGraphFile() {
   const std::string path = TestTempPath("two_devices.json");
   EXPECT_TRUE(WriteTestFile(path, kTwoDeviceGraph));
   return path;
-}
-
-// Whether `r` is a failed run: non-zero exit and one stderr line "actorflow: ..."
-// holding `needles`. A failure lists every expectation that did not hold, and the
-// stderr.
-::testing::AssertionResult FailedWith(const ProcessResult& r,
-                                      const std::vector<std::string>& needles) {
-  ::testing::AssertionResult result = ::testing::AssertionSuccess();
-  bool failed = false;
-  auto fail = [&]() -> ::testing::AssertionResult& {
-    if (!failed) result = ::testing::AssertionFailure() << "stderr: " << r.err << ";";
-    failed = true;
-    return result;
-  };
-  if (r.exit_code == 0) fail() << " exit code 0; stdout: " << r.out << ";";
-  if (r.err.rfind("actorflow: ", 0) != 0) fail() << " stderr does not start with 'actorflow: ';";
-  const auto lines = std::count(r.err.begin(), r.err.end(), '\n');
-  if (lines != 1) fail() << " stderr has " << lines << " lines, expected 1;";
-  for (const std::string& needle : needles) {
-    if (r.err.find(needle) == std::string::npos) {
-      fail() << " stderr does not mention \"" << needle << "\";";
-    }
-  }
-  return result;
 }
 
 TEST(GraphCliTest, PrintsDotWithEveryNodeAndEdge) {

@@ -14,12 +14,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/cli_failure.h"
 #include "tests/subprocess.h"
 
 namespace actorflow {
 namespace {
 
 using nlohmann::json;
+using subprocess::FailedWith;
 using subprocess::ProcessResult;
 
 ProcessResult RunActorflow(const std::vector<std::string>& args) {
@@ -71,31 +73,6 @@ json RunJson(const std::vector<std::string>& args) {
   json parsed = json::parse(lines.back(), nullptr, /*allow_exceptions=*/false);
   EXPECT_TRUE(parsed.is_object()) << "last line is not a JSON object: " << lines.back();
   return parsed;
-}
-
-// Whether `r` is a failed run: non-zero exit, no signal, one stderr line
-// "actorflow: ..." that contains every one of `needles`. A failure lists every
-// expectation that did not hold, and the stderr.
-::testing::AssertionResult FailedWith(const ProcessResult& r,
-                                      const std::vector<std::string>& needles) {
-  ::testing::AssertionResult result = ::testing::AssertionSuccess();
-  bool failed = false;
-  auto fail = [&]() -> ::testing::AssertionResult& {
-    if (!failed) result = ::testing::AssertionFailure() << "stderr: " << r.err << ";";
-    failed = true;
-    return result;
-  };
-  if (!r.exited) fail() << " killed by signal " << r.signal << ";";
-  if (r.exit_code == 0) fail() << " exit code 0; stdout: " << r.out << ";";
-  if (r.err.rfind("actorflow: ", 0) != 0) fail() << " stderr does not start with 'actorflow: ';";
-  const auto lines = std::count(r.err.begin(), r.err.end(), '\n');
-  if (lines != 1) fail() << " stderr has " << lines << " lines, expected 1;";
-  for (const std::string& needle : needles) {
-    if (r.err.find(needle) == std::string::npos) {
-      fail() << " stderr does not mention \"" << needle << "\";";
-    }
-  }
-  return result;
 }
 
 TEST(TrainCliTest, WithNoFlagsTrainsIrisToTheTargetAccuracy) {
