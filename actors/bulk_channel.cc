@@ -450,8 +450,15 @@ struct BulkSender::Impl {
   void WriteLoop(Writer* w) {
     NameThisThread("af.bulk.send");
     std::unique_lock<std::mutex> lock(mu);
+    const auto idle = std::chrono::milliseconds(options.idle_close_ms);
     for (;;) {
-      w->cv.wait(lock, [&] { return stopping || !w->queue.empty(); });
+      if (!w->cv.wait_for(lock, idle, [&] { return stopping || !w->queue.empty(); })) {
+        Retire(w);
+        lock.unlock();
+        if (w->fd >= 0) close(w->fd);
+        w->fd = -1;
+        return;
+      }
       if (stopping) break;
       Pending p = std::move(w->queue.front());
       w->queue.pop_front();
@@ -475,6 +482,24 @@ struct BulkSender::Impl {
     for (auto& p : left) p.fallback(std::move(p.frame));
     if (w->fd >= 0) close(w->fd);
     w->fd = -1;
+  }
+
+  // Takes an idle writer out of `writers` (called with mu held), so that a peer that
+  // went away (a restarted task listens on a new port) leaves no thread or connection
+  // behind; a later Send to its endpoint starts a new writer.
+  void Retire(Writer* w) {
+    auto it = writers.find(w->endpoint);
+    retired.push_back(std::move(it->second));
+    writers.erase(it);
+  }
+
+  // Joins the threads of retired writers (called with mu held; a retired writer's
+  // thread no longer takes mu).
+  void JoinRetiredLocked() {
+    for (auto& w : retired) {
+      if (w->thread.joinable()) w->thread.join();
+    }
+    retired.clear();
   }
 
   // Writes one frame whole, connecting first if needed. False (and the connection
@@ -509,6 +534,7 @@ struct BulkSender::Impl {
   mutable std::mutex mu;
   bool stopping = false;
   std::map<std::string, std::unique_ptr<Writer>> writers;
+  std::vector<std::unique_ptr<Writer>> retired;
   BulkChannelStats stats;
 };
 
@@ -524,6 +550,7 @@ void BulkSender::Send(const std::string& endpoint, BulkFrame frame, Fallback fal
     fallback(std::move(frame));
     return;
   }
+  impl_->JoinRetiredLocked();
   auto& slot = impl_->writers[endpoint];
   if (!slot) {
     slot = std::make_unique<Impl::Writer>();
@@ -547,6 +574,13 @@ void BulkSender::Shutdown() {
     }
   }
   for (auto* w : writers) w->thread.join();
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->JoinRetiredLocked();
+}
+
+int BulkSender::writers() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return static_cast<int>(impl_->writers.size());
 }
 
 BulkChannelStats BulkSender::stats() const {

@@ -85,6 +85,8 @@ struct BulkSenderOptions {
   // After a failed connection or write, frames to that endpoint go straight to their
   // fallback for this long before the channel connects again.
   int64_t retry_after_ms = 1000;
+  // A writer with nothing to send for this long closes its connection and ends.
+  int64_t idle_close_ms = 60000;
 };
 
 class BulkSender {
@@ -104,6 +106,8 @@ class BulkSender {
   // writers; later Sends go straight to their fallback. Idempotent.
   void Shutdown();
   BulkChannelStats stats() const;
+  // Destinations with a writer now (idle ones end after idle_close_ms).
+  int writers() const;
 
  private:
   struct Impl;

@@ -154,6 +154,29 @@ TEST(BulkChannelTest, UnreachableReceiverHandsEveryFrameToTheFallback) {
   EXPECT_EQ(sender.stats().frames, 0);
 }
 
+TEST(BulkChannelTest, AnIdleWriterEndsAndTheNextFrameStartsANewOne) {
+  FrameSink sink;
+  auto receiver = Listen(&sink);
+  ASSERT_NE(receiver, nullptr);
+  BulkSenderOptions options;
+  options.idle_close_ms = 20;
+  BulkSender sender(options);
+  auto no_fallback = [](BulkFrame) { ADD_FAILURE() << "unexpected fallback"; };
+  sender.Send(receiver->endpoint(), Frame("/d", 1, "k", Ramp(64)), no_fallback);
+  ASSERT_EQ(sink.WaitFor(1).size(), 1u);
+  auto until = std::chrono::steady_clock::now() + kWait;
+  while (sender.writers() > 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(sender.writers(), 0) << "the idle writer did not end";
+  sender.Send(receiver->endpoint(), Frame("/d", 2, "k", Ramp(64)), no_fallback);
+  auto got = sink.WaitFor(2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].step_id, 2);
+  sender.Shutdown();
+  EXPECT_EQ(sender.stats().frames, 2);
+}
+
 TEST(BulkChannelTest, SendAfterShutdownFallsBackAtOnce) {
   BulkSender sender;
   sender.Shutdown();
