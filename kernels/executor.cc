@@ -404,21 +404,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(ExecutorSpec spec,
 
 StatusOr<std::shared_ptr<VariableResource>> Executor::VariableOfNode(ResourceManager* resources,
                                                                      int index) const {
-  const uint64_t epoch = resources->epoch();
-  {
-    std::lock_guard<std::mutex> lock(variable_cache_mu_);
-    if (static_cast<size_t>(index) < variable_cache_.size() &&
-        variable_cache_[index].epoch == epoch) {
-      return variable_cache_[index].variable;
-    }
-  }
-  auto variable = VariableForNode(resources, *infos_[index].node);
-  if (!variable.ok()) return variable;
-  std::lock_guard<std::mutex> lock(variable_cache_mu_);
-  if (variable_cache_.size() < infos_.size()) variable_cache_.resize(infos_.size());
-  // Read before the lookup: a Clear in between leaves a stale epoch, never a stale hit.
-  variable_cache_[index] = CachedVariable{epoch, *variable};
-  return variable;
+  return variable_cache_.Get(resources, *infos_[index].node, static_cast<size_t>(index));
 }
 
 StepHandle Executor::RunAsync(StepArgs args, DoneCallback done) const {

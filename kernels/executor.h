@@ -156,12 +156,7 @@ class Executor {
   std::vector<NodeInfo> infos_;
   std::vector<InputSource> fetch_sources_;
   StepTemplate template_;
-  struct CachedVariable {
-    uint64_t epoch = 0;  // of the manager it came from; 0: none
-    std::shared_ptr<VariableResource> variable;
-  };
-  mutable std::mutex variable_cache_mu_;
-  mutable std::vector<CachedVariable> variable_cache_;  // by node index, grown on use
+  mutable VariableLookupCache variable_cache_;  // by node index
 };
 
 }  // namespace actorflow

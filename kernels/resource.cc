@@ -75,4 +75,22 @@ StatusOr<std::shared_ptr<VariableResource>> VariableForNode(ResourceManager* res
       variable_node.attr<DType>("dtype"), variable_node.attr<Shape>("shape"));
 }
 
+StatusOr<std::shared_ptr<VariableResource>> VariableLookupCache::Get(ResourceManager* resources,
+                                                                     const Node& variable_node,
+                                                                     size_t slot) {
+  const uint64_t epoch = resources->epoch();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (slot < entries_.size() && entries_[slot].epoch == epoch) return entries_[slot].variable;
+  }
+  auto variable = VariableForNode(resources, variable_node);
+  if (!variable.ok()) return variable;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.size() <= slot) entries_.resize(slot + 1);
+  // The epoch was read before the lookup: a Clear in between leaves a stale epoch,
+  // never a stale hit.
+  entries_[slot] = Entry{epoch, *variable};
+  return variable;
+}
+
 }  // namespace actorflow

@@ -106,6 +106,24 @@ class ResourceManager {
 StatusOr<std::shared_ptr<VariableResource>> VariableForNode(ResourceManager* resources,
                                                     const Node& variable_node);
 
+// VariableForNode's answers kept by slot (a node index, a ref input) while their
+// manager's epoch stays what it was at the lookup: the lookup by name costs more than
+// a small graph's kernels, and an executor or kernel asks for the same variables
+// every step. Thread-safe.
+class VariableLookupCache {
+ public:
+  StatusOr<std::shared_ptr<VariableResource>> Get(ResourceManager* resources,
+                                                  const Node& variable_node, size_t slot);
+
+ private:
+  struct Entry {
+    uint64_t epoch = 0;  // of the manager it came from; 0: none
+    std::shared_ptr<VariableResource> variable;
+  };
+  std::mutex mu_;
+  std::vector<Entry> entries_;  // by slot, grown on use
+};
+
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_KERNELS_RESOURCE_H_

@@ -28,8 +28,15 @@ StatusOr<Shape> BroadcastShape(const Shape& x, const Shape& y) {
 }
 
 StatusOr<BroadcastPlan> PlanBroadcast(const Shape& x, const Shape& y) {
-  AF_ASSIGN_OR_RETURN(Shape out, BroadcastShape(x, y));
   BroadcastPlan plan;
+  if (x == y) {
+    // The common case, planned on every step of every element-wise kernel: nothing
+    // stretches, so the walk below would find kSame.
+    AF_ASSIGN_OR_RETURN(plan.num_elements, x.CheckedNumElements());
+    plan.out_shape = x;
+    return plan;
+  }
+  AF_ASSIGN_OR_RETURN(Shape out, BroadcastShape(x, y));
   plan.out_shape = out;
   // Checked: inputs with a 0 dim can carry huge other dims.
   AF_ASSIGN_OR_RETURN(plan.num_elements, out.CheckedNumElements());

@@ -39,6 +39,19 @@ TEST(PlanBroadcastTest, EqualElementOrderIsSameKindEvenAcrossRanks) {
   EXPECT_EQ(p->num_elements, 6);
 }
 
+TEST(PlanBroadcastTest, EqualShapesAreSameKindWithTheirOwnShapeAndSize) {
+  for (const Shape& s : {Shape{}, Shape{7}, Shape{2, 1, 3}, Shape{0, 5}}) {
+    auto p = PlanBroadcast(s, s);
+    ASSERT_TRUE(p.ok()) << s.ToString();
+    EXPECT_EQ(p->kind, Kind::kSame) << s.ToString();
+    EXPECT_EQ(p->out_shape, s);
+    EXPECT_EQ(p->num_elements, *s.CheckedNumElements()) << s.ToString();
+  }
+  // Their element count is still checked.
+  const Shape huge{int64_t{1} << 40, int64_t{1} << 40};
+  EXPECT_FALSE(PlanBroadcast(huge, huge).ok());
+}
+
 TEST(PlanBroadcastTest, SingleElementOperandIsScalarKind) {
   EXPECT_EQ(PlanBroadcast(Shape{}, Shape{2, 3})->kind, Kind::kScalarX);
   EXPECT_EQ(PlanBroadcast(Shape{1, 1}, Shape{2, 3})->kind, Kind::kScalarX);

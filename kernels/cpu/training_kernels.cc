@@ -48,7 +48,7 @@ class ApplyKernel : public Kernel {
     const Node& node = ctx->node();
     StatusOr<LockedVariables> locked =
         LockApplyVariables(ctx->resources(), node, grad_input_, DTypeOf<T>::value,
-                           [ctx](int i) -> const Tensor& { return ctx->input(i); });
+                           [ctx](int i) -> const Tensor& { return ctx->input(i); }, &variables_);
     if (!locked.ok()) return ctx->SetStatus(locked.status().WithContext(node.Describe()));
     const auto& vars = locked->vars;
     const Tensor& grad = ctx->input(grad_input_);
@@ -71,6 +71,7 @@ class ApplyKernel : public Kernel {
 
  private:
   int grad_input_;
+  VariableLookupCache variables_;  // the ref inputs' variables, by input index
 };
 
 // Inputs: var, alpha, delta.

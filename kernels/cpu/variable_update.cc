@@ -22,13 +22,16 @@ Status CheckAssign(const VariableResource& var, const Tensor& value, bool valida
 
 StatusOr<LockedVariables> LockApplyVariables(ResourceManager* resources, const Node& node,
                                              int grad_input, DType dtype,
-                                             const std::function<const Tensor&(int)>& input) {
+                                             const std::function<const Tensor&(int)>& input,
+                                             VariableLookupCache* cache) {
   // The op set declares the refs as inputs 0..num_refs-1.
   const int num_refs = static_cast<int>(node.op_def().ref_inputs.size());
   LockedVariables locked;
   std::vector<std::shared_ptr<VariableResource>>& vars = locked.vars;
   for (int i = 0; i < num_refs; ++i) {
-    AF_ASSIGN_OR_RETURN(auto var, VariableForNode(resources, *node.input(i).node));
+    const Node& ref = *node.input(i).node;
+    AF_ASSIGN_OR_RETURN(auto var, cache != nullptr ? cache->Get(resources, ref, i)
+                                                   : VariableForNode(resources, ref));
     vars.push_back(std::move(var));
   }
   for (int i = num_refs; i < node.num_inputs(); ++i) {

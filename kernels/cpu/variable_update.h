@@ -43,9 +43,11 @@ struct LockedVariables {
 // hyper-parameters are scalars. `input(i)` gives input i. Errors name the variable or
 // the input but not the node (the caller adds it): FailedPrecondition
 // (UninitializedVariable), InvalidArgument otherwise; on error nothing stays locked.
+// `cache`, when given, keeps the ref inputs' variables between calls (by input index).
 StatusOr<LockedVariables> LockApplyVariables(ResourceManager* resources, const Node& node,
                                              int grad_input, DType dtype,
-                                             const std::function<const Tensor&(int)>& input);
+                                             const std::function<const Tensor&(int)>& input,
+                                             VariableLookupCache* cache = nullptr);
 
 }  // namespace actorflow
 
