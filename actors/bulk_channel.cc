@@ -141,23 +141,33 @@ class HeaderReader {
   bool ok_ = true;
 };
 
-// The prefix and header of `frame` (everything before its payload).
+// The prefix and header of `frame` (everything before its payload), in one buffer.
 std::string EncodeHead(const BulkFrame& frame) {
-  std::string header;
-  Put<int64_t>(header, frame.step_id);
-  Put<int32_t>(header, static_cast<int32_t>(frame.tensor.dtype()));
-  const auto& dims = frame.tensor.shape().dims();
-  Put<uint32_t>(header, static_cast<uint32_t>(dims.size()));
-  for (int64_t d : dims) Put<int64_t>(header, d);
-  Put<uint32_t>(header, static_cast<uint32_t>(frame.device.size()));
-  header += frame.device;
-  Put<uint32_t>(header, static_cast<uint32_t>(frame.key.size()));
-  header += frame.key;
   std::string head;
   Put<uint32_t>(head, kMagic);
-  Put<uint32_t>(head, static_cast<uint32_t>(header.size()));
+  Put<uint32_t>(head, 0);  // the header's size, filled in below
   Put<uint64_t>(head, static_cast<uint64_t>(frame.tensor.TotalBytes()));
-  return head + header;
+  Put<int64_t>(head, frame.step_id);
+  Put<int32_t>(head, static_cast<int32_t>(frame.tensor.dtype()));
+  const auto& dims = frame.tensor.shape().dims();
+  Put<uint32_t>(head, static_cast<uint32_t>(dims.size()));
+  for (int64_t d : dims) Put<int64_t>(head, d);
+  Put<uint32_t>(head, static_cast<uint32_t>(frame.device.size()));
+  head += frame.device;
+  Put<uint32_t>(head, static_cast<uint32_t>(frame.key.size()));
+  head += frame.key;
+  const auto header_bytes = static_cast<uint32_t>(head.size() - kPrefixBytes);
+  std::memcpy(&head[4], &header_bytes, sizeof(header_bytes));
+  return head;
+}
+
+// A host as the resolver takes it: a bracketed IPv6 address ("[::1]", as cluster
+// specs write it) without its brackets.
+std::string ResolvableHost(const std::string& host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    return host.substr(1, host.size() - 2);
+  }
+  return host;
 }
 
 // Splits "host:port" at its last colon.
@@ -178,7 +188,8 @@ int ConnectWithin(const std::string& endpoint, Clock::time_point deadline) {
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  if (getaddrinfo(parts->first.c_str(), parts->second.c_str(), &hints, &found) != 0) return -1;
+  const std::string host = ResolvableHost(parts->first);
+  if (getaddrinfo(host.c_str(), parts->second.c_str(), &hints, &found) != 0) return -1;
   int fd = -1;
   for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
     fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
@@ -237,7 +248,7 @@ class BulkReceiverImpl : public BulkReceiver {
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
     addrinfo* found = nullptr;
-    int rc = getaddrinfo(host.c_str(), "0", &hints, &found);
+    int rc = getaddrinfo(ResolvableHost(host).c_str(), "0", &hints, &found);
     if (rc != 0) {
       return Unavailable("bulk channel cannot resolve host '" + host + "': " + gai_strerror(rc));
     }
@@ -455,8 +466,7 @@ struct BulkSender::Impl {
       if (!w->cv.wait_for(lock, idle, [&] { return stopping || !w->queue.empty(); })) {
         Retire(w);
         lock.unlock();
-        if (w->fd >= 0) close(w->fd);
-        w->fd = -1;
+        Disconnect(w);
         return;
       }
       if (stopping) break;
@@ -480,6 +490,10 @@ struct BulkSender::Impl {
     stats.fallbacks += static_cast<int64_t>(left.size());
     lock.unlock();
     for (auto& p : left) p.fallback(std::move(p.frame));
+    Disconnect(w);
+  }
+
+  static void Disconnect(Writer* w) {
     if (w->fd >= 0) close(w->fd);
     w->fd = -1;
   }
@@ -523,8 +537,7 @@ struct BulkSender::Impl {
       }
       // A partly written frame leaves the stream mid-frame: the connection goes, and
       // the receiver drops the truncated frame.
-      close(w->fd);
-      w->fd = -1;
+      Disconnect(w);
     }
     w->retry_at = Clock::now() + std::chrono::milliseconds(options.retry_after_ms);
     return false;

@@ -126,6 +126,21 @@ TEST(BulkChannelTest, FramesArriveWholeAndInOrder) {
   EXPECT_EQ(sender.stats().fallbacks, 0);
 }
 
+TEST(BulkChannelTest, ABracketedIpv6HostAsClusterSpecsWriteItListensAndConnects) {
+  FrameSink sink;
+  auto receiver = BulkReceiver::Listen("[::1]", BulkReceiverOptions(),
+                                       [&](BulkFrame f) { return sink.Take(std::move(f)); });
+  if (!receiver.ok()) GTEST_SKIP() << "no IPv6 loopback here: " << receiver.status();
+  EXPECT_EQ((*receiver)->endpoint(), "[::1]:" + std::to_string((*receiver)->port()));
+  BulkSender sender;
+  sender.Send((*receiver)->endpoint(), Frame("/d", 5, "k", Ramp(256)),
+              [](BulkFrame) { ADD_FAILURE() << "unexpected fallback"; });
+  auto got = sink.WaitFor(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].step_id, 5);
+  EXPECT_TRUE(TensorsEqual(got[0].tensor, Ramp(256)));
+}
+
 TEST(BulkChannelTest, UnreachableReceiverHandsEveryFrameToTheFallback) {
   uint16_t closed_port = 0;
   {
