@@ -9,6 +9,7 @@
 #include "actors/device_queue_client.h"
 #include "actors/messages.h"
 #include "graph/prune.h"
+#include "graph/steady_clock.h"
 #include "kernels/executor.h"
 #include "kernels/kernel.h"
 #include "kernels/rendezvous.h"
@@ -34,7 +35,7 @@ class DeviceRuntime : public Rendezvous, public AsyncScheduler {
   Status Send(const RendezvousKey& key, const Tensor& value) override;
   // Hands a large tensor for a device of another process to the bulk channel; false
   // when the Send should go over CAF (actors/bulk_channel.h).
-  bool SendInBulk(const RendezvousKey& key, const Tensor& value, const DeviceActor& peer);
+  bool SendInBulk(const RendezvousKey& key, const Tensor& value, const DevicePeer& peer);
   void RecvAsync(const RendezvousKey& key, RecvCallback done) override;
   void RunAfter(int64_t delay_micros, std::function<void()> fn) override;
   void Post(std::function<void()> fn) override;
@@ -50,8 +51,7 @@ struct DeviceState {
   std::unique_ptr<DeviceRuntime> runtime;
   // The QueueService of this device's kernels: requests to the task's queue actors.
   std::unique_ptr<DeviceQueueClient> queues;
-  std::unordered_map<std::string, DeviceActor> peers;  // device name -> actor
-  std::unordered_map<std::string, std::string> peer_bulk_endpoints;  // device name -> host:port
+  std::unordered_map<std::string, DevicePeer> peers;  // by device name
   std::unordered_map<uint64_t, std::shared_ptr<PartitionExec>> partitions;
 
   // Rendezvous: tensors that arrived before their Recv, and Recvs waiting for one.
@@ -123,15 +123,10 @@ struct DeviceState {
   void AddPeers(DeviceSelf self, const std::vector<DevicePeer>& list) {
     for (const DevicePeer& p : list) {
       if (p.name == config.name || !p.actor) continue;
-      if (p.bulk_endpoint.empty()) {
-        peer_bulk_endpoints.erase(p.name);
-      } else {
-        peer_bulk_endpoints[p.name] = p.bulk_endpoint;
-      }
       auto it = peers.find(p.name);
-      if (it != peers.end() && it->second == p.actor) continue;
-      peers[p.name] = p.actor;
-      self->monitor(p.actor);
+      const bool monitored = it != peers.end() && it->second.actor == p.actor;
+      peers[p.name] = p;  // its bulk endpoint too, which a restarted task changes
+      if (!monitored) self->monitor(p.actor);
     }
   }
 
@@ -166,27 +161,26 @@ Status DeviceRuntime::Send(const RendezvousKey& key, const Tensor& value) {
                        ": the receiving device is gone or unknown");
   }
   if (SendInBulk(key, value, it->second)) return Status::OK();
-  self_->send(it->second, tensor_atom::value, TensorDelivery{key.step_id, key.ToString(), value});
+  self_->send(it->second.actor, tensor_atom::value, TensorDelivery{key.step_id, key.ToString(), value});
   return Status::OK();
 }
 
 bool DeviceRuntime::SendInBulk(const RendezvousKey& key, const Tensor& value,
-                               const DeviceActor& peer) {
-  DeviceState& st = self_->state;
-  const DeviceConfig& c = st.config;
-  if (!c.bulk_sender || c.bulk_min_bytes <= 0 ||
-      value.TotalBytes() < static_cast<size_t>(c.bulk_min_bytes) || peer.node() == self_->node()) {
+                               const DevicePeer& peer) {
+  const DeviceConfig& c = self_->state.config;
+  // The task's own devices advertise the endpoint too, but live in this process.
+  if (!c.bulk_sender || c.bulk_min_bytes <= 0 || peer.bulk_endpoint.empty() ||
+      value.TotalBytes() < static_cast<size_t>(c.bulk_min_bytes) ||
+      peer.actor.node() == self_->node()) {
     return false;
   }
-  auto endpoint = st.peer_bulk_endpoints.find(key.recv_device);
-  if (endpoint == st.peer_bulk_endpoints.end()) return false;
   BulkFrame frame;
   frame.device = key.recv_device;
   frame.step_id = key.step_id;
   frame.key = key.ToString();
   frame.tensor = value;  // by reference: the writer sends straight from this buffer
-  c.bulk_sender->Send(endpoint->second, std::move(frame), [peer](BulkFrame f) {
-    caf::anon_send(peer, tensor_atom::value,
+  c.bulk_sender->Send(peer.bulk_endpoint, std::move(frame), [actor = peer.actor](BulkFrame f) {
+    caf::anon_send(actor, tensor_atom::value,
                    TensorDelivery{f.step_id, std::move(f.key), std::move(f.tensor)});
   });
   return true;
@@ -303,9 +297,7 @@ caf::result<RunPartitionResult> RunPartition(DeviceSelf self,
         r.step_stats = std::move(result.step_stats);
         if (traced) {
           // The clock the stats were taken on, for the master's offset estimate.
-          r.device_clock_micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                                      std::chrono::steady_clock::now().time_since_epoch())
-                                      .count();
+          r.device_clock_micros = SteadyMicros();
         }
         auto counted = self->state.transfers.find(step);
         if (counted != self->state.transfers.end()) {
@@ -332,7 +324,7 @@ DeviceActor::behavior_type DeviceBehavior(DeviceSelf self, DeviceConfig config) 
       self->state.config.operation_timeout_in_ms);
   self->set_down_handler([self](const caf::down_msg& down) {
     for (auto it = self->state.peers.begin(); it != self->state.peers.end(); ++it) {
-      if (it->second.address() == down.source) {
+      if (it->second.actor.address() == down.source) {
         self->state.peers.erase(it);
         break;
       }
