@@ -10,15 +10,10 @@
 #include "actors/connect.h"
 #include "actors/master_state.h"
 #include "actors/step_ids.h"
+#include "graph/steady_clock.h"
 
 namespace actorflow {
 namespace {
-
-int64_t SteadyMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string SignatureKey(const StepRequest& req) {
   std::string key;

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "graph/prune.h"
+#include "graph/steady_clock.h"
 #include "kernels/executor.h"
 #include "kernels/kernel.h"
 #include "kernels/resource.h"
@@ -42,9 +43,7 @@ class DirectSession : public Session {
       args.feed_values.push_back(feeds[i].second);
     }
 
-    const int64_t step_start = std::chrono::duration_cast<std::chrono::microseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count();
+    const int64_t step_start = SteadyMicros();
     const int64_t timeout_ms = run_options.timeout_in_ms > 0
                                    ? run_options.timeout_in_ms
                                    : options_.default_step_timeout_in_ms;

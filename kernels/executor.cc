@@ -9,15 +9,11 @@
 #include <thread>
 #include <unordered_map>
 
+#include "graph/steady_clock.h"
+
 namespace actorflow {
 
 namespace {
-
-int64_t SteadyMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // An asynchronous node's context and whether it has completed: `done` and an
 // exception out of ComputeAsync may both try, and only the first counts.

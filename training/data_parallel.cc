@@ -4,16 +4,13 @@
 #include <chrono>
 #include <utility>
 
+#include "graph/steady_clock.h"
 #include "training/checkpoint.h"
 
 namespace actorflow {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 
+#include "graph/steady_clock.h"
 #include "training/data_parallel.h"
 #include "training/ps_checkpoint.h"
 
@@ -11,10 +12,6 @@ namespace actorflow {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 bool IsPause(const Status& status) {
   return status.code() == Code::kUnavailable &&

@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "graph/steady_clock.h"
 #include "training/checkpoint.h"
 #include "training/model_spec.h"
 #include "training/ps_checkpoint.h"
@@ -24,10 +25,6 @@ constexpr auto kRetryPause = std::chrono::milliseconds(100);
 // this many the failure counts as a restart (a quorum that comes back only to fail
 // again at once is not one to wait on forever).
 constexpr int kMaxIdleWorkerWaits = 10;
-
-double SecondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // The driver's view of the parameter servers under supervision: a restarted chief's
 // Initialize finding the shards initialized is not an error (they were kept), every
