@@ -84,6 +84,7 @@ Status ParameterShardState::Initialize(const std::vector<std::string>& names,
   pending_.clear();
   OpenElasticVersion();
   for (const auto& [name, value] : variables_) optimizer_->AddVariable(name, value);
+  values_since_ = version_;
   initialized_ = true;
   ReleasePulls(out);
   return Status::OK();
@@ -132,6 +133,7 @@ Status ParameterShardState::Restore(const std::vector<std::string>& names,
   held_.clear();
   std::fill(last_sequence_.begin(), last_sequence_.end(), 0);
   version_ = std::max(version, version_floor_);
+  values_since_ = version_;
   initialized_ = true;
   ReleasePulls(out);
   return Status::OK();
@@ -174,8 +176,11 @@ void ParameterShardState::ReleaseSnapshots(Replies* out) {
     PullReply r;
     r.id = it->first;
     r.version = want;
-    if (want == version_ || (want == version_ - 1 && !previous_.empty())) {
-      const bool current = want == version_;
+    // A cut may ask for a version the shard has since relabeled (RaiseVersion, as a
+    // reconnecting worker advances the global step between the cutter's reading of
+    // the versions and its cut): those values are still the current ones.
+    if (want >= values_since_ || (want == values_since_ - 1 && !previous_.empty())) {
+      const bool current = want >= values_since_;
       for (const auto& [name, value] : current ? variables_ : previous_) {
         r.names.push_back(name);
         r.values.push_back(value);
@@ -428,6 +433,7 @@ void ParameterShardState::ApplyUpdate(const std::vector<Tensor>& gradients) {
   for (auto& [name, value] : variables_) optimizer_->Apply(name, &value, gradients[i++]);
   optimizer_->FinishUpdate();
   ++version_;
+  values_since_ = version_;
 }
 
 void ParameterShardState::ReleasePulls(Replies* out) {

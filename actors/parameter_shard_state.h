@@ -302,6 +302,10 @@ class ParameterShardState {
   // The highest version any worker reported seeing (RaiseVersion): no Restore goes
   // below it.
   int64_t version_floor_ = 0;
+  // The lowest version whose values are variables_: every version from it to
+  // version_ holds the same values, since RaiseVersion relabels without updating.
+  // A cut at any of them is the current values.
+  int64_t values_since_ = 0;
 
   // kSync: the gradients pushed for version_, one per worker (by variable, in
   // variables_' order), and the request that brought each.
@@ -330,8 +334,8 @@ class ParameterShardState {
   std::map<RequestId, ParkedPush> parked_pushes_;  // kSync waiters or SSP-parked
   // Snapshot requests waiting for their version: id -> (version, deadline).
   std::map<RequestId, std::pair<int64_t, int64_t>> parked_snapshots_;
-  // The values of version_ - 1 and their slots (kept by every update); empty before
-  // the first.
+  // The values of values_since_ - 1 and their slots (kept by every update); empty
+  // before the first and after a RaiseVersion.
   std::map<std::string, Tensor> previous_;
   std::map<std::string, Tensor> previous_slots_;
   bool hold_ = false;

@@ -93,6 +93,42 @@ TEST(ShardSnapshotTest, SnapshotOfAnOlderVersionFailsNamingTheShardAndVersions) 
       << out.pulls[0].status;
 }
 
+// The race of an async cut after a ps restart: the cutter reads version 2, then a
+// reconnecting worker raises the shard to 9 (relabeling, not updating), then the
+// cut at 2 arrives. Those values are still the shard's, so the cut succeeds.
+TEST(ShardSnapshotTest, SnapshotOfAVersionRelabeledByRaiseVersionIsTheCurrentValues) {
+  auto s = Shard(Config(UpdateMode::kAsync, 1));
+  State::Replies out;
+  s->Push(1, Grad(0, 0, 1), kNever, &out);  // version 1: w = [0, 1]
+  s->Push(2, Grad(0, 1, 1), kNever, &out);  // version 2: w = [-1, 0]
+  s->RaiseVersion(9, &out);
+  ASSERT_EQ(s->version(), 9);
+  out = {};
+  s->SnapshotAt(3, 2, kNever, &out);
+  s->SnapshotAt(4, 5, kNever, &out);
+  ASSERT_EQ(out.pulls.size(), 2u);
+  for (const State::PullReply& r : out.pulls) {
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    EXPECT_FLOAT_EQ(First(r), -1);
+  }
+  EXPECT_EQ(out.pulls[0].version, 2);
+  EXPECT_EQ(out.pulls[1].version, 5);
+  // Version 1's values were not kept across the raise; after one real update the
+  // relabeled versions are history too.
+  out = {};
+  s->SnapshotAt(5, 1, kNever, &out);
+  ASSERT_EQ(out.pulls.size(), 1u);
+  EXPECT_EQ(out.pulls[0].status.code(), Code::kFailedPrecondition);
+  s->Push(6, Grad(0, 9, 1), kNever, &out);  // version 10: w = [-2, -1]
+  out = {};
+  s->SnapshotAt(7, 9, kNever, &out);  // the retained previous values
+  s->SnapshotAt(8, 5, kNever, &out);
+  ASSERT_EQ(out.pulls.size(), 2u);
+  ASSERT_TRUE(out.pulls[0].status.ok()) << out.pulls[0].status;
+  EXPECT_FLOAT_EQ(First(out.pulls[0]), -1);
+  EXPECT_EQ(out.pulls[1].status.code(), Code::kFailedPrecondition);
+}
+
 TEST(ShardSnapshotTest, ParkedSnapshotExpiresWithDeadlineExceeded) {
   auto s = Shard(Config(UpdateMode::kSync, 1));
   State::Replies out;
