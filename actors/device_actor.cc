@@ -59,11 +59,21 @@ struct DeviceState {
   std::map<std::string, Rendezvous::RecvCallback> pending;
   std::map<std::string, int64_t> pending_step;  // key -> step id
 
-  // A step running here: its executor handle and the promise of its answer. An
-  // abort answers at once; the executor's own answer, if it comes later, is dropped.
+  // A step running here: its executor handle and where its answer goes (the
+  // promise of a run_atom request, or the reply of a DirectRun). An abort answers
+  // at once; the executor's own answer, if it comes later, is dropped.
   struct ActiveStep {
     StepHandle handle{nullptr};
     caf::response_promise promise;
+    std::shared_ptr<DirectRun> direct;
+
+    void Answer(RunPartitionResult r) {
+      if (direct != nullptr) {
+        direct->reply->Deliver(std::move(r));
+      } else {
+        promise.deliver(std::move(r));
+      }
+    }
   };
   std::unordered_map<int64_t, ActiveStep> active_steps;
   // Steps whose client wants run metadata: what their Sends moved off this device,
@@ -246,8 +256,9 @@ StatusOr<std::shared_ptr<PartitionExec>> BuildPartition(const DeviceConfig& conf
 // Starts one step of a registered partition; the answer comes when it ends (or at
 // once for an unknown partition or an aborted step). req.record_executed: whether the
 // step records its executed nodes (and, with req.collect_stats, their stats).
-caf::result<RunPartitionResult> RunPartition(DeviceSelf self,
-                                             RunPartitionRequest& req) {
+// Starts one step of a registered partition; its answer goes to `answer` (at once
+// for an unknown partition or an aborted step, else when the step ends).
+void RunPartition(DeviceSelf self, RunPartitionRequest& req, DeviceState::ActiveStep answer) {
   const bool record = req.record_executed;
   DeviceState& st = self->state;
   auto it = st.partitions.find(req.partition_id);
@@ -255,15 +266,19 @@ caf::result<RunPartitionResult> RunPartition(DeviceSelf self,
     RunPartitionResult r;
     r.status = Internal("device " + st.config.name + ": unknown partition " +
                         std::to_string(req.partition_id));
-    return r;
+    if (answer.direct != nullptr) {
+      answer.direct->reply->Deliver(std::move(r), /*unknown_partition=*/true);
+    } else {
+      answer.Answer(std::move(r));
+    }
+    return;
   }
   Status aborted;
   if (st.IsAborted(req.step_id, &aborted)) {
     RunPartitionResult r;
     r.status = aborted;
-    return r;
+    return answer.Answer(std::move(r));
   }
-  auto rp = self->make_response_promise();
   std::shared_ptr<PartitionExec> exec = it->second;
   StepArgs args;
   args.feed_values = std::move(req.feed_values);
@@ -277,7 +292,7 @@ caf::result<RunPartitionResult> RunPartition(DeviceSelf self,
   args.file_access = st.config.file_access.get();
   const int64_t step = req.step_id;
   // The slot exists before the step starts: a step may end inside RunAsync.
-  st.active_steps[step].promise = rp;
+  st.active_steps[step] = std::move(answer);
   if (record) st.transfers[step];
   // `exec` keeps the executor alive until its step ends, also past an abort.
   const bool traced = args.collect_stats;
@@ -285,7 +300,7 @@ caf::result<RunPartitionResult> RunPartition(DeviceSelf self,
       std::move(args), [self, step, exec, traced](StepResult result) {
         auto active = self->state.active_steps.find(step);
         if (active == self->state.active_steps.end()) return;  // answered by abort
-        caf::response_promise promise = std::move(active->second.promise);
+        DeviceState::ActiveStep answer = std::move(active->second);
         self->state.active_steps.erase(active);
         // Leftover early tensors of a finished step are never received.
         self->state.ReleaseStep(step, Cancelled("step finished"));
@@ -308,12 +323,11 @@ caf::result<RunPartitionResult> RunPartition(DeviceSelf self,
           }
           self->state.transfers.erase(counted);
         }
-        promise.deliver(std::move(r));
+        answer.Answer(std::move(r));
       });
   // The slot may be gone: the step may have ended (or been aborted) inside RunAsync.
   auto active = st.active_steps.find(step);
   if (active != st.active_steps.end()) active->second.handle = std::move(handle);
-  return rp;
 }
 
 DeviceActor::behavior_type DeviceBehavior(DeviceSelf self, DeviceConfig config) {
@@ -347,7 +361,16 @@ DeviceActor::behavior_type DeviceBehavior(DeviceSelf self, DeviceConfig config) 
         return Status::OK();
       },
       [self](run_atom, RunPartitionRequest& req) -> caf::result<RunPartitionResult> {
-        return RunPartition(self, req);
+        DeviceState::ActiveStep answer;
+        answer.promise = self->make_response_promise();
+        caf::response_promise rp = answer.promise;
+        RunPartition(self, req, std::move(answer));
+        return rp;
+      },
+      [self](direct_run_atom, std::shared_ptr<DirectRun>& run) {
+        DeviceState::ActiveStep answer;
+        answer.direct = run;
+        RunPartition(self, run->request, std::move(answer));
       },
       [self](tensor_atom, const TensorDelivery& d) {
         self->state.Deliver(d.step_id, d.key, d.value);
@@ -364,7 +387,7 @@ DeviceActor::behavior_type DeviceBehavior(DeviceSelf self, DeviceConfig config) 
           active.handle.Abort(req.status);
           RunPartitionResult r;
           r.status = req.status;
-          active.promise.deliver(std::move(r));
+          active.Answer(std::move(r));
         }
         st.ReleaseStep(req.step_id, req.status);
         st.transfers.erase(req.step_id);

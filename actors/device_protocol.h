@@ -5,9 +5,12 @@
 #ifndef ACTORFLOW_ACTORS_DEVICE_PROTOCOL_H_
 #define ACTORFLOW_ACTORS_DEVICE_PROTOCOL_H_
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,7 @@ using peers_atom = caf::atom_constant<caf::atom("peers")>;
 using device_stats_atom = caf::atom_constant<caf::atom("dstats")>;
 using resume_atom = caf::atom_constant<caf::atom("resume")>;
 using recv_timeout_atom = caf::atom_constant<caf::atom("recvtmo")>;
+using direct_run_atom = caf::atom_constant<caf::atom("directrun")>;
 
 struct DevicePeer;
 
@@ -93,9 +97,59 @@ struct DeviceStats {
   int64_t partitions = 0;
 };
 
+// The answer to a step an in-process session sent straight to its device
+// (direct_run_atom): filled once by the device, waited on by the session's thread.
+struct PartitionReply {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  // `done`, readable without the lock: a waiter may poll it before parking on cv.
+  std::atomic<bool> ready{false};
+  RunPartitionResult result;
+  // The device did not know the partition: nothing of the step ran, so the session
+  // may send it again through the master (which registers the plan anew).
+  bool not_run = false;
+
+  // Notifies after unlocking (see StepReply::Deliver); the first answer wins.
+  // Contract: the caller holds a shared_ptr to this reply until Deliver returns.
+  void Deliver(RunPartitionResult r, bool unknown_partition = false) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (done) return;
+      result = std::move(r);
+      not_run = unknown_partition;
+      done = true;
+      ready.store(true, std::memory_order_release);
+    }
+    cv.notify_all();
+  }
+};
+
+// A step sent straight to a device (direct_run_atom). Its reply is answered exactly
+// once: by the step's end or abort, or, if the run is dropped unanswered (its device
+// ended with it in the mailbox or running), by this destructor with Unavailable
+// naming the device, so that no session waits for a device that is gone.
+struct DirectRun {
+  RunPartitionRequest request;
+  std::shared_ptr<PartitionReply> reply;
+  std::string device;
+
+  DirectRun() = default;
+  DirectRun(const DirectRun&) = delete;
+  DirectRun& operator=(const DirectRun&) = delete;
+  ~DirectRun() {
+    if (reply == nullptr || reply->ready.load(std::memory_order_acquire)) return;
+    RunPartitionResult r;
+    r.status = Unavailable("device " + device + " ended before answering step " +
+                           std::to_string(request.step_id));
+    reply->Deliver(std::move(r));
+  }
+};
+
 }  // namespace actorflow
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(actorflow::Closure)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<actorflow::DirectRun>)
 
 namespace actorflow {
 
@@ -118,6 +172,10 @@ namespace actorflow {
 //       an unknown one; the abort's status at once for an aborted step).
 //       record_executed: fill executed_nodes (and with collect_stats step_stats);
 //       false skips all per-node bookkeeping (no clock reads, no name copies).
+//   (direct_run_atom, shared_ptr<DirectRun>)
+//       Local-only: the same run, answered through the DirectRun's reply instead of
+//       as a response (an in-process session's step of a one-partition plan, sent
+//       without its master; an unknown partition answers with not_run set).
 //   (tensor_atom, TensorDelivery)
 //       A Send's tensor; early ones wait in an inbox, those of aborted steps are
 //       dropped.
@@ -138,6 +196,7 @@ using DeviceActor = caf::typed_actor<
     caf::replies_to<register_atom, PartitionRegistration>::with<Status>,
     caf::replies_to<deregister_atom, std::vector<uint64_t>>::with<Status>,
     caf::replies_to<run_atom, RunPartitionRequest>::with<RunPartitionResult>,
+    caf::reacts_to<direct_run_atom, std::shared_ptr<DirectRun>>,
     caf::reacts_to<tensor_atom, TensorDelivery>,
     caf::reacts_to<abort_atom, AbortRequest>,
     caf::reacts_to<peers_atom, std::vector<DevicePeer>>,

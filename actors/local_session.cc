@@ -5,6 +5,7 @@
 
 #include "actors/caller_jobs.h"
 #include "actors/device_actor.h"
+#include "actors/direct_steps.h"
 #include "actors/master_actor.h"
 #include "actors/messages.h"
 #include "actors/spinning_scheduler.h"
@@ -81,76 +82,57 @@ class LocalActorSession : public ActorSession {
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs, RunMetadata* metadata) override {
     if (closed_) return FailedPrecondition("Run on a closed session");
+    RunOptions options = run_options;
+    if (options.timeout_in_ms <= 0) options.timeout_in_ms = options_.default_step_timeout_in_ms;
+    // Run metadata and traces are the master's to build; other steps of a
+    // one-partition plan go straight to the device (actors/direct_steps.h).
+    const bool direct_ok =
+        metadata == nullptr && options.trace_level == RunOptions::TraceLevel::kNoTrace;
+    if (direct_ok) {
+      if (std::shared_ptr<DirectPlan> plan = direct_.Find(feeds, fetches, targets)) {
+        Status status;
+        auto send = [this](const DeviceActor& device, std::shared_ptr<DirectRun> run,
+                           const std::shared_ptr<PartitionReply>& reply, int64_t timeout_ms) {
+          const auto sent_at = std::chrono::steady_clock::now();
+          Enqueue(caf::actor_cast<caf::strong_actor_ptr>(device),
+                  caf::make_message(direct_run_atom::value, std::move(run)), *reply);
+          return Await(*reply, sent_at, timeout_ms);
+        };
+        if (direct_.Run(*plan, options.timeout_in_ms, feeds, fetches.size(), send, outputs,
+                        &status)) {
+          AF_RETURN_IF_ERROR(status);
+          return FetchesToHost(outputs);
+        }
+      }
+    }
+
     auto req = std::make_shared<StepRequest>();
     req->feeds = feeds;
     req->fetches = fetches;
     req->targets = targets;
-    req->options = run_options;
-    if (req->options.timeout_in_ms <= 0) {
-      req->options.timeout_in_ms = options_.default_step_timeout_in_ms;
-    }
+    req->options = options;
+    req->accepts_direct = direct_ok;
     const int64_t timeout_ms = req->options.timeout_in_ms;
     req->reply = std::make_shared<StepReply>();
     std::shared_ptr<StepReply> reply = req->reply;
     // Run metadata costs per-node work on every device; build it only when asked.
     req->want_metadata = metadata != nullptr;
     const auto sent_at = std::chrono::steady_clock::now();
-    auto is_answered = [&reply] { return reply->ready.load(std::memory_order_acquire); };
-    if (device_actors_.size() == 1) {
-      // An idle master is scheduled through this thread's unit, and so is the
-      // device it asks (actors/caller_jobs.h): a step on idle actors runs its whole
-      // chain here. Busy actors take the message on the scheduler's threads, as a
-      // plain send would. Only with one device: with several, a device running here
-      // would hold a device it sends a tensor to until its own turn ends, and the
-      // two could no longer work side by side (a pipeline's stages, a model's towers).
-      CallerJobs caller(*system_);
-      caf::actor_cast<caf::strong_actor_ptr>(master_)->enqueue(
-          nullptr, caf::make_message_id(), caf::make_message(step_atom::value, std::move(req)),
-          &caller);
-      caller.RunHeld(is_answered);
-    } else {
-      caf::anon_send(master_, step_atom::value, std::move(req));
+    Enqueue(caf::actor_cast<caf::strong_actor_ptr>(master_),
+            caf::make_message(step_atom::value, std::move(req)), *reply);
+    // The master enforces the deadline; this margin only guards against a bug.
+    if (!Await(*reply, sent_at, timeout_ms > 0 ? timeout_ms + 10000 : 0)) {
+      return Internal("the master did not answer within the step's deadline plus 10 s");
     }
-
-    // Most steps end within the poll; a longer one parks this thread on the reply's
-    // condition variable. A session whose last step outlasted the poll parks at once:
-    // its poll would only take a core from the devices (a model split over more
-    // devices than cores runs its stages concurrently only if no thread polls).
-    const int64_t spin_us = options_.scheduler_spin_us;
-    const bool expect_short = last_step_wait_us_.load(std::memory_order_relaxed) <= spin_us;
-    const bool answered =
-        SpinUntil(is_answered, std::chrono::microseconds(expect_short ? spin_us : 0));
-    std::unique_lock<std::mutex> lock(reply->mu, std::defer_lock);
-    if (!answered) {
-      lock.lock();
-      if (timeout_ms > 0) {
-        // The master enforces the deadline; this margin only guards against a bug.
-        auto limit = std::chrono::milliseconds(timeout_ms + 10000);
-        if (!reply->cv.wait_for(lock, limit, [&] { return reply->done; })) {
-          return Internal("the master did not answer within the step's deadline plus 10 s");
-        }
-      } else {
-        reply->cv.wait(lock, [&] { return reply->done; });
-      }
-    }
-    last_step_wait_us_.store(std::chrono::duration_cast<std::chrono::microseconds>(
-                                 std::chrono::steady_clock::now() - sent_at)
-                                 .count(),
-                             std::memory_order_relaxed);
     if (metadata != nullptr) *metadata = std::move(reply->metadata);
     AF_RETURN_IF_ERROR(reply->status);
-    if (outputs != nullptr) {
-      *outputs = std::move(reply->outputs);
-      // A GPU partition returns its fetches in device memory; this thread may wait
-      // for their copies (the device actors never do).
-      for (Tensor& t : *outputs) {
-        if (t.IsOnDevice()) {
-          AF_ASSIGN_OR_RETURN(t, ToHostTensor(t));
-        }
-      }
-    }
-    return Status::OK();
+    if (reply->direct != nullptr) direct_.Remember(feeds, fetches, targets, reply->direct);
+    if (outputs != nullptr) *outputs = std::move(reply->outputs);
+    return FetchesToHost(outputs);
   }
+
+  // Steps answered without the master (actors/direct_steps.h).
+  int64_t DirectStepCount() const override { return direct_.steps(); }
 
   Status Close() override {
     closed_ = true;
@@ -194,6 +176,66 @@ class LocalActorSession : public ActorSession {
   }
 
  private:
+  // Sends `msg` to `actor`. With one device, an idle actor is scheduled through this
+  // thread's unit, and so is the actor it asks (actors/caller_jobs.h): a step on
+  // idle actors runs its whole chain here, until `reply` is ready. Busy actors take
+  // the message on the scheduler's threads, as a plain send would. Only with one
+  // device: with several, a device running here would hold a device it sends a
+  // tensor to until its own turn ends, and the two could no longer work side by
+  // side (a pipeline's stages, a model's towers).
+  template <typename Reply>
+  void Enqueue(const caf::strong_actor_ptr& actor, caf::message msg, const Reply& reply) {
+    if (device_actors_.size() != 1) {
+      actor->enqueue(nullptr, caf::make_message_id(), std::move(msg), nullptr);
+      return;
+    }
+    CallerJobs caller(*system_);
+    actor->enqueue(nullptr, caf::make_message_id(), std::move(msg), &caller);
+    caller.RunHeld([&reply] { return reply.ready.load(std::memory_order_acquire); });
+  }
+
+  // Waits for `reply` (a StepReply or PartitionReply); false when `limit_ms` (> 0)
+  // after `sent_at` passed first. Most steps end within the poll; a longer one parks this thread on
+  // the reply's condition variable. A session whose last step outlasted the poll
+  // parks at once: its poll would only take a core from the devices (a model split
+  // over more devices than cores runs its stages concurrently only if no thread
+  // polls).
+  template <typename Reply>
+  bool Await(Reply& reply, std::chrono::steady_clock::time_point sent_at, int64_t limit_ms) {
+    auto is_answered = [&reply] { return reply.ready.load(std::memory_order_acquire); };
+    const int64_t spin_us = options_.scheduler_spin_us;
+    const bool expect_short = last_step_wait_us_.load(std::memory_order_relaxed) <= spin_us;
+    bool answered =
+        SpinUntil(is_answered, std::chrono::microseconds(expect_short ? spin_us : 0));
+    if (!answered) {
+      std::unique_lock<std::mutex> lock(reply.mu);
+      if (limit_ms > 0) {
+        answered = reply.cv.wait_until(lock, sent_at + std::chrono::milliseconds(limit_ms),
+                                       [&] { return reply.done; });
+      } else {
+        reply.cv.wait(lock, [&] { return reply.done; });
+        answered = true;
+      }
+    }
+    last_step_wait_us_.store(std::chrono::duration_cast<std::chrono::microseconds>(
+                                 std::chrono::steady_clock::now() - sent_at)
+                                 .count(),
+                             std::memory_order_relaxed);
+    return answered;
+  }
+
+  // A GPU partition returns its fetches in device memory; this thread may wait for
+  // their copies (the device actors never do).
+  static Status FetchesToHost(std::vector<Tensor>* outputs) {
+    if (outputs == nullptr) return Status::OK();
+    for (Tensor& t : *outputs) {
+      if (t.IsOnDevice()) {
+        AF_ASSIGN_OR_RETURN(t, ToHostTensor(t));
+      }
+    }
+    return Status::OK();
+  }
+
   const Graph* graph_;
   SessionOptions options_;
   caf::actor_system_config cfg_;
@@ -204,6 +246,7 @@ class LocalActorSession : public ActorSession {
   std::string default_device_;
   std::vector<DeviceActor> device_actors_;
   MasterActor master_;
+  DirectSteps direct_;
   std::atomic<bool> closed_{false};
   // How long the last step's answer took (any thread's): decides whether the next
   // Run polls for its answer or parks at once.

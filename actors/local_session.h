@@ -38,6 +38,10 @@ class ActorSession : public Session {
   virtual StatusOr<std::string> ExplainPlacement() const = 0;
   // Asks every device actor for its state (waits at most `timeout_ms`).
   virtual StatusOr<std::vector<DeviceStatus>> DeviceStatuses(int64_t timeout_ms = 5000) = 0;
+  // Steps that went from this session straight to their device, without the master
+  // (later steps of a one-partition plan that want no run metadata), whatever
+  // their status.
+  virtual int64_t DirectStepCount() const = 0;
 };
 
 // Precondition: `graph` outlives the session. Errors: InvalidArgument for a bad

@@ -84,6 +84,30 @@ RunMetadata BuildMetadata(const Graph& graph, StepInFlight* step) {
   return meta;
 }
 
+// The plan's DirectPlan (made on first use), or null when its steps need the master:
+// more than one partition, or registrations not all done.
+std::shared_ptr<DirectPlan> DirectPlanOf(const MasterState& st, Plan* plan) {
+  if (plan->parts.size() != 1 || plan->registrations_pending > 0 ||
+      !plan->registration_status.ok()) {
+    return nullptr;
+  }
+  if (plan->direct == nullptr) {
+    const PlanPart& part = plan->parts.front();
+    auto d = std::make_shared<DirectPlan>();
+    d->device_actor = part.device_actor;
+    d->device = part.device;
+    d->partition_id = part.partition_id;
+    d->ordinal = st.ordinal;
+    d->signature = plan->signature;
+    d->feed_sources = part.feed_sources;
+    d->fetch_targets = part.fetch_targets;
+    d->fed_fetches = plan->fed_fetches;
+    d->duplicate_fetches = plan->duplicate_fetches;
+    plan->direct = std::move(d);
+  }
+  return plan->direct;
+}
+
 void FinishStep(MasterSelf self, const std::shared_ptr<StepInFlight>& step) {
   self->state.in_flight.erase(step->step_id);
   if (!step->status.ok()) return Reply(step->request, step->status);
@@ -94,6 +118,9 @@ void FinishStep(MasterSelf self, const std::shared_ptr<StepInFlight>& step) {
   }
   for (const auto& [fetch, first] : step->plan->duplicate_fetches) {
     step->outputs[fetch] = step->outputs[first];
+  }
+  if (step->request->accepts_direct && step->request->reply != nullptr) {
+    step->request->reply->direct = DirectPlanOf(self->state, step->plan.get());
   }
   Reply(step->request, Status::OK(), std::move(step->outputs), std::move(meta));
 }
@@ -279,6 +306,7 @@ void EnsureTasks(MasterSelf self, const std::vector<TaskId>& tasks, int64_t time
 // (fire and forget: a device answers nothing to an anonymous sender).
 void DropPlan(MasterSelf self, const Plan& plan) {
   MasterState& st = self->state;
+  if (plan.direct != nullptr) plan.direct->valid.store(false, std::memory_order_release);
   std::map<caf::actor_addr, std::vector<uint64_t>> by_device;
   for (const PlanPart& part : plan.parts) {
     auto on = st.registered.find(part.device_actor.address());
@@ -498,6 +526,9 @@ caf::result<Status> Close(MasterSelf self) {
       r.status = cancelled;
       PartDone(self, step, i, std::move(r));  // the first one aborts the step everywhere
     }
+  }
+  for (auto& [key, plan] : st.plans) {
+    if (plan->direct != nullptr) plan->direct->valid.store(false, std::memory_order_release);
   }
   st.plans.clear();
   std::map<caf::actor_addr, Registered> registered;

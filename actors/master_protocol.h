@@ -21,6 +21,7 @@
 
 #include "actors/wire_core.h"
 #include "actors/device_protocol.h"
+#include "graph/prune.h"
 #include "graph/status.h"
 #include "graph/tensor.h"
 #include "kernels/session.h"
@@ -33,6 +34,24 @@ using close_atom = caf::atom_constant<caf::atom("close")>;
 using master_stats_atom = caf::atom_constant<caf::atom("mstats")>;
 using device_restarted_atom = caf::atom_constant<caf::atom("devrestart")>;
 
+// What an in-process session needs to send the steps of a one-partition plan
+// straight to its device (direct_run_atom), without the master: handed back with
+// such a step's answer when the request accepts it. Immutable once handed out,
+// except `valid`, which the master clears when it drops the plan (the partition is
+// then deregistered, and the session goes through the master again).
+struct DirectPlan {
+  DeviceActor device_actor;
+  std::string device;
+  uint64_t partition_id = 0;
+  uint32_t ordinal = 0;            // the master's task ordinal, for step ids
+  RunSignature signature;          // for the feeds' checks
+  std::vector<int> feed_sources;   // per partition feed: index into the client's feeds
+  std::vector<int> fetch_targets;  // per partition fetch: index into the client's fetches
+  std::vector<std::pair<int, int>> fed_fetches;        // (fetch, feed)
+  std::vector<std::pair<int, int>> duplicate_fetches;  // (fetch, first fetch)
+  std::atomic<bool> valid{true};
+};
+
 // A client's step: filled by the session, answered by the master through `reply`.
 struct StepReply {
   std::mutex mu;
@@ -43,6 +62,9 @@ struct StepReply {
   Status status;
   std::vector<Tensor> outputs;
   RunMetadata metadata;
+  // Set before Deliver for a request that accepts_direct, when its plan is one
+  // partition whose later steps the session may send straight to the device.
+  std::shared_ptr<DirectPlan> direct;
 
   // Notifies after unlocking: a waiter woken while the lock is still held would block
   // on it at once and need a second wake-up. Contract: the caller keeps this reply
@@ -73,6 +95,8 @@ struct StepRequest {
   // the caller passed a RunMetadata to fill.
   bool want_metadata = true;
   std::shared_ptr<StepReply> reply;
+  // The client (an in-process session) can take a DirectPlan with the answer.
+  bool accepts_direct = false;
   caf::response_promise promise;
 };
 

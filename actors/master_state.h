@@ -36,6 +36,9 @@ struct Plan {
   std::vector<std::pair<int, int>> duplicate_fetches;
   int registrations_pending = 0;
   Status registration_status;
+  // Made by the first step that can hand it to an in-process client (one part, all
+  // registered); invalidated when the plan is dropped.
+  std::shared_ptr<DirectPlan> direct;
   std::vector<std::shared_ptr<StepRequest>> waiting;  // steps that came before registration
 };
 

@@ -144,6 +144,8 @@ DeviceActor::behavior_type RecordingDevice(DeviceActor::pointer,
       },
       [](resume_atom, Closure& c) { c.fn(); },
       [](recv_timeout_atom, const std::string&) {},
+      // The master never sends one (only an in-process session does).
+      [](direct_run_atom, std::shared_ptr<DirectRun>&) {},
       [fetches](register_atom, const PartitionRegistration& reg) -> Status {
         (*fetches)[reg.partition_id] = reg.partition->fetches.size();
         return Status::OK();
