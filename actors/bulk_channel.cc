@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "actors/received_tensor.h"
+#include "placement/cluster_spec.h"
 
 namespace actorflow {
 namespace {
@@ -170,26 +171,18 @@ std::string ResolvableHost(const std::string& host) {
   return host;
 }
 
-// Splits "host:port" at its last colon.
-StatusOr<std::pair<std::string, std::string>> SplitEndpoint(const std::string& endpoint) {
-  auto colon = endpoint.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == endpoint.size()) {
-    return InvalidArgument("bulk endpoint '" + endpoint + "' is not host:port");
-  }
-  return std::make_pair(endpoint.substr(0, colon), endpoint.substr(colon + 1));
-}
-
 // A connected, non-blocking TCP socket to endpoint, or -1 (unreachable, refused,
 // or not connected within the deadline).
 int ConnectWithin(const std::string& endpoint, Clock::time_point deadline) {
-  auto parts = SplitEndpoint(endpoint);
+  StatusOr<TaskAddress> parts = ParseHostPort(endpoint);
   if (!parts.ok()) return -1;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
-  const std::string host = ResolvableHost(parts->first);
-  if (getaddrinfo(host.c_str(), parts->second.c_str(), &hints, &found) != 0) return -1;
+  const std::string host = ResolvableHost(parts->host);
+  const std::string port = std::to_string(parts->port);
+  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) return -1;
   int fd = -1;
   for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
     fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);

@@ -16,6 +16,7 @@
 
 #include "actors/cluster_transport.h"
 #include "actors/messages.h"
+#include "placement/cluster_spec.h"
 
 namespace actorflow {
 namespace {
@@ -202,18 +203,10 @@ Status ParseTarget(const std::string& target, std::string* host, uint16_t* port)
                            " (expected actorflow://HOST:PORT)");
   };
   if (target.rfind(prefix, 0) != 0) return bad("missing actorflow://");
-  std::string rest = target.substr(prefix.size());
-  auto colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0) return bad("missing host or port");
-  std::string port_text = rest.substr(colon + 1);
-  if (port_text.empty() || port_text.size() > 5 ||
-      port_text.find_first_not_of("0123456789") != std::string::npos) {
-    return bad("port is not a number");
-  }
-  int p = std::stoi(port_text);
-  if (p < 1 || p > 65535) return bad("port out of range");
-  *host = rest.substr(0, colon);
-  *port = static_cast<uint16_t>(p);
+  StatusOr<TaskAddress> address = ParseHostPort(target.substr(prefix.size()));
+  if (!address.ok()) return bad(address.status().message());
+  *host = address->host;
+  *port = address->port;
   return Status::OK();
 }
 

@@ -2,9 +2,13 @@
 // results through DirectSession, the actor session on one device, and the actor
 // session with the graph's nodes spread over two devices (Send/Recv everywhere).
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "actors/session_factory.h"
 #include "graph/ops.h"
@@ -153,6 +157,26 @@ TEST(OracleTest, FactoryRejectsAnUnknownTarget) {
   ASSERT_FALSE(session.ok());
   EXPECT_EQ(session.status().code(), Code::kInvalidArgument);
   EXPECT_NE(session.status().message().find("nowhere://x"), std::string::npos);
+}
+
+// A malformed actorflow:// target is refused before any connection is tried, with
+// the reason ParseHostPort gives for cluster specs.
+TEST(OracleTest, FactoryNamesWhatIsWrongWithARemoteTarget) {
+  Scope root = Scope::NewRootScope();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"actorflow://localhost", "missing \":port\""},
+      {"actorflow://localhost:99999", "out of range"},
+      {"actorflow://::1:2222", "in brackets"},
+  };
+  for (const auto& [target, why] : cases) {
+    SessionOptions options;
+    options.target = target;
+    auto session = NewSession(root.graph(), options);
+    ASSERT_FALSE(session.ok()) << target;
+    EXPECT_EQ(session.status().code(), Code::kInvalidArgument) << target;
+    EXPECT_THAT(session.status().message(), ::testing::HasSubstr("bad target '" + target + "'"));
+    EXPECT_THAT(session.status().message(), ::testing::HasSubstr(why)) << target;
+  }
 }
 
 }  // namespace

@@ -97,9 +97,9 @@ StatusOr<Json> ParseStrictJson(std::string_view text, const std::string& source)
   return json;
 }
 
-// "host:port" -> address. The error says only what is wrong with the entry; the caller
-// names the entry.
-Status ParseAddress(const std::string& entry, TaskAddress* out) {
+}  // namespace
+
+StatusOr<TaskAddress> ParseHostPort(const std::string& entry) {
   const size_t colon = entry.rfind(':');
   if (colon == std::string::npos) return InvalidArgument("missing \":port\"");
   std::string host = entry.substr(0, colon);
@@ -124,12 +124,11 @@ Status ParseAddress(const std::string& entry, TaskAddress* out) {
   }
   const long value = std::stol(port);
   if (value == 0) return InvalidArgument("port 0 is not a valid port (1 to 65535)");
-  out->host = std::move(host);
-  out->port = static_cast<uint16_t>(value);
-  return Status::OK();
+  TaskAddress out;
+  out.host = std::move(host);
+  out.port = static_cast<uint16_t>(value);
+  return out;
 }
-
-}  // namespace
 
 // Builds specs from parsed JSON; a friend of ClusterSpec.
 class ClusterSpecReader {
@@ -168,12 +167,12 @@ class ClusterSpecReader {
                                  Describe(list[i]));
         }
         const std::string& entry = list[i].get_ref<const std::string&>();
-        TaskAddress address;
-        Status parsed = ParseAddress(entry, &address);
+        StatusOr<TaskAddress> parsed = ParseHostPort(entry);
         if (!parsed.ok()) {
           return InvalidArgument(task_where + ": bad address " + Quote(entry) + ": " +
-                                 parsed.message());
+                                 parsed.status().message());
         }
+        const TaskAddress address = *parsed;
         const TaskId task{job, static_cast<int>(i)};
         auto [first, inserted] = owner.emplace(Lower(address.ToString()), task);
         if (!inserted) {

@@ -49,6 +49,12 @@ struct TaskAddress {
   bool operator!=(const TaskAddress& o) const { return !(*this == o); }
 };
 
+// Parses "host:port" as cluster specs write addresses: a non-empty host without
+// whitespace (an IPv6 address in brackets, "[::1]:2222", kept as written) and a port
+// from 1 to 65535. InvalidArgument says only what is wrong with `text`; the caller
+// names where it came from. The one parser of every "host:port" the runtime reads.
+StatusOr<TaskAddress> ParseHostPort(const std::string& text);
+
 // One task of a cluster.
 struct TaskId {
   std::string job;

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -223,6 +225,34 @@ TEST(ClusterSpecTest, RejectsAnUnbracketedIpv6Host) {
   Status status = FromJsonError(R"({"w": ["::1:2222"]})");
   EXPECT_EQ(status.code(), Code::kInvalidArgument);
   EXPECT_THAT(status.message(), HasSubstr("in brackets"));
+}
+
+// The one "host:port" parser: cluster specs, client targets and bulk endpoints.
+TEST(ParseHostPortTest, KeepsTheHostAsWrittenAndReadsThePort) {
+  StatusOr<TaskAddress> v4 = ParseHostPort("10.0.0.7:2222");
+  ASSERT_TRUE(v4.ok()) << v4.status();
+  EXPECT_EQ(v4->host, "10.0.0.7");
+  EXPECT_EQ(v4->port, 2222);
+  StatusOr<TaskAddress> v6 = ParseHostPort("[::1]:65535");
+  ASSERT_TRUE(v6.ok()) << v6.status();
+  EXPECT_EQ(v6->host, "[::1]");
+  EXPECT_EQ(v6->port, 65535);
+}
+
+TEST(ParseHostPortTest, SaysWhatIsWrong) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"localhost", "missing \":port\""},  {":2222", "empty host"},
+      {"[]:2222", "empty host"},            {"host:", "missing port"},
+      {"host:22a", "not a number"},         {"host:70000", "out of range"},
+      {"host:0", "port 0"},                 {"::1:2222", "in brackets"},
+      {"my host:2222", "whitespace"},
+  };
+  for (const auto& [text, why] : cases) {
+    StatusOr<TaskAddress> parsed = ParseHostPort(text);
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_EQ(parsed.status().code(), Code::kInvalidArgument) << text;
+    EXPECT_THAT(parsed.status().message(), ::testing::HasSubstr(why)) << text;
+  }
 }
 
 TEST(ClusterSpecTest, RejectsADuplicateAddressNamingBothTasks) {
