@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -47,12 +48,14 @@ int MillisLeft(Clock::time_point deadline) {
 }
 
 // Waits until fd is ready for `events`. With no deadline (nullptr) it waits until
-// the socket is ready or shut down. False when the deadline passed or poll failed.
-bool WaitReady(int fd, short events, const Clock::time_point* deadline) {
+// the socket is ready or shut down. False when the deadline passed, poll failed, or
+// `stop_fd` (an eventfd, -1 for none) became readable: a sender that shuts down
+// wakes every wait of its writers at once.
+bool WaitReady(int fd, short events, const Clock::time_point* deadline, int stop_fd = -1) {
   for (;;) {
-    pollfd p{fd, events, 0};
-    int r = poll(&p, 1, deadline ? MillisLeft(*deadline) : -1);
-    if (r > 0) return true;
+    pollfd p[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
+    int r = poll(p, stop_fd >= 0 ? 2 : 1, deadline ? MillisLeft(*deadline) : -1);
+    if (r > 0) return stop_fd < 0 || p[1].revents == 0;
     if (r == 0) return false;
     if (errno != EINTR) return false;
   }
@@ -76,8 +79,9 @@ bool ReadFull(int fd, void* out, size_t n, const Clock::time_point* deadline) {
   return true;
 }
 
-// Writes every byte of the iovecs (advanced in place), within `deadline`.
-bool WriteFull(int fd, std::vector<iovec> iov, Clock::time_point deadline) {
+// Writes every byte of the iovecs (advanced in place), within `deadline` and until
+// `stop_fd` is signalled.
+bool WriteFull(int fd, std::vector<iovec> iov, Clock::time_point deadline, int stop_fd) {
   size_t first = 0;
   while (first < iov.size()) {
     msghdr msg{};
@@ -87,7 +91,7 @@ bool WriteFull(int fd, std::vector<iovec> iov, Clock::time_point deadline) {
     if (put < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
-      if (!WaitReady(fd, POLLOUT, &deadline)) return false;
+      if (!WaitReady(fd, POLLOUT, &deadline, stop_fd)) return false;
       continue;
     }
     auto left = static_cast<size_t>(put);
@@ -172,8 +176,8 @@ std::string ResolvableHost(const std::string& host) {
 }
 
 // A connected, non-blocking TCP socket to endpoint, or -1 (unreachable, refused,
-// or not connected within the deadline).
-int ConnectWithin(const std::string& endpoint, Clock::time_point deadline) {
+// not connected within the deadline, or `stop_fd` signalled).
+int ConnectWithin(const std::string& endpoint, Clock::time_point deadline, int stop_fd) {
   StatusOr<TaskAddress> parts = ParseHostPort(endpoint);
   if (!parts.ok()) return -1;
   addrinfo hints{};
@@ -189,7 +193,7 @@ int ConnectWithin(const std::string& endpoint, Clock::time_point deadline) {
     if (fd < 0) continue;
     int r = connect(fd, a->ai_addr, a->ai_addrlen);
     bool connected = r == 0;
-    if (!connected && errno == EINPROGRESS && WaitReady(fd, POLLOUT, &deadline)) {
+    if (!connected && errno == EINPROGRESS && WaitReady(fd, POLLOUT, &deadline, stop_fd)) {
       int err = 0;
       socklen_t len = sizeof(err);
       connected = getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
@@ -449,7 +453,20 @@ struct BulkSender::Impl {
     Clock::time_point retry_at{};
   };
 
-  explicit Impl(BulkSenderOptions o) : options(o) {}
+  explicit Impl(BulkSenderOptions o)
+      : options(o), wake_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+  ~Impl() {
+    if (wake_fd >= 0) close(wake_fd);
+  }
+
+  // Signals wake_fd for good: every writer's connect or write returns at once, and
+  // its frame goes to the fallback.
+  void WakeWriters() {
+    if (wake_fd < 0) return;
+    const uint64_t one = 1;
+    // Can fail only with EAGAIN, when the counter is already signalled.
+    [[maybe_unused]] const ssize_t written = write(wake_fd, &one, sizeof(one));
+  }
 
   void WriteLoop(Writer* w) {
     NameThisThread("af.bulk.send");
@@ -515,8 +532,8 @@ struct BulkSender::Impl {
     const auto now = Clock::now();
     if (w->fd < 0) {
       if (now < w->retry_at) return false;
-      w->fd =
-          ConnectWithin(w->endpoint, now + std::chrono::milliseconds(options.connect_timeout_ms));
+      w->fd = ConnectWithin(
+          w->endpoint, now + std::chrono::milliseconds(options.connect_timeout_ms), wake_fd);
     }
     if (w->fd >= 0) {
       std::string head = EncodeHead(frame);
@@ -525,7 +542,8 @@ struct BulkSender::Impl {
         iov.push_back({frame.tensor.raw_data(), frame.tensor.TotalBytes()});
       }
       if (WriteFull(w->fd, std::move(iov),
-                    Clock::now() + std::chrono::milliseconds(options.write_timeout_ms))) {
+                    Clock::now() + std::chrono::milliseconds(options.write_timeout_ms),
+                    wake_fd)) {
         return true;
       }
       // A partly written frame leaves the stream mid-frame: the connection goes, and
@@ -537,6 +555,9 @@ struct BulkSender::Impl {
   }
 
   const BulkSenderOptions options;
+  // Readable once Shutdown began (-1 if no eventfd could be made: then a writer in
+  // a blocked write ends only at its write timeout).
+  const int wake_fd;
   mutable std::mutex mu;
   bool stopping = false;
   std::map<std::string, std::unique_ptr<Writer>> writers;
@@ -574,6 +595,7 @@ void BulkSender::Shutdown() {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (impl_->stopping) return;
     impl_->stopping = true;
+    impl_->WakeWriters();
     for (auto& [endpoint, w] : impl_->writers) {
       w->cv.notify_one();
       writers.push_back(w.get());

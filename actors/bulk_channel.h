@@ -103,7 +103,9 @@ class BulkSender {
   // Frames to one endpoint are written in the order they were queued.
   void Send(const std::string& endpoint, BulkFrame frame, Fallback fallback);
   // Hands every queued frame to its fallback, closes the connections and joins the
-  // writers; later Sends go straight to their fallback. Idempotent.
+  // writers; later Sends go straight to their fallback. A frame being written (or
+  // its connection being made) is cut off at once and goes to its fallback too, so
+  // Shutdown does not wait for a peer that stopped reading. Idempotent.
   void Shutdown();
   BulkChannelStats stats() const;
   // Destinations with a writer now (idle ones end after idle_close_ms).

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -199,6 +200,46 @@ TEST(BulkChannelTest, SendAfterShutdownFallsBackAtOnce) {
   sender.Send("127.0.0.1:1", Frame("/d", 1, "k", Ramp(8)),
               [&](BulkFrame f) { fell_back = f.step_id == 1; });
   EXPECT_TRUE(fell_back);
+}
+
+// A peer that accepts the connection and never reads: the writer blocks with the
+// socket buffers full. Shutdown cuts the write off (the write timeout here is an
+// hour, so returning at all shows it was cut) and the frame goes to its fallback.
+TEST(BulkChannelTest, ShutdownCutsOffAWriteToAPeerThatStoppedReading) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  BulkSenderOptions options;
+  options.write_timeout_ms = 3600 * 1000;
+  BulkSender sender(options);
+  FrameSink fallbacks;
+  const Tensor big = Ramp(int64_t{16} << 20);  // 64 MiB: far more than the socket buffers
+  sender.Send("127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), Frame("/d", 9, "k", big),
+              [&](BulkFrame f) { fallbacks.Take(std::move(f)); });
+  const int peer = accept(listener, nullptr, nullptr);
+  ASSERT_GE(peer, 0);
+  // Bytes queued at the peer: the write has started (and then blocks on full buffers).
+  int queued = 0;
+  auto until = std::chrono::steady_clock::now() + kWait;
+  while (queued == 0 && std::chrono::steady_clock::now() < until) {
+    ASSERT_EQ(ioctl(peer, FIONREAD, &queued), 0);
+    if (queued == 0) std::this_thread::yield();
+  }
+  ASSERT_GT(queued, 0);
+  sender.Shutdown();
+  auto got = fallbacks.WaitFor(1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].step_id, 9);
+  EXPECT_EQ(sender.stats().fallbacks, 1);
+  EXPECT_EQ(sender.stats().frames, 0);
+  close(peer);
+  close(listener);
 }
 
 TEST(BulkChannelTest, MalformedFramesCloseOnlyTheirConnection) {
