@@ -1,116 +1,37 @@
+// BulkReceiver (actors/bulk_channel.h): an acceptor thread and a thread per
+// connection, each reading whole frames into new tensors.
 #include "actors/bulk_channel.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
-#include <pthread.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <list>
-#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "actors/bulk_socket.h"
 #include "actors/received_tensor.h"
-#include "placement/cluster_spec.h"
 
 namespace actorflow {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-constexpr uint32_t kMagic = 0x4B424641;  // "AFBK" in a little-endian dump
-constexpr uint32_t kMaxHeaderBytes = 64 * 1024;
-constexpr uint32_t kMaxRank = 64;
-constexpr size_t kPrefixBytes = 16;  // magic, header bytes, payload bytes
-
-// Names the calling thread (at most 15 characters), so that profiles tell the
-// channel's threads from the actor threads that started them.
-void NameThisThread(const char* name) { pthread_setname_np(pthread_self(), name); }
-
-// Milliseconds left until `deadline` for poll (0 when past it).
-int MillisLeft(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), 1 << 30)));
-}
-
-// Waits until fd is ready for `events`. With no deadline (nullptr) it waits until
-// the socket is ready or shut down. False when the deadline passed, poll failed, or
-// `stop_fd` (an eventfd, -1 for none) became readable: a sender that shuts down
-// wakes every wait of its writers at once.
-bool WaitReady(int fd, short events, const Clock::time_point* deadline, int stop_fd = -1) {
-  for (;;) {
-    pollfd p[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
-    int r = poll(p, stop_fd >= 0 ? 2 : 1, deadline ? MillisLeft(*deadline) : -1);
-    if (r > 0) return stop_fd < 0 || p[1].revents == 0;
-    if (r == 0) return false;
-    if (errno != EINTR) return false;
-  }
-}
-
-// Reads exactly n bytes, every wait bounded by `deadline` (null: unbounded, for an
-// idle connection between frames). False on EOF, error, shutdown or deadline.
-bool ReadFull(int fd, void* out, size_t n, const Clock::time_point* deadline) {
-  auto* p = static_cast<char*>(out);
-  while (n > 0) {
-    if (!WaitReady(fd, POLLIN, deadline)) return false;
-    ssize_t got = recv(fd, p, n, MSG_DONTWAIT);
-    if (got == 0) return false;
-    if (got < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-      return false;
-    }
-    p += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
-
-// Writes every byte of the iovecs (advanced in place), within `deadline` and until
-// `stop_fd` is signalled.
-bool WriteFull(int fd, std::vector<iovec> iov, Clock::time_point deadline, int stop_fd) {
-  size_t first = 0;
-  while (first < iov.size()) {
-    msghdr msg{};
-    msg.msg_iov = iov.data() + first;
-    msg.msg_iovlen = iov.size() - first;
-    ssize_t put = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (put < 0) {
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
-      if (!WaitReady(fd, POLLOUT, &deadline, stop_fd)) return false;
-      continue;
-    }
-    auto left = static_cast<size_t>(put);
-    while (first < iov.size() && left >= iov[first].iov_len) {
-      left -= iov[first].iov_len;
-      ++first;
-    }
-    if (first < iov.size()) {
-      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
-      iov[first].iov_len -= left;
-    }
-  }
-  return true;
-}
-
-template <class T>
-void Put(std::string& out, T value) {
-  out.append(reinterpret_cast<const char*>(&value), sizeof(value));
-}
+using bulk_internal::Clock;
+using bulk_internal::kMagic;
+using bulk_internal::kMaxHeaderBytes;
+using bulk_internal::kMaxRank;
+using bulk_internal::kPrefixBytes;
+using bulk_internal::NameThisThread;
+using bulk_internal::ReadFull;
+using bulk_internal::ResolvableHost;
 
 // Reads header fields in order; any read past the end marks the header bad.
 class HeaderReader {
@@ -145,74 +66,6 @@ class HeaderReader {
   size_t pos_ = 0;
   bool ok_ = true;
 };
-
-// The prefix and header of `frame` (everything before its payload), in one buffer.
-std::string EncodeHead(const BulkFrame& frame) {
-  std::string head;
-  Put<uint32_t>(head, kMagic);
-  Put<uint32_t>(head, 0);  // the header's size, filled in below
-  Put<uint64_t>(head, static_cast<uint64_t>(frame.tensor.TotalBytes()));
-  Put<int64_t>(head, frame.step_id);
-  Put<int32_t>(head, static_cast<int32_t>(frame.tensor.dtype()));
-  const auto& dims = frame.tensor.shape().dims();
-  Put<uint32_t>(head, static_cast<uint32_t>(dims.size()));
-  for (int64_t d : dims) Put<int64_t>(head, d);
-  Put<uint32_t>(head, static_cast<uint32_t>(frame.device.size()));
-  head += frame.device;
-  Put<uint32_t>(head, static_cast<uint32_t>(frame.key.size()));
-  head += frame.key;
-  const auto header_bytes = static_cast<uint32_t>(head.size() - kPrefixBytes);
-  std::memcpy(&head[4], &header_bytes, sizeof(header_bytes));
-  return head;
-}
-
-// A host as the resolver takes it: a bracketed IPv6 address ("[::1]", as cluster
-// specs write it) without its brackets.
-std::string ResolvableHost(const std::string& host) {
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    return host.substr(1, host.size() - 2);
-  }
-  return host;
-}
-
-// A connected, non-blocking TCP socket to endpoint, or -1 (unreachable, refused,
-// not connected within the deadline, or `stop_fd` signalled).
-int ConnectWithin(const std::string& endpoint, Clock::time_point deadline, int stop_fd) {
-  StatusOr<TaskAddress> parts = ParseHostPort(endpoint);
-  if (!parts.ok()) return -1;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  const std::string host = ResolvableHost(parts->host);
-  const std::string port = std::to_string(parts->port);
-  if (getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0) return -1;
-  int fd = -1;
-  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    int r = connect(fd, a->ai_addr, a->ai_addrlen);
-    bool connected = r == 0;
-    if (!connected && errno == EINPROGRESS && WaitReady(fd, POLLOUT, &deadline, stop_fd)) {
-      int err = 0;
-      socklen_t len = sizeof(err);
-      connected = getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
-    }
-    if (!connected) {
-      close(fd);
-      fd = -1;
-    }
-  }
-  freeaddrinfo(found);
-  if (fd >= 0) {
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  }
-  return fd;
-}
-
-// ---------------------------------------------------------------------------------
-// Receiver
 
 class BulkReceiverImpl : public BulkReceiver {
  public:
@@ -433,187 +286,6 @@ StatusOr<std::unique_ptr<BulkReceiver>> BulkReceiver::Listen(const std::string& 
   auto receiver = std::make_unique<BulkReceiverImpl>(options, std::move(deliver));
   AF_RETURN_IF_ERROR(receiver->Listen(host));
   return std::unique_ptr<BulkReceiver>(std::move(receiver));
-}
-
-// ---------------------------------------------------------------------------------
-// Sender
-
-struct BulkSender::Impl {
-  struct Pending {
-    BulkFrame frame;
-    Fallback fallback;
-  };
-  // One destination process: its queue, connection and writer thread.
-  struct Writer {
-    std::string endpoint;
-    std::deque<Pending> queue;
-    std::condition_variable cv;
-    std::thread thread;
-    int fd = -1;  // touched only by the writer thread
-    Clock::time_point retry_at{};
-  };
-
-  explicit Impl(BulkSenderOptions o)
-      : options(o), wake_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
-  ~Impl() {
-    if (wake_fd >= 0) close(wake_fd);
-  }
-
-  // Signals wake_fd for good: every writer's connect or write returns at once, and
-  // its frame goes to the fallback.
-  void WakeWriters() {
-    if (wake_fd < 0) return;
-    const uint64_t one = 1;
-    // Can fail only with EAGAIN, when the counter is already signalled.
-    [[maybe_unused]] const ssize_t written = write(wake_fd, &one, sizeof(one));
-  }
-
-  void WriteLoop(Writer* w) {
-    NameThisThread("af.bulk.send");
-    std::unique_lock<std::mutex> lock(mu);
-    const auto idle = std::chrono::milliseconds(options.idle_close_ms);
-    for (;;) {
-      if (!w->cv.wait_for(lock, idle, [&] { return stopping || !w->queue.empty(); })) {
-        Retire(w);
-        lock.unlock();
-        Disconnect(w);
-        return;
-      }
-      if (stopping) break;
-      Pending p = std::move(w->queue.front());
-      w->queue.pop_front();
-      lock.unlock();
-      const bool written = WriteOne(w, p.frame);
-      const auto bytes = static_cast<int64_t>(p.frame.tensor.TotalBytes());
-      if (!written) p.fallback(std::move(p.frame));
-      lock.lock();
-      if (written) {
-        ++stats.frames;
-        stats.bytes += bytes;
-      } else {
-        ++stats.fallbacks;
-      }
-    }
-    // Stopping: what is still queued goes over the fallback.
-    std::deque<Pending> left;
-    left.swap(w->queue);
-    stats.fallbacks += static_cast<int64_t>(left.size());
-    lock.unlock();
-    for (auto& p : left) p.fallback(std::move(p.frame));
-    Disconnect(w);
-  }
-
-  static void Disconnect(Writer* w) {
-    if (w->fd >= 0) close(w->fd);
-    w->fd = -1;
-  }
-
-  // Takes an idle writer out of `writers` (called with mu held), so that a peer that
-  // went away (a restarted task listens on a new port) leaves no thread or connection
-  // behind; a later Send to its endpoint starts a new writer.
-  void Retire(Writer* w) {
-    auto it = writers.find(w->endpoint);
-    retired.push_back(std::move(it->second));
-    writers.erase(it);
-  }
-
-  // Joins the threads of retired writers (called with mu held; a retired writer's
-  // thread no longer takes mu).
-  void JoinRetiredLocked() {
-    for (auto& w : retired) {
-      if (w->thread.joinable()) w->thread.join();
-    }
-    retired.clear();
-  }
-
-  // Writes one frame whole, connecting first if needed. False (and the connection
-  // closed, further tries paused for retry_after_ms) on any failure.
-  bool WriteOne(Writer* w, const BulkFrame& frame) {
-    const auto now = Clock::now();
-    if (w->fd < 0) {
-      if (now < w->retry_at) return false;
-      w->fd = ConnectWithin(
-          w->endpoint, now + std::chrono::milliseconds(options.connect_timeout_ms), wake_fd);
-    }
-    if (w->fd >= 0) {
-      std::string head = EncodeHead(frame);
-      std::vector<iovec> iov{{head.data(), head.size()}};
-      if (frame.tensor.TotalBytes() > 0) {
-        iov.push_back({frame.tensor.raw_data(), frame.tensor.TotalBytes()});
-      }
-      if (WriteFull(w->fd, std::move(iov),
-                    Clock::now() + std::chrono::milliseconds(options.write_timeout_ms),
-                    wake_fd)) {
-        return true;
-      }
-      // A partly written frame leaves the stream mid-frame: the connection goes, and
-      // the receiver drops the truncated frame.
-      Disconnect(w);
-    }
-    w->retry_at = Clock::now() + std::chrono::milliseconds(options.retry_after_ms);
-    return false;
-  }
-
-  const BulkSenderOptions options;
-  // Readable once Shutdown began (-1 if no eventfd could be made: then a writer in
-  // a blocked write ends only at its write timeout).
-  const int wake_fd;
-  mutable std::mutex mu;
-  bool stopping = false;
-  std::map<std::string, std::unique_ptr<Writer>> writers;
-  std::vector<std::unique_ptr<Writer>> retired;
-  BulkChannelStats stats;
-};
-
-BulkSender::BulkSender(BulkSenderOptions options) : impl_(std::make_unique<Impl>(options)) {}
-
-BulkSender::~BulkSender() { Shutdown(); }
-
-void BulkSender::Send(const std::string& endpoint, BulkFrame frame, Fallback fallback) {
-  std::unique_lock<std::mutex> lock(impl_->mu);
-  if (impl_->stopping) {
-    ++impl_->stats.fallbacks;
-    lock.unlock();
-    fallback(std::move(frame));
-    return;
-  }
-  impl_->JoinRetiredLocked();
-  auto& slot = impl_->writers[endpoint];
-  if (!slot) {
-    slot = std::make_unique<Impl::Writer>();
-    slot->endpoint = endpoint;
-    Impl::Writer* w = slot.get();
-    w->thread = std::thread([impl = impl_.get(), w] { impl->WriteLoop(w); });
-  }
-  slot->queue.push_back(Impl::Pending{std::move(frame), std::move(fallback)});
-  slot->cv.notify_one();
-}
-
-void BulkSender::Shutdown() {
-  std::vector<Impl::Writer*> writers;
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    if (impl_->stopping) return;
-    impl_->stopping = true;
-    impl_->WakeWriters();
-    for (auto& [endpoint, w] : impl_->writers) {
-      w->cv.notify_one();
-      writers.push_back(w.get());
-    }
-  }
-  for (auto* w : writers) w->thread.join();
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  impl_->JoinRetiredLocked();
-}
-
-int BulkSender::writers() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return static_cast<int>(impl_->writers.size());
-}
-
-BulkChannelStats BulkSender::stats() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->stats;
 }
 
 }  // namespace actorflow
