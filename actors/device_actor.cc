@@ -253,11 +253,10 @@ StatusOr<std::shared_ptr<PartitionExec>> BuildPartition(const DeviceConfig& conf
   return exec;
 }
 
-// Starts one step of a registered partition; the answer comes when it ends (or at
-// once for an unknown partition or an aborted step). req.record_executed: whether the
-// step records its executed nodes (and, with req.collect_stats, their stats).
-// Starts one step of a registered partition; its answer goes to `answer` (at once
-// for an unknown partition or an aborted step, else when the step ends).
+// Starts one step of a registered partition; its answer goes to `answer` when the
+// step ends (or at once for an unknown partition or an aborted step).
+// req.record_executed: whether the step records its executed nodes (and, with
+// req.collect_stats, their stats).
 void RunPartition(DeviceSelf self, RunPartitionRequest& req, DeviceState::ActiveStep answer) {
   const bool record = req.record_executed;
   DeviceState& st = self->state;
