@@ -219,6 +219,7 @@ StatusOr<ParameterStats> ParameterClientImpl::Stats(int64_t timeout_ms) {
     left.insert(s.workers_left.begin(), s.workers_left.end());
     // Every shard sees the same joins and losses: the first one's record stands.
     stats.updates_lost = std::max(stats.updates_lost, s.updates_lost);
+    if (!s.initialized) ++stats.shards_uninitialized;
     if (stats.updates_by_aggregated.empty()) {
       stats.updates_by_aggregated = s.updates_by_aggregated;
       stats.membership_changes = s.membership_changes;

@@ -117,6 +117,9 @@ struct ParameterStats {
   // Versions a recovery skipped (AdvanceGlobalStep past a shard's version): updates
   // lost with a ps task; the largest over the shards.
   int64_t updates_lost = 0;
+  // Shards that hold no initialized variables: a fresh start, or a ps task that
+  // restarted (its shard came back empty).
+  int shards_uninitialized = 0;
 };
 
 class ParameterClient {

@@ -186,6 +186,7 @@ StatusOr<ParameterStats> FakeParameterServer::Stats() {
   stats.mean_staleness =
       staleness_count_ == 0 ? 0.0 : static_cast<double>(staleness_sum_) / staleness_count_;
   stats.workers_lost.assign(lost_.begin(), lost_.end());
+  stats.shards_uninitialized = initialized_ ? 0 : 1;
   return stats;
 }
 

@@ -257,13 +257,31 @@ bool RecoverySupervisor::WaitForWorkers(ParameterClient* client) {
   }
 }
 
+StatusOr<ParameterSnapshot> RecoverySupervisor::ProbeShards(ParameterClient* client,
+                                                            bool* holds_nothing) {
+  *holds_nothing = false;
+  StatusOr<ParameterSnapshot> probe = client->Snapshot(-1, options_.timeout_ms);
+  for (int attempt = 1;; ++attempt) {
+    if (probe.ok() || probe.status().code() != Code::kFailedPrecondition) return probe;
+    AF_ASSIGN_OR_RETURN(ParameterStats stats, client->Stats(options_.timeout_ms));
+    if (stats.shards_uninitialized > 0) {
+      *holds_nothing = true;
+      return probe;
+    }
+    // Every shard is live: the cut failed because they moved under it.
+    if (attempt == kProbeAttempts) return probe;
+    probe = client->Snapshot(-1, options_.timeout_ms);
+  }
+}
+
 Status RecoverySupervisor::PrepareShards(ParameterClient* client, RecoveryEvent* event,
                                          RecoveryReport* report, bool at_start) {
   StatusOr<std::string> latest = recovery_.checkpoint_dir.empty()
                                      ? StatusOr<std::string>(NotFound("no checkpoint directory"))
                                      : LatestCheckpoint(recovery_.checkpoint_dir);
   if (!latest.ok() && latest.status().code() != Code::kNotFound) return latest.status();
-  StatusOr<ParameterSnapshot> probe = client->Snapshot(-1, options_.timeout_ms);
+  bool holds_nothing = false;
+  StatusOr<ParameterSnapshot> probe = ProbeShards(client, &holds_nothing);
   if (probe.ok()) {
     event->resumed_from = probe->global_step;
     if (at_start && probe->global_step > 0) {
@@ -282,7 +300,7 @@ Status RecoverySupervisor::PrepareShards(ParameterClient* client, RecoveryEvent*
     }
     return Status::OK();
   }
-  if (probe.status().code() != Code::kFailedPrecondition) return probe.status();
+  if (!holds_nothing) return probe.status();
   // A shard holds nothing: a fresh start, or a ps task that restarted.
   if (!latest.ok()) return Status::OK();
   AF_ASSIGN_OR_RETURN(PsCheckpointInfo info,

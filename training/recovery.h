@@ -107,6 +107,10 @@ struct RecoveryReport {
 
 class RecoverySupervisor {
  public:
+  // Cuts the chief takes of live shards that keep moving under it before it gives
+  // up with the cut's error (see ProbeShards).
+  static constexpr int kProbeAttempts = 3;
+
   RecoverySupervisor(DataParallelOptions options, WorkerOptions worker_options,
                      RecoveryOptions recovery, ParameterClientFactory client_factory);
 
@@ -120,6 +124,12 @@ class RecoverySupervisor {
 
  private:
   StatusOr<std::unique_ptr<ParameterClient>> Reconnect();
+  // The shards' cut as they are; *holds_nothing when it failed because a shard holds
+  // no variables. A cut of live shards can fail while they move under it (a
+  // reconnecting worker raises their version between the two halves of the cut): it
+  // is taken again, up to kProbeAttempts in all, and never taken for "empty", since
+  // restoring a checkpoint over live shards would lose their newer values.
+  StatusOr<ParameterSnapshot> ProbeShards(ParameterClient* client, bool* holds_nothing);
   // Chief: restores from the latest checkpoint when a shard holds nothing; fills
   // `event`'s restore fields and resumed_from.
   Status PrepareShards(ParameterClient* client, RecoveryEvent* event, RecoveryReport* report,
