@@ -90,10 +90,7 @@ bool DirectSteps::RunOnDevice(const DirectPlan& plan, int64_t timeout_ms, const 
   const int64_t step_id = run->request.step_id;
   if (!send(plan.device_actor, std::move(run), reply, timeout_ms)) {
     // As the master words a missed deadline, then aborts the step on its device.
-    *status = DeadlineExceeded("step exceeded its deadline of " + std::to_string(timeout_ms) +
-                               " ms (RunOptions.timeout_in_ms) while device " + plan.device +
-                               " was still running")
-                  .WithContext("on device " + plan.device);
+    *status = StepDeadlineExceeded(timeout_ms, plan.device).WithContext("on device " + plan.device);
     caf::anon_send(plan.device_actor, abort_atom::value, AbortRequest{step_id, *status});
     return true;
   }

@@ -222,10 +222,7 @@ void LaunchStep(MasterSelf self, const std::shared_ptr<Plan>& plan,
                 const std::string& device = step->plan->parts[i].device;
                 RunPartitionResult r;
                 if (e == caf::sec::request_timeout) {
-                  r.status = DeadlineExceeded("step exceeded its deadline of " +
-                                              std::to_string(timeout_ms) +
-                                              " ms (RunOptions.timeout_in_ms) while device " +
-                                              device + " was still running");
+                  r.status = StepDeadlineExceeded(timeout_ms, device);
                 } else {
                   r.status = Unavailable("task " + TaskOfDevice(device) + " (device " + device +
                                          ") did not answer: " + caf::to_string(e));

@@ -52,6 +52,14 @@ struct DirectPlan {
   std::atomic<bool> valid{true};
 };
 
+// A step's missed RunOptions.timeout_in_ms, worded the same whoever enforces it
+// (the master, or an in-process session for a step it sent straight to a device).
+inline Status StepDeadlineExceeded(int64_t timeout_ms, const std::string& device) {
+  return DeadlineExceeded("step exceeded its deadline of " + std::to_string(timeout_ms) +
+                          " ms (RunOptions.timeout_in_ms) while device " + device +
+                          " was still running");
+}
+
 // A client's step: filled by the session, answered by the master through `reply`.
 struct StepReply {
   std::mutex mu;
