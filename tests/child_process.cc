@@ -13,8 +13,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 
 extern char** environ;
 
@@ -45,6 +47,40 @@ int BindLoopback(int port, int* bound) {
   }
   *bound = ntohs(addr.sin_port);
   return fd;
+}
+
+// The lowest port of the kernel's ephemeral range (the ports it hands to outgoing
+// connections and to bind(port 0)); 32768 when the range cannot be read.
+int EphemeralRangeLow() {
+  int low = 32768;
+  int high = 60999;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d %d", &low, &high) != 2) low = 32768;
+    std::fclose(f);
+  }
+  return low;
+}
+
+// A socket bound to a port of 127.0.0.1 that a server task will listen on later.
+// Why not port 0: the kernel draws such a port from the ephemeral range, so once it
+// is released an outgoing connection of any process (another test, the cluster's own
+// tasks) can take it as its local port before the server binds it, and the server
+// fails with "port in use". Below the ephemeral range only explicit binds take a
+// port, so a port is drawn at random from [10000, low of the range). Falls back to
+// port 0 when that span is small or full.
+int BindServerPort(int* bound) {
+  constexpr int kLowest = 10000;
+  const int span = EphemeralRangeLow() - kLowest;
+  if (span >= 1000) {
+    static std::mt19937 random(static_cast<uint32_t>(
+        getpid() ^ Clock::now().time_since_epoch().count()));
+    std::uniform_int_distribution<int> pick(kLowest, kLowest + span - 1);
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      const int fd = BindLoopback(pick(random), bound);
+      if (fd >= 0) return fd;
+    }
+  }
+  return BindLoopback(0, bound);
 }
 
 }  // namespace
@@ -256,7 +292,7 @@ std::string FindWorkspaceProgram(const std::string& relative) {
 
 int FreeLoopbackPort() {
   int port = 0;
-  int fd = BindLoopback(0, &port);
+  int fd = BindServerPort(&port);
   if (fd < 0) return 0;
   close(fd);
   return port;
@@ -298,7 +334,7 @@ void GarbageListener::Serve() {
 }
 
 PortHolder::PortHolder() {
-  fd_ = BindLoopback(0, &port_);
+  fd_ = BindServerPort(&port_);
   if (fd_ < 0 || listen(fd_, 1) != 0) port_ = 0;
 }
 

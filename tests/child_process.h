@@ -102,8 +102,9 @@ class ChildProcess {
 // Empty when none of them is executable.
 std::string FindWorkspaceProgram(const std::string& relative);
 
-// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0, read, closed).
-// 0 when no socket could be bound.
+// A TCP port on 127.0.0.1 that was free a moment ago (bound, read, closed), drawn
+// below the kernel's ephemeral range so that no outgoing connection takes it before
+// a server binds it. 0 when no socket could be bound.
 int FreeLoopbackPort();
 
 // A listener on 127.0.0.1 that is not an actorflow server: it accepts every

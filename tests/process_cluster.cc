@@ -15,7 +15,22 @@ std::string JsonString(const std::string& s) { return "\"" + s + "\""; }
 }  // namespace
 
 StatusOr<std::unique_ptr<ProcessCluster>> ProcessCluster::Start(ProcessClusterOptions options) {
-  std::unique_ptr<ProcessCluster> cluster(new ProcessCluster(std::move(options)));
+  // A drawn port can still be taken by someone else between the draw and the task's
+  // bind; the whole cluster is then drawn and started again (its tasks' specs name
+  // each other's ports, so one task cannot move alone).
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    auto cluster = StartOnce(options);
+    if (cluster.ok() || attempt == kAttempts ||
+        cluster.status().message().find("port in use") == std::string::npos) {
+      return cluster;
+    }
+  }
+}
+
+StatusOr<std::unique_ptr<ProcessCluster>> ProcessCluster::StartOnce(
+    const ProcessClusterOptions& options) {
+  std::unique_ptr<ProcessCluster> cluster(new ProcessCluster(options));
   const ProcessClusterOptions& o = cluster->options_;
   // Each cluster of a process gets its own spec file.
   static std::atomic<int> next_id{0};

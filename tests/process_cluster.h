@@ -46,7 +46,9 @@ struct ProcessClusterOptions {
 class ProcessCluster {
  public:
   // Starts every task. Unavailable when a server did not get ready in time or
-  // exited (its stderr quoted); Internal when the spec file cannot be written.
+  // exited (its stderr quoted); Internal when the spec file cannot be written. A
+  // server that finds its port taken ("port in use") makes it start the whole
+  // cluster again on new ports, up to 3 times.
   static StatusOr<std::unique_ptr<ProcessCluster>> Start(ProcessClusterOptions options);
   // Kills and reaps every process and removes the spec file.
   ~ProcessCluster();
@@ -68,6 +70,7 @@ class ProcessCluster {
 
  private:
   explicit ProcessCluster(ProcessClusterOptions options) : options_(std::move(options)) {}
+  static StatusOr<std::unique_ptr<ProcessCluster>> StartOnce(const ProcessClusterOptions& options);
   Status StartTask(const TaskKey& task);
 
   ProcessClusterOptions options_;
