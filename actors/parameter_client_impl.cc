@@ -3,10 +3,13 @@
 // ConnectParameterServers (actors/parameter_client_impl.h).
 #include "actors/parameter_client_impl.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <caf/io/all.hpp>
 #include <set>
 
+#include "actors/bulk_gradients.h"
 #include "actors/cluster_transport.h"
 #include "actors/connect.h"
 #include "actors/messages.h"
@@ -40,6 +43,9 @@ ParameterClientImpl::ParameterClientImpl(const ParameterServerOptions& options,
 }
 
 ParameterClientImpl::~ParameterClientImpl() {
+  // Both post to the fan-out actor: they go before the actor system.
+  if (bulk_sender_) bulk_sender_->Shutdown();
+  values_receiver_.reset();
   if (worker_ >= 0 && fanout_) {
     auto call = Fan<Status>(AllShards(), Deadline::After(kLeaveTimeoutMs), [this](size_t) {
       return std::make_tuple(shard_leave_atom::value, int32_t{worker_});
@@ -59,8 +65,10 @@ Status ParameterClientImpl::Connect(const ClusterSpec& cluster, const std::strin
   const int tasks = cluster.num_tasks(ps_job);
   std::vector<ShardActor> shards;
   std::vector<FrontActor> fronts;
+  std::vector<std::string> hosts;
   for (int i = 0; i < tasks; ++i) {
     AF_ASSIGN_OR_RETURN(TaskAddress address, cluster.Address(TaskId{ps_job, i}));
+    hosts.push_back(address.host);
     const std::string who = TaskId{ps_job, i}.ToString();
     names_.push_back(who + " at " + address.ToString());
     auto left = std::chrono::milliseconds(std::max<int64_t>(1, deadline.LeftMs()));
@@ -70,6 +78,8 @@ Status ParameterClientImpl::Connect(const ClusterSpec& cluster, const std::strin
                         GetShard(front, client_options_.shard_name, names_.back(), deadline));
     shards.push_back(shard);
     fronts.push_back(front);
+    bulk_endpoints_.push_back(client_options_.bulk_min_bytes > 0 ? AskBulkEndpoint(front, deadline)
+                                                                  : std::string());
   }
   if (client_options_.ps_replicas >= 2) {
     AF_RETURN_IF_ERROR(ConnectStandbys(shards, fronts, deadline));
@@ -77,7 +87,35 @@ Status ParameterClientImpl::Connect(const ClusterSpec& cluster, const std::strin
   fronts_ = fronts;
   replaced_.assign(tasks, false);
   fanout_ = SpawnFanOut(*system_, std::move(shards), names_);
+  OpenValuesReceiver(hosts);
   return Status::OK();
+}
+
+void ParameterClientImpl::OpenValuesReceiver(const std::vector<std::string>& ps_hosts) {
+  bulk_client_id_ = std::to_string(::getpid()) + "." +
+                    std::to_string(reinterpret_cast<uintptr_t>(this)) + "." +
+                    std::to_string(Clock::now().time_since_epoch().count());
+  if (std::all_of(bulk_endpoints_.begin(), bulk_endpoints_.end(),
+                  [](const std::string& e) { return e.empty(); })) {
+    return;
+  }
+  std::string host = client_options_.bulk_reply_host;
+  if (host.empty()) {
+    const bool all_loopback =
+        std::all_of(ps_hosts.begin(), ps_hosts.end(), [](const std::string& h) {
+          return h == "localhost" || h.rfind("127.", 0) == 0;
+        });
+    if (!all_loopback) return;
+    host = "127.0.0.1";
+  }
+  caf::actor fanout = fanout_;
+  auto receiver =
+      BulkReceiver::Listen(host, BulkReceiverOptions(), [fanout](BulkFrame frame) -> Status {
+        caf::anon_send(fanout, shard_values_atom::value, std::move(frame.key),
+                       std::move(frame.tensor));
+        return Status::OK();
+      });
+  if (receiver.ok()) values_receiver_ = std::move(receiver).value();
 }
 
 Status ParameterClientImpl::Register(int worker) {
@@ -232,6 +270,64 @@ StatusOr<ParameterStats> ParameterClientImpl::Stats(int64_t timeout_ms) {
   return stats;
 }
 
+std::string ParameterClientImpl::AskBulkEndpoint(const FrontActor& front,
+                                                 const Deadline& deadline) {
+  caf::scoped_actor self{*system_};
+  std::string endpoint;
+  self->request(front, std::chrono::milliseconds(std::max<int64_t>(1, deadline.LeftMs())),
+                devices_atom::value)
+      .receive(
+          [&](std::vector<DevicePeer>& devices) {
+            if (!devices.empty()) endpoint = devices.front().bulk_endpoint;
+          },
+          [](caf::error&) {});
+  return endpoint;
+}
+
+bool ParameterClientImpl::BulkServes(int t) const {
+  // A standby or a replacement shard is another task's or has another name.
+  const size_t at = static_cast<size_t>(t);
+  const bool moved = (at < failed_over_.size() && failed_over_[at]) ||
+                     (at < replaced_.size() && replaced_[at]);
+  return client_options_.bulk_min_bytes > 0 && at < bulk_endpoints_.size() &&
+         !bulk_endpoints_[at].empty() && !moved;
+}
+
+void ParameterClientImpl::SendApart(int t, ShardPushArgs* push) {
+  if (!BulkServes(t)) return;
+  const std::string push_key = bulk_client_id_ + "/" + std::to_string(push->worker) + "/" +
+                               std::to_string(push->sequence);
+  if (push->return_values && values_receiver_) {
+    int64_t value_bytes = 0;
+    for (const auto& [name, shard] : location_) {
+      const Like& like = like_.at(name);
+      if (shard == t) value_bytes += like.shape.num_elements() * DTypeSize(like.dtype);
+    }
+    if (value_bytes >= client_options_.bulk_min_bytes) {
+      push->values_endpoint = values_receiver_->endpoint();
+      push->values_key = push_key + "/values";
+    }
+  }
+  int64_t bytes = 0;
+  for (const Tensor& g : push->gradients) bytes += static_cast<int64_t>(g.TotalBytes());
+  if (bytes < client_options_.bulk_min_bytes) return;
+  if (!bulk_sender_) bulk_sender_ = std::make_unique<BulkSender>();
+  push->bulk_key = push_key;
+  const std::string device = BulkShardAddress(client_options_.shard_name);
+  caf::actor fanout = fanout_;
+  for (size_t i = 0; i < push->gradients.size(); ++i) {
+    BulkFrame frame{device, 0, BulkGradientKey(push->bulk_key, i), push->gradients[i]};
+    bulk_sender_->Send(bulk_endpoints_[t], std::move(frame), [fanout, t](BulkFrame unsent) {
+      // The same message the ps task's receiver would have sent, from here.
+      caf::anon_send(fanout, FanOutTask{[t, key = std::move(unsent.key),
+                                         tensor = std::move(unsent.tensor)](FanOutActor* self) {
+                       caf::anon_send(self->state.shards[t], shard_bulk_atom::value, key, tensor);
+                     }});
+    });
+  }
+  push->gradients.clear();
+}
+
 StatusOr<PushResult> ParameterClientImpl::PushImpl(const ParameterSnapshot& base,
                                                    const std::map<std::string, Tensor>& gradients,
                                                    int64_t timeout_ms, ParameterSnapshot* next) {
@@ -275,6 +371,7 @@ StatusOr<PushResult> ParameterClientImpl::PushImpl(const ParameterSnapshot& base
     pushes[t].base_version = base.shard_versions[t];
     pushes[t].return_values = next != nullptr;
   }
+  for (int t : targets) SendApart(t, &pushes[t]);
   const Deadline deadline = Deadline::After(timeout_ms);
   auto call = Fan<PushReply>(targets, deadline, [&](size_t pos) {
     return std::make_tuple(shard_push_atom::value, pushes[targets[pos]], deadline.LeftMs());

@@ -28,6 +28,11 @@
 //   Stats          updates_applied and gradients_dropped_stale: the largest over the
 //                  shards (each shard counts every push); mean_staleness over all
 //                  applied gradients; workers_lost: the union.
+// Large pushes (bulk_min_bytes) on plain clusters: a ps task's share of the gradients
+// is written on its bulk channel and the reply's values come back on a receiver of
+// this client (actors/bulk_gradients.h), beside the push message: off CAF's broker
+// threads and without their copies. Whatever the channel cannot carry goes over CAF;
+// the results are the same either way.
 // Timeouts: the shards answer a parked request with DeadlineExceeded (saying what it
 // waited for) at timeout_ms; the client gives up on its own 250 ms later. A call with
 // timeout_ms <= 0 waits without a deadline (a ps task going down still ends it, with
@@ -64,6 +69,16 @@ struct ParameterClientOptions {
   // ("<shard>/replacement_of_<i>") on the next live ps task, for the chief to restore
   // from a checkpoint. Off: a lost shard stays lost for this client.
   bool replace_lost_shards = false;
+  // A push whose gradients for one ps task total this many bytes or more writes them
+  // on that task's bulk channel (actors/bulk_gradients.h), beside the push message,
+  // when the task has one (plain clusters; servers with transport security do not
+  // open it). A gradient the channel cannot carry goes over CAF instead. 0: never.
+  int64_t bulk_min_bytes = int64_t{256} << 10;
+  // Where this client listens for the values of push-and-pull replies that a ps task
+  // writes on its bulk channel instead of in the reply (the same size rule). Empty:
+  // 127.0.0.1 when every ps task is on a loopback address, otherwise no listener
+  // (the values stay in the replies). Set it to this worker's host on other clusters.
+  std::string bulk_reply_host;
 };
 
 // Connects to every task of `ps_job` in `cluster` within `timeout_ms`.

@@ -26,6 +26,7 @@
 #include <tuple>
 #include <vector>
 
+#include "actors/bulk_channel.h"
 #include "actors/front_protocol.h"
 #include "actors/parameter_client_impl.h"
 #include "actors/shard_fanout.h"
@@ -118,6 +119,23 @@ class ParameterClientImpl : public ParameterClient {
  private:
   // --- parameter_client_impl.cc
 
+  // The bulk channel endpoint a ps task's front advertises with its devices; "" when
+  // it has none or does not say in time.
+  std::string AskBulkEndpoint(const FrontActor& front, const Deadline& deadline);
+
+  // When the task's bulk channel serves shard position t: writes the gradients of
+  // `push` on it and leaves only their key in `push`, and asks for the reply's values
+  // on values_receiver_; each only when big enough (bulk_min_bytes). Otherwise
+  // leaves `push` as it is.
+  void SendApart(int t, ShardPushArgs* push);
+
+  // Whether shard position t is still the ps task's own shard with a bulk channel.
+  bool BulkServes(int t) const;
+
+  // Opens values_receiver_ (see ParameterClientOptions::bulk_reply_host); without
+  // it, or when it cannot listen, values stay in the replies.
+  void OpenValuesReceiver(const std::vector<std::string>& ps_hosts);
+
   // Push and, when `next` is given, push-and-pull: `next` becomes the snapshot the
   // replies carry, or stays empty (no shard_versions) when they do not make a
   // consistent one (sync shards answering at different versions).
@@ -196,6 +214,13 @@ class ParameterClientImpl : public ParameterClient {
   std::vector<bool> replaced_;
   int worker_ = -1;
   uint64_t next_sequence_ = 1;
+  // Per ps task: its bulk channel's endpoint ("" when it has none); this client's id
+  // in bulk keys; the sender, made on the first push that uses it.
+  std::vector<std::string> bulk_endpoints_;
+  std::string bulk_client_id_;
+  std::unique_ptr<BulkSender> bulk_sender_;
+  // Receives the values of push replies sent apart (null: they stay in the replies).
+  std::unique_ptr<BulkReceiver> values_receiver_;
   // Where each variable lives and what it looks like (from Initialize or Pull).
   struct Like {
     DType dtype;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 
+#include "actors/bulk_gradients.h"
 #include "actors/messages.h"
 #include "actors/shard_messages.h"
 
@@ -14,6 +15,17 @@ namespace {
 
 using RequestId = ParameterShardState::RequestId;
 constexpr int64_t kNoDeadline = ParameterShardState::kNoDeadline;
+
+struct WaitingPush {
+  ShardPushArgs args;
+  int64_t deadline = kNoDeadline;  // the push's own, for the state once complete
+};
+
+struct ValuesApart {
+  std::string endpoint;  // the worker's bulk receiver
+  std::string key;
+  caf::actor requester;  // gets a value the channel could not carry
+};
 
 struct ShardActorState {
   std::unique_ptr<ParameterShardState> shard;
@@ -33,6 +45,12 @@ struct ShardActorState {
   // A standby shard on another ps task gets a copy after every change of version.
   ShardActor standby;
   int64_t copied_version = -1;  // the version last copied (-1: none yet)
+  // Pushes whose gradients come apart (ShardPushArgs::bulk_key), until they are all here.
+  BulkGradientStash bulk;
+  std::map<RequestId, WaitingPush> waiting_for_gradients;
+  // Push-and-pull replies whose values go apart, and the sender that writes them.
+  std::map<RequestId, ValuesApart> values_apart;
+  std::shared_ptr<BulkSender> bulk_sender;
   const char* name = "parameter_shard";
 };
 
@@ -65,6 +83,27 @@ void CopyToStandby(ShardSelf self) {
       .then([](Status&) {}, [](caf::error&) {});
 }
 
+// When the push asked for its reply's values apart: writes each on the bulk channel
+// (the values are immutable buffers: an update copies before it writes) and leaves
+// only their key in the reply. A value the channel cannot carry is sent to the
+// requester over CAF as the same (shard_values_atom, key, value) message.
+void SendValuesApart(ShardSelf self, ParameterShardState::PushReply* reply) {
+  auto& st = self->state;
+  auto apart = st.values_apart.find(reply->id);
+  if (apart == st.values_apart.end() || !st.bulk_sender) return;
+  const ValuesApart& to = apart->second;
+  for (size_t i = 0; i < reply->values.size(); ++i) {
+    BulkFrame frame{"values", 0, BulkGradientKey(to.key, i), std::move(reply->values[i])};
+    st.bulk_sender->Send(to.endpoint, std::move(frame),
+                         [requester = to.requester](BulkFrame unsent) {
+                           caf::anon_send(requester, shard_values_atom::value,
+                                          std::move(unsent.key), std::move(unsent.tensor));
+                         });
+  }
+  reply->values.clear();
+  reply->values_key = to.key;
+}
+
 // Delivers what a state call produced and forgets the answered requests.
 void Deliver(ShardSelf self, ParameterShardState::Replies& out) {
   auto& st = self->state;
@@ -82,7 +121,11 @@ void Deliver(ShardSelf self, ParameterShardState::Replies& out) {
   CopyToStandby(self);
   for (auto& r : out.pulls) finish(r.id, r);
   for (auto& r : out.pushes) {
-    if (st.values_wanted.erase(r.id) > 0 && r.status.ok()) st.shard->FillValues(&r);
+    if (st.values_wanted.erase(r.id) > 0 && r.status.ok()) {
+      st.shard->FillValues(&r);
+      SendValuesApart(self, &r);
+    }
+    st.values_apart.erase(r.id);
     finish(r.id, r);
   }
   out = {};
@@ -99,7 +142,32 @@ void ScheduleSweepBy(ShardSelf self, int64_t next) {
 }
 
 // A sweep by the earliest deadline of every parked request (a scan of them all).
-void ScheduleSweep(ShardSelf self) { ScheduleSweepBy(self, self->state.shard->NextDeadline()); }
+void ScheduleSweep(ShardSelf self) {
+  const auto& st = self->state;
+  ScheduleSweepBy(self, std::min(st.shard->NextDeadline(), st.bulk.NextDeadline()));
+}
+
+// Pushes whose gradients did not all arrive by their wait are answered, not applied.
+void ExpireGradientWaits(ShardSelf self, int64_t now, ParameterShardState::Replies* out) {
+  auto& st = self->state;
+  for (RequestId id : st.bulk.Expire(now)) {
+    auto waiting = st.waiting_for_gradients.find(id);
+    if (waiting == st.waiting_for_gradients.end()) continue;
+    const ShardPushArgs& args = waiting->second.args;
+    ParameterShardState::PushReply reply;
+    reply.id = id;
+    reply.status = DeadlineExceeded(
+        st.shard->name() + ": push of worker " + std::to_string(args.worker) + " (sequence " +
+        std::to_string(args.sequence) + ") waited past its deadline for its " +
+        std::to_string(args.names.size()) + " gradients sent apart ('" + args.bulk_key +
+        "#i'); not applied");
+    reply.version = st.shard->version();
+    st.values_wanted.erase(id);
+    st.values_apart.erase(id);
+    out->pushes.push_back(std::move(reply));
+    st.waiting_for_gradients.erase(waiting);
+  }
+}
 
 // After a request was handed to the state: if it is still unanswered it is parked;
 // remember who asked (`sender`, taken before make_response_promise, which moves it
@@ -118,10 +186,12 @@ void TrackIfParked(ShardSelf self, RequestId id, const caf::actor& sender, int64
   ScheduleSweepBy(self, deadline);
 }
 
-ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardConfig config) {
+ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardConfig config,
+                                        std::shared_ptr<BulkSender> bulk) {
   auto created = ParameterShardState::Create(std::move(name), std::move(config));
   // SpawnParameterShard validated the config; nothing else can fail here.
   self->state.shard = std::move(created).value();
+  self->state.bulk_sender = std::move(bulk);
 
   self->set_down_handler([self](caf::down_msg& down) {
     auto& st = self->state;
@@ -140,6 +210,9 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
     if (parked != st.parked_by.end()) {
       for (RequestId id : parked->second) {
         st.shard->Cancel(id);
+        st.bulk.Cancel(id);
+        st.waiting_for_gradients.erase(id);
+        st.values_apart.erase(id);
         st.values_wanted.erase(id);
         st.promises.erase(id);
         st.requester_of.erase(id);
@@ -184,7 +257,7 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         TrackIfParked(self, id, sender, deadline);
         return promise;
       },
-      [self](shard_push_atom, const ShardPushArgs& push,
+      [self](shard_push_atom, ShardPushArgs& push,
              int64_t timeout_ms) -> caf::result<ParameterShardState::PushReply> {
         auto& st = self->state;
         const RequestId id = st.next_id++;
@@ -192,12 +265,45 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         auto promise = self->make_response_promise();
         st.promises[id] = promise;
         if (push.return_values) st.values_wanted.insert(id);
-        ParameterShardState::Replies out;
+        if (push.return_values && !push.values_endpoint.empty() && !push.values_key.empty() &&
+            st.bulk_sender && sender) {
+          st.values_apart[id] = ValuesApart{push.values_endpoint, push.values_key, sender};
+        }
         const int64_t deadline = DeadlineFor(self, timeout_ms);
+        if (!push.bulk_key.empty()) {
+          const int64_t wait_until = deadline != kNoDeadline
+                                         ? deadline
+                                         : NowMs(self) + BulkGradientStash::kWaitWithoutDeadlineMs;
+          if (!st.bulk.TakeOrWait(id, push.bulk_key, push.names.size(), wait_until,
+                                  &push.gradients)) {
+            st.waiting_for_gradients[id] = WaitingPush{std::move(push), deadline};
+            TrackIfParked(self, id, sender, wait_until);
+            return promise;
+          }
+        }
+        ParameterShardState::Replies out;
         st.shard->Push(id, push, deadline, &out);
         Deliver(self, out);
         TrackIfParked(self, id, sender, deadline);
         return promise;
+      },
+      [self](shard_bulk_atom, const std::string& key, Tensor& gradient) {
+        auto& st = self->state;
+        RequestId id = 0;
+        std::vector<Tensor> gradients;
+        if (!st.bulk.Arrived(key, std::move(gradient), NowMs(self), &id, &gradients)) {
+          ScheduleSweepBy(self, st.bulk.NextDeadline());  // an orphan's expiry
+          return;
+        }
+        auto waiting = st.waiting_for_gradients.find(id);
+        if (waiting == st.waiting_for_gradients.end()) return;
+        WaitingPush push = std::move(waiting->second);
+        st.waiting_for_gradients.erase(waiting);
+        push.args.gradients = std::move(gradients);
+        ParameterShardState::Replies out;
+        st.shard->Push(id, push.args, push.deadline, &out);
+        Deliver(self, out);
+        ScheduleSweepBy(self, push.deadline);
       },
       [self](shard_join_atom, int32_t worker, const caf::actor& who) -> Status {
         auto& st = self->state;
@@ -289,7 +395,9 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         auto& st = self->state;
         st.sweeps.erase(at);
         ParameterShardState::Replies out;
-        st.shard->Expire(NowMs(self), &out);
+        const int64_t now = NowMs(self);
+        st.shard->Expire(now, &out);
+        ExpireGradientWaits(self, now, &out);
         Deliver(self, out);
         ScheduleSweep(self);
       },
@@ -299,10 +407,11 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
 }  // namespace
 
 StatusOr<ShardActor> SpawnParameterShard(caf::actor_system& system, const std::string& name,
-                                         const ShardConfig& config) {
+                                         const ShardConfig& config,
+                                         std::shared_ptr<BulkSender> bulk) {
   Status valid = ValidateShardConfig(config);
   if (!valid.ok()) return valid.WithContext(name);
-  return system.spawn(ShardBehavior, name, config);
+  return system.spawn(ShardBehavior, name, config, std::move(bulk));
 }
 
 caf::result<Status, ShardActor> GetOrCreateShard(caf::local_actor* self,
@@ -316,7 +425,7 @@ caf::result<Status, ShardActor> GetOrCreateShard(caf::local_actor* self,
     std::lock_guard<std::mutex> lock(services.mu);
     auto it = services.shards.find(name);
     if (it == services.shards.end()) {
-      auto spawned = SpawnParameterShard(self->system(), who, config);
+      auto spawned = SpawnParameterShard(self->system(), who, config, services.bulk_sender);
       if (!spawned.ok()) return {spawned.status(), ShardActor{}};
       services.shards[name] = *spawned;
       return {Status::OK(), *spawned};

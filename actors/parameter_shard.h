@@ -17,11 +17,13 @@
 #ifndef ACTORFLOW_ACTORS_PARAMETER_SHARD_H_
 #define ACTORFLOW_ACTORS_PARAMETER_SHARD_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <caf/all.hpp>
 
+#include "actors/bulk_channel.h"
 #include "actors/parameter_shard_state.h"
 #include "actors/shard_messages.h"
 #include "actors/task_services.h"
@@ -32,8 +34,11 @@ namespace actorflow {
 // Spawns a shard named `name` (the name starts its error messages). The config's
 // errors (ValidateShardConfig) come back without spawning anything. Its protocol is
 // documented at ShardActor (actors/shard_messages.h).
+// `bulk`, when given, writes the values of push replies that a worker asked to get
+// apart (ShardPushArgs::values_endpoint); without it they stay in the reply.
 StatusOr<ShardActor> SpawnParameterShard(caf::actor_system& system, const std::string& name,
-                                         const ShardConfig& config);
+                                         const ShardConfig& config,
+                                         std::shared_ptr<BulkSender> bulk = nullptr);
 
 // The front actor's (get_shard_atom, name, config) handler: the shard `name` of the
 // task (created on first use, under services.mu) if its config equals `config`;

@@ -12,6 +12,7 @@
 
 #include <optional>
 
+#include "actors/bulk_gradients.h"
 #include "actors/messages.h"
 #include "actors/parameter_shard.h"
 #include "actors/shard_messages.h"
@@ -75,6 +76,22 @@ struct fixture : test_coordinator_fixture<ShardTestConfig> {
     p.names = {"w"};
     p.gradients = {Tensor::FromVector<float>(g)};
     return Ask<PushReply>(shard_push_atom::value, p, timeout_ms);
+  }
+
+  // A push whose one gradient comes apart, keyed BulkGradientKey(key, 0).
+  Answer<PushReply> PushApart(int worker, int64_t base, const std::string& key,
+                              int64_t timeout_ms = 0) {
+    ShardPushArgs p;
+    p.worker = worker;
+    p.base_version = base;
+    p.names = {"w"};
+    p.bulk_key = key;
+    return Ask<PushReply>(shard_push_atom::value, p, timeout_ms);
+  }
+
+  void SendGradient(const std::string& key, std::vector<float> g) {
+    caf::anon_send(shard, shard_bulk_atom::value, BulkGradientKey(key, 0),
+                   Tensor::FromVector<float>(g));
   }
 
   Answer<PullReply> Pull(int64_t min_version = 0, int64_t timeout_ms = 0) {
@@ -342,6 +359,46 @@ CAF_TEST(a standby receives a copy after every update and a shard cannot be its 
   CAF_CHECK_EQUAL(w.data<float>()[1], 1.0f);   // 2 - (1 + 1) / 2
   caf::anon_send_exit(standby, caf::exit_reason::user_shutdown);
   shard = primary;
+}
+
+CAF_TEST(a push whose gradients come apart is applied once they are all here in either order) {
+  Start(UpdateMode::kAsync, 1);
+  auto waits = PushApart(0, 0, "c/0/1");
+  Drain();
+  CAF_CHECK(!waits->has_value());
+  CAF_CHECK(Value() == (std::vector<float>{1, 2}));  // nothing applied yet
+  SendGradient("c/0/1", {1, 1});
+  Drain();
+  CAF_REQUIRE(waits->has_value());
+  CAF_CHECK((*waits)->status.ok() && (*waits)->applied);
+  CAF_CHECK(Value() == (std::vector<float>{0, 1}));
+  SendGradient("c/0/2", {0, 1});  // before its push this time
+  Drain();
+  auto at_once = PushApart(0, 1, "c/0/2");
+  Drain();
+  CAF_REQUIRE(at_once->has_value());
+  CAF_CHECK((*at_once)->applied);
+  CAF_CHECK_EQUAL((*at_once)->version, 2);
+  CAF_CHECK(Value() == (std::vector<float>{0, 0}));
+}
+
+CAF_TEST(a push whose gradients do not come by its deadline is not applied and says so) {
+  Start(UpdateMode::kAsync, 1);
+  auto waits = PushApart(0, 0, "c/0/1", /*timeout_ms=*/100);
+  Drain();
+  sched.advance_time(std::chrono::milliseconds(99));
+  Drain();
+  CAF_CHECK(!waits->has_value());
+  sched.advance_time(std::chrono::milliseconds(2));
+  Drain();
+  CAF_REQUIRE(waits->has_value());
+  CAF_CHECK_EQUAL((*waits)->status.code(), Code::kDeadlineExceeded);
+  CAF_CHECK(!(*waits)->applied);
+  CAF_CHECK(HasText((*waits)->status.message(), "sent apart"));
+  SendGradient("c/0/1", {1, 1});  // too late: an orphan, applied to nothing
+  Drain();
+  CAF_CHECK(Value() == (std::vector<float>{1, 2}));
+  CAF_CHECK_EQUAL(Stats().version, 0);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -91,6 +91,15 @@ struct ShardPushArgs {
   int64_t base_version = 0;
   std::vector<std::string> names;
   std::vector<Tensor> gradients;  // parallel to names
+  // Non-empty: `gradients` is empty and gradient i comes apart from this message, as
+  // the tensor keyed BulkGradientKey(bulk_key, i) (actors/bulk_gradients.h); the
+  // shard actor waits for all of them before the state sees the push.
+  std::string bulk_key;
+  // Push-and-pull only, both non-empty: the shard actor writes the reply's values on
+  // its task's bulk channel to this endpoint (the worker's receiver, "host:port"),
+  // keyed BulkGradientKey(values_key, i), instead of in the reply (see PushReply).
+  std::string values_endpoint;
+  std::string values_key;
   // Push-and-pull: the reply also carries the shard's values as they are when it is
   // answered (the actor attaches them; see PushReply), sparing the worker's next pull.
   bool return_values = false;
@@ -125,6 +134,9 @@ class ParameterShardState {
     std::vector<std::string> names;
     std::vector<Tensor> values;
     int64_t values_version = 0;
+    // Non-empty: `values` is empty and value i comes apart from this reply, as the
+    // tensor keyed BulkGradientKey(values_key, i) (ShardPushArgs::values_endpoint).
+    std::string values_key;
     // kSync, applied: how many gradients the update it joined averaged.
     int aggregated = 0;
     MembershipView membership;  // elastic, with the values: as of values_version

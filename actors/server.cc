@@ -6,12 +6,14 @@
 
 #include <caf/io/all.hpp>
 
+#include "actors/bulk_gradients.h"
 #include "actors/cluster_transport.h"
 #include "actors/connect.h"
 #include "actors/device_supervisor.h"
 #include "actors/wire.h"
 #include "actors/spinning_scheduler.h"
 #include "actors/task_actors.h"
+#include "actors/task_services.h"
 
 namespace actorflow {
 namespace {
@@ -46,6 +48,7 @@ class ServerImpl : public Server {
     {
       std::lock_guard<std::mutex> lock(bulk_roster_->mu);
       bulk_roster_->roster = task_.roster;
+      bulk_roster_->services = task_.services;
     }
     // SO_REUSEADDR: a restarted task binds its port again at once; a port with a live
     // listener still fails, so "port in use" is still reported.
@@ -99,6 +102,7 @@ class ServerImpl : public Server {
   struct BulkRoster {
     std::mutex mu;
     std::shared_ptr<DeviceRoster> roster;
+    std::shared_ptr<TaskServices> services;  // its parameter shards
   };
 
   // Listens for bulk frames on this task's host and hands each to its device as a
@@ -108,6 +112,23 @@ class ServerImpl : public Server {
     ro.max_tensor_bytes = options.transport.max_message_bytes;
     auto roster = bulk_roster_;
     auto receiver = BulkReceiver::Listen(host_, ro, [roster](BulkFrame f) -> Status {
+      const std::string shard_name = ShardOfBulkAddress(f.device);
+      if (!shard_name.empty()) {
+        ShardActor shard;
+        {
+          std::lock_guard<std::mutex> lock(roster->mu);
+          if (roster->services) {
+            std::lock_guard<std::mutex> shards_lock(roster->services->mu);
+            auto it = roster->services->shards.find(shard_name);
+            if (it != roster->services->shards.end()) shard = it->second;
+          }
+        }
+        if (!shard) {
+          return NotFound("bulk frame for shard '" + shard_name + "', not one of this task's");
+        }
+        caf::anon_send(shard, shard_bulk_atom::value, std::move(f.key), std::move(f.tensor));
+        return Status::OK();
+      }
       DeviceActor target;
       {
         std::lock_guard<std::mutex> lock(roster->mu);

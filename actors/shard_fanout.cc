@@ -41,6 +41,34 @@ Status CallBase::Wait(bool has_deadline, std::chrono::steady_clock::time_point d
   return status_;
 }
 
+namespace {
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void SetPushReply(FanOutActor* self,
+                  const std::shared_ptr<Call<ParameterShardState::PushReply>>& call, size_t pos,
+                  ParameterShardState::PushReply reply) {
+  if (reply.values_key.empty()) return call->Set(pos, std::move(reply));
+  auto& st = self->state;
+  const int64_t now = SteadyMs();
+  // Replies whose values never came (their calls ended by their own deadlines).
+  for (uint64_t expired : st.values_apart.Expire(now)) st.waiting_values.erase(expired);
+  const uint64_t id = st.next_values_id++;
+  std::vector<Tensor> values;
+  if (st.values_apart.TakeOrWait(id, reply.values_key, reply.names.size(), now + kValuesWaitMs,
+                                 &values)) {
+    reply.values = std::move(values);
+    return call->Set(pos, std::move(reply));
+  }
+  st.waiting_values[id] = WaitingValues{call, pos, std::move(reply)};
+}
+
 caf::actor SpawnFanOut(caf::actor_system& system, std::vector<ShardActor> shards,
                        std::vector<std::string> names) {
   return system.spawn([shards, names](FanOutActor* self) -> caf::behavior {
@@ -66,6 +94,18 @@ caf::actor SpawnFanOut(caf::actor_system& system, std::vector<ShardActor> shards
       }
     });
     return {
+        [self](shard_values_atom, std::string& key, Tensor& value) {
+          auto& st = self->state;
+          uint64_t id = 0;
+          std::vector<Tensor> values;
+          if (!st.values_apart.Arrived(key, std::move(value), SteadyMs(), &id, &values)) return;
+          auto waiting = st.waiting_values.find(id);
+          if (waiting == st.waiting_values.end()) return;
+          WaitingValues done = std::move(waiting->second);
+          st.waiting_values.erase(waiting);
+          done.reply.values = std::move(values);
+          if (auto call = done.call.lock()) call->Set(done.pos, std::move(done.reply));
+        },
         [self](FanOutTask& task) {
           auto& calls = self->state.calls;
           calls.erase(std::remove_if(calls.begin(), calls.end(),

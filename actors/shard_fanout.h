@@ -20,11 +20,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "actors/bulk_gradients.h"
 #include "actors/shard_messages.h"
 #include "graph/status.h"
 
@@ -84,11 +87,22 @@ class Call : public CallBase {
   std::vector<Reply> replies_;
 };
 
+// A push reply whose values come apart (PushReply::values_key), until they are here.
+struct WaitingValues {
+  std::weak_ptr<Call<ParameterShardState::PushReply>> call;
+  size_t pos = 0;
+  ParameterShardState::PushReply reply;
+};
+
 struct FanOutState {
   std::vector<ShardActor> shards;
   std::vector<std::string> names;              // "/job:ps/task:0 at host:port"
   std::vector<Status> down;                    // OK while the shard is up
   std::vector<std::weak_ptr<CallBase>> calls;  // in flight
+  // Values of push replies that come apart: those that arrived, the replies waiting.
+  BulkGradientStash values_apart;
+  std::map<uint64_t, WaitingValues> waiting_values;
+  uint64_t next_values_id = 1;
   const char* name = "parameter_fanout";
 };
 using FanOutActor = caf::stateful_actor<FanOutState>;
@@ -98,8 +112,18 @@ struct FanOutTask {
   std::function<void(FanOutActor*)> fn;
 };
 
+// Its messages: FanOutTask, and (shard_values_atom, key, value), one value of a push
+// reply sent apart (from the client's bulk receiver or the shard itself).
 caf::actor SpawnFanOut(caf::actor_system& system, std::vector<ShardActor> shards,
                        std::vector<std::string> names);
+
+// A push reply for `call`'s position `pos`: set at once, or, when its values come
+// apart, once they all arrived (a reply waits at most kValuesWaitMs for them; its
+// call has its own deadline anyway).
+void SetPushReply(FanOutActor* self,
+                  const std::shared_ptr<Call<ParameterShardState::PushReply>>& call, size_t pos,
+                  ParameterShardState::PushReply reply);
+constexpr int64_t kValuesWaitMs = 60000;
 
 // Inside a FanOutTask: registers `call` and sends `xs` to each of its targets with
 // `timeout` (a failure of CAF's request fails the call naming the target); targets
@@ -118,7 +142,14 @@ void SendToTargets(FanOutActor* self, const std::shared_ptr<Call<Reply>>& call,
     std::apply(
         [&](auto&&... xs) {
           self->request(st.shards[t], timeout, xs...)
-              .then([call, pos](Reply& reply) { call->Set(pos, std::move(reply)); },
+              .then(
+                  [call, pos, self](Reply& reply) {
+                    if constexpr (std::is_same<Reply, ParameterShardState::PushReply>::value) {
+                      SetPushReply(self, call, pos, std::move(reply));
+                    } else {
+                      call->Set(pos, std::move(reply));
+                    }
+                  },
                     [call, who, self, t, target = st.shards[t]](caf::error& error) {
                       if (error == caf::sec::request_timeout) {
                         return call->Fail(DeadlineExceeded(who + " did not answer in time"));

@@ -33,6 +33,11 @@ using shard_hold_atom = caf::atom_constant<caf::atom("shold")>;
 using shard_floor_atom = caf::atom_constant<caf::atom("sfloor")>;
 using shard_sweep_atom = caf::atom_constant<caf::atom("ssweep")>;
 using shard_standby_atom = caf::atom_constant<caf::atom("sstandby")>;
+using shard_bulk_atom = caf::atom_constant<caf::atom("sbulk")>;
+// (shard_values_atom, string key, Tensor value): one value of a push reply sent apart
+// (PushReply::values_key), to the worker's parameter client: from its bulk receiver,
+// or from the shard when the bulk channel could not carry it.
+using shard_values_atom = caf::atom_constant<caf::atom("svalues")>;
 
 // The learning rate travels as its IEEE-754 bits (exact, whatever the value): CAF
 // 0.17's portable encoding of a double (detail::pack754) never returns for an
@@ -79,7 +84,7 @@ typename Inspector::result_type inspect(Inspector& f, MembershipChange& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ShardPushArgs& x) {
   return f(caf::meta::type_name("actorflow.ShardPushArgs"), x.worker, x.sequence, x.base_version,
-           x.names, x.gradients, x.return_values);
+           x.names, x.gradients, x.bulk_key, x.values_endpoint, x.values_key, x.return_values);
 }
 
 template <class Inspector>
@@ -91,7 +96,8 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::PullR
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ParameterShardState::PushReply& x) {
   return f(caf::meta::type_name("actorflow.ShardPushReply"), x.id, x.status, x.applied, x.staleness,
-           x.version, x.names, x.values, x.values_version, x.aggregated, x.membership);
+           x.version, x.names, x.values, x.values_version, x.values_key, x.aggregated,
+           x.membership);
 }
 
 template <class Inspector>
@@ -141,6 +147,14 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::Stats
 //       change of version (and once at once when initialized). The copy is
 //       asynchronous: a standby lags by the messages in flight when its primary
 //       dies; a standby that is itself a primary's is refused.
+//   (shard_bulk_atom, string key, Tensor gradient)
+//       One gradient of a push whose ShardPushArgs::bulk_key is set, keyed
+//       BulkGradientKey(bulk_key, i): sent by the ps task's bulk receiver (the frame
+//       a worker wrote on the bulk channel) or, when the channel could not carry it,
+//       by the worker itself. It may come before or after its push; a push waits for
+//       its gradients until its deadline (60 s without one), then is answered
+//       DeadlineExceeded, not applied. A gradient whose push never comes is dropped
+//       after 60 s.
 //   (shard_sweep_atom, int64 at_ms)
 //       Internal: the delayed message the shard sends itself to expire parked
 //       requests whose deadline is at or before `at_ms`.
@@ -158,6 +172,7 @@ using ShardActor = caf::typed_actor<
     caf::replies_to<shard_floor_atom, int64_t>::with<Status>,
     caf::replies_to<shard_stats_atom>::with<ParameterShardState::Stats>,
     caf::replies_to<shard_standby_atom, caf::actor>::with<Status>,
+    caf::reacts_to<shard_bulk_atom, std::string, Tensor>,
     caf::reacts_to<shard_sweep_atom, int64_t>>;
 
 }  // namespace actorflow

@@ -192,6 +192,7 @@ TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& optio
   init.cluster = task.cluster;
   init.services = std::make_shared<TaskServices>();
   init.services->task_name = task.task_name;
+  init.services->bulk_sender = bulk.sender;
   task.services = init.services;
   task.roster = std::make_shared<DeviceRoster>();
   DeviceRoster& roster = *task.roster;

@@ -9,9 +9,11 @@
 #define ACTORFLOW_ACTORS_TASK_SERVICES_H_
 
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
+#include "actors/bulk_channel.h"
 #include "actors/queue_protocol.h"
 #include "actors/shard_messages.h"
 
@@ -23,6 +25,9 @@ struct TaskServices {
   // Keyed by "container/name".
   std::map<std::string, QueueActor> queues;
   std::map<std::string, ShardActor> shards;
+  // The task's bulk channel sender (null without one): shards write the values of
+  // push replies that a worker asked to get apart with it.
+  std::shared_ptr<BulkSender> bulk_sender;
 };
 
 }  // namespace actorflow

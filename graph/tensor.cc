@@ -141,7 +141,7 @@ Status Tensor::CheckScalar(DType requested) const {
 Tensor Tensor::DeepCopy() const {
   if (!IsInitialized()) return *this;
   if (IsOnDevice()) return Tensor();
-  Tensor t(dtype_, shape_);
+  Tensor t = Uninitialized(dtype_, shape_);  // every byte is copied below
   std::memcpy(t.raw_data(), raw_data(), TotalBytes());
   return t;
 }
