@@ -313,6 +313,14 @@ Status CheckElasticFlags(const TrainCommandOptions& options) {
   return Status::OK();
 }
 
+ParameterClientOptions WorkerClientOptions(const ClusterSpec& cluster,
+                                           const TrainCommandOptions& options) {
+  ParameterClientOptions client_options;
+  auto address = cluster.Address(TaskId{options.job, options.task});
+  if (address.ok()) client_options.bulk_reply_host = address->host;
+  return client_options;
+}
+
 Status CheckClusterFlags(const TrainCommandOptions& options) {
   if (options.status_port < -1 || options.status_port > 65535) {
     return InvalidArgument("--status-port " + std::to_string(options.status_port) +
@@ -562,9 +570,10 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
     progress.flush();
   };
   const int64_t connect_timeout = std::min(timeout, recovery.reconnect_timeout_ms);
+  const ParameterClientOptions client_options = WorkerClientOptions(cluster, options);
   RecoverySupervisor supervisor(
-      dp, worker, recovery, [&cluster, ps, connect_timeout](int) {
-        return ConnectParameterServers(cluster, kPsJob, ps, connect_timeout);
+      dp, worker, recovery, [&cluster, ps, connect_timeout, client_options](int) {
+        return ConnectParameterServers(cluster, kPsJob, ps, connect_timeout, client_options);
       });
   RecoveryReport report;
   const Status ran = supervisor.Run(train, test, &report);

@@ -53,6 +53,7 @@
 #include <ostream>
 #include <string>
 
+#include "actors/parameter_client_impl.h"
 #include "graph/status.h"
 #include "tools/train_command.h"
 #include "training/data_parallel.h"
@@ -60,6 +61,12 @@
 
 namespace actorflow {
 namespace cli {
+
+// The parameter client options of worker --task of --job in a cluster file: the ps
+// tasks write push replies' values (ParameterClientOptions::bulk_reply_host) to the
+// host the file gives this worker.
+ParameterClientOptions WorkerClientOptions(const ClusterSpec& cluster,
+                                           const TrainCommandOptions& options);
 
 // Checks the cluster flags without reading a file (a cluster FILE is read later):
 // InvalidArgument naming the flag for a bad --mode, a malformed local shape, a local

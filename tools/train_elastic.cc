@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/parameter_client_impl.h"
+#include "tools/train_cluster.h"
 #include "tools/train_flags.h"
 #include "tools/train_summaries.h"
 #include "training/status_board.h"
@@ -117,7 +118,7 @@ Status TrainElasticWorker(const TrainCommandOptions& options, const ClusterSpec&
   WorkerOptions worker;
   worker.worker = options.task;
   worker.progress = progress;
-  ParameterClientOptions client_options;
+  ParameterClientOptions client_options = WorkerClientOptions(cluster, options);
   client_options.ps_replicas = options.ps_replicas;
   client_options.replace_lost_shards = true;
   options_here.checkpoint_every = options.checkpoint_every;
