@@ -27,8 +27,12 @@ std::string ShardOfBulkAddress(const std::string& device) {
 bool BulkGradientStash::TakeIfComplete(const std::string& push_key, size_t count,
                                        std::vector<Tensor>* gradients) {
   auto it = arrived_.find(push_key);
-  const size_t have = it == arrived_.end() ? 0 : it->second.size();
-  if (have < count) return false;
+  if (it == arrived_.end()) {
+    if (count > 0) return false;
+    gradients->clear();  // a push of no gradients has them all
+    return true;
+  }
+  if (it->second.size() < count) return false;
   gradients->clear();
   gradients->reserve(count);
   for (size_t i = 0; i < count; ++i) {

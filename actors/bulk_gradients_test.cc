@@ -86,6 +86,14 @@ TEST(BulkGradientStashTest, OrphansAreDroppedAfterTheirTimeAndCancelForgetsAWait
   EXPECT_EQ(stash.NextDeadline(), BulkGradientStash::kNever);
 }
 
+TEST(BulkGradientStashTest, APushOfNoGradientsIsCompleteAtOnce) {
+  BulkGradientStash stash;
+  std::vector<Tensor> got = {Scalar(1)};
+  EXPECT_TRUE(stash.TakeOrWait(1, "empty", 0, 100, &got));
+  EXPECT_TRUE(got.empty());
+  EXPECT_EQ(stash.waiting(), 0u);
+}
+
 TEST(BulkGradientStashTest, MalformedKeysAreIgnored) {
   BulkGradientStash stash;
   std::vector<Tensor> got;
