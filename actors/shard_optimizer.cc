@@ -29,6 +29,23 @@ Tensor Filled(const Tensor& like, double value) {
   return t;
 }
 
+// var - lr * grad into fresh memory (GradientDescentUpdate on each element).
+template <typename T>
+Tensor DescendedCopy(const Tensor& var, const Tensor& grad, double rate) {
+  const T lr = static_cast<T>(rate);
+  const int64_t n = var.NumElements();
+  Tensor out = Tensor::Uninitialized(var.dtype(), var.shape());
+  const T* __restrict in = var.data<T>();
+  const T* __restrict g = grad.data<T>();
+  T* __restrict o = out.data<T>();
+  for (int64_t i = 0; i < n; ++i) {
+    T v = in[i];
+    GradientDescentUpdate(v, g[i], lr);
+    o[i] = v;
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<ShardOptimizer>> ShardOptimizer::Create(const std::string& rule,
@@ -83,6 +100,14 @@ void ShardOptimizer::AddVariable(const std::string& name, const Tensor& value) {
 }
 
 void ShardOptimizer::Apply(const std::string& name, Tensor* var, const Tensor& grad) {
+  if (kind_ == OptimizerKind::kGradientDescent && !var->RefCountIsOne()) {
+    // Shared (a reply or the previous version holds it): the update goes into fresh
+    // memory in one pass, instead of a copy and then an update in place.
+    const double rate = learning_rate_ * rate_scale_;
+    *var = var->dtype() == DType::kFloat32 ? DescendedCopy<float>(*var, grad, rate)
+                                           : DescendedCopy<double>(*var, grad, rate);
+    return;
+  }
   if (!var->RefCountIsOne()) *var = var->DeepCopy();
   std::vector<Tensor>* slots = &slots_[name].slots;
   for (Tensor& slot : *slots) {
