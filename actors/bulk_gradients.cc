@@ -1,6 +1,7 @@
 #include "actors/bulk_gradients.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <utility>
 
@@ -36,9 +37,11 @@ bool BulkGradientStash::TakeIfComplete(const std::string& push_key, size_t count
   gradients->clear();
   gradients->reserve(count);
   for (size_t i = 0; i < count; ++i) {
+    if (!it->second.count(i)) return false;  // an index past count came instead
+  }
+  for (size_t i = 0; i < count; ++i) {
     auto g = it->second.find(i);
-    if (g == it->second.end()) return false;  // an index past count came instead
-    gradients->push_back(g->second.tensor);
+    gradients->push_back(std::move(g->second.tensor));
   }
   arrived_.erase(it);
   return true;
@@ -56,9 +59,12 @@ bool BulkGradientStash::Arrived(const std::string& key, Tensor gradient, int64_t
                                 RequestId* completed, std::vector<Tensor>* gradients) {
   const size_t hash = key.rfind('#');
   if (hash == std::string::npos || hash == 0 || hash + 1 == key.size()) return false;
-  char* end = nullptr;
-  const unsigned long long index = std::strtoull(key.c_str() + hash + 1, &end, 10);
-  if (*end != '\0' || key[hash + 1] == '-' || key[hash + 1] == '+') return false;
+  // Decimal digits only (strtoull alone would take a sign or leading spaces).
+  if (!std::all_of(key.begin() + hash + 1, key.end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    return false;
+  }
+  const unsigned long long index = std::strtoull(key.c_str() + hash + 1, nullptr, 10);
   const std::string push_key = key.substr(0, hash);
   arrived_[push_key][static_cast<size_t>(index)] = Arrival{std::move(gradient), now_ms};
   auto waiting = waiting_by_key_.find(push_key);

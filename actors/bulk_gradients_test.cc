@@ -98,7 +98,7 @@ TEST(BulkGradientStashTest, MalformedKeysAreIgnored) {
   BulkGradientStash stash;
   std::vector<Tensor> got;
   BulkGradientStash::RequestId id = 0;
-  for (const char* key : {"p", "#0", "p#", "p#x", "p#-1", "p#1x"}) {
+  for (const char* key : {"p", "#0", "p#", "p#x", "p#-1", "p#+1", "p# 1", "p#1x"}) {
     EXPECT_FALSE(stash.Arrived(key, Scalar(1), 0, &id, &got)) << key;
   }
   EXPECT_EQ(stash.stashed(), 0u);

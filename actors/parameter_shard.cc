@@ -131,6 +131,14 @@ void Deliver(ShardSelf self, ParameterShardState::Replies& out) {
   out = {};
 }
 
+// Hands a push whose gradients are all here to the state and delivers what that
+// answers.
+void PushToState(ShardSelf self, RequestId id, const ShardPushArgs& push, int64_t deadline) {
+  ParameterShardState::Replies out;
+  self->state.shard->Push(id, push, deadline, &out);
+  Deliver(self, out);
+}
+
 // Keeps a sweep on its way for the earliest parked deadline.
 // Makes sure a sweep comes by `next` (a deadline, in ms).
 void ScheduleSweepBy(ShardSelf self, int64_t next) {
@@ -281,9 +289,7 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
             return promise;
           }
         }
-        ParameterShardState::Replies out;
-        st.shard->Push(id, push, deadline, &out);
-        Deliver(self, out);
+        PushToState(self, id, push, deadline);
         TrackIfParked(self, id, sender, deadline);
         return promise;
       },
@@ -291,8 +297,10 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         auto& st = self->state;
         RequestId id = 0;
         std::vector<Tensor> gradients;
-        if (!st.bulk.Arrived(key, std::move(gradient), NowMs(self), &id, &gradients)) {
-          ScheduleSweepBy(self, st.bulk.NextDeadline());  // an orphan's expiry
+        const int64_t now = NowMs(self);
+        if (!st.bulk.Arrived(key, std::move(gradient), now, &id, &gradients)) {
+          // Its push may never come: a sweep by the time it is an orphan.
+          ScheduleSweepBy(self, now + BulkGradientStash::kOrphanMs);
           return;
         }
         auto waiting = st.waiting_for_gradients.find(id);
@@ -300,10 +308,8 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         WaitingPush push = std::move(waiting->second);
         st.waiting_for_gradients.erase(waiting);
         push.args.gradients = std::move(gradients);
-        ParameterShardState::Replies out;
-        st.shard->Push(id, push.args, push.deadline, &out);
-        Deliver(self, out);
-        ScheduleSweepBy(self, push.deadline);
+        PushToState(self, id, push.args, push.deadline);
+        ScheduleSweepBy(self, push.deadline);  // its requester is tracked already
       },
       [self](shard_join_atom, int32_t worker, const caf::actor& who) -> Status {
         auto& st = self->state;

@@ -72,7 +72,7 @@ int BindServerPort(int* bound) {
   constexpr int kLowest = 10000;
   const int span = EphemeralRangeLow() - kLowest;
   if (span >= 1000) {
-    static std::mt19937 random(static_cast<uint32_t>(
+    thread_local std::mt19937 random(static_cast<uint32_t>(
         getpid() ^ Clock::now().time_since_epoch().count()));
     std::uniform_int_distribution<int> pick(kLowest, kLowest + span - 1);
     for (int attempt = 0; attempt < 64; ++attempt) {
