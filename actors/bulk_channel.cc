@@ -1,25 +1,14 @@
-// BulkReceiver (actors/bulk_channel.h): an acceptor thread and a thread per
-// connection, each reading whole frames into new tensors.
+// BulkReceiver (actors/bulk_channel.h): a SocketAcceptor whose connection threads
+// read whole frames into new tensors.
 #include "actors/bulk_channel.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <list>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "actors/bulk_socket.h"
 #include "actors/received_tensor.h"
+#include "actors/socket_acceptor.h"
 
 namespace actorflow {
 namespace {
@@ -29,9 +18,7 @@ using bulk_internal::kMagic;
 using bulk_internal::kMaxHeaderBytes;
 using bulk_internal::kMaxRank;
 using bulk_internal::kPrefixBytes;
-using bulk_internal::NameThisThread;
 using bulk_internal::ReadFull;
-using bulk_internal::ResolvableHost;
 
 // Reads header fields in order; any read past the end marks the header bad.
 class HeaderReader {
@@ -72,134 +59,32 @@ class BulkReceiverImpl : public BulkReceiver {
   BulkReceiverImpl(BulkReceiverOptions options, Deliver deliver)
       : options_(options), deliver_(std::move(deliver)) {}
 
-  ~BulkReceiverImpl() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-      stop_cv_.notify_all();
-      // Shutting a socket down wakes the thread polling it (accept and recv alike).
-      if (listen_fd_ >= 0) shutdown(listen_fd_, SHUT_RDWR);
-      for (auto& c : connections_) shutdown(c.fd, SHUT_RDWR);
-    }
-    if (acceptor_.joinable()) acceptor_.join();
-    std::list<Connection> left;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      left.swap(connections_);
-    }
-    for (auto& c : left) c.thread.join();
-    for (auto& c : left) close(c.fd);
-    if (listen_fd_ >= 0) close(listen_fd_);
-  }
+  // Joins the connections' threads before the members they use go.
+  ~BulkReceiverImpl() override { acceptor_.reset(); }
 
   Status Listen(const std::string& host) {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE;
-    addrinfo* found = nullptr;
-    int rc = getaddrinfo(ResolvableHost(host).c_str(), "0", &hints, &found);
-    if (rc != 0) {
-      return Unavailable("bulk channel cannot resolve host '" + host + "': " + gai_strerror(rc));
-    }
-    for (addrinfo* a = found; a != nullptr && listen_fd_ < 0; a = a->ai_next) {
-      int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-      if (fd < 0) continue;
-      if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 64) == 0) {
-        listen_fd_ = fd;
-      } else {
-        close(fd);
-      }
-    }
-    freeaddrinfo(found);
-    if (listen_fd_ < 0) {
-      return Unavailable("bulk channel cannot listen on " + host + ": " + std::strerror(errno));
-    }
-    sockaddr_storage addr{};
-    socklen_t len = sizeof(addr);
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
-                                             : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-    // The host as the task's spec names it: other tasks reach the main port by it too.
-    endpoint_ = host + ":" + std::to_string(port_);
-    acceptor_ = std::thread([this] { AcceptLoop(); });
+    SocketAcceptorOptions ao;
+    ao.what = "bulk channel";
+    ao.max_connections = options_.max_connections;
+    ao.accept_thread_name = "af.bulk.accept";
+    ao.connection_thread_name = "af.bulk.recv";
+    AF_ASSIGN_OR_RETURN(acceptor_, SocketAcceptor::Listen(host, ao, [this](int fd) {
+                          while (ReadOneFrame(fd).ok()) {
+                          }
+                        }));
     return Status::OK();
   }
 
-  uint16_t port() const override { return port_; }
-  std::string endpoint() const override { return endpoint_; }
+  uint16_t port() const override { return acceptor_->port(); }
+  std::string endpoint() const override { return acceptor_->endpoint(); }
   BulkChannelStats stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
-    return stats_;
+    BulkChannelStats stats = stats_;
+    stats.refused += acceptor_->turned_away();
+    return stats;
   }
 
  private:
-  struct Connection {
-    int fd = -1;
-    std::thread thread;
-    bool finished = false;
-  };
-
-  void AcceptLoop() {
-    NameThisThread("af.bulk.accept");
-    for (;;) {
-      int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      const int accept_errno = errno;
-      std::unique_lock<std::mutex> lock(mu_);
-      if (stopping_) {
-        if (fd >= 0) close(fd);
-        return;
-      }
-      if (fd < 0) {
-        if (accept_errno == EMFILE || accept_errno == ENFILE) {
-          // Out of descriptors: the connection stays in the backlog and accept would
-          // fail again at once, so wait for descriptors to be freed (or for Stop).
-          stop_cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
-          continue;
-        }
-        if (accept_errno == EINTR || accept_errno == ECONNABORTED) continue;
-        return;
-      }
-      ReapFinishedLocked();
-      if (static_cast<int>(connections_.size()) >= options_.max_connections) {
-        close(fd);
-        ++stats_.refused;
-        continue;
-      }
-      connections_.emplace_back();
-      auto it = std::prev(connections_.end());
-      it->fd = fd;
-      it->thread = std::thread([this, it] { ReadLoop(&*it); });
-    }
-  }
-
-  // Joins the threads of connections whose peers went away (called with mu_ held;
-  // a finished thread no longer takes mu_).
-  void ReapFinishedLocked() {
-    for (auto it = connections_.begin(); it != connections_.end();) {
-      if (!it->finished) {
-        ++it;
-        continue;
-      }
-      it->thread.join();
-      close(it->fd);
-      it = connections_.erase(it);
-    }
-  }
-
-  void ReadLoop(Connection* c) {
-    NameThisThread("af.bulk.recv");
-    for (;;) {
-      Status s = ReadOneFrame(c->fd);
-      if (!s.ok()) break;
-    }
-    // The peer sees the end at once; the descriptor is closed when the thread is
-    // joined, so that no other connection can reuse it while this one is listed.
-    shutdown(c->fd, SHUT_RDWR);
-    std::lock_guard<std::mutex> lock(mu_);
-    c->finished = true;
-  }
-
   // Reads and delivers one frame. Not OK ends the connection: the peer closed it
   // (Cancelled) or sent a malformed or late frame (counted as refused).
   Status ReadOneFrame(int fd) {
@@ -267,15 +152,9 @@ class BulkReceiverImpl : public BulkReceiver {
 
   const BulkReceiverOptions options_;
   const Deliver deliver_;
-  int listen_fd_ = -1;
-  uint16_t port_ = 0;
-  std::string endpoint_;
-  std::thread acceptor_;
   mutable std::mutex mu_;
-  bool stopping_ = false;
-  std::condition_variable stop_cv_;
-  std::list<Connection> connections_;
   BulkChannelStats stats_;
+  std::unique_ptr<SocketAcceptor> acceptor_;
 };
 
 }  // namespace

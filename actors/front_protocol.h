@@ -45,6 +45,9 @@ struct OpenSessionRequest {
 struct OpenSessionResult {
   Status status;
   uint64_t session_id = 0;
+  // The task's step channel on the host the client reached it by (0: none; steps go
+  // over CAF). actors/step_channel.h.
+  uint16_t step_port = 0;
 };
 
 // A step as it travels from a remote client to a task's master.

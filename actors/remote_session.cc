@@ -13,6 +13,7 @@
 #include "actors/connect.h"
 #include "actors/messages.h"
 #include "actors/spinning_scheduler.h"
+#include "actors/step_channel.h"
 #include "graph/graph_json.h"
 #include "placement/cluster_spec.h"
 
@@ -50,6 +51,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<actorflow::PendingRemoteStep>)
 namespace actorflow {
 namespace {
 
+using watch_step_atom = caf::atom_constant<caf::atom("rwatch")>;
+
 // A remote session's own actor, one for the session's life (local only):
 //   (remote_step_atom, shared_ptr<PendingRemoteStep>)
 //       sends the step to the server's front and delivers its RemoteStepResult, or
@@ -58,9 +61,14 @@ namespace {
 //       its own tick while steps are in flight: pings the front every quarter of
 //       the heartbeat timeout, and a ping unanswered within it ends every step in
 //       flight with Unavailable ("... is down").
+//   (watch_step_atom, shared_ptr<PendingRemoteStep>)
+//       a step sent on the step channel that waits long: only its heartbeat, which
+//       delivers Unavailable to it as to the others. Its waiter delivers its own
+//       answer; the next tick forgets it.
 // Steps still in flight when it ends are answered Cancelled.
 using StepperActor =
     caf::typed_actor<caf::reacts_to<remote_step_atom, std::shared_ptr<PendingRemoteStep>>,
+                     caf::reacts_to<watch_step_atom, std::shared_ptr<PendingRemoteStep>>,
                      caf::reacts_to<heartbeat_atom>>;
 
 struct StepperInFlight {
@@ -73,6 +81,16 @@ struct StepperInFlight {
     if (it == steps.end()) return;  // already ended by a lost heartbeat
     it->second->Deliver(std::move(r));
     steps.erase(it);
+  }
+  // Forgets the watched steps whose waiters already have their answers.
+  void DropAnswered() {
+    for (auto it = steps.begin(); it != steps.end();) {
+      if (it->second->ready.load(std::memory_order_acquire)) {
+        it = steps.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
   void FailAll(const Status& status) {
     for (auto& [id, pending] : steps) {
@@ -110,7 +128,15 @@ StepperActor::behavior_type StepperBehavior(StepperActor::pointer self, FrontAct
           self->delayed_send(self, interval, heartbeat_atom::value);
         }
       },
+      [=](watch_step_atom, std::shared_ptr<PendingRemoteStep>& pending) {
+        flight->steps[++flight->next_id] = std::move(pending);
+        if (heartbeat_ms > 0 && !flight->ticking) {
+          flight->ticking = true;
+          self->delayed_send(self, interval, heartbeat_atom::value);
+        }
+      },
       [=](heartbeat_atom) {
+        flight->DropAnswered();
         if (flight->steps.empty()) {
           flight->ticking = false;
           return;
@@ -150,6 +176,7 @@ class RemoteSession : public Session {
 
   ~RemoteSession() override {
     Close();
+    step_channel_.reset();
     if (stepper_) caf::anon_send_exit(stepper_, caf::exit_reason::user_shutdown);
     stepper_ = nullptr;
     front_ = nullptr;
@@ -161,6 +188,7 @@ class RemoteSession : public Session {
     std::string host;
     uint16_t port = 0;
     AF_RETURN_IF_ERROR(ParseTarget(options_.target, &host, &port));
+    host_ = host;
     AF_ASSIGN_OR_RETURN(front_, ConnectToServer(*system_, host, port,
                                                 std::chrono::milliseconds(timeout_ms),
                                                 options_.target));
@@ -186,21 +214,7 @@ class RemoteSession : public Session {
     step.timeout_in_ms = timeout_ms;
     step.trace = run_options.trace_level == RunOptions::TraceLevel::kFullTrace;
     step.want_metadata = metadata != nullptr;
-    // The master enforces the step's deadline; the margin covers the network.
-    caf::duration wait = timeout_ms > 0
-                             ? caf::duration{std::chrono::milliseconds(timeout_ms + 5000)}
-                             : caf::duration{caf::infinite};
-    auto pending = std::make_shared<PendingRemoteStep>();
-    pending->step = std::move(step);
-    pending->wait = wait;
-    caf::anon_send(Stepper(), remote_step_atom::value, pending);
-    // Most steps end within the poll; a longer one parks this thread.
-    if (!SpinUntil([&] { return pending->ready.load(std::memory_order_acquire); },
-                   std::chrono::microseconds(options_.scheduler_spin_us))) {
-      std::unique_lock<std::mutex> lock(pending->mu);
-      pending->cv.wait(lock, [&] { return pending->done; });
-    }
-    RemoteStepResult& r = pending->result;
+    RemoteStepResult r = SendStep(std::move(step), timeout_ms);
     Status status = r.status;
     if (status.ok() && outputs != nullptr) *outputs = std::move(r.outputs);
     if (metadata != nullptr) {
@@ -219,6 +233,7 @@ class RemoteSession : public Session {
   // bounces a request to a dead peer), and its resources went with it.
   Status Close() override {
     if (closed_.exchange(true)) return Status::OK();
+    if (step_channel_) step_channel_->CloseAll();
     if (!front_ || session_id_ == 0) return Status::OK();
     caf::scoped_actor self{*system_};
     Status status;
@@ -233,6 +248,46 @@ class RemoteSession : public Session {
   }
 
  private:
+  // The step's answer: over the step channel when the server has one (and it takes
+  // the step), else over CAF through the stepper.
+  RemoteStepResult SendStep(RemoteStep step, int64_t timeout_ms) {
+    // The master enforces the step's deadline; the margin covers the network.
+    const int64_t wait_ms = timeout_ms > 0 ? timeout_ms + 5000 : 0;
+    RemoteStepResult r;
+    if (step_channel_ != nullptr) {
+      auto watched = std::make_shared<PendingRemoteStep>();
+      StepChannelClient::Watch watch;
+      const int64_t heartbeat_ms = options_.heartbeat_timeout_in_ms;
+      watch.long_wait = std::chrono::milliseconds(std::max<int64_t>(heartbeat_ms / 4, 10));
+      watch.on_long_wait = [&] {
+        if (heartbeat_ms > 0) caf::anon_send(Stepper(), watch_step_atom::value, watched);
+      };
+      watch.lost = [&](Status* status) {
+        if (!watched->ready.load(std::memory_order_acquire)) return false;
+        *status = watched->result.status;
+        return true;
+      };
+      const auto deadline = wait_ms > 0 ? std::chrono::steady_clock::now() +
+                                              std::chrono::milliseconds(wait_ms)
+                                        : std::chrono::steady_clock::time_point::max();
+      auto outcome = step_channel_->Run(step, deadline, watch, &r);
+      watched->Deliver(RemoteStepResult());  // the stepper forgets it at its next tick
+      if (outcome == StepChannelClient::Outcome::kAnswered) return r;
+    }
+    auto pending = std::make_shared<PendingRemoteStep>();
+    pending->step = std::move(step);
+    pending->wait = wait_ms > 0 ? caf::duration{std::chrono::milliseconds(wait_ms)}
+                                : caf::duration{caf::infinite};
+    caf::anon_send(Stepper(), remote_step_atom::value, pending);
+    // Most steps end within the poll; a longer one parks this thread.
+    if (!SpinUntil([&] { return pending->ready.load(std::memory_order_acquire); },
+                   std::chrono::microseconds(options_.scheduler_spin_us))) {
+      std::unique_lock<std::mutex> lock(pending->mu);
+      pending->cv.wait(lock, [&] { return pending->done; });
+    }
+    return std::move(pending->result);
+  }
+
   Status OpenSession(int64_t timeout_ms) {
     if (front_ && session_id_ != 0) caf::anon_send(front_, close_atom::value, session_id_);
     OpenSessionRequest req;
@@ -242,17 +297,27 @@ class RemoteSession : public Session {
     const int nodes = graph_->num_nodes();
     caf::scoped_actor self{*system_};
     Status status = Internal("no answer");
+    uint16_t step_port = 0;
     self->request(front_, std::chrono::milliseconds(timeout_ms), open_atom::value, std::move(req))
         .receive(
             [&](OpenSessionResult& r) {
               status = r.status;
               session_id_ = r.session_id;
+              step_port = r.step_port;
             },
             [&](caf::error& e) {
               status = Unavailable("cannot open a session on " + options_.target + ": " +
                                    system_->render(e));
             });
     if (status.ok()) sent_nodes_ = nodes;
+    // The port is the server's for its life: one channel serves every reopen.
+    if (status.ok() && step_port != 0 && step_channel_ == nullptr && options_.step_channel &&
+        !system_->has_openssl_manager()) {
+      StepChannelOptions so;
+      so.spin_us = options_.scheduler_spin_us;
+      step_channel_ = std::make_unique<StepChannelClient>(
+          *system_, host_ + ":" + std::to_string(step_port), options_.target, so, timeout_ms);
+    }
     return status;
   }
 
@@ -270,6 +335,9 @@ class RemoteSession : public Session {
   caf::actor_system_config cfg_;
   std::unique_ptr<caf::actor_system> system_;
   FrontActor front_;
+  std::string host_;  // the server's, as the target names it
+  // Steps beside CAF (actors/step_channel.h); null when the server has none.
+  std::unique_ptr<StepChannelClient> step_channel_;
   std::mutex stepper_mu_;
   StepperActor stepper_;
   uint64_t session_id_ = 0;

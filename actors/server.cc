@@ -12,6 +12,7 @@
 #include "actors/device_supervisor.h"
 #include "actors/wire.h"
 #include "actors/spinning_scheduler.h"
+#include "actors/step_channel.h"
 #include "actors/task_actors.h"
 #include "actors/task_services.h"
 
@@ -44,7 +45,19 @@ class ServerImpl : public Server {
     if (options.bulk_min_bytes > 0 && !system_->has_openssl_manager()) {
       AF_ASSIGN_OR_RETURN(bulk, OpenBulkChannel(options));
     }
+    if (options.step_channel && !system_->has_openssl_manager()) {
+      StepChannelOptions so;
+      so.max_frame_bytes = static_cast<uint64_t>(options.transport.max_message_bytes);
+      so.limits = options.requests;
+      so.run_on_connection_thread = options.cpus <= 1;
+      so.spin_us = options.scheduler_spin_us;
+      auto steps = StepChannelServer::Listen(*system_, host_, task_name_, so);
+      if (!steps.ok()) return steps.status();
+      step_server_ = std::move(steps).value();
+      bulk.step_port = step_server_->port();
+    }
     task_ = SpawnTaskActors(*system_, options, ConnectorActor(), bulk);
+    if (step_server_) step_server_->Serve(task_.services);
     {
       std::lock_guard<std::mutex> lock(bulk_roster_->mu);
       bulk_roster_->roster = task_.roster;
@@ -82,6 +95,11 @@ class ServerImpl : public Server {
     return bulk_sender_ ? bulk_sender_->stats() : BulkChannelStats();
   }
 
+  uint16_t step_port() const override { return step_server_ ? step_server_->port() : 0; }
+  int64_t steps_on_step_channel() const override {
+    return step_server_ ? step_server_->steps() : 0;
+  }
+
   void Stop() override {
     if (!system_) return;
     // Over TLS the acceptor closes with the system (CAF 0.17's OpenSSL unpublish
@@ -90,6 +108,8 @@ class ServerImpl : public Server {
       system_->middleman().unpublish(task_.front, port_);
     }
     StopTaskActors(task_);
+    // Its connection threads send to the master actors and may run their jobs.
+    step_server_.reset();
     // Before the actor system goes: the receiver's threads and the sender's fallbacks
     // send to its actors.
     bulk_receiver_.reset();
@@ -163,6 +183,7 @@ class ServerImpl : public Server {
   std::shared_ptr<BulkRoster> bulk_roster_ = std::make_shared<BulkRoster>();
   std::unique_ptr<BulkReceiver> bulk_receiver_;
   std::shared_ptr<BulkSender> bulk_sender_;
+  std::unique_ptr<StepChannelServer> step_server_;
 };
 
 }  // namespace

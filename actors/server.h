@@ -66,6 +66,10 @@ struct ServerOptions {
   // port on the same host, any free one, advertised with the task's devices. 0: off.
   // Never opened with transport security on (tensors stay on CAF's TLS path).
   int64_t bulk_min_bytes = kDefaultBulkMinBytes;
+  // Remote sessions send their steps on a plain TCP port of this task's host (any
+  // free one) beside the actor transport (actors/step_channel.h); false: over CAF.
+  // Never opened with transport security on.
+  bool step_channel = true;
   // Receives one line per device restart or failure; null: standard error.
   std::function<void(const std::string& line)> log;
   // Runs once, on an actor thread, when the server has failed; must not block.
@@ -97,6 +101,9 @@ class Server {
   // "host:port" of the bulk channel's port; empty when it is off.
   virtual std::string bulk_endpoint() const = 0;
   virtual BulkChannelStats bulk_sent() const = 0;
+  // The step channel's port (0: off) and the steps it answered.
+  virtual uint16_t step_port() const = 0;
+  virtual int64_t steps_on_step_channel() const = 0;
 };
 
 }  // namespace actorflow

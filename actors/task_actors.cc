@@ -32,6 +32,7 @@ struct FrontState {
   int64_t heartbeat_timeout_ms = 2000;  // for the masters' MasterConfig
   RequestLimits limits;
   ConnectorActor task_directory;  // for the masters' MasterConfig
+  uint16_t step_port = 0;         // told to every session opened (0: no step channel)
   const char* name = "actorflow_front";
 };
 
@@ -43,6 +44,10 @@ caf::result<Status> CloseSession(FrontSelf self, uint64_t id) {
   if (it == self->state.sessions.end()) return Status::OK();
   MasterActor master = std::move(it->second);
   self->state.sessions.erase(it);
+  {
+    std::lock_guard<std::mutex> lock(self->state.services->mu);
+    self->state.services->masters.erase(id);
+  }
   auto promise = self->make_response_promise<Status>();
   // The master answers once every device dropped the session's partitions (or its
   // own close deadline passed); it ends after that either way.
@@ -112,8 +117,14 @@ FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
         mc.heartbeat_timeout_ms = st.heartbeat_timeout_ms;
         mc.task_directory = st.task_directory;
         uint64_t id = st.next_session++;
-        st.sessions[id] = SpawnMasterActor(self->system(), std::move(mc));
+        MasterActor master = SpawnMasterActor(self->system(), std::move(mc));
+        {
+          std::lock_guard<std::mutex> lock(st.services->mu);
+          st.services->masters[id] = caf::actor_cast<caf::weak_actor_ptr>(master);
+        }
+        st.sessions[id] = std::move(master);
         result.session_id = id;
+        result.step_port = st.step_port;
         return result;
       },
       [self](remote_step_atom, RemoteStep& step) -> caf::result<RemoteStepResult> {
@@ -124,27 +135,13 @@ FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
                                         " is not open on " + self->state.task_name);
           return r;
         }
-        for (size_t i = 0; i < step.feed_names.size() && i < step.feed_values.size(); ++i) {
-          const Tensor& value = step.feed_values[i];
-          Status fits = CheckFedTensorBytes(
-              step.feed_names[i],
-              value.IsInitialized() ? static_cast<int64_t>(value.TotalBytes()) : 0,
-              self->state.limits);
-          if (!fits.ok()) {
-            RemoteStepResult r;
-            r.status = std::move(fits);
-            return r;
-          }
-        }
         auto req = std::make_shared<StepRequest>();
-        for (size_t i = 0; i < step.feed_names.size() && i < step.feed_values.size(); ++i) {
-          req->feeds.emplace_back(step.feed_names[i], std::move(step.feed_values[i]));
+        Status taken = TakeRemoteStep(std::move(step), self->state.limits, req.get());
+        if (!taken.ok()) {
+          RemoteStepResult r;
+          r.status = std::move(taken);
+          return r;
         }
-        req->fetches = std::move(step.fetches);
-        req->targets = std::move(step.targets);
-        req->options.timeout_in_ms = step.timeout_in_ms;
-        if (step.trace) req->options.trace_level = RunOptions::TraceLevel::kFullTrace;
-        req->want_metadata = step.want_metadata;
         auto rp = self->make_response_promise<RemoteStepResult>();
         req->promise = caf::response_promise(rp);
         self->send(it->second, step_atom::value, std::move(req));
@@ -175,6 +172,25 @@ FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
 }
 
 }  // namespace
+
+Status TakeRemoteStep(RemoteStep step, const RequestLimits& limits, StepRequest* request) {
+  const size_t feeds = std::min(step.feed_names.size(), step.feed_values.size());
+  for (size_t i = 0; i < feeds; ++i) {
+    const Tensor& value = step.feed_values[i];
+    AF_RETURN_IF_ERROR(CheckFedTensorBytes(
+        step.feed_names[i], value.IsInitialized() ? static_cast<int64_t>(value.TotalBytes()) : 0,
+        limits));
+  }
+  for (size_t i = 0; i < feeds; ++i) {
+    request->feeds.emplace_back(std::move(step.feed_names[i]), std::move(step.feed_values[i]));
+  }
+  request->fetches = std::move(step.fetches);
+  request->targets = std::move(step.targets);
+  request->options.timeout_in_ms = step.timeout_in_ms;
+  if (step.trace) request->options.trace_level = RunOptions::TraceLevel::kFullTrace;
+  request->want_metadata = step.want_metadata;
+  return Status::OK();
+}
 
 void TaskActors::SetCluster(const ClusterSpec& spec) {
   std::lock_guard<std::mutex> lock(*cluster_mu);
@@ -226,6 +242,7 @@ TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& optio
   init.heartbeat_timeout_ms = options.heartbeat_timeout_ms;
   init.limits = options.requests;
   init.task_directory = std::move(task_directory);
+  init.step_port = bulk.step_port;
   // Scheduled like every other actor (a Server keeps a scheduler thread free for it):
   // a detached front would cost a thread wake-up on every remote step.
   task.front = system.spawn(FrontBehavior, std::move(init));

@@ -50,10 +50,17 @@ struct TaskBulkChannel {
   std::shared_ptr<BulkSender> sender;  // null: every tensor goes over CAF
   std::string endpoint;                // this process's receiver, "host:port"
   int64_t min_bytes = 0;               // smaller tensors stay on CAF
+  uint16_t step_port = 0;  // the task's step channel (0: none), told to remote sessions
 };
 TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& options,
                            ConnectorActor task_directory = ConnectorActor(),
                            TaskBulkChannel bulk = TaskBulkChannel());
+
+// Fills *request (feeds, fetches, targets, deadline, trace, metadata) from a remote
+// client's step, as the task's master takes it; ResourceExhausted naming the feed
+// and --max-tensor-bytes when a fed tensor is over `limits` (*request then has no
+// feeds). Shared by the front and the step channel (actors/step_channel.h).
+Status TakeRemoteStep(RemoteStep step, const RequestLimits& limits, StepRequest* request);
 
 // Ends the task's front, devices (restarted ones included; none is restarted after
 // this) and parameter shards. Asynchronous: the actors end on their own threads.

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "actors/bulk_channel.h"
+#include "actors/master_protocol.h"
 #include "actors/queue_protocol.h"
 #include "actors/shard_messages.h"
 
@@ -28,6 +29,10 @@ struct TaskServices {
   // The task's bulk channel sender (null without one): shards write the values of
   // push replies that a worker asked to get apart with it.
   std::shared_ptr<BulkSender> bulk_sender;
+  // The masters of the sessions the front opened, by session id, held weakly (the
+  // front owns them): the step channel (actors/step_channel.h) finds a step's master
+  // here.
+  std::map<uint64_t, caf::weak_actor_ptr> masters;
 };
 
 }  // namespace actorflow

@@ -110,7 +110,8 @@ typename Inspector::result_type inspect(Inspector& f, OpenSessionRequest& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, OpenSessionResult& x) {
-  return f(caf::meta::type_name("actorflow.OpenSessionResult"), x.status, x.session_id);
+  return f(caf::meta::type_name("actorflow.OpenSessionResult"), x.status, x.session_id,
+           x.step_port);
 }
 
 template <class Inspector>

@@ -62,6 +62,10 @@ struct SessionOptions {
   // whose connection may still look open) the step ends with Unavailable naming the
   // target, instead of at its deadline. 0 = only a closed connection is noticed.
   int64_t heartbeat_timeout_in_ms = 2000;
+  // Remote targets: send steps on the server's step channel, a plain TCP port beside
+  // its actor transport, when it has one (not with transport security); false: every
+  // step goes through the actor transport. Same behaviour either way, only faster.
+  bool step_channel = true;
 };
 
 struct RunOptions {

@@ -29,6 +29,7 @@ struct ServerCommandOptions {
   int64_t device_restart_window_ms = 60000;
   int64_t scheduler_spin_us = ServerOptions().scheduler_spin_us;
   int64_t bulk_min_bytes = ServerOptions().bulk_min_bytes;
+  bool no_step_channel = false;
   TransportLimits transport;
   RequestLimits requests;
 };
@@ -91,6 +92,7 @@ StatusOr<ServerOptions> ResolveOptions(const ServerCommandOptions& o) {
                            std::to_string(o.bulk_min_bytes));
   }
   options.bulk_min_bytes = o.bulk_min_bytes;
+  options.step_channel = !o.no_step_channel;
   AF_RETURN_IF_ERROR(ValidateLimits(o.transport, o.requests));
   options.transport = o.transport;
   options.requests = o.requests;
@@ -128,6 +130,10 @@ int ServeUntilSignalled(const ServerCommandOptions& o) {
     std::cerr << "actorflow server: tensors of " << options->bulk_min_bytes
               << " bytes and more from other tasks' devices also arrive on "
               << (*server)->bulk_endpoint() << " (--bulk-min-bytes; 0: off)" << std::endl;
+  }
+  if ((*server)->step_port() != 0) {
+    std::cerr << "actorflow server: remote sessions send their steps to port "
+              << (*server)->step_port() << " of this host (--no-step-channel: off)" << std::endl;
   }
   std::cout << "actorflow server ready: " << (*server)->target() << " job=" << options->task.job
             << " task=" << options->task.index << std::endl;
@@ -182,6 +188,10 @@ Subcommand AddServerSubcommand(CLI::App* parent) {
                   "through a second port of this task's host (any free one) beside the "
                   "actor transport; 0: off. Off with --cluster-secret-file (TLS)")
       ->capture_default_str();
+  app->add_flag("--no-step-channel", options->no_step_channel,
+                "Remote sessions send their steps over the actor transport only, not on a "
+                "second plain TCP port of this task's host (any free one). Off anyway with "
+                "--cluster-secret-file (TLS)");
   // Limits on what peers and clients send (actors/server_limits.h).
   app->add_option("--max-message-bytes", options->transport.max_message_bytes,
                   "A peer that announces a bigger message is disconnected before the "

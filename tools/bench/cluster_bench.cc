@@ -79,9 +79,11 @@ std::string FindActorflow(const std::string& flag) {
   return path;
 }
 
-std::unique_ptr<Session> OpenOrDie(const Graph* graph, const std::string& target) {
+std::unique_ptr<Session> OpenOrDie(const Graph* graph, const std::string& target,
+                                   bool step_channel = true) {
   SessionOptions options;
   options.target = target;
+  options.step_channel = step_channel;
   return ValueOrDie(NewSession(graph, options), kProgram, "opening a session on " + target);
 }
 
@@ -343,6 +345,10 @@ int Main(int argc, char** argv) {
   const int round_trips = flags.quick ? 300 : 2000;
   std::vector<double> local_us = RoundTripsUs(session.get(), "local", round_trips);
   std::vector<double> remote_us = RoundTripsUs(session.get(), "remote", round_trips);
+  // The same steps with the step channel off: every step through CAF's transport.
+  std::unique_ptr<Session> over_caf = OpenOrDie(trivial.get(), target, /*step_channel=*/false);
+  std::vector<double> local_caf_us = RoundTripsUs(over_caf.get(), "local", round_trips);
+  over_caf.reset();
   // (c) The session stays open (a connected client) while nothing runs.
   const double idle_s = flags.idle_seconds > 0 ? flags.idle_seconds : (flags.quick ? 3 : 10);
   std::vector<double> idle_cpu0;
@@ -372,6 +378,7 @@ int Main(int argc, char** argv) {
     }
     j["round_trip_us"]["worker0_only"] = StatsJson(Summarize(local_us));
     j["round_trip_us"]["worker0_worker1"] = StatsJson(Summarize(remote_us));
+    j["round_trip_us"]["worker0_only_over_caf"] = StatsJson(Summarize(local_caf_us));
     j["idle_cpu_percent"] = {{"seconds", idle_wall},
                              {"worker0", idle_percent[0]},
                              {"worker1", idle_percent[1]},
@@ -401,6 +408,8 @@ int Main(int argc, char** argv) {
               round_trips);
   std::printf("  %-24s %s\n", "worker 0 only", Triple(Summarize(local_us), "%.1f").c_str());
   std::printf("  %-24s %s\n", "worker 0 -> worker 1", Triple(Summarize(remote_us), "%.1f").c_str());
+  std::printf("  %-24s %s\n", "worker 0 only, over CAF",
+              Triple(Summarize(local_caf_us), "%.1f").c_str());
   std::printf("\n(c) idle CPU over %.1f s, session open, no step running (%% of one core)\n",
               idle_wall);
   std::printf("  worker 0 %.2f%%, worker 1 %.2f%%, client %.2f%%\n", idle_percent[0],
