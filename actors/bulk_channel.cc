@@ -14,6 +14,7 @@ namespace actorflow {
 namespace {
 
 using bulk_internal::Clock;
+using bulk_internal::kBulkLocalName;
 using bulk_internal::kMagic;
 using bulk_internal::kMaxHeaderBytes;
 using bulk_internal::kMaxRank;
@@ -68,6 +69,7 @@ class BulkReceiverImpl : public BulkReceiver {
     ao.max_connections = options_.max_connections;
     ao.accept_thread_name = "af.bulk.accept";
     ao.connection_thread_name = "af.bulk.recv";
+    ao.local_name = kBulkLocalName;
     AF_ASSIGN_OR_RETURN(acceptor_, SocketAcceptor::Listen(host, ao, [this](int fd) {
                           while (ReadOneFrame(fd).ok()) {
                           }
@@ -81,6 +83,7 @@ class BulkReceiverImpl : public BulkReceiver {
     std::lock_guard<std::mutex> lock(mu_);
     BulkChannelStats stats = stats_;
     stats.refused += acceptor_->turned_away();
+    stats.local_connections = acceptor_->local_connections();
     return stats;
   }
 

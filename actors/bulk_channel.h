@@ -60,6 +60,9 @@ struct BulkChannelStats {
   int64_t bytes = 0;      // their payload bytes
   int64_t refused = 0;    // receiver: connections closed on a malformed frame
   int64_t fallbacks = 0;  // sender: frames handed to the fallback
+  // receiver: connections from this host's processes on its host-local socket
+  // (actors/socket_acceptor.h), which same-host senders use instead of TCP
+  int64_t local_connections = 0;
 };
 
 // Listens on host (any free port) and hands every whole, valid frame to `deliver`,
@@ -87,6 +90,9 @@ struct BulkSenderOptions {
   int64_t retry_after_ms = 1000;
   // A writer with nothing to send for this long closes its connection and ends.
   int64_t idle_close_ms = 60000;
+  // Reach a receiver of this host through its host-local socket rather than TCP
+  // (actors/socket_acceptor.h); false: always TCP.
+  bool host_local = true;
 };
 
 class BulkSender {

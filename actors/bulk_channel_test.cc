@@ -92,11 +92,14 @@ bool RefusedWithin(const BulkReceiver& r, int64_t refused) {
          refused;
 }
 
-TEST(BulkChannelTest, FramesArriveWholeAndInOrder) {
+// Same host: through the receiver's host-local socket, or TCP when told so.
+void ExpectFramesWholeAndInOrder(bool host_local) {
   FrameSink sink;
   auto receiver = Listen(&sink);
   ASSERT_NE(receiver, nullptr);
-  BulkSender sender;
+  BulkSenderOptions options;
+  options.host_local = host_local;
+  BulkSender sender(options);
   FrameSink fallbacks;
   auto fallback = [&](BulkFrame f) { fallbacks.Take(std::move(f)); };
   const Tensor big = Ramp(int64_t{1} << 20);  // 4 MiB of float32
@@ -122,9 +125,18 @@ TEST(BulkChannelTest, FramesArriveWholeAndInOrder) {
   auto stats = StatsOnce(*receiver, [](const BulkChannelStats& s) { return s.frames >= 3; });
   EXPECT_EQ(stats.frames, 3);
   EXPECT_EQ(stats.bytes, static_cast<int64_t>(big.TotalBytes() + 2));
+  EXPECT_EQ(stats.local_connections, host_local ? 1 : 0);
   sender.Shutdown();
   EXPECT_EQ(sender.stats().frames, 3);
   EXPECT_EQ(sender.stats().fallbacks, 0);
+}
+
+TEST(BulkChannelTest, FramesArriveWholeAndInOrderOnTheHostLocalSocket) {
+  ExpectFramesWholeAndInOrder(/*host_local=*/true);
+}
+
+TEST(BulkChannelTest, FramesArriveWholeAndInOrderOverTcp) {
+  ExpectFramesWholeAndInOrder(/*host_local=*/false);
 }
 
 TEST(BulkChannelTest, ABracketedIpv6HostAsClusterSpecsWriteItListensAndConnects) {

@@ -20,6 +20,7 @@ namespace actorflow {
 using bulk_internal::Clock;
 using bulk_internal::ConnectWithin;
 using bulk_internal::EncodeHead;
+using bulk_internal::kBulkLocalName;
 using bulk_internal::NameThisThread;
 using bulk_internal::WriteFull;
 
@@ -117,8 +118,9 @@ struct BulkSender::Impl {
     const auto now = Clock::now();
     if (w->fd < 0) {
       if (now < w->retry_at) return false;
-      w->fd = ConnectWithin(
-          w->endpoint, now + std::chrono::milliseconds(options.connect_timeout_ms), wake_fd);
+      w->fd = ConnectWithin(w->endpoint,
+                            now + std::chrono::milliseconds(options.connect_timeout_ms), wake_fd,
+                            options.host_local ? kBulkLocalName : "");
     }
     if (w->fd >= 0) {
       std::string head = EncodeHead(frame);

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "actors/socket_acceptor.h"
 #include "placement/cluster_spec.h"
 
 namespace actorflow {
@@ -125,11 +126,30 @@ std::string ResolvableHost(const std::string& host) {
   return host;
 }
 
-// A connected, non-blocking TCP socket to endpoint, or -1 (unreachable, refused,
-// not connected within the deadline, or `stop_fd` signalled).
-int ConnectWithin(const std::string& endpoint, Clock::time_point deadline, int stop_fd) {
+// The host-local socket of the acceptor at endpoint, connected, or -1 (none on this
+// host, or its backlog is full).
+int ConnectLocally(const std::string& endpoint, const std::string& local_name) {
+  sockaddr_un address;
+  socklen_t length = 0;
+  if (!LocalSocketAddress(local_name, endpoint, &address, &length)) return -1;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  // A Unix stream connect completes at once or fails (EAGAIN: backlog full).
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), length) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int ConnectWithin(const std::string& endpoint, Clock::time_point deadline, int stop_fd,
+                  const std::string& local_name) {
   StatusOr<TaskAddress> parts = ParseHostPort(endpoint);
   if (!parts.ok()) return -1;
+  if (!local_name.empty()) {
+    int fd = ConnectLocally(endpoint, local_name);
+    if (fd >= 0) return fd;
+  }
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

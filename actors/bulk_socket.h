@@ -27,6 +27,8 @@ constexpr uint32_t kMagic = 0x4B424641;  // "AFBK" in a little-endian dump
 constexpr uint32_t kMaxHeaderBytes = 64 * 1024;
 constexpr uint32_t kMaxRank = 64;
 constexpr size_t kPrefixBytes = 16;  // magic, header bytes, payload bytes
+// The tag of the receivers' host-local sockets (actors/socket_acceptor.h).
+constexpr char kBulkLocalName[] = "bulk";
 
 // Names the calling thread (at most 15 characters), so that profiles tell the
 // channel's threads from the actor threads that started them.
@@ -53,9 +55,12 @@ std::string EncodeHead(const BulkFrame& frame);
 // specs write it) without its brackets.
 std::string ResolvableHost(const std::string& host);
 
-// A connected, non-blocking TCP socket to endpoint, or -1 (unreachable, refused,
-// not connected within the deadline, or `stop_fd` signalled).
-int ConnectWithin(const std::string& endpoint, Clock::time_point deadline, int stop_fd);
+// A connected, non-blocking socket to endpoint, or -1 (unreachable, refused, not
+// connected within the deadline, or `stop_fd` signalled): the host-local socket of
+// the acceptor there when `local_name` is given and it exists on this host
+// (actors/socket_acceptor.h), else TCP.
+int ConnectWithin(const std::string& endpoint, Clock::time_point deadline, int stop_fd,
+                  const std::string& local_name = "");
 
 }  // namespace bulk_internal
 }  // namespace actorflow

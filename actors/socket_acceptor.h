@@ -5,8 +5,19 @@
 // Bounded: connections beyond `max_connections` open ones are closed at once (and
 // counted). Shutting down (the destructor) shuts every socket down, which wakes
 // every read and write on it, and joins every thread. CAF-free.
+//
+// Host-local peers: with a `local_name`, the acceptor also listens on a Unix stream
+// socket in the abstract namespace, named from the TCP endpoint (LocalSocketAddress).
+// A process on the same host reaches the same acceptor through it for about half of
+// loopback TCP's CPU per byte (no TCP/IP processing; tools/bench/floor_bench.cc).
+// The name is unique on the host because the TCP host:port it embeds has one
+// listener there; a peer that finds no such socket uses TCP. Both sockets take the
+// same peers (any local process may open either), so neither trusts more.
 #ifndef ACTORFLOW_ACTORS_SOCKET_ACCEPTOR_H_
 #define ACTORFLOW_ACTORS_SOCKET_ACCEPTOR_H_
+
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <cstdint>
 #include <functional>
@@ -23,7 +34,16 @@ struct SocketAcceptorOptions {
   // Thread names (at most 15 characters), so that profiles tell these threads apart.
   const char* accept_thread_name = "af.accept";
   const char* connection_thread_name = "af.conn";
+  // Also listen on the host-local socket named from this tag and the TCP endpoint
+  // ("bulk", "step"); empty: TCP only.
+  std::string local_name;
 };
+
+// The abstract Unix socket address of an acceptor with `local_name` whose TCP
+// endpoint is `endpoint` ("host:port"): "\0actorflow/<local_name>/<endpoint>".
+// False when it does not fit a sockaddr_un.
+bool LocalSocketAddress(const std::string& local_name, const std::string& endpoint,
+                        sockaddr_un* address, socklen_t* length);
 
 class SocketAcceptor {
  public:
@@ -43,6 +63,8 @@ class SocketAcceptor {
   virtual std::string endpoint() const = 0;
   // Connections closed at once because max_connections were open.
   virtual int64_t turned_away() const = 0;
+  // Connections taken on the host-local socket.
+  virtual int64_t local_connections() const = 0;
 };
 
 }  // namespace actorflow

@@ -45,6 +45,8 @@ constexpr auto kStopCheck = std::chrono::milliseconds(100);
 // A failed connect sends steps over CAF for this long before the channel tries again.
 constexpr auto kRetryAfter = std::chrono::seconds(1);
 constexpr int64_t kMaxConnectMs = 2000;
+// The tag of the servers' host-local sockets (actors/socket_acceptor.h).
+constexpr char kStepLocalName[] = "step";
 
 // `value` as a whole frame of `kind` in *out. False when it does not serialize.
 template <class T>
@@ -115,6 +117,7 @@ class StepChannelServerImpl : public StepChannelServer {
     ao.max_connections = options_.max_connections;
     ao.accept_thread_name = "af.step.accept";
     ao.connection_thread_name = "af.step.conn";
+    ao.local_name = kStepLocalName;
     AF_ASSIGN_OR_RETURN(acceptor_,
                         SocketAcceptor::Listen(host, ao, [this](int fd) { ServeConnection(fd); }));
     return Status::OK();
@@ -127,6 +130,7 @@ class StepChannelServerImpl : public StepChannelServer {
   uint16_t port() const override { return acceptor_->port(); }
   int64_t steps() const override { return steps_.load(std::memory_order_relaxed); }
   int64_t refused() const override { return refused_.load(std::memory_order_relaxed); }
+  int64_t local_connections() const override { return acceptor_->local_connections(); }
 
  private:
   // One step after another until the client closes the connection, a frame is
@@ -333,7 +337,7 @@ struct StepChannelClient::Impl {
       if (Clock::now() < retry_at) return -1;
     }
     const auto connect_by = Clock::now() + std::chrono::milliseconds(connect_ms);
-    int fd = ConnectWithin(endpoint, connect_by, -1);
+    int fd = ConnectWithin(endpoint, connect_by, -1, options.host_local ? kStepLocalName : "");
     if (fd >= 0 && !Welcomed(fd, connect_by)) {
       close(fd);
       fd = -1;

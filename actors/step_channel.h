@@ -21,6 +21,9 @@
 // A connection carries one step at a time; a client opens one per step in flight
 // and keeps it for the next.
 //
+// A client on the task's host connects through the channel's host-local socket
+// (actors/socket_acceptor.h) rather than loopback TCP.
+//
 // Reliability: a step not written whole never runs (the server acts only on whole
 // frames), so the client sends it over CAF instead. Once sent, a lost connection
 // answers Unavailable and a missed deadline DeadlineExceeded, both naming the
@@ -61,6 +64,9 @@ struct StepChannelOptions {
   bool run_on_connection_thread = false;
   // How long a connection's thread polls for its step's answer before parking.
   int64_t spin_us = 200;
+  // Client: reach a task of this host through its host-local socket rather than TCP
+  // (actors/socket_acceptor.h); false: always TCP.
+  bool host_local = true;
 };
 
 // The task's side: listens beside its CAF port and answers steps of the sessions
@@ -78,6 +84,9 @@ class StepChannelServer {
   virtual uint16_t port() const = 0;
   virtual int64_t steps() const = 0;    // steps answered
   virtual int64_t refused() const = 0;  // connections closed on a malformed frame
+  // Connections from this host's clients on the host-local socket, which they use
+  // instead of TCP (actors/socket_acceptor.h).
+  virtual int64_t local_connections() const = 0;
 };
 
 // The client's side: connections to one task's step port, reused across steps.

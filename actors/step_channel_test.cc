@@ -218,6 +218,21 @@ TEST(StepChannelTest, ATaskThatStopsMidStepEndsTheStepUnavailable) {
   EXPECT_THAT(s.message(), HasSubstr(f.target));
 }
 
+// Runs `step` until the server takes it (a connection it turned away is retried
+// after the client's pause), for at most 20 s.
+bool AnsweredWithin20s(StepChannelClient* client, const RemoteStep& step,
+                       RemoteStepResult* result) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < give_up) {
+    if (client->Run(step, StepChannelClient::Clock::time_point::max(), {}, result) ==
+        StepChannelClient::Outcome::kAnswered) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polled, bounded
+  }
+  return false;
+}
+
 TEST(StepChannelTest, AClientThatAFullServerTurnsAwaySendsItsStepAnotherWay) {
   caf::actor_system_config cfg;
   caf::actor_system system{cfg};
@@ -242,20 +257,23 @@ TEST(StepChannelTest, AClientThatAFullServerTurnsAwaySendsItsStepAnotherWay) {
   // With the slot free again (and the client's retry pause over), the step goes on
   // the channel and gets the server's answer.
   close(hog);
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  StepChannelClient::Outcome outcome = StepChannelClient::Outcome::kNotSent;
-  while (outcome != StepChannelClient::Outcome::kAnswered &&
-         std::chrono::steady_clock::now() < give_up) {
-    outcome = client.Run(step, no_deadline, {}, &result);
-    if (outcome != StepChannelClient::Outcome::kAnswered) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polled, bounded
-    }
-  }
-  ASSERT_EQ(outcome, StepChannelClient::Outcome::kAnswered);
+  ASSERT_TRUE(AnsweredWithin20s(&client, step, &result));
   EXPECT_EQ(result.status.code(), Code::kFailedPrecondition) << result.status;
   EXPECT_THAT(result.status.message(), HasSubstr("session 7 is not open on " + std::string(kWorker)));
   EXPECT_EQ(server->steps(), 1);
   EXPECT_EQ(client.steps(), 1);
+  EXPECT_EQ(server->local_connections(), 1);  // a client of this host: not TCP
+
+  // A client told to use TCP gets the same answer there.
+  StepChannelOptions tcp_only = options;
+  tcp_only.host_local = false;
+  StepChannelClient tcp_client(system, "127.0.0.1:" + std::to_string(server->port()),
+                               "actorflow://test-target", tcp_only, 2000);
+  client.CloseAll();  // frees the only slot
+  RemoteStepResult over_tcp;
+  ASSERT_TRUE(AnsweredWithin20s(&tcp_client, step, &over_tcp));
+  EXPECT_EQ(over_tcp.status, result.status);
+  EXPECT_EQ(server->local_connections(), 1);
 }
 
 }  // namespace

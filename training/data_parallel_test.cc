@@ -158,7 +158,9 @@ TEST_F(DataParallelTest, SyncWithABackupWorkerDropsAStragglersStaleGradientsAndF
   // a version leaves one of the others' gradients stale, and each that comes late is.
   options.epochs = 60;
   auto job = Job(options);
-  job->set_delay(2, /*delay_factor=*/10.0);
+  // 2 ms on top of 10 steps' time: a step here takes microseconds, so without it a
+  // busy machine's scheduling could hide the straggler among the others.
+  job->set_delay(2, /*delay_factor=*/10.0, /*delay_ms=*/2);
   auto result = job->Run();
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->stats.updates_applied, SyncTargetGlobalStep(options, 120));
