@@ -93,6 +93,14 @@ bool HasInput(int fd) {
   return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+// The step connections of this process whose clients are stepping: serving a step,
+// or waiting for the next one for less than kActiveGap.
+constexpr auto kActiveGap = std::chrono::milliseconds(1);
+std::atomic<int>& ActiveConnections() {
+  static std::atomic<int> count{0};
+  return count;
+}
+
 // Parses a whole payload into *value; false when it does not parse or has bytes left.
 template <class T>
 bool DecodePayload(caf::actor_system& system, const std::vector<char>& payload, T* value) {
@@ -136,8 +144,14 @@ class StepChannelServerImpl : public StepChannelServer {
   // One step after another until the client closes the connection, a frame is
   // malformed, or the server stops.
   void ServeConnection(int fd) {
+    // Counted from here on, except while its client pauses.
+    ActiveConnections().fetch_add(1, std::memory_order_relaxed);
+    struct Uncount {
+      ~Uncount() { ActiveConnections().fetch_sub(1, std::memory_order_relaxed); }
+    } uncount;
     std::vector<char> in;
     std::vector<char> out(kPrefixBytes, '\0');
+
     const uint64_t none = 0;
     std::memcpy(out.data(), &kStepMagic, 4);
     std::memcpy(out.data() + 4, &kWelcomeFrame, 4);
@@ -147,11 +161,27 @@ class StepChannelServerImpl : public StepChannelServer {
     }
     for (;;) {
       char first = 0;
-      // A client's next step often follows its answer at once: poll for it a while
-      // (as the scheduler's threads do for messages), then park. Between steps the
-      // wait is open-ended (an idle client); Stop shuts it down.
-      SpinUntil([fd] { return HasInput(fd); }, std::chrono::microseconds(options_.spin_us));
-      if (!ReadFull(fd, &first, 1, nullptr)) return;
+      // A client's next step often follows its answer at once: poll for it a while,
+      // but only while this process serves no more active connections than half its
+      // cores. Each has a client thread that computes between its steps (often on
+      // these cores: an in-process cluster's clients are in this very process), and
+      // a thread polling for its next step would take the core it computes on.
+      if (ActiveConnections().load(std::memory_order_relaxed) * 2 <= PollingCores()) {
+        SpinUntil([fd] { return HasInput(fd); }, std::chrono::microseconds(options_.spin_us));
+      }
+      // Active until its client pauses longer than kActiveGap; then the wait is
+      // open-ended (an idle client) and Stop shuts it down.
+      auto active_until = Clock::now() + kActiveGap;
+      bool got_first = ReadFull(fd, &first, 1, &active_until);
+      if (!got_first) {
+        // Past the gap (or at the connection's end, which the read below sees at
+        // once); a byte that came just after the gap is read below too.
+        const bool paused = !HasInput(fd);
+        if (paused) ActiveConnections().fetch_sub(1, std::memory_order_relaxed);
+        got_first = ReadFull(fd, &first, 1, nullptr);
+        if (paused) ActiveConnections().fetch_add(1, std::memory_order_relaxed);
+      }
+      if (!got_first) return;
       const auto deadline = Clock::now() + std::chrono::milliseconds(options_.frame_timeout_ms);
       FrameRead read =
           ReadRestOfFrame(fd, first, kStepFrame, options_.max_frame_bytes, deadline, &in);
@@ -314,6 +344,8 @@ struct StepChannelClient::Impl {
   bool closed = false;
   Clock::time_point retry_at{};
   std::atomic<int64_t> steps{0};
+  // How long the last step's answer took from its sending (any thread's).
+  std::atomic<int64_t> last_answer_us{0};
 
   Impl(caf::actor_system& sys, std::string ep, std::string tgt, StepChannelOptions opts,
        int64_t connect_timeout_ms)
@@ -386,8 +418,14 @@ struct StepChannelClient::Impl {
   // *status): the deadline passed, or the watch reports the server lost.
   bool AwaitAnswer(int fd, Clock::time_point deadline, const Watch& watch, Status* status) {
     auto readable = [fd] { return HasInput(fd); };
-    if (SpinUntil(readable, std::chrono::microseconds(options.spin_us))) return true;
+    // As an in-process session: a client whose last answer outlasted the poll parks
+    // at once, leaving the core to the task that computes it.
+    const int64_t last_wait_us = last_answer_us.load(std::memory_order_relaxed);
     const auto sent = Clock::now();
+    if (SpinUntil(readable, std::chrono::microseconds(
+                                last_wait_us <= options.spin_us ? options.spin_us : 0))) {
+      return true;
+    }
     bool watching = false;
     for (;;) {
       const auto now = Clock::now();
@@ -450,7 +488,12 @@ StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
     return Outcome::kNotSent;
   }
   Status ended;
-  if (!c.AwaitAnswer(fd, deadline, watch, &ended)) {
+  const auto sent_at = Clock::now();
+  const bool answered = c.AwaitAnswer(fd, deadline, watch, &ended);
+  c.last_answer_us.store(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent_at).count(),
+      std::memory_order_relaxed);
+  if (!answered) {
     c.Give(fd, false);  // its answer may still come: the stream is no longer usable
     *result = RemoteStepResult();
     result->status = c.Closed() ? Cancelled("the session ended while the step ran") : ended;
