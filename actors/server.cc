@@ -97,7 +97,7 @@ class ServerImpl : public Server {
 
   uint16_t step_port() const override { return step_server_ ? step_server_->port() : 0; }
   int64_t steps_on_step_channel() const override {
-    return step_server_ ? step_server_->steps() : 0;
+    return step_server_ ? step_server_->steps() + step_server_->in_process_steps() : 0;
   }
 
   void Stop() override {

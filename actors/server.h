@@ -101,7 +101,8 @@ class Server {
   // "host:port" of the bulk channel's port; empty when it is off.
   virtual std::string bulk_endpoint() const = 0;
   virtual BulkChannelStats bulk_sent() const = 0;
-  // The step channel's port (0: off) and the steps it answered.
+  // The step channel's port (0: off) and the steps it answered (on sockets, and for
+  // clients in this process on their own threads).
   virtual uint16_t step_port() const = 0;
   virtual int64_t steps_on_step_channel() const = 0;
 };

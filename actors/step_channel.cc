@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -108,6 +109,22 @@ bool DecodePayload(caf::actor_system& system, const std::vector<char>& payload, 
   return !source(*value) && source.remaining() == 0;
 }
 
+class StepChannelServerImpl;
+
+// The servers of this process by endpoint, for the clients of this process: a step
+// for one of them needs no socket (StepChannelClient::Run). A server leaves before it
+// stops, once the steps its clients are running have returned.
+struct InProcessServers {
+  std::mutex mu;
+  std::condition_variable left;  // a step run here returned
+  std::map<std::string, StepChannelServerImpl*> by_endpoint;
+  std::map<StepChannelServerImpl*, int> running;  // steps run here, per server
+};
+InProcessServers& InProcess() {
+  static InProcessServers* servers = new InProcessServers;  // never destroyed
+  return *servers;
+}
+
 class StepChannelServerImpl : public StepChannelServer {
  public:
   StepChannelServerImpl(caf::actor_system& system, std::string task_name,
@@ -116,6 +133,14 @@ class StepChannelServerImpl : public StepChannelServer {
 
   ~StepChannelServerImpl() override {
     stopping_.store(true, std::memory_order_release);
+    {
+      InProcessServers& in_process = InProcess();
+      std::unique_lock<std::mutex> lock(in_process.mu);
+      in_process.by_endpoint.erase(endpoint_);
+      // Their Await sees stopping_ within kStopCheck.
+      in_process.left.wait(lock, [&] { return in_process.running[this] == 0; });
+      in_process.running.erase(this);
+    }
     acceptor_.reset();  // wakes every read, joins every connection's thread
   }
 
@@ -128,7 +153,20 @@ class StepChannelServerImpl : public StepChannelServer {
     ao.local_name = kStepLocalName;
     AF_ASSIGN_OR_RETURN(acceptor_,
                         SocketAcceptor::Listen(host, ao, [this](int fd) { ServeConnection(fd); }));
+    endpoint_ = acceptor_->endpoint();
+    InProcessServers& in_process = InProcess();
+    std::lock_guard<std::mutex> lock(in_process.mu);
+    in_process.by_endpoint[endpoint_] = this;
     return Status::OK();
+  }
+
+  // A step of a client in this process, run on its thread. *stopped: the server
+  // stopped while it ran (the answer is then Cancelled).
+  RemoteStepResult RunInProcess(RemoteStep step, bool* stopped) {
+    RemoteStepResult result = RunStep(std::move(step));
+    *stopped = stopping_.load(std::memory_order_acquire);
+    if (!*stopped) in_process_steps_.fetch_add(1, std::memory_order_relaxed);
+    return result;
   }
 
   void Serve(std::shared_ptr<TaskServices> services) override {
@@ -137,6 +175,9 @@ class StepChannelServerImpl : public StepChannelServer {
   }
   uint16_t port() const override { return acceptor_->port(); }
   int64_t steps() const override { return steps_.load(std::memory_order_relaxed); }
+  int64_t in_process_steps() const override {
+    return in_process_steps_.load(std::memory_order_relaxed);
+  }
   int64_t refused() const override { return refused_.load(std::memory_order_relaxed); }
   int64_t local_connections() const override { return acceptor_->local_connections(); }
 
@@ -315,11 +356,41 @@ class StepChannelServerImpl : public StepChannelServer {
   std::shared_ptr<TaskServices> services_;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> steps_{0};
+  std::atomic<int64_t> in_process_steps_{0};
   std::atomic<int64_t> refused_{0};
+  std::string endpoint_;  // the key in InProcess()
   std::unique_ptr<SocketAcceptor> acceptor_;  // last: its threads use the members above
 };
 
 }  // namespace
+
+// Runs `step` on the server of this process at `endpoint`, if there is one.
+bool RunOnServerInProcess(const std::string& endpoint, const std::string& target,
+                          const RemoteStep& step, RemoteStepResult* result) {
+  InProcessServers& in_process = InProcess();
+  StepChannelServerImpl* server = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(in_process.mu);
+    auto it = in_process.by_endpoint.find(endpoint);
+    if (it == in_process.by_endpoint.end()) return false;
+    server = it->second;
+    ++in_process.running[server];
+  }
+  bool stopped = false;
+  *result = server->RunInProcess(step, &stopped);
+  {
+    std::lock_guard<std::mutex> lock(in_process.mu);
+    --in_process.running[server];
+  }
+  in_process.left.notify_all();
+  if (stopped) {
+    // As a client across processes sees it: the task went away mid-step.
+    *result = RemoteStepResult();
+    result->status =
+        Unavailable("lost the master at " + target + ": its task stopped while the step ran");
+  }
+  return true;
+}
 
 StatusOr<std::unique_ptr<StepChannelServer>> StepChannelServer::Listen(
     caf::actor_system& system, const std::string& host, const std::string& task_name,
@@ -474,6 +545,10 @@ StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
                                                   Clock::time_point deadline, const Watch& watch,
                                                   RemoteStepResult* result) {
   Impl& c = *impl_;
+  if (c.options.in_process && RunOnServerInProcess(c.endpoint, c.target, step, result)) {
+    c.steps.fetch_add(1, std::memory_order_relaxed);
+    return Outcome::kAnswered;
+  }
   std::vector<char> frame;
   if (!EncodeFrame(c.system, kStepFrame, step, &frame)) return Outcome::kNotSent;
   if (frame.size() - kPrefixBytes > c.options.max_frame_bytes) return Outcome::kNotSent;

@@ -22,7 +22,10 @@
 // and keeps it for the next.
 //
 // A client on the task's host connects through the channel's host-local socket
-// (actors/socket_acceptor.h) rather than loopback TCP.
+// (actors/socket_acceptor.h) rather than loopback TCP. A client in the task's own
+// process (an in-process cluster: `local:worker=N`, LocalCluster) needs no socket:
+// its thread hands the step to the master as the connection's thread would, and
+// tensors stay by reference.
 //
 // Reliability: a step not written whole never runs (the server acts only on whole
 // frames), so the client sends it over CAF instead. Once sent, a lost connection
@@ -67,6 +70,9 @@ struct StepChannelOptions {
   // Client: reach a task of this host through its host-local socket rather than TCP
   // (actors/socket_acceptor.h); false: always TCP.
   bool host_local = true;
+  // Client: run a step for a task of this very process on the calling thread, as an
+  // in-process session does, with no socket; false: always a socket.
+  bool in_process = true;
 };
 
 // The task's side: listens beside its CAF port and answers steps of the sessions
@@ -82,7 +88,9 @@ class StepChannelServer {
   // step is answered Unavailable.
   virtual void Serve(std::shared_ptr<TaskServices> services) = 0;
   virtual uint16_t port() const = 0;
-  virtual int64_t steps() const = 0;    // steps answered
+  virtual int64_t steps() const = 0;    // steps answered on sockets
+  // Steps of clients in this process, run on their threads (no socket).
+  virtual int64_t in_process_steps() const = 0;
   virtual int64_t refused() const = 0;  // connections closed on a malformed frame
   // Connections from this host's clients on the host-local socket, which they use
   // instead of TCP (actors/socket_acceptor.h).

@@ -1,7 +1,10 @@
 // The step channel (actors/step_channel.h) against a LocalCluster task on loopback:
 // remote steps go on it with the answers, errors, deadlines and run metadata they
-// get over CAF; malformed frames end only their own connection; a task that stops
-// mid-step ends the step Unavailable.
+// get over CAF (a LocalCluster's task is in this process: its clients run their
+// steps in process); malformed frames end only their own connection; a task that
+// stops mid-step ends the step Unavailable; a full server turns a client to CAF; a
+// client reaches a task of its host by its host-local socket, by TCP when told so,
+// and a task of its process without a socket.
 #include "actors/step_channel.h"
 
 #include <arpa/inet.h>
@@ -238,6 +241,7 @@ TEST(StepChannelTest, AClientThatAFullServerTurnsAwaySendsItsStepAnotherWay) {
   caf::actor_system system{cfg};
   StepChannelOptions options;
   options.max_connections = 1;
+  options.in_process = false;  // the server is in this process: use its sockets anyway
   ASSERT_OK_AND_ASSIGN(auto server,
                        StepChannelServer::Listen(system, "127.0.0.1", kWorker, options));
   server->Serve(std::make_shared<TaskServices>());  // no session is open
@@ -274,6 +278,15 @@ TEST(StepChannelTest, AClientThatAFullServerTurnsAwaySendsItsStepAnotherWay) {
   ASSERT_TRUE(AnsweredWithin20s(&tcp_client, step, &over_tcp));
   EXPECT_EQ(over_tcp.status, result.status);
   EXPECT_EQ(server->local_connections(), 1);
+
+  // A client that may, runs the step on its own thread: no connection, same answer.
+  StepChannelClient in_process(system, "127.0.0.1:" + std::to_string(server->port()),
+                               "actorflow://test-target", StepChannelOptions(), 2000);
+  RemoteStepResult here;
+  ASSERT_EQ(in_process.Run(step, no_deadline, {}, &here), StepChannelClient::Outcome::kAnswered);
+  EXPECT_EQ(here.status, result.status);
+  EXPECT_EQ(server->in_process_steps(), 1);
+  EXPECT_EQ(server->steps(), 2);  // the two above, on sockets
 }
 
 }  // namespace
