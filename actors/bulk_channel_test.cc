@@ -132,11 +132,11 @@ void ExpectFramesWholeAndInOrder(bool host_local) {
 }
 
 TEST(BulkChannelTest, FramesArriveWholeAndInOrderOnTheHostLocalSocket) {
-  ExpectFramesWholeAndInOrder(/*host_local=*/true);
+  ASSERT_NO_FATAL_FAILURE(ExpectFramesWholeAndInOrder(/*host_local=*/true));
 }
 
 TEST(BulkChannelTest, FramesArriveWholeAndInOrderOverTcp) {
-  ExpectFramesWholeAndInOrder(/*host_local=*/false);
+  ASSERT_NO_FATAL_FAILURE(ExpectFramesWholeAndInOrder(/*host_local=*/false));
 }
 
 TEST(BulkChannelTest, ABracketedIpv6HostAsClusterSpecsWriteItListensAndConnects) {

@@ -70,6 +70,9 @@ struct StepChannelOptions {
   // Client: reach a task of this host through its host-local socket rather than TCP
   // (actors/socket_acceptor.h); false: always TCP.
   bool host_local = true;
+  // Client: after a connection fails (or is turned away), steps go over CAF for
+  // this long before the channel connects again.
+  int64_t retry_after_ms = 1000;
   // Client: run a step for a task of this very process on the calling thread, as an
   // in-process session does, with no socket; false: always a socket.
   bool in_process = true;
