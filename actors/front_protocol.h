@@ -72,6 +72,21 @@ struct RemoteStepResult {
   std::vector<DeviceClockOffset> clock_offsets;
 };
 
+// A step's answer as a remote client gets it: the master's status, outputs and run
+// metadata (the master's promise, and the step channel's StepReply, both end here).
+inline RemoteStepResult MakeRemoteStepResult(Status status, std::vector<Tensor> outputs,
+                                             RunMetadata meta) {
+  RemoteStepResult r;
+  r.status = std::move(status);
+  r.outputs = std::move(outputs);
+  r.executed_nodes = std::move(meta.executed_nodes);
+  r.step_stats = std::move(meta.step_stats);
+  r.transfers = std::move(meta.transfers);
+  r.transfer_stats = std::move(meta.transfer_stats);
+  r.clock_offsets = std::move(meta.clock_offsets);
+  return r;
+}
+
 // What a task holds (tests assert a long-lived server frees closed sessions).
 struct FrontStats {
   std::string task;

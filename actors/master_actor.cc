@@ -32,15 +32,7 @@ void Reply(const std::shared_ptr<StepRequest>& req, Status status, std::vector<T
     req->reply->Deliver(std::move(status), std::move(out), std::move(meta));
     return;
   }
-  RemoteStepResult r;
-  r.status = std::move(status);
-  r.outputs = std::move(out);
-  r.executed_nodes = std::move(meta.executed_nodes);
-  r.step_stats = std::move(meta.step_stats);
-  r.transfers = std::move(meta.transfers);
-  r.transfer_stats = std::move(meta.transfer_stats);
-  r.clock_offsets = std::move(meta.clock_offsets);
-  req->promise.deliver(std::move(r));
+  req->promise.deliver(MakeRemoteStepResult(std::move(status), std::move(out), std::move(meta)));
 }
 
 Status ValidateFeeds(const StepRequest& req, const RunSignature& sig) {

@@ -255,15 +255,18 @@ class RemoteSession : public Session {
     const int64_t wait_ms = timeout_ms > 0 ? timeout_ms + 5000 : 0;
     RemoteStepResult r;
     if (step_channel_ != nullptr) {
-      auto watched = std::make_shared<PendingRemoteStep>();
+      // Made only for a step that waits long: most steps never touch the stepper.
+      std::shared_ptr<PendingRemoteStep> watched;
       StepChannelClient::Watch watch;
       const int64_t heartbeat_ms = options_.heartbeat_timeout_in_ms;
       watch.long_wait = std::chrono::milliseconds(std::max<int64_t>(heartbeat_ms / 4, 10));
       watch.on_long_wait = [&] {
-        if (heartbeat_ms > 0) caf::anon_send(Stepper(), watch_step_atom::value, watched);
+        if (heartbeat_ms <= 0) return;
+        watched = std::make_shared<PendingRemoteStep>();
+        caf::anon_send(Stepper(), watch_step_atom::value, watched);
       };
       watch.lost = [&](Status* status) {
-        if (!watched->ready.load(std::memory_order_acquire)) return false;
+        if (!watched || !watched->ready.load(std::memory_order_acquire)) return false;
         *status = watched->result.status;
         return true;
       };
@@ -271,7 +274,8 @@ class RemoteSession : public Session {
                                               std::chrono::milliseconds(wait_ms)
                                         : std::chrono::steady_clock::time_point::max();
       auto outcome = step_channel_->Run(step, deadline, watch, &r);
-      watched->Deliver(RemoteStepResult());  // the stepper forgets it at its next tick
+      // The stepper forgets a watched step at its next tick.
+      if (watched) watched->Deliver(RemoteStepResult());
       if (outcome == StepChannelClient::Outcome::kAnswered) return r;
     }
     auto pending = std::make_shared<PendingRemoteStep>();

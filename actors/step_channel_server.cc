@@ -104,7 +104,7 @@ class StepChannelServerImpl : public StepChannelServer {
   }
 
   // A step of a client in this process, run on its thread. *stopped: the server
-  // stopped while it ran (the answer is then Cancelled).
+  // stopped while it ran (RunOnServerInProcess then answers Unavailable).
   RemoteStepResult RunInProcess(RemoteStep step, bool* stopped) {
     RemoteStepResult result = RunStep(std::move(step));
     *stopped = stopping_.load(std::memory_order_acquire);
@@ -135,7 +135,6 @@ class StepChannelServerImpl : public StepChannelServer {
     } uncount;
     std::vector<char> in;
     std::vector<char> out(kPrefixBytes, '\0');
-
     PutPrefix(kWelcomeFrame, 0, out.data());
     if (!WriteFrame(fd, out, Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms))) {
       return;
@@ -171,8 +170,8 @@ class StepChannelServerImpl : public StepChannelServer {
         read = FrameRead::kMalformed;
       }
       if (read != FrameRead::kOk) {
-        refused_.fetch_add(1, std::memory_order_relaxed);
-        return;
+        if (read == FrameRead::kMalformed) refused_.fetch_add(1, std::memory_order_relaxed);
+        return;  // a client that went away mid-frame is not counted
       }
       RemoteStepResult result = RunStep(std::move(step));
       // A stopping task answers nothing: its clients see the connection end, as they
@@ -228,8 +227,8 @@ class StepChannelServerImpl : public StepChannelServer {
                                      " did not answer within the step's deadline plus 10 s");
       return result;
     }
-    result.status = reply->status;
-    result.outputs = std::move(reply->outputs);
+    result = MakeRemoteStepResult(reply->status, std::move(reply->outputs),
+                                  std::move(reply->metadata));
     for (Tensor& t : result.outputs) {
       if (!t.IsOnDevice()) continue;
       auto host = ToHostTensor(t);
@@ -240,12 +239,6 @@ class StepChannelServerImpl : public StepChannelServer {
       }
       t = std::move(host).value();
     }
-    RunMetadata& meta = reply->metadata;
-    result.executed_nodes = std::move(meta.executed_nodes);
-    result.step_stats = std::move(meta.step_stats);
-    result.transfers = std::move(meta.transfers);
-    result.transfer_stats = std::move(meta.transfer_stats);
-    result.clock_offsets = std::move(meta.clock_offsets);
     return result;
   }
 
