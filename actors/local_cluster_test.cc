@@ -77,6 +77,46 @@ TEST(LocalClusterTest, SlidesExampleRunsAndASecondClientSeesTheFirstOnesUpdates)
   EXPECT_EQ(after_reset.code(), Code::kFailedPrecondition) << after_reset;
 }
 
+// Sessions and resets that share one client runtime (SessionOptions::client_runtime):
+// a session still runs after another one on the runtime is gone, and ResetTask
+// clears the task it names and no other.
+TEST(LocalClusterTest, SessionsSharingAClientRuntimeOutliveEachOtherAndResetOneTaskOnly) {
+  auto cluster = StartCluster();
+  ASSERT_NE(cluster, nullptr);
+  Scope root = Scope::NewRootScope();
+  BuildSlidesModel(root);
+  ASSERT_TRUE(root.ok()) << root.status();
+  const std::shared_ptr<ClientRuntime> runtime = NewClientRuntime();
+  auto open = [&](const std::string& job, int task) {
+    SessionOptions options;
+    options.target = *cluster->Target(job, task);
+    options.client_runtime = runtime;
+    auto session = NewSession(root.graph(), options);
+    EXPECT_TRUE(session.ok()) << session.status();
+    return session.ok() ? std::move(session).value() : nullptr;
+  };
+  {
+    auto first = open("worker", 0);
+    ASSERT_NE(first, nullptr);
+    ASSERT_TRUE(first->Run({}, {}, {"w_init"}, nullptr).ok());
+    const FeedList feed = {{"x", Tensor::FromVector<float>({10, 20})}};
+    ASSERT_TRUE(first->Run(feed, {}, {"w_update"}, nullptr).ok());
+  }
+  auto second = open("worker", 1);
+  ASSERT_NE(second, nullptr);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(second->Run({}, {"w"}, {}, &out).ok());
+  EXPECT_TRUE(TensorsEqual(out[0], Tensor::FromVector<float>({22, 64})));
+
+  // w lives on the ps task: resetting a worker leaves it.
+  ASSERT_TRUE(ResetTask(*cluster->Target("worker", 1), {}, 10000, runtime).ok());
+  ASSERT_TRUE(second->Run({}, {"w"}, {}, &out).ok());
+  EXPECT_TRUE(TensorsEqual(out[0], Tensor::FromVector<float>({22, 64})));
+  ASSERT_TRUE(ResetTask(*cluster->Target("ps", 0), {}, 10000, runtime).ok());
+  Status after_reset = second->Run({}, {"w"}, {}, nullptr);
+  EXPECT_EQ(after_reset.code(), Code::kFailedPrecondition) << after_reset;
+}
+
 TEST(LocalClusterTest, KillingAWorkerMidStepFailsThatStepAndARestartHealsIt) {
   auto cluster = StartCluster();
   ASSERT_NE(cluster, nullptr);

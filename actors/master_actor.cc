@@ -174,6 +174,49 @@ void PartDone(MasterSelf self, const std::shared_ptr<StepInFlight>& step, size_t
 
 void EnsureHeartbeat(MasterSelf self);
 
+// Step deadlines are the master's: one timer at the earliest deadline in flight. A
+// timed request per partition instead would wake the actor clock's thread twice a
+// step (to arm and to cancel), a sizeable share of a small step's CPU.
+void ArmDeadlineCheck(MasterSelf self, caf::actor_clock::time_point deadline) {
+  MasterState& st = self->state;
+  if (st.deadline_check_armed && st.deadline_check_at <= deadline) return;
+  st.deadline_check_armed = true;
+  st.deadline_check_at = deadline;
+  const auto wait = std::max(deadline - self->clock().now(), caf::actor_clock::duration_type{0});
+  self->delayed_send(self, wait, step_deadline_atom::value, ++st.deadline_generation);
+}
+
+// Ends every step past its deadline, as a timed-out run request did: each part
+// still running is done with DeadlineExceeded (the first names its device and
+// aborts the step everywhere); then re-arms for the next deadline.
+void CheckDeadlines(MasterSelf self, uint64_t generation) {
+  MasterState& st = self->state;
+  if (generation != st.deadline_generation) return;  // re-armed earlier since
+  st.deadline_check_armed = false;
+  const auto now = self->clock().now();
+  std::vector<std::shared_ptr<StepInFlight>> late;
+  bool more = false;
+  caf::actor_clock::time_point next;
+  for (const auto& [id, step] : st.in_flight) {
+    if (step->timeout_ms <= 0) continue;
+    if (step->deadline <= now) {
+      late.push_back(step);
+    } else if (!more || step->deadline < next) {
+      more = true;
+      next = step->deadline;
+    }
+  }
+  for (const std::shared_ptr<StepInFlight>& step : late) {
+    for (size_t i = 0; i < step->plan->parts.size(); ++i) {
+      if (step->part_done[i]) continue;
+      RunPartitionResult r;
+      r.status = StepDeadlineExceeded(step->timeout_ms, step->plan->parts[i].device);
+      PartDone(self, step, i, std::move(r));
+    }
+  }
+  if (more) ArmDeadlineCheck(self, next);
+}
+
 void LaunchStep(MasterSelf self, const std::shared_ptr<Plan>& plan,
                 const std::shared_ptr<StepRequest>& req) {
   const bool metadata = req->want_metadata;
@@ -193,8 +236,11 @@ void LaunchStep(MasterSelf self, const std::shared_ptr<Plan>& plan,
   EnsureHeartbeat(self);
 
   const int64_t timeout_ms = req->options.timeout_in_ms;
-  caf::duration timeout = timeout_ms > 0 ? caf::duration{std::chrono::milliseconds(timeout_ms)}
-                                          : caf::duration{caf::infinite};
+  if (timeout_ms > 0) {
+    step->timeout_ms = timeout_ms;
+    step->deadline = self->clock().now() + std::chrono::milliseconds(timeout_ms);
+    ArmDeadlineCheck(self, step->deadline);
+  }
   const bool trace = req->options.trace_level == RunOptions::TraceLevel::kFullTrace;
   if (metadata && trace) step->part_sent_micros.assign(plan->parts.size(), 0);
   for (size_t i = 0; i < plan->parts.size(); ++i) {
@@ -207,18 +253,15 @@ void LaunchStep(MasterSelf self, const std::shared_ptr<Plan>& plan,
     for (int src : part.feed_sources) run.feed_values.push_back(req->feeds[src].second);
     run.record_executed = metadata;
     if (run.collect_stats) step->part_sent_micros[i] = SteadyMicros();
-    self->request(part.device_actor, timeout, run_atom::value, std::move(run))
+    // No timed request: the step's deadline is the master's own (CheckDeadlines).
+    self->request(part.device_actor, caf::infinite, run_atom::value, std::move(run))
         .then([self, step, i](RunPartitionResult& r) { PartDone(self, step, i, std::move(r)); },
-              [self, step, i, timeout_ms](caf::error& e) {
+              [self, step, i](caf::error& e) {
                 // The device's name only on this error path (the plan outlives the step).
                 const std::string& device = step->plan->parts[i].device;
                 RunPartitionResult r;
-                if (e == caf::sec::request_timeout) {
-                  r.status = StepDeadlineExceeded(timeout_ms, device);
-                } else {
-                  r.status = Unavailable("task " + TaskOfDevice(device) + " (device " + device +
-                                         ") did not answer: " + caf::to_string(e));
-                }
+                r.status = Unavailable("task " + TaskOfDevice(device) + " (device " + device +
+                                       ") did not answer: " + caf::to_string(e));
                 PartDone(self, step, i, std::move(r));
               });
   }
@@ -571,6 +614,7 @@ MasterActor::behavior_type MasterBehavior(MasterSelf self, MasterConfig config) 
       [self](close_atom) -> caf::result<Status> { return Close(self); },
       [self](master_stats_atom) -> MasterStats { return Stats(self->state); },
       [self](heartbeat_atom) { Heartbeat(self); },
+      [self](step_deadline_atom, uint64_t generation) { CheckDeadlines(self, generation); },
       [self](device_restarted_atom, const DevicePeer& fresh) { DeviceRestarted(self, fresh); },
   };
 }

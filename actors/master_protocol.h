@@ -33,6 +33,7 @@ using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
 using close_atom = caf::atom_constant<caf::atom("close")>;
 using master_stats_atom = caf::atom_constant<caf::atom("mstats")>;
 using device_restarted_atom = caf::atom_constant<caf::atom("devrestart")>;
+using step_deadline_atom = caf::atom_constant<caf::atom("stepdeadl")>;
 
 // What an in-process session needs to send the steps of a one-partition plan
 // straight to its device (direct_run_atom), without the master: handed back with
@@ -147,6 +148,11 @@ namespace actorflow {
 //       every other task those steps use, and a task that does not answer within
 //       MasterConfig::heartbeat_timeout_ms is down: its steps end with Unavailable
 //       naming it, as when its connection closes.
+//   (step_deadline_atom, uint64_t generation)
+//       The master's own timer for the earliest deadline among its steps in flight
+//       (one timer, re-armed only when a step's deadline comes before it, not one
+//       per step): steps past their deadline end with DeadlineExceeded naming the
+//       first device still running. A stale generation is ignored.
 //   (device_restarted_atom, DevicePeer)
 //       A device of the master's own task failed and its owner (the Server) put a
 //       new actor in its place under the same name: steps still on the old actor
@@ -155,6 +161,7 @@ namespace actorflow {
 using MasterActor = caf::typed_actor<
     caf::reacts_to<step_atom, std::shared_ptr<StepRequest>>,
     caf::reacts_to<heartbeat_atom>,
+    caf::reacts_to<step_deadline_atom, uint64_t>,
     caf::reacts_to<device_restarted_atom, DevicePeer>,
     caf::replies_to<close_atom>::with<Status>,
     caf::replies_to<master_stats_atom>::with<MasterStats>>;

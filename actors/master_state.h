@@ -50,6 +50,9 @@ struct StepInFlight {
   // (and stats, when traced) and `executed`/`stats` fill.
   std::shared_ptr<StepRequest> request;
   std::shared_ptr<Plan> plan;
+  // RunOptions.timeout_in_ms (> 0) and when it runs out on the actor clock.
+  int64_t timeout_ms = 0;
+  caf::actor_clock::time_point deadline;
   std::vector<bool> part_done;
   int remaining = 0;
   Status status;
@@ -94,6 +97,11 @@ struct MasterState {
   uint32_t ordinal = 0;
   bool closed = false;
   bool heartbeat_ticking = false;
+  // The step_deadline_atom timer: armed for `deadline_check_at`; a message with an
+  // older generation is stale (the timer was re-armed earlier since).
+  bool deadline_check_armed = false;
+  caf::actor_clock::time_point deadline_check_at;
+  uint64_t deadline_generation = 0;
   const char* name = "actorflow_master";
 
   // Every device known now: the local task's and those of connected tasks.

@@ -166,13 +166,36 @@ void ConfigureClient(caf::actor_system_config& cfg, int64_t spin_us) {
   cfg.set("logger.console", caf::atom("none"));
 }
 
+// A client actor system, ended (ShutDownClusterSystem) with its last holder.
+class ClientRuntimeImpl : public ClientRuntime {
+ public:
+  explicit ClientRuntimeImpl(int64_t spin_us) {
+    ConfigureClient(cfg_, spin_us);
+    system_ = std::make_unique<caf::actor_system>(cfg_);
+  }
+  ~ClientRuntimeImpl() override { ShutDownClusterSystem(system_); }
+
+  caf::actor_system& system() { return *system_; }
+
+ private:
+  caf::actor_system_config cfg_;
+  std::unique_ptr<caf::actor_system> system_;
+};
+
+// `given` when it is one of ours (only NewClientRuntime makes them), else a new one.
+std::shared_ptr<ClientRuntimeImpl> RuntimeFor(const std::shared_ptr<ClientRuntime>& given,
+                                              int64_t spin_us) {
+  if (auto shared = std::dynamic_pointer_cast<ClientRuntimeImpl>(given)) return shared;
+  return std::make_shared<ClientRuntimeImpl>(spin_us);
+}
+
 class RemoteSession : public Session {
  public:
   RemoteSession(const Graph* graph, const SessionOptions& options)
-      : graph_(graph), options_(options) {
-    ConfigureClient(cfg_, options.scheduler_spin_us);
-    system_ = std::make_unique<caf::actor_system>(cfg_);
-  }
+      : graph_(graph),
+        options_(options),
+        runtime_(RuntimeFor(options.client_runtime, options.scheduler_spin_us)),
+        system_(&runtime_->system()) {}
 
   ~RemoteSession() override {
     Close();
@@ -180,7 +203,7 @@ class RemoteSession : public Session {
     if (stepper_) caf::anon_send_exit(stepper_, caf::exit_reason::user_shutdown);
     stepper_ = nullptr;
     front_ = nullptr;
-    ShutDownClusterSystem(system_);
+    runtime_.reset();  // ends the actor system unless other sessions share it
   }
 
   Status Connect(int64_t timeout_ms) {
@@ -336,8 +359,8 @@ class RemoteSession : public Session {
 
   const Graph* graph_;
   SessionOptions options_;
-  caf::actor_system_config cfg_;
-  std::unique_ptr<caf::actor_system> system_;
+  std::shared_ptr<ClientRuntimeImpl> runtime_;
+  caf::actor_system* system_;  // runtime_'s
   FrontActor front_;
   std::string host_;  // the server's, as the target names it
   // Steps beside CAF (actors/step_channel.h); null when the server has none.
@@ -362,27 +385,51 @@ StatusOr<std::unique_ptr<Session>> NewRemoteSession(const Graph* graph,
   return std::unique_ptr<Session>(std::move(session));
 }
 
-Status ResetCluster(const std::string& target, const std::vector<std::string>& containers,
-                    int64_t timeout_ms) {
+namespace {
+
+// Clears `containers` on the task whose front is at host:port; *cluster_json: the
+// cluster spec it answers with ("" for a task outside any cluster).
+Status ResetOne(caf::actor_system& system, const std::string& host, uint16_t port,
+                const std::string& who, const std::vector<std::string>& containers,
+                int64_t timeout_ms, std::string* cluster_json) {
+  AF_ASSIGN_OR_RETURN(FrontActor front, ConnectToServer(system, host, port,
+                                                        std::chrono::milliseconds(timeout_ms), who));
+  caf::scoped_actor self{system};
+  Status status;
+  self->request(front, std::chrono::milliseconds(timeout_ms), reset_atom::value, containers)
+      .receive([&](std::string& json) { *cluster_json = std::move(json); },
+               [&](caf::error& e) {
+                 status = Unavailable(who + ": reset failed: " + system.render(e));
+               });
+  return status;
+}
+
+}  // namespace
+
+std::shared_ptr<ClientRuntime> NewClientRuntime(int64_t scheduler_spin_us) {
+  return std::make_shared<ClientRuntimeImpl>(scheduler_spin_us);
+}
+
+Status ResetTask(const std::string& target, const std::vector<std::string>& containers,
+                 int64_t timeout_ms, std::shared_ptr<ClientRuntime> runtime) {
   std::string host;
   uint16_t port = 0;
   AF_RETURN_IF_ERROR(ParseTarget(target, &host, &port));
-  caf::actor_system_config cfg;
-  ConfigureClient(cfg, 0);  // one-off requests: never poll
-  caf::actor_system system{cfg};
-  auto reset_one = [&](const std::string& h, uint16_t p, const std::string& who,
-                       std::string* cluster_json) -> Status {
-    AF_ASSIGN_OR_RETURN(FrontActor front, ConnectToServer(system, h, p,
-                                                          std::chrono::milliseconds(timeout_ms), who));
-    caf::scoped_actor self{system};
-    Status status;
-    self->request(front, std::chrono::milliseconds(timeout_ms), reset_atom::value, containers)
-        .receive([&](std::string& json) { *cluster_json = std::move(json); },
-                 [&](caf::error& e) { status = Unavailable(who + ": reset failed: " + system.render(e)); });
-    return status;
-  };
+  // A runtime of its own for a one-off request never polls.
+  std::shared_ptr<ClientRuntimeImpl> client = RuntimeFor(runtime, 0);
+  std::string ignored;
+  return ResetOne(client->system(), host, port, target, containers, timeout_ms, &ignored);
+}
+
+Status ResetCluster(const std::string& target, const std::vector<std::string>& containers,
+                    int64_t timeout_ms, std::shared_ptr<ClientRuntime> runtime) {
+  std::string host;
+  uint16_t port = 0;
+  AF_RETURN_IF_ERROR(ParseTarget(target, &host, &port));
+  std::shared_ptr<ClientRuntimeImpl> client = RuntimeFor(runtime, 0);
+  caf::actor_system& system = client->system();
   std::string cluster_json;
-  AF_RETURN_IF_ERROR(reset_one(host, port, target, &cluster_json));
+  AF_RETURN_IF_ERROR(ResetOne(system, host, port, target, containers, timeout_ms, &cluster_json));
   if (cluster_json.empty()) return Status::OK();
   AF_ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpec::FromJson(cluster_json));
   for (const TaskId& task : cluster.AllTasks()) {
@@ -390,7 +437,8 @@ Status ResetCluster(const std::string& target, const std::vector<std::string>& c
     if (!address.ok()) return address.status();
     if (address->host == host && address->port == port) continue;
     std::string ignored;
-    AF_RETURN_IF_ERROR(reset_one(address->host, address->port, task.ToString(), &ignored));
+    AF_RETURN_IF_ERROR(ResetOne(system, address->host, address->port, task.ToString(), containers,
+                                timeout_ms, &ignored));
   }
   return Status::OK();
 }

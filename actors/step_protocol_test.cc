@@ -216,6 +216,35 @@ CAF_TEST(a deadline on the virtual clock aborts both tasks) {
   CAF_CHECK_EQUAL(next->outputs[0].data<float>()[0], -1.0f);
 }
 
+// The master keeps one timer for its steps' deadlines: a step whose deadline comes
+// before that of a step already in flight must still end at its own.
+CAF_TEST(a later step with an earlier deadline ends at its own deadline) {
+  auto x = Const(root.WithDevice("/job:worker/task:1").WithOpName("x"), 1.0f);
+  const Node* slow = root.WithDevice("/job:worker/task:1").WithOpName("slow").AddNode(
+      "TestDelay", {x}, {{"delay_ms", AttrValue(int64_t{60000})}});
+  Neg(root.WithDevice("/job:worker/task:0").WithOpName("waiting"), Output(slow));
+  CAF_REQUIRE(root.ok());
+  Start();
+  auto patient = Step({"waiting"}, /*timeout_ms=*/10000);
+  Drain();
+  auto hasty = Step({"waiting"}, /*timeout_ms=*/100);
+  Drain();
+  CAF_CHECK(!patient->done);
+  CAF_CHECK(!hasty->done);
+  sched.advance_time(std::chrono::milliseconds(150));
+  Drain();
+  CAF_REQUIRE(hasty->done);
+  CAF_CHECK_EQUAL(hasty->status.code(), Code::kDeadlineExceeded);
+  CAF_CHECK(HasText(hasty->status.message(), "deadline of 100 ms"));
+  CAF_CHECK(!patient->done);
+  sched.advance_time(std::chrono::milliseconds(10000));
+  Drain();
+  CAF_REQUIRE(patient->done);
+  CAF_CHECK_EQUAL(patient->status.code(), Code::kDeadlineExceeded);
+  CAF_CHECK(HasText(patient->status.message(), "deadline of 10000 ms"));
+  CAF_CHECK_EQUAL(Stats(task0).active_steps, 0);
+}
+
 CAF_TEST(a worker dying mid step fails that step naming it) {
   auto x = Const(root.WithDevice("/job:worker/task:1").WithOpName("x"), 1.0f);
   const Node* slow = root.WithDevice("/job:worker/task:1").WithOpName("slow").AddNode(

@@ -26,6 +26,19 @@
 
 namespace actorflow {
 
+// The threads and connections that sessions on remote targets talk through
+// (NewClientRuntime in actors/remote_session.h makes one; opaque here). Sessions
+// given the same runtime share them, so a program that opens many sessions one
+// after another (a hyperparameter search) starts threads and connects to each task
+// once, not once per session. Lives as long as its last holder.
+class ClientRuntime {
+ public:
+  virtual ~ClientRuntime() = default;
+
+ protected:
+  ClientRuntime() = default;
+};
+
 struct SessionOptions {
   // Where the session runs (actors/session_factory.h reads it): "" or "local" = the
   // actor runtime in this process, "direct" = a DirectSession, "actorflow://host:port"
@@ -66,6 +79,10 @@ struct SessionOptions {
   // its actor transport, when it has one (not with transport security); false: every
   // step goes through the actor transport. Same behaviour either way, only faster.
   bool step_channel = true;
+  // Remote targets: the client runtime to talk through, shared with other sessions
+  // (and with ResetCluster); null: the session makes its own and ends it when it is
+  // destroyed.
+  std::shared_ptr<ClientRuntime> client_runtime;
 };
 
 struct RunOptions {

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/local_cluster.h"
+#include "actors/remote_session.h"
 #include "placement/cluster_spec.h"
-#include "tools/task_reset.h"
 #include "tools/train_data.h"
 #include "tools/train_flags.h"
 #include "training/dnn_classifier.h"
@@ -92,11 +92,13 @@ Status CheckTrial(const TrainCommandOptions& o, const GridConfig& config) {
 
 // Trains one configuration on `target` and returns its test accuracy.
 StatusOr<double> TrainOne(const TrainCommandOptions& o, const TrainingData& data,
-                          const std::string& target) {
+                          const std::string& target,
+                          const std::shared_ptr<ClientRuntime>& runtime) {
   AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, o.classes));
   AF_ASSIGN_OR_RETURN(DNNClassifierOptions model, ClassifierOptionsFromFlags(o, data, classes));
   SessionOptions session;
   session.target = target;
+  session.client_runtime = runtime;
   model.session_factory = SessionFactoryFor(session);
   AF_ASSIGN_OR_RETURN(std::unique_ptr<DNNClassifier> classifier,
                       DNNClassifier::Create(std::move(model)));
@@ -156,6 +158,9 @@ StatusOr<TuneReport> RunTune(const TuneCommandOptions& options, std::ostream* pr
     report.tasks.push_back("/job:worker/task:" + std::to_string(i));
   }
 
+  // One client runtime for every trial: threads and connections to the tasks are
+  // made once, not per configuration.
+  const std::shared_ptr<ClientRuntime> runtime = NewClientRuntime();
   std::mutex out_mu;
   int finished = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -163,9 +168,9 @@ StatusOr<TuneReport> RunTune(const TuneCommandOptions& options, std::ostream* pr
     const auto trial_start = std::chrono::steady_clock::now();
     // A task keeps its variables across sessions: each configuration starts on a
     // task cleared of the previous one's.
-    Status reset = ResetTask(targets[slot]);
-    StatusOr<double> accuracy =
-        reset.ok() ? TrainOne(trials[index], data, targets[slot]) : StatusOr<double>(reset);
+    Status reset = ResetTask(targets[slot], {}, 10000, runtime);
+    StatusOr<double> accuracy = reset.ok() ? TrainOne(trials[index], data, targets[slot], runtime)
+                                           : StatusOr<double>(reset);
     if (progress != nullptr) {
       const double s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - trial_start).count();
