@@ -44,6 +44,7 @@
 
 // Clusters: specs, one task (tf.train.Server), a whole cluster in this process.
 #include "actors/local_cluster.h"
+#include "actors/remote_session.h"
 #include "actors/server.h"
 #include "placement/cluster_spec.h"
 #include "placement/replica_device_setter.h"
