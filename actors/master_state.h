@@ -113,6 +113,16 @@ using MasterSelf = MasterActor::stateful_pointer<MasterState>;
 // "/job:worker/replica:0/task:1" from a full device name.
 std::string TaskOfDevice(const std::string& device);
 
+// A finished step's RunMetadata from what its devices recorded (the graph's own
+// nodes in start order, stats relative to the step's start); consumes the step's
+// records (actors/master_metadata.cc).
+RunMetadata BuildMetadata(const Graph& graph, StepInFlight* step);
+
+// A traced part's device clock offset, recorded in `step`: the correction to
+// subtract from the device's times (0 for a clock consistent with the master's).
+int64_t ClockOffset(StepInFlight& step, size_t part_index, const std::string& device,
+                    const RunPartitionResult& result);
+
 // The other tasks that `nodes` name in their device specs and that are not
 // connected yet; InvalidArgument naming the node for a job or task the cluster
 // lacks.
