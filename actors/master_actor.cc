@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <map>
 #include <set>
 #include <utility>
@@ -147,7 +146,7 @@ void CheckDeadlines(MasterSelf self, uint64_t generation) {
   bool more = false;
   caf::actor_clock::time_point next;
   for (const auto& [id, step] : st.in_flight) {
-    if (step->timeout_ms <= 0) continue;
+    if (step->request->options.timeout_in_ms <= 0) continue;
     if (step->deadline <= now) {
       late.push_back(step);
     } else if (!more || step->deadline < next) {
@@ -159,7 +158,8 @@ void CheckDeadlines(MasterSelf self, uint64_t generation) {
     for (size_t i = 0; i < step->plan->parts.size(); ++i) {
       if (step->part_done[i]) continue;
       RunPartitionResult r;
-      r.status = StepDeadlineExceeded(step->timeout_ms, step->plan->parts[i].device);
+      r.status = StepDeadlineExceeded(step->request->options.timeout_in_ms,
+                                      step->plan->parts[i].device);
       PartDone(self, step, i, std::move(r));
     }
   }
@@ -186,7 +186,6 @@ void LaunchStep(MasterSelf self, const std::shared_ptr<Plan>& plan,
 
   const int64_t timeout_ms = req->options.timeout_in_ms;
   if (timeout_ms > 0) {
-    step->timeout_ms = timeout_ms;
     step->deadline = self->clock().now() + std::chrono::milliseconds(timeout_ms);
     ArmDeadlineCheck(self, step->deadline);
   }

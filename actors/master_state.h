@@ -50,8 +50,7 @@ struct StepInFlight {
   // (and stats, when traced) and `executed`/`stats` fill.
   std::shared_ptr<StepRequest> request;
   std::shared_ptr<Plan> plan;
-  // RunOptions.timeout_in_ms (> 0) and when it runs out on the actor clock.
-  int64_t timeout_ms = 0;
+  // When request->options.timeout_in_ms (> 0) runs out, on the actor clock.
   caf::actor_clock::time_point deadline;
   std::vector<bool> part_done;
   int remaining = 0;
