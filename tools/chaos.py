@@ -61,13 +61,22 @@ def die_with_parent():
 
 
 def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    """n distinct ports of 127.0.0.1 free now, below the kernel's ephemeral range, so
+    that no outgoing connection's source port takes one before its server listens."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        ephemeral_low = int(f.read().split()[0])
+    rng = random.SystemRandom()
+    while True:
+        socks = [socket.socket() for _ in range(n)]
+        try:
+            for s in socks:
+                s.bind(("127.0.0.1", rng.randrange(10000, max(ephemeral_low, 10000 + n))))
+            return [s.getsockname()[1] for s in socks]
+        except OSError:
+            continue  # taken (or drawn twice): draw all n again
+        finally:
+            for s in socks:
+                s.close()
 
 
 class Task:

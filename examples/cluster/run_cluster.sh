@@ -10,7 +10,8 @@
 #   examples/cluster/run_cluster.sh        (or: bazel run //examples/cluster:run_cluster)
 #
 # ACTORFLOW and CLUSTER_DRIVER override the binaries' paths. Needs python3 (to
-# pick free ports). Each server gets 30 s to print its ready line.
+# pick free ports). Each server gets 30 s to print its ready line; a server whose
+# port was taken between picking and listening restarts the cluster on new ports.
 set -euo pipefail
 
 readonly READY_TIMEOUT_S=30
@@ -40,7 +41,8 @@ fi
 workdir="$(mktemp -d "${TEST_TMPDIR:-${TMPDIR:-/tmp}}/actorflow_cluster.XXXXXX")"
 server_pids=()
 
-stop_servers() {
+# Stops the servers started so far (SIGTERM, then SIGKILL after 10 s) and forgets them.
+stop_started_servers() {
   local pid
   for pid in "${server_pids[@]}"; do kill -TERM "${pid}" 2>/dev/null || true; done
   for pid in "${server_pids[@]}"; do
@@ -49,45 +51,86 @@ stop_servers() {
     wait "${pid}" 2>/dev/null || true
   done
   if (( ${#server_pids[@]} > 0 )); then echo "stopped servers: ${server_pids[*]}"; fi
+  server_pids=()
+}
+stop_servers() {
+  stop_started_servers
   rm -rf "${workdir}"
 }
 trap stop_servers EXIT
 trap 'exit 130' INT TERM
 
-# Three ports that are free now: bound together (so they differ), then released.
-read -r ps_port worker0_port worker1_port < <(python3 -c '
-import socket
-sockets = [socket.socket() for _ in range(3)]
-for s in sockets:
-    s.bind(("127.0.0.1", 0))
-print(" ".join(str(s.getsockname()[1]) for s in sockets))
+# Three ports that are free now, below the kernel's ephemeral range (so no outgoing
+# connection's source port takes one): bound together (so they differ), then
+# released. Should another listener take one before its server listens,
+# start_cluster tries again.
+pick_ports() {
+  read -r ps_port worker0_port worker1_port < <(python3 -c '
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+while True:  # below the ephemeral range: no outgoing connection takes them
+    sockets = [socket.socket() for _ in range(3)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", random.randrange(10000, max(low, 10003))))
+        print(" ".join(str(s.getsockname()[1]) for s in sockets))
+        break
+    except OSError:
+        pass
+    finally:
+        for s in sockets:
+            s.close()
 ')
-cluster="${workdir}/cluster.json"
-cat >"${cluster}" <<EOF
+  cluster="${workdir}/cluster.json"
+  cat >"${cluster}" <<EOF
 {"ps": ["127.0.0.1:${ps_port}"],
  "worker": ["127.0.0.1:${worker0_port}", "127.0.0.1:${worker1_port}"]}
 EOF
+}
 
 # Starts one task and waits (bounded) for its ready line, read through a FIFO.
+# Returns 0 when ready, 2 when its port was taken, 1 on any other failure.
 start_server() {
-  local job="$1" task="$2" fifo="${workdir}/$1$2.out" fd line
+  local job="$1" task="$2" fifo="${workdir}/$1$2.out" err="${workdir}/$1$2.err" fd line
+  rm -f "${fifo}" "${err}"
   mkfifo "${fifo}"
   "${actorflow}" server --cluster "${cluster}" --job "${job}" --task "${task}" \
-      >"${fifo}" 2>"${workdir}/$1$2.err" &
+      >"${fifo}" 2>"${err}" &
   server_pids+=($!)
   echo "started /job:${job}/task:${task} pid $!"
   exec {fd}<"${fifo}"
-  if ! IFS= read -r -t "${READY_TIMEOUT_S}" -u "${fd}" line ||
-     [[ "${line}" != "actorflow server ready: "* ]]; then
-    echo "run_cluster.sh: /job:${job}/task:${task} exited or printed no ready line within ${READY_TIMEOUT_S} s; its stderr:" >&2
-    cat "${workdir}/$1$2.err" >&2
-    exit 1
+  if IFS= read -r -t "${READY_TIMEOUT_S}" -u "${fd}" line &&
+     [[ "${line}" == "actorflow server ready: "* ]]; then
+    echo "${line}"
+    return 0
   fi
-  echo "${line}"
+  exec {fd}<&-
+  if grep -q "port in use" "${err}"; then
+    echo "run_cluster.sh: /job:${job}/task:${task} found its port taken: $(cat "${err}")" >&2
+    return 2
+  fi
+  echo "run_cluster.sh: /job:${job}/task:${task} exited or printed no ready line within ${READY_TIMEOUT_S} s; its stderr:" >&2
+  cat "${err}" >&2
+  return 1
 }
 
-start_server ps 0
-start_server worker 0
-start_server worker 1
+# Starts the ps and both workers on fresh ports; a taken port restarts all three
+# on new ones, at most MAX_START_ATTEMPTS times.
+readonly MAX_START_ATTEMPTS=3
+start_cluster() {
+  local attempt status
+  for (( attempt = 1; attempt <= MAX_START_ATTEMPTS; ++attempt )); do
+    pick_ports
+    status=0
+    { start_server ps 0 && start_server worker 0 && start_server worker 1; } || status=$?
+    if (( status == 0 )); then return 0; fi
+    stop_started_servers
+    if (( status != 2 )); then return 1; fi
+  done
+  echo "run_cluster.sh: a port was taken on each of ${MAX_START_ATTEMPTS} attempts" >&2
+  return 1
+}
+
+start_cluster || exit 1
 
 "${driver}" "actorflow://127.0.0.1:${worker0_port}" "actorflow://127.0.0.1:${worker1_port}"
