@@ -5,7 +5,9 @@
 
 #include "actors/cluster_secret.h"
 
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -135,14 +137,24 @@ StatusOr<Cert> MakeCert(EVP_PKEY* key, const std::string& cn, bool is_ca, EVP_PK
   return cert;
 }
 
-Status WritePem(const std::string& path, const std::function<int(FILE*)>& write) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) return Unavailable("cluster secret: cannot write '" + path + "'");
-  ::chmod(path.c_str(), 0600);
+// Writes a PEM into an anonymous in-memory file that lives as long as this process
+// (its descriptor is never closed) and returns the path through which OpenSSL opens
+// it: nothing reaches a disk, and nothing is left behind however the process ends.
+StatusOr<std::string> MemoryPem(const char* name, const std::function<int(FILE*)>& write) {
+  const int fd = ::memfd_create(name, MFD_CLOEXEC);
+  if (fd < 0) return Unavailable(std::string("cluster secret: cannot create the in-memory ") + name);
+  FILE* f = ::fdopen(::dup(fd), "w");
+  if (f == nullptr) {
+    ::close(fd);
+    return Unavailable(std::string("cluster secret: cannot write the in-memory ") + name);
+  }
   const int ok = write(f);
   const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed) return Unavailable("cluster secret: cannot write '" + path + "'");
-  return Status::OK();
+  if (!ok || !closed) {
+    ::close(fd);
+    return Unavailable(std::string("cluster secret: cannot write the in-memory ") + name);
+  }
+  return "/proc/self/fd/" + std::to_string(fd);
 }
 
 }  // namespace
@@ -169,13 +181,10 @@ StatusOr<std::string> ReadClusterSecretFile(const std::string& path) {
   return secret;
 }
 
-StatusOr<TlsConfig> TlsFromClusterSecret(const std::string& secret, const std::string& dir) {
+StatusOr<TlsConfig> TlsFromClusterSecret(const std::string& secret) {
   if (secret.size() < kMinClusterSecretBytes) {
     return InvalidArgument("a cluster secret needs at least " +
                            std::to_string(kMinClusterSecretBytes) + " bytes");
-  }
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Unavailable("cluster secret: cannot create '" + dir + "'");
   }
   AF_ASSIGN_OR_RETURN(std::string ca_bytes, Derive(secret, "certificate authority key"));
   AF_ASSIGN_OR_RETURN(Pkey ca_key, KeyFromBytes(ca_bytes));
@@ -184,10 +193,12 @@ StatusOr<TlsConfig> TlsFromClusterSecret(const std::string& secret, const std::s
   AF_ASSIGN_OR_RETURN(Pkey node_key, FreshKey());
   AF_ASSIGN_OR_RETURN(Cert node, MakeCert(node_key.get(), "actorflow node", false, ca_key.get(),
                                           ca.get(), static_cast<long>(std::time(nullptr))));
-  TlsConfig tls{dir + "/node.pem", dir + "/node_key.pem", dir + "/ca.pem"};
-  AF_RETURN_IF_ERROR(WritePem(tls.ca, [&](FILE* f) { return PEM_write_X509(f, ca.get()); }));
-  AF_RETURN_IF_ERROR(WritePem(tls.certificate, [&](FILE* f) { return PEM_write_X509(f, node.get()); }));
-  AF_RETURN_IF_ERROR(WritePem(tls.key, [&](FILE* f) {
+  TlsConfig tls;
+  AF_ASSIGN_OR_RETURN(tls.ca, MemoryPem("ca.pem", [&](FILE* f) { return PEM_write_X509(f, ca.get()); }));
+  AF_ASSIGN_OR_RETURN(tls.certificate, MemoryPem("node.pem", [&](FILE* f) {
+    return PEM_write_X509(f, node.get());
+  }));
+  AF_ASSIGN_OR_RETURN(tls.key, MemoryPem("node_key.pem", [&](FILE* f) {
     return PEM_write_PrivateKey(f, node_key.get(), nullptr, nullptr, 0, nullptr, nullptr);
   }));
   return tls;

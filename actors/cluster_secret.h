@@ -31,11 +31,13 @@ inline constexpr size_t kMinClusterSecretBytes = 16;
 // when others than its owner may read it (mode & 077).
 StatusOr<std::string> ReadClusterSecretFile(const std::string& path);
 
-// Writes the derived CA certificate and a fresh node key and certificate into `dir`
-// (created, mode 0700) and returns them as a TlsConfig. InvalidArgument for a short
-// secret; Internal naming the OpenSSL step that failed; Unavailable for files that
-// cannot be written.
-StatusOr<TlsConfig> TlsFromClusterSecret(const std::string& secret, const std::string& dir);
+// Derives the cluster's CA certificate from `secret` and makes a fresh node key and
+// certificate signed by it. The three PEMs live in anonymous in-memory files held
+// open for the process's lifetime (never on disk, never left behind); the returned
+// TlsConfig names them as /proc/self/fd/N paths, valid in this process only.
+// InvalidArgument for a short secret; Internal naming the OpenSSL step that failed;
+// Unavailable when the in-memory files cannot be made.
+StatusOr<TlsConfig> TlsFromClusterSecret(const std::string& secret);
 
 }  // namespace actorflow
 

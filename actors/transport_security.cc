@@ -1,7 +1,5 @@
 #include "actors/transport_security.h"
 
-#include <stdlib.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -61,15 +59,14 @@ TlsConfig TransportSecurity() {
   TlsConfig tls{Env("ACTORFLOW_TLS_CERT"), Env("ACTORFLOW_TLS_KEY"), Env("ACTORFLOW_TLS_CA")};
   const std::string secret = Env("ACTORFLOW_CLUSTER_SECRET");
   if (!tls.enabled() && !secret.empty()) {
-    // Derived once per process into a private directory (actors/cluster_secret.h).
-    std::string dir = (Env("TMPDIR").empty() ? "/tmp" : Env("TMPDIR")) + "/actorflow_tls.XXXXXX";
-    if (::mkdtemp(dir.data()) != nullptr) {
-      auto derived = TlsFromClusterSecret(secret, dir);
-      if (derived.ok()) tls = *derived;
-    }
+    // Derived once per process, into memory (actors/cluster_secret.h).
+    auto derived = TlsFromClusterSecret(secret);
+    if (derived.ok()) tls = *derived;
     // A secret that cannot be used must not mean "no security": refuse everything
     // with a certificate that does not exist (every connection then fails, naming it).
-    if (!tls.enabled()) tls = TlsConfig{dir + "/unusable-cluster-secret.pem", dir + "/none", ""};
+    if (!tls.enabled()) {
+      tls = TlsConfig{"/nonexistent/unusable-cluster-secret.pem", "/nonexistent/none", ""};
+    }
   }
   Configured() = tls;
   return tls;

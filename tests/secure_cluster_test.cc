@@ -18,7 +18,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 
+#include "actors/cluster_secret.h"
 #include "tests/child_process.h"
 #include "tests/process_cluster.h"
 #include "tests/subprocess.h"
@@ -205,6 +208,54 @@ TEST(ClusterSecretTest, OnlyPeersThatKnowTheSecretAreAccepted) {
     EXPECT_THAT(r.err, HasSubstr("PermissionDenied"));
     EXPECT_LT(r.took, milliseconds(5000));
   }
+}
+
+std::string FileText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The public key of the PEM certificate in `path`, DER-encoded ("" if unreadable).
+std::string CertificateKey(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return "";
+  X509* cert = PEM_read_X509(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  if (cert == nullptr) return "";
+  unsigned char* der = nullptr;
+  const int size = i2d_PUBKEY(X509_get0_pubkey(cert), &der);
+  std::string key = size > 0 ? std::string(reinterpret_cast<char*>(der), size) : "";
+  OPENSSL_free(der);
+  X509_free(cert);
+  return key;
+}
+
+// The derived PEMs are in-memory files of this process: readable through their
+// /proc/self/fd paths, never in a directory that could outlive the process. The CA
+// follows from the secret alone; each derivation makes a fresh node key.
+TEST(ClusterSecretTest, DerivedCertificatesLiveInMemoryAndTheCaFollowsTheSecret) {
+  auto first = TlsFromClusterSecret("correct horse battery staple 42");
+  auto again = TlsFromClusterSecret("correct horse battery staple 42");
+  auto other = TlsFromClusterSecret("correct horse battery staple 43");
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_TRUE(other.ok()) << other.status();
+  for (const std::string& path : {first->ca, first->certificate, first->key}) {
+    EXPECT_THAT(path, ::testing::StartsWith("/proc/self/fd/"));
+  }
+  EXPECT_THAT(FileText(first->ca), HasSubstr("-----BEGIN CERTIFICATE-----"));
+  EXPECT_THAT(FileText(first->certificate), HasSubstr("-----BEGIN CERTIFICATE-----"));
+  EXPECT_THAT(FileText(first->key), HasSubstr("PRIVATE KEY-----"));
+  // ECDSA signatures are randomized: the CA's key, not its certificate's bytes, is fixed.
+  EXPECT_EQ(CertificateKey(first->ca), CertificateKey(again->ca));
+  EXPECT_NE(CertificateKey(first->ca), CertificateKey(other->ca));
+  EXPECT_FALSE(CertificateKey(first->ca).empty());
+  EXPECT_NE(FileText(first->key), FileText(again->key));
+  auto weak = TlsFromClusterSecret("short");
+  ASSERT_FALSE(weak.ok());
+  EXPECT_THAT(weak.status().message(), HasSubstr("at least 16"));
 }
 
 TEST(ClusterSecretTest, AWeakOrExposedSecretFileIsAUsageError) {

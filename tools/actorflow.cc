@@ -1,9 +1,6 @@
 // The `actorflow` command line. Each subcommand lives in tools/<name>_command.cc and
 // is listed in MakeSubcommands below; this file only dispatches.
-#include <stdlib.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -29,16 +26,6 @@
 namespace actorflow {
 namespace cli {
 namespace {
-
-// Removes a directory and its files when the process ends normally.
-struct TempDirRemover {
-  std::string dir;
-  ~TempDirRemover() {
-    if (dir.empty()) return;
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
-};
 
 std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
   // `train --cluster sim:...` is the simulator's between-graph run with train's flags.
@@ -67,17 +54,11 @@ std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
   };
 }
 
-// The certificates derived from a cluster secret live in a private directory for
-// the process's lifetime.
+// The certificates derived from a cluster secret live in memory for the process's
+// lifetime (actors/cluster_secret.h).
 Status UseClusterSecretFile(const std::string& path) {
   AF_ASSIGN_OR_RETURN(std::string secret, ReadClusterSecretFile(path));
-  const char* tmp = std::getenv("TMPDIR");
-  std::string dir = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                    "/actorflow_tls.XXXXXX";
-  if (::mkdtemp(dir.data()) == nullptr) return Unavailable("cannot create a directory in " + dir);
-  static TempDirRemover remover;
-  remover.dir = dir;
-  AF_ASSIGN_OR_RETURN(TlsConfig tls, TlsFromClusterSecret(secret, dir));
+  AF_ASSIGN_OR_RETURN(TlsConfig tls, TlsFromClusterSecret(secret));
   return SetTransportSecurity(tls);
 }
 

@@ -39,6 +39,7 @@ import json
 import os
 import random
 import select
+import shutil
 import signal
 import socket
 import statistics
@@ -119,7 +120,7 @@ class Cluster:
     def __init__(self, actorflow, data, slots=3, ps_tasks=1):
         self.actorflow = actorflow
         self.data = data
-        self.dir = tempfile.mkdtemp(prefix="elastic_")
+        self.dir = tempfile.mkdtemp(prefix="elastic_", dir=os.environ.get("TEST_TMPDIR"))
         ports = free_ports(ps_tasks + slots)
         self.file = os.path.join(self.dir, "cluster.json")
         with open(self.file, "w") as f:
@@ -150,6 +151,7 @@ class Cluster:
     def close(self):
         for proc in self.procs:
             proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def join_and_kill(actorflow, data):
