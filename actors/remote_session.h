@@ -1,8 +1,8 @@
 // A Session on a remote master: actorflow://host:port. The client talks through a
 // client runtime (an actor system with CAF's middleman: its own, or one shared with
-// other sessions through SessionOptions::client_runtime), sends the graph once (again when nodes were
-// appended since), and runs each step as one request to the server's front actor;
-// tensors cross as raw byte blocks. CAF-free header.
+// other sessions through SessionOptions::client_runtime), sends the graph once (again
+// when nodes were appended since), and runs each step as one request to the server's
+// front actor; tensors cross as raw byte blocks. CAF-free header.
 #ifndef ACTORFLOW_ACTORS_REMOTE_SESSION_H_
 #define ACTORFLOW_ACTORS_REMOTE_SESSION_H_
 
@@ -18,7 +18,10 @@ namespace actorflow {
 
 // A runtime for remote sessions and resets to share (SessionOptions::client_runtime):
 // its scheduler's idle threads poll for `scheduler_spin_us` before parking, as a
-// session's own would.
+// session's own would. A session given it keeps its scheduler's polling, whatever
+// that session's SessionOptions::scheduler_spin_us (which still bounds the session's
+// own wait for a step's answer). Only runtimes made here are shared: a session given
+// another subclass of ClientRuntime makes its own, as if given none.
 std::shared_ptr<ClientRuntime> NewClientRuntime(int64_t scheduler_spin_us = 200);
 
 // Connects to options.target ("actorflow://host:port"), waiting at most
