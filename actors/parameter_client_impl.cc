@@ -218,6 +218,17 @@ StatusOr<ParameterSnapshot> ParameterClientImpl::Pull(int64_t timeout_ms) {
         min_version[t] = newest;
       }
     }
+    // An elastic shard behind may be waiting for this worker's gradient on its
+    // version, which it will not get: the gradient comes from `newest`. Sent by the
+    // fan-out actor before the pulls below, so it arrives first.
+    if (options_.elastic && worker_ >= 0 && !targets.empty()) {
+      const int32_t worker = worker_;
+      caf::anon_send(fanout_, FanOutTask{[targets, worker, newest](FanOutActor* self) {
+                       for (int t : targets) {
+                         self->send(self->state.shards[t], shard_skip_atom::value, worker, newest);
+                       }
+                     }});
+    }
   }
   return snapshot;
 }

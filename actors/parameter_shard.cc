@@ -293,6 +293,11 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         TrackIfParked(self, id, sender, deadline);
         return promise;
       },
+      [self](shard_skip_atom, int32_t worker, int64_t version) {
+        ParameterShardState::Replies out;
+        self->state.shard->WillPushFrom(worker, version, &out);
+        Deliver(self, out);
+      },
       [self](shard_bulk_atom, const std::string& key, Tensor& gradient) {
         auto& st = self->state;
         RequestId id = 0;

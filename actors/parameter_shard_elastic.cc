@@ -61,6 +61,16 @@ void ParameterShardState::MemberGone(int worker, const char* kind, Replies* out)
   TryCompleteElasticVersion(out);
 }
 
+void ParameterShardState::WillPushFrom(int worker, int64_t version, Replies* out) {
+  if (!Elastic() || version <= version_ || !version_members_.count(worker) ||
+      pending_.count(worker) ||
+      static_cast<int>(version_members_.size()) - 1 < config_.min_workers) {
+    return;
+  }
+  version_members_.erase(worker);
+  TryCompleteElasticVersion(out);
+}
+
 void ParameterShardState::EvictSilentMembers() {
   std::vector<int> silent;
   for (int member : version_members_) {

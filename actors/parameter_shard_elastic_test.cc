@@ -169,6 +169,57 @@ TEST(ParameterShardElasticTest, BelowMinWorkersTrainingPausesUntilAWorkerJoins) 
   EXPECT_EQ(Value(s.get()), (std::vector<float>{-2, -2}));
 }
 
+// Two shards of one model decide a newcomer's first version each on its own: shard
+// A, which no gradient of version 0 has reached, waits for it at version 0; shard B,
+// which has the chief's, completes version 0 without it. The newcomer's sync pull
+// sees B at version 1 and says so to A (WillPushFrom): A stops waiting for it at
+// version 0 instead of holding the chief until a step deadline.
+TEST(ParameterShardElasticTest, ANewcomerWhosePullIsAheadNoLongerHoldsAnEarlierVersion) {
+  auto a = Shard(Elastic(2, 1));
+  auto b = Shard(Elastic(2, 1));
+  JoinAll(a.get(), {0});
+  JoinAll(b.get(), {0});
+  State::Replies out_a, out_b;
+  b->Push(1, Grad(0, 0, {1, 1}), kNever, &out_b);  // the chief's version 0 reaches B first
+  ASSERT_TRUE(a->Join(1, &out_a).ok());
+  ASSERT_TRUE(b->Join(1, &out_b).ok());
+  ASSERT_EQ(out_b.pushes.size(), 1u);  // B: version 0 done with the chief alone
+  EXPECT_EQ(b->version(), 1);
+  a->Push(1, Grad(0, 0, {1, 1}), kNever, &out_a);
+  EXPECT_TRUE(out_a.pushes.empty());  // A: version 0 waits for worker 1
+  a->WillPushFrom(1, 0, &out_a);       // not ahead of A: nothing changes
+  EXPECT_TRUE(out_a.pushes.empty());
+  a->WillPushFrom(1, 1, &out_a);
+  ASSERT_EQ(out_a.pushes.size(), 1u);
+  EXPECT_TRUE(out_a.pushes[0].applied);
+  EXPECT_EQ(out_a.pushes[0].aggregated, 1);
+  EXPECT_EQ(a->version(), 1);
+  // From version 1 on, both shards wait for both workers.
+  out_a = {};
+  a->Push(2, Grad(0, 1, {1, 1}), kNever, &out_a);
+  EXPECT_TRUE(out_a.pushes.empty());
+  a->Push(3, Grad(1, 1, {3, 3}), kNever, &out_a);
+  ASSERT_EQ(out_a.pushes.size(), 2u);
+  EXPECT_EQ(out_a.pushes[0].aggregated, 2);
+  EXPECT_EQ(Value(a.get()), (std::vector<float>{-3, -3}));  // -1, then -(1+3)/2
+}
+
+// What WillPushFrom must not drop: a gradient of the worker that already arrived,
+// and a member whose leaving would take the version below min_workers.
+TEST(ParameterShardElasticTest, WillPushFromKeepsAnArrivedGradientAndMinWorkers) {
+  auto s = Shard(Elastic(3, 2));
+  JoinAll(s.get(), {0, 1});
+  State::Replies out;
+  s->Push(1, Grad(1, 0, {2, 2}), kNever, &out);
+  s->WillPushFrom(1, 1, &out);  // its gradient for version 0 is here: it still counts
+  s->WillPushFrom(0, 1, &out);  // would leave 1 member < min_workers=2: ignored
+  EXPECT_TRUE(out.pushes.empty());
+  s->Push(2, Grad(0, 0, {4, 4}), kNever, &out);
+  ASSERT_EQ(out.pushes.size(), 2u);
+  EXPECT_EQ(out.pushes[0].aggregated, 2);
+  EXPECT_EQ(Value(s.get()), (std::vector<float>{-3, -3}));
+}
+
 TEST(ParameterShardElasticTest, LinearScalingScalesTheRateByTheAggregatedShareOfTheSlots) {
   auto s = Shard(Elastic(4, 1, "linear"));
   JoinAll(s.get(), {0, 1});

@@ -223,6 +223,15 @@ class ParameterShardState {
   // the membership epoch.
   Status Join(int worker, Replies* out);
   void Leave(int worker, Replies* out);
+  // Elastic: `worker` says it computes its next gradient on version `version` or
+  // later (its sync pull found another shard there already). A version before that
+  // one stops waiting for it (it stays a member of the later ones) and completes
+  // when the gradients of the others arrived, unless it would then have fewer than
+  // min_workers members. Why: shards decide a newcomer's first version each on its
+  // own (see Join), so one shard may wait for it at a version the others completed
+  // without it, while the newcomer waits for that shard to reach theirs. A gradient
+  // of `worker` already here still counts. No-op outside elastic training.
+  void WillPushFrom(int worker, int64_t version, Replies* out);
   // Elastic: whether `worker` is a live member now.
   bool IsLiveMember(int worker) const { return Elastic() && members_.count(worker) > 0; }
   void WorkerLost(int worker, Replies* out);

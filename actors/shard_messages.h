@@ -26,6 +26,7 @@ using shard_pull_atom = caf::atom_constant<caf::atom("spull")>;
 using shard_push_atom = caf::atom_constant<caf::atom("spush")>;
 using shard_join_atom = caf::atom_constant<caf::atom("sjoin")>;
 using shard_leave_atom = caf::atom_constant<caf::atom("sleave")>;
+using shard_skip_atom = caf::atom_constant<caf::atom("sskip")>;
 using shard_stats_atom = caf::atom_constant<caf::atom("sstats")>;
 using shard_snap_atom = caf::atom_constant<caf::atom("ssnap")>;
 using shard_restore_atom = caf::atom_constant<caf::atom("srestore")>;
@@ -133,6 +134,9 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::Stats
 //       Registers worker index `worker`; the shard monitors `who` and counts the
 //       worker lost when it dies (no longer waited for by sync or SSP).
 //   (shard_leave_atom, int32 worker) -> Status      a clean goodbye; always OK
+//   (shard_skip_atom, int32 worker, int64 version)
+//       Elastic: the worker's next gradient is computed on `version` or later; an
+//       earlier version stops waiting for it (ParameterShardState::WillPushFrom).
 //   (shard_snap_atom, int64 version, int64 timeout_ms) -> PullReply
 //       Values and optimizer slots at exactly `version` (parked until then).
 //   (shard_restore_atom, vector<string> names, vector<Tensor> values,
@@ -172,6 +176,7 @@ using ShardActor = caf::typed_actor<
     caf::replies_to<shard_floor_atom, int64_t>::with<Status>,
     caf::replies_to<shard_stats_atom>::with<ParameterShardState::Stats>,
     caf::replies_to<shard_standby_atom, caf::actor>::with<Status>,
+    caf::reacts_to<shard_skip_atom, int32_t, int64_t>,
     caf::reacts_to<shard_bulk_atom, std::string, Tensor>,
     caf::reacts_to<shard_sweep_atom, int64_t>>;
 
