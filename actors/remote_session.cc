@@ -194,8 +194,7 @@ class RemoteSession : public Session {
   RemoteSession(const Graph* graph, const SessionOptions& options)
       : graph_(graph),
         options_(options),
-        runtime_(RuntimeFor(options.client_runtime, options.scheduler_spin_us)),
-        system_(&runtime_->system()) {}
+        runtime_(RuntimeFor(options.client_runtime, options.scheduler_spin_us)) {}
 
   ~RemoteSession() override {
     Close();
@@ -206,13 +205,15 @@ class RemoteSession : public Session {
     runtime_.reset();  // ends the actor system unless other sessions share it
   }
 
+  caf::actor_system& system() { return runtime_->system(); }
+
   Status Connect(int64_t timeout_ms) {
     connect_timeout_ms_ = timeout_ms;
     std::string host;
     uint16_t port = 0;
     AF_RETURN_IF_ERROR(ParseTarget(options_.target, &host, &port));
     host_ = host;
-    AF_ASSIGN_OR_RETURN(front_, ConnectToServer(*system_, host, port,
+    AF_ASSIGN_OR_RETURN(front_, ConnectToServer(system(), host, port,
                                                 std::chrono::milliseconds(timeout_ms),
                                                 options_.target));
     return OpenSession(timeout_ms);
@@ -258,7 +259,7 @@ class RemoteSession : public Session {
     if (closed_.exchange(true)) return Status::OK();
     if (step_channel_) step_channel_->CloseAll();
     if (!front_ || session_id_ == 0) return Status::OK();
-    caf::scoped_actor self{*system_};
+    caf::scoped_actor self{system()};
     Status status;
     self->request(front_, std::chrono::milliseconds(connect_timeout_ms_), close_atom::value,
                   session_id_)
@@ -322,7 +323,7 @@ class RemoteSession : public Session {
     req.allow_soft_placement = options_.allow_soft_placement;
     req.log_device_placement = options_.log_device_placement;
     const int nodes = graph_->num_nodes();
-    caf::scoped_actor self{*system_};
+    caf::scoped_actor self{system()};
     Status status = Internal("no answer");
     uint16_t step_port = 0;
     self->request(front_, std::chrono::milliseconds(timeout_ms), open_atom::value, std::move(req))
@@ -334,16 +335,16 @@ class RemoteSession : public Session {
             },
             [&](caf::error& e) {
               status = Unavailable("cannot open a session on " + options_.target + ": " +
-                                   system_->render(e));
+                                   system().render(e));
             });
     if (status.ok()) sent_nodes_ = nodes;
     // The port is the server's for its life: one channel serves every reopen.
     if (status.ok() && step_port != 0 && step_channel_ == nullptr && options_.step_channel &&
-        !system_->has_openssl_manager()) {
+        !system().has_openssl_manager()) {
       StepChannelOptions so;
       so.spin_us = options_.scheduler_spin_us;
       step_channel_ = std::make_unique<StepChannelClient>(
-          *system_, host_ + ":" + std::to_string(step_port), options_.target, so, timeout_ms);
+          system(), host_ + ":" + std::to_string(step_port), options_.target, so, timeout_ms);
     }
     return status;
   }
@@ -352,7 +353,7 @@ class RemoteSession : public Session {
   StepperActor Stepper() {
     std::lock_guard<std::mutex> lock(stepper_mu_);
     if (!stepper_) {
-      stepper_ = SpawnStepper(*system_, front_, options_.target, options_.heartbeat_timeout_in_ms);
+      stepper_ = SpawnStepper(system(), front_, options_.target, options_.heartbeat_timeout_in_ms);
     }
     return stepper_;
   }
@@ -360,7 +361,6 @@ class RemoteSession : public Session {
   const Graph* graph_;
   SessionOptions options_;
   std::shared_ptr<ClientRuntimeImpl> runtime_;
-  caf::actor_system* system_;  // runtime_'s
   FrontActor front_;
   std::string host_;  // the server's, as the target names it
   // Steps beside CAF (actors/step_channel.h); null when the server has none.

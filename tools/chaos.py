@@ -40,11 +40,12 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+from free_ports import free_ports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROGRESS = re.compile(r"^worker \d+: step \d+/\d+ .*global step (\d+)")
@@ -58,25 +59,6 @@ def log(text):
 
 def die_with_parent():
     _libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: no child outlives this script
-
-
-def free_ports(n):
-    """n distinct ports of 127.0.0.1 free now, below the kernel's ephemeral range, so
-    that no outgoing connection's source port takes one before its server listens."""
-    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-        ephemeral_low = int(f.read().split()[0])
-    rng = random.SystemRandom()
-    while True:
-        socks = [socket.socket() for _ in range(n)]
-        try:
-            for s in socks:
-                s.bind(("127.0.0.1", rng.randrange(10000, max(ephemeral_low, 10000 + n))))
-            return [s.getsockname()[1] for s in socks]
-        except OSError:
-            continue  # taken (or drawn twice): draw all n again
-        finally:
-            for s in socks:
-                s.close()
 
 
 class Task:

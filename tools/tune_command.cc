@@ -158,6 +158,8 @@ StatusOr<TuneReport> RunTune(const TuneCommandOptions& options, std::ostream* pr
     report.tasks.push_back("/job:worker/task:" + std::to_string(i));
   }
 
+  // How long a task may take to clear the previous configuration's variables.
+  constexpr int64_t kResetTimeoutMs = 10000;
   // One client runtime for every trial: threads and connections to the tasks are
   // made once, not per configuration.
   const std::shared_ptr<ClientRuntime> runtime = NewClientRuntime();
@@ -168,7 +170,7 @@ StatusOr<TuneReport> RunTune(const TuneCommandOptions& options, std::ostream* pr
     const auto trial_start = std::chrono::steady_clock::now();
     // A task keeps its variables across sessions: each configuration starts on a
     // task cleared of the previous one's.
-    Status reset = ResetTask(targets[slot], {}, 10000, runtime);
+    Status reset = ResetTask(targets[slot], {}, kResetTimeoutMs, runtime);
     StatusOr<double> accuracy = reset.ok() ? TrainOne(trials[index], data, targets[slot], runtime)
                                            : StatusOr<double>(reset);
     if (progress != nullptr) {

@@ -16,13 +16,15 @@ set -euo pipefail
 
 readonly READY_TIMEOUT_S=30
 
-# A built binary: from the runfiles (bazel test / bazel run) or bazel-bin.
+# A built binary or an executable source file: from the runfiles (bazel test /
+# bazel run), bazel-bin, or the source tree.
 find_binary() {
   local relative="$1" base
   for base in "${TEST_SRCDIR:-/nonexistent}/${TEST_WORKSPACE:-actorflow}" \
               "${RUNFILES_DIR:-/nonexistent}/actorflow" \
               "$0.runfiles/actorflow" \
-              "$(cd "$(dirname "$0")/../.." && pwd)/bazel-bin"; do
+              "$(cd "$(dirname "$0")/../.." && pwd)/bazel-bin" \
+              "$(cd "$(dirname "$0")/../.." && pwd)"; do
     if [[ -x "${base}/${relative}" ]]; then
       echo "${base}/${relative}"
       return 0
@@ -33,7 +35,8 @@ find_binary() {
 
 actorflow="${ACTORFLOW:-$(find_binary tools/actorflow || true)}"
 driver="${CLUSTER_DRIVER:-$(find_binary examples/cluster/cluster_driver || true)}"
-if [[ ! -x "${actorflow}" || ! -x "${driver}" ]]; then
+free_ports="$(find_binary tools/free_ports.py || true)"
+if [[ ! -x "${actorflow}" || ! -x "${driver}" || -z "${free_ports}" ]]; then
   echo "run_cluster.sh: build first: bazel build //tools:actorflow //examples/cluster:all" >&2
   exit 1
 fi
@@ -60,27 +63,11 @@ stop_servers() {
 trap stop_servers EXIT
 trap 'exit 130' INT TERM
 
-# Three ports that are free now, below the kernel's ephemeral range (so no outgoing
-# connection's source port takes one): bound together (so they differ), then
-# released. Should another listener take one before its server listens,
-# start_cluster tries again.
+# Three distinct ports free now (tools/free_ports.py: below the kernel's ephemeral
+# range, so no outgoing connection's source port takes one). Should another listener
+# take one before its server listens, start_cluster tries again.
 pick_ports() {
-  read -r ps_port worker0_port worker1_port < <(python3 -c '
-import random, socket
-low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-while True:  # below the ephemeral range: no outgoing connection takes them
-    sockets = [socket.socket() for _ in range(3)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", random.randrange(10000, max(low, 10003))))
-        print(" ".join(str(s.getsockname()[1]) for s in sockets))
-        break
-    except OSError:
-        pass
-    finally:
-        for s in sockets:
-            s.close()
-')
+  read -r ps_port worker0_port worker1_port < <(python3 "${free_ports}" 3)
   cluster="${workdir}/cluster.json"
   cat >"${cluster}" <<EOF
 {"ps": ["127.0.0.1:${ps_port}"],

@@ -37,38 +37,20 @@ Usage: elastic_training.py ACTORFLOW DATA_DIR [join-and-kill|ps-failover|ps-rest
 """
 import json
 import os
-import random
 import select
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from free_ports import free_ports  # noqa: E402 (tools/free_ports.py)
+
 DEADLINE_S = 120
 STEP_TIMEOUT_MS = 3000
-
-
-def free_ports(n):
-    """n distinct ports of 127.0.0.1 free now, below the kernel's ephemeral range, so
-    that no outgoing connection's source port takes one before its server listens."""
-    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-        ephemeral_low = int(f.read().split()[0])
-    rng = random.SystemRandom()
-    while True:
-        socks = [socket.socket() for _ in range(n)]
-        try:
-            for s in socks:
-                s.bind(("127.0.0.1", rng.randrange(10000, max(ephemeral_low, 10000 + n))))
-            return [s.getsockname()[1] for s in socks]
-        except OSError:
-            continue  # taken (or drawn twice): draw all n again
-        finally:
-            for s in socks:
-                s.close()
 
 
 class Proc:
