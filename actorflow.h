@@ -38,32 +38,32 @@
 #include "graph/types.h"
 
 // Sessions: the interface, the factory for every target, and ClientSession.
-#include "actors/client_session.h"
-#include "actors/session_factory.h"
+#include "actors/cluster/client_session.h"
+#include "actors/cluster/session_factory.h"
 #include "kernels/session.h"
 
 // Clusters: specs, one task (tf.train.Server), a whole cluster in this process.
-#include "actors/local_cluster.h"
-#include "actors/remote_session.h"
-#include "actors/server.h"
+#include "actors/cluster/local_cluster.h"
+#include "actors/cluster/remote_session.h"
+#include "actors/cluster/server.h"
 #include "placement/cluster_spec.h"
 #include "placement/replica_device_setter.h"
 
 // Training: variables, optimizers, input pipelines, the Estimator-style classifier,
 // checkpoints.
-#include "training/checkpoint.h"
-#include "training/csv_dataset.h"
-#include "training/dataset.h"
-#include "training/dnn_classifier.h"
-#include "training/layers.h"
-#include "training/optimizer.h"
-#include "training/summary_writer.h"
-#include "training/variables.h"
+#include "training/checkpoint/checkpoint.h"
+#include "training/data/csv_dataset.h"
+#include "training/data/dataset.h"
+#include "training/estimators/dnn_classifier.h"
+#include "training/estimators/layers.h"
+#include "training/optimizers/optimizer.h"
+#include "training/summary/summary_writer.h"
+#include "training/optimizers/variables.h"
 
 // Serving: exported versions (TensorFlow Serving's layout) and the model server that
 // `actorflow serve` puts behind its REST API, callable here without HTTP.
-#include "actors/model_server.h"
-#include "training/ensemble.h"
-#include "training/servable.h"
+#include "actors/serving/model_server.h"
+#include "training/distributed/ensemble.h"
+#include "training/serving/servable.h"
 
 #endif  // ACTORFLOW_ACTORFLOW_H_

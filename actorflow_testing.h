@@ -14,7 +14,7 @@
 //
 // - graph/status_testing.h: ASSERT_OK, EXPECT_OK, ASSERT_OK_AND_ASSIGN for Status and
 //   StatusOr<T>, printing the Status on failure.
-// - actors/local_cluster_fixture.h: LocalClusterTest, a fixture that starts
+// - actors/cluster/local_cluster_fixture.h: LocalClusterTest, a fixture that starts
 //   in-process clusters of a given shape, gives their targets and ps clients, and
 //   stops them when the test ends.
 // - graph/test_files.h: runfiles (TestRunfile, TestDataFile) and scratch
@@ -27,7 +27,7 @@
 #ifndef ACTORFLOW_ACTORFLOW_TESTING_H_
 #define ACTORFLOW_ACTORFLOW_TESTING_H_
 
-#include "actors/local_cluster_fixture.h"
+#include "actors/cluster/local_cluster_fixture.h"
 #include "actors/sim/simulated_cluster.h"
 #include "graph/status_testing.h"
 #include "graph/test_files.h"

@@ -1,8 +1,8 @@
-// Dataset ops: the graph side of training/dataset.h (TensorFlow's tf.data).
+// Dataset ops: the graph side of training/data/dataset.h (TensorFlow's tf.data).
 //
 // IteratorGetNext() -> one output per component of the dataset's elements.
 //   iterator_id: string: names the iterator resource in the step's ResourceManager
-//     and the dataset it iterates (training/iterator_ops.h keeps the registry).
+//     and the dataset it iterates (training/data/iterator_ops.h keeps the registry).
 //   output_dtypes: string list of dtype names, one per component ("float32", ...).
 //   output_shapes: string list in Shape::ToString form, one per component: "[?,4]",
 //     "[]", "<unknown>" ("?" or -1 = unknown dim). Absent = every rank unknown.

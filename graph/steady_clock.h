@@ -1,6 +1,6 @@
 // The monotonic clock behind durations and step traces. One definition, so that the
 // times a device's executor stamps on its stats and the time the device reports
-// for the master's clock-offset estimate (actors/master_actor.cc) are on one clock.
+// for the master's clock-offset estimate (actors/runtime/master_actor.cc) are on one clock.
 #ifndef ACTORFLOW_GRAPH_STEADY_CLOCK_H_
 #define ACTORFLOW_GRAPH_STEADY_CLOCK_H_
 

@@ -84,7 +84,7 @@ struct MembershipChange {
 struct ParameterSnapshot {
   std::map<std::string, Tensor> values;
   // Snapshot only (Pull leaves it empty): the shards' optimizer slots at the cut,
-  // "<var>/<suffix>" as actors/shard_optimizer.h names them (momentum
+  // "<var>/<suffix>" as actors/ps/shard_optimizer.h names them (momentum
   // "<var>/Momentum", adagrad "<var>/Adagrad", adam "<var>/Adam_m", "<var>/Adam_v",
   // "<var>/Adam_beta1_power", "<var>/Adam_beta2_power"; none for sgd). Read-only.
   std::map<std::string, Tensor> slots;
@@ -186,7 +186,7 @@ class ParameterClient {
   // flight when it died: raise the global step (AdvanceGlobalStep) before going on;
   // the versions that skips are the updates lost (ParameterStats). A replacement is
   // empty: the chief restores the last coordinated checkpoint into every shard
-  // (training/ps_checkpoint.h) while the other workers' pulls wait for it.
+  // (training/checkpoint/ps_checkpoint.h) while the other workers' pulls wait for it.
   // Nothing switched (both counts 0): none was down, or none could be replaced (the
   // caller then has its error).
   struct FailOverReport {

@@ -1,6 +1,6 @@
 // QueueState: the state machine of one queue (TensorFlow's FIFOQueue and
 // RandomShuffleQueue), with no threads and no actors, so that every rule is
-// testable on its own. The queue actor (actors/queue_actor.h) owns one and turns
+// testable on its own. The queue actor (actors/runtime/queue_actor.h) owns one and turns
 // its callbacks into response promises; timeouts and cancellation come from
 // outside as Cancel(id).
 //

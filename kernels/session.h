@@ -27,7 +27,7 @@
 namespace actorflow {
 
 // The threads and connections that sessions on remote targets talk through
-// (NewClientRuntime in actors/remote_session.h makes one; opaque here). Sessions
+// (NewClientRuntime in actors/cluster/remote_session.h makes one; opaque here). Sessions
 // given the same runtime share them, so a program that opens many sessions one
 // after another (a hyperparameter search) starts threads and connects to each task
 // once, not once per session. Lives as long as its last holder.
@@ -40,7 +40,7 @@ class ClientRuntime {
 };
 
 struct SessionOptions {
-  // Where the session runs (actors/session_factory.h reads it): "" or "local" = the
+  // Where the session runs (actors/cluster/session_factory.h reads it): "" or "local" = the
   // actor runtime in this process, "direct" = a DirectSession, "actorflow://host:port"
   // = the master of that task.
   std::string target;
@@ -53,7 +53,7 @@ struct SessionOptions {
   // How long an idle scheduler thread of the in-process actor runtime, and the thread
   // waiting in Run, poll for the next message before parking (microseconds; 0 = park
   // at once). Polling saves the wake-ups between a step's hand-offs; it is bounded,
-  // so an idle session costs no CPU. The same default as actors/spinning_scheduler.h's
+  // so an idle session costs no CPU. The same default as actors/scheduler/spinning_scheduler.h's
   // kDefaultSchedulerSpinUs (this header stays free of the actor runtime).
   int64_t scheduler_spin_us = 200;
   // Deadline for each blocking op (queues, Recv) when RunOptions sets none; 0 = none.

@@ -28,7 +28,7 @@ Scope SetterScope(int ps_tasks, PsStrategy strategy = PsStrategy::kRoundRobin) {
   return Scope::NewRootScope().WithDeviceFunction(setter.ok() ? *setter : nullptr);
 }
 
-// A variable and its initializer, as training/variables.h's CreateVariable builds them.
+// A variable and its initializer, as training/optimizers/variables.h's CreateVariable builds them.
 Output VariableWithInit(const Scope& scope, const std::string& name, const Shape& shape) {
   Output var = Variable(scope.WithOpName(name), shape, DType::kFloat32);
   Assign(scope.WithOpName(name + "/Assign"), var,

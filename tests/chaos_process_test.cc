@@ -38,7 +38,7 @@
 #include "tests/child_process.h"
 #include "tests/process_cluster.h"
 #include "tests/subprocess.h"
-#include "training/checkpoint.h"
+#include "training/checkpoint/checkpoint.h"
 
 namespace actorflow {
 namespace {

@@ -1,7 +1,7 @@
 // Clusters of real processes on 127.0.0.1: `actorflow server` tasks (1 ps, 2
 // workers) on free ports, driven by clients in this process (NewSession on
 // actorflow://...) and by `actorflow run --target`. The same scenarios as
-// actors/local_cluster_test.cc, where a lost task is a killed process (SIGKILL):
+// actors/cluster/local_cluster_test.cc, where a lost task is a killed process (SIGKILL):
 // the slides' ps/worker example across two clients, a worker killed mid-step, an
 // unreachable task, and bad input to the server and the client.
 //
@@ -19,8 +19,8 @@
 #include <csignal>
 #include <future>
 
-#include "actors/remote_session.h"
-#include "actors/session_factory.h"
+#include "actors/cluster/remote_session.h"
+#include "actors/cluster/session_factory.h"
 #include "graph/graph_json.h"
 #include "graph/ops.h"
 #include "graph/scope.h"
@@ -318,7 +318,7 @@ TEST(ClusterProcessTest, AnUnreachableTaskIsUnavailableWithinTheDeadlineNamingIt
 }
 
 // A 4 MiB tensor from worker 0's process to worker 1's: over the bulk channel (the
-// default, actors/bulk_channel.h) and over CAF's transport alone (--bulk-min-bytes 0),
+// default, actors/transport/bulk_channel.h) and over CAF's transport alone (--bulk-min-bytes 0),
 // the same sums, step after step.
 TEST(ClusterProcessTest, ALargeTensorCrossesProcessesWithTheBulkChannelOnAndOff) {
   constexpr int64_t kElements = int64_t{1} << 20;

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "actors/local_cluster_fixture.h"
-#include "actors/session_factory.h"
+#include "actors/cluster/local_cluster_fixture.h"
+#include "actors/cluster/session_factory.h"
 #include "graph/status_testing.h"
-#include "training/data_parallel.h"
-#include "training/iris_testing.h"
+#include "training/distributed/data_parallel.h"
+#include "training/distributed/iris_testing.h"
 
 namespace actorflow {
 namespace {

@@ -1,4 +1,4 @@
-// Device supervision of a Server (actors/device_supervisor.h), in this process and
+// Device supervision of a Server (actors/runtime/device_supervisor.h), in this process and
 // driven through its port as a remote client would: a kernel that throws fails only
 // its step, a device actor that is killed is restarted (keeping its variables) and
 // later steps run, and a device that keeps dying fails the server so that its process
@@ -19,10 +19,10 @@
 
 #include <caf/io/all.hpp>
 
-#include "actors/connect.h"
-#include "actors/server.h"
-#include "actors/session_factory.h"
-#include "actors/wire.h"
+#include "actors/transport/connect.h"
+#include "actors/cluster/server.h"
+#include "actors/cluster/session_factory.h"
+#include "actors/protocol/wire.h"
 #include "graph/ops.h"
 #include "graph/scope.h"
 

@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "actors/cluster_transport.h"
-#include "actors/connect.h"
-#include "actors/messages.h"
+#include "actors/transport/cluster_transport.h"
+#include "actors/transport/connect.h"
+#include "actors/protocol/messages.h"
 #include "tests/process_cluster.h"
 #include "tests/raw_peer.h"
 #include "tests/subprocess.h"

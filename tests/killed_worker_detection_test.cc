@@ -28,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/parameter_client_impl.h"
+#include "actors/ps/parameter_client_impl.h"
 #include "tests/child_process.h"
 #include "tests/process_cluster.h"
 #include "tests/subprocess.h"

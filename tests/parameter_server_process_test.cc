@@ -18,7 +18,7 @@
 #include <iostream>
 #include <set>
 
-#include "actors/parameter_client_impl.h"
+#include "actors/ps/parameter_client_impl.h"
 #include "tests/process_cluster.h"
 #include "tests/subprocess.h"
 

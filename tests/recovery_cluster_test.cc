@@ -15,15 +15,15 @@
 #include <string>
 #include <vector>
 
-#include "actors/local_cluster_fixture.h"
-#include "actors/parameter_client_impl.h"
-#include "actors/session_factory.h"
+#include "actors/cluster/local_cluster_fixture.h"
+#include "actors/ps/parameter_client_impl.h"
+#include "actors/cluster/session_factory.h"
 #include "graph/status_testing.h"
 #include "graph/test_files.h"
-#include "training/checkpoint.h"
-#include "training/iris_testing.h"
-#include "training/ps_checkpoint.h"
-#include "training/recovery.h"
+#include "training/checkpoint/checkpoint.h"
+#include "training/distributed/iris_testing.h"
+#include "training/checkpoint/ps_checkpoint.h"
+#include "training/distributed/recovery.h"
 
 namespace actorflow {
 namespace {

@@ -1,7 +1,7 @@
 // Recovery of between-graph sync training across real processes on 127.0.0.1: the ps
 // task is an `actorflow server` process, each worker an `actorflow train --cluster
 // FILE --job worker --task I` process whose driver runs under the recovery
-// supervisor (training/recovery.h), the chief writing a coordinated checkpoint every
+// supervisor (training/distributed/recovery.h), the chief writing a coordinated checkpoint every
 // 100 global steps.
 //   - The chief is SIGKILLed in the middle of training and started again: the other
 //     worker waits for it (no restart), the new chief finds the last checkpoint and
@@ -33,7 +33,7 @@
 #include "tests/child_process.h"
 #include "tests/process_cluster.h"
 #include "tests/subprocess.h"
-#include "training/csv_dataset.h"
+#include "training/data/csv_dataset.h"
 
 namespace actorflow {
 namespace {

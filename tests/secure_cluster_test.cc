@@ -21,7 +21,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "actors/cluster_secret.h"
+#include "actors/transport/cluster_secret.h"
 #include "tests/child_process.h"
 #include "tests/process_cluster.h"
 #include "tests/subprocess.h"
@@ -309,7 +309,7 @@ TEST_F(SecureClusterTest, EachTaskListensOnItsSpecHostOnly) {
   }
 }
 
-// The bulk channel's second port (actors/bulk_channel.h): a TLS task does not open it
+// The bulk channel's second port (actors/transport/bulk_channel.h): a TLS task does not open it
 // (its tensors stay on the encrypted transport); a plain task says where it opened
 // it, on its spec host only.
 TEST_F(SecureClusterTest, OnlyAPlainTaskOpensABulkPortAndOnItsSpecHostOnly) {

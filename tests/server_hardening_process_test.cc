@@ -20,9 +20,9 @@
 
 #include <caf/io/all.hpp>
 
-#include "actors/connect.h"
-#include "actors/session_factory.h"
-#include "actors/wire.h"
+#include "actors/transport/connect.h"
+#include "actors/cluster/session_factory.h"
+#include "actors/protocol/wire.h"
 #include "graph/ops.h"
 #include "graph/scope.h"
 #include "graph/test_files.h"

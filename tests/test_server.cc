@@ -10,7 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "tools/cli_common.h"
+#include "tools/cli/cli_common.h"
 #include "tools/server_command.h"
 
 int main(int argc, char** argv) {

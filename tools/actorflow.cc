@@ -7,20 +7,20 @@
 
 #include <CLI/CLI.hpp>
 
-#include "actors/cluster_secret.h"
-#include "actors/transport_security.h"
+#include "actors/transport/cluster_secret.h"
+#include "actors/transport/transport_security.h"
 #include "graph/status.h"
-#include "tools/cli_common.h"
+#include "tools/cli/cli_common.h"
 #include "tools/graph_command.h"
 #include "tools/launch_command.h"
 #include "tools/plot_command.h"
-#include "tools/predict_command.h"
+#include "tools/train/predict_command.h"
 #include "tools/run_command.h"
-#include "tools/serve_command.h"
+#include "tools/serve/serve_command.h"
 #include "tools/server_command.h"
 #include "tools/simulate_command.h"
 #include "tools/swarm_command.h"
-#include "tools/train_command.h"
+#include "tools/train/train_command.h"
 #include "tools/tune_command.h"
 
 namespace actorflow {
@@ -55,7 +55,7 @@ std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
 }
 
 // The certificates derived from a cluster secret live in memory for the process's
-// lifetime (actors/cluster_secret.h).
+// lifetime (actors/transport/cluster_secret.h).
 Status UseClusterSecretFile(const std::string& path) {
   AF_ASSIGN_OR_RETURN(std::string secret, ReadClusterSecretFile(path));
   AF_ASSIGN_OR_RETURN(TlsConfig tls, TlsFromClusterSecret(secret));
@@ -66,7 +66,7 @@ int Main(int argc, char** argv) {
   CLI::App app{"actorflow: dataflow graphs run by actors"};
   app.require_subcommand(1);
   std::vector<Subcommand> subcommands = MakeSubcommands(&app);
-  // Transport security (actors/transport_security.h) for every command that talks
+  // Transport security (actors/transport/transport_security.h) for every command that talks
   // to a cluster; without the flags, the ACTORFLOW_TLS_* environment variables.
   TlsConfig tls;
   std::string secret_file;

@@ -27,7 +27,7 @@
 #include <string>
 
 #include "graph/status.h"
-#include "tools/cli_common.h"
+#include "tools/cli/cli_common.h"
 
 namespace actorflow {
 namespace cli {

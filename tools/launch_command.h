@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/cli_common.h"
+#include "tools/cli/cli_common.h"
 
 namespace actorflow {
 namespace cli {

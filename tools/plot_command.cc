@@ -9,9 +9,9 @@
 #include <memory>
 #include <set>
 
-#include "tools/did_you_mean.h"
+#include "tools/cli/did_you_mean.h"
 #include "tools/svg_plot.h"
-#include "training/event_file_reader.h"
+#include "training/summary/event_file_reader.h"
 
 namespace actorflow {
 namespace cli {

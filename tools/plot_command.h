@@ -3,7 +3,7 @@
 //
 //   actorflow plot --logdir DIR --out curves.svg [--tags loss,accuracy]
 //
-// - Every event file under DIR is read (training/event_file_reader.h); each
+// - Every event file under DIR is read (training/summary/event_file_reader.h); each
 //   directory holding event files is a run (DIR/worker_0, DIR/worker_1, ...).
 // - One panel per tag, x = step, y = value, one curve per run in a colour that the
 //   run keeps in every panel, with a legend naming the runs (tools/svg_plot.h). A
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/cli_common.h"
+#include "tools/cli/cli_common.h"
 
 namespace actorflow {
 namespace cli {

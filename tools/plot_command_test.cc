@@ -10,7 +10,7 @@
 
 #include "graph/status_testing.h"
 #include "graph/test_files.h"
-#include "training/summary_writer.h"
+#include "training/summary/summary_writer.h"
 
 namespace actorflow {
 namespace cli {

@@ -11,10 +11,10 @@
 #include "graph/graph.h"
 #include "graph/graph_json.h"
 #include "graph/tensor_json.h"
-#include "actors/session_factory.h"
+#include "actors/cluster/session_factory.h"
 #include "kernels/chrome_trace.h"
 #include "kernels/session.h"
-#include "tools/did_you_mean.h"
+#include "tools/cli/did_you_mean.h"
 
 namespace actorflow {
 namespace cli {

@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "graph/status.h"
-#include "tools/cli_common.h"
+#include "tools/cli/cli_common.h"
 
 namespace actorflow {
 namespace cli {

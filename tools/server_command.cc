@@ -7,11 +7,11 @@
 #include <iostream>
 #include <memory>
 
-#include "actors/server.h"
-#include "actors/transport_security.h"
+#include "actors/cluster/server.h"
+#include "actors/transport/transport_security.h"
 #include "placement/cluster_spec.h"
-#include "tools/status_server.h"
-#include "training/status_board.h"
+#include "tools/cli/status_server.h"
+#include "training/summary/status_board.h"
 
 namespace actorflow {
 namespace cli {
@@ -192,7 +192,7 @@ Subcommand AddServerSubcommand(CLI::App* parent) {
                 "Remote sessions send their steps over the actor transport only, not on a "
                 "second plain TCP port of this task's host (any free one). Off anyway with "
                 "--cluster-secret-file (TLS)");
-  // Limits on what peers and clients send (actors/server_limits.h).
+  // Limits on what peers and clients send (actors/transport/server_limits.h).
   app->add_option("--max-message-bytes", options->transport.max_message_bytes,
                   "A peer that announces a bigger message is disconnected before the "
                   "message is allocated (its pending requests fail)")

@@ -9,11 +9,11 @@
 // and serves until SIGTERM or SIGINT, then shuts down cleanly (exit 0).
 //
 // --max-message-bytes, --max-connections, --max-graph-nodes and --max-tensor-bytes
-// bound what peers and clients may send (actors/server_limits.h).
+// bound what peers and clients may send (actors/transport/server_limits.h).
 #ifndef ACTORFLOW_TOOLS_SERVER_COMMAND_H_
 #define ACTORFLOW_TOOLS_SERVER_COMMAND_H_
 
-#include "tools/cli_common.h"
+#include "tools/cli/cli_common.h"
 
 namespace actorflow {
 namespace cli {

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/sim/simulated_cluster.h"
-#include "tools/train_data.h"
-#include "tools/train_flags.h"
-#include "training/in_graph_classifier.h"
+#include "tools/train/train_data.h"
+#include "tools/train/train_flags.h"
+#include "training/distributed/in_graph_classifier.h"
 
 namespace actorflow {
 namespace cli {

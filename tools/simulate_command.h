@@ -29,7 +29,7 @@
 // --trace writes a Chrome trace in virtual time, one track per worker device.
 //
 // in-graph: sync only, one replicated graph (a tower per worker task, the variables
-// on the ps tasks: training/in_graph_classifier.h) driven from worker 0; kills at
+// on the ps tasks: training/distributed/in_graph_classifier.h) driven from worker 0; kills at
 // their global steps end training with an error naming the task. Its --json line
 // has the fields it can fill.
 //
@@ -42,8 +42,8 @@
 
 #include "actors/sim/simulated_cluster.h"
 #include "graph/status.h"
-#include "tools/cli_common.h"
-#include "tools/train_command.h"
+#include "tools/cli/cli_common.h"
+#include "tools/train/train_command.h"
 
 namespace actorflow {
 namespace cli {

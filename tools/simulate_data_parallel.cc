@@ -12,9 +12,9 @@
 
 #include "actors/sim/simulated_cluster.h"
 #include "tools/simulate_command.h"
-#include "tools/train_data.h"
-#include "tools/train_flags.h"
-#include "training/dnn_workload.h"
+#include "tools/train/train_data.h"
+#include "tools/train/train_flags.h"
+#include "training/distributed/dnn_workload.h"
 
 namespace actorflow {
 namespace cli {

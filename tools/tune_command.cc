@@ -10,12 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/local_cluster.h"
-#include "actors/remote_session.h"
+#include "actors/cluster/local_cluster.h"
+#include "actors/cluster/remote_session.h"
 #include "placement/cluster_spec.h"
-#include "tools/train_data.h"
-#include "tools/train_flags.h"
-#include "training/dnn_classifier.h"
+#include "tools/train/train_data.h"
+#include "tools/train/train_flags.h"
+#include "training/estimators/dnn_classifier.h"
 
 namespace actorflow {
 namespace cli {

@@ -1,5 +1,5 @@
 // `actorflow tune`: a hyperparameter grid search with one network per device or
-// task, trained in parallel (training/hparam_search.h has the grid grammar).
+// task, trained in parallel (training/distributed/hparam_search.h has the grid grammar).
 //
 //   actorflow tune --cluster local:worker=W --grid 'lr=0.01|0.1;hidden=10,10|32'
 //                  [the model and data flags of `actorflow train`] [--json]
@@ -32,9 +32,9 @@
 #include <vector>
 
 #include "graph/status.h"
-#include "tools/cli_common.h"
-#include "tools/train_command.h"
-#include "training/hparam_search.h"
+#include "tools/cli/cli_common.h"
+#include "tools/train/train_command.h"
+#include "training/distributed/hparam_search.h"
 
 namespace actorflow {
 namespace cli {

@@ -8,8 +8,8 @@
 
 #include "actors/sim/simulated_cluster.h"
 #include "graph/status_testing.h"
-#include "training/dnn_workload.h"
-#include "training/iris_testing.h"
+#include "training/distributed/dnn_workload.h"
+#include "training/distributed/iris_testing.h"
 
 namespace actorflow {
 namespace {

@@ -4,11 +4,11 @@
 #include <utility>
 #include <vector>
 
-#include "actors/device_protocol.h"
-#include "actors/front_protocol.h"
-#include "actors/messages.h"
-#include "actors/queue_protocol.h"
-#include "actors/shard_messages.h"
+#include "actors/protocol/device_protocol.h"
+#include "actors/protocol/front_protocol.h"
+#include "actors/protocol/messages.h"
+#include "actors/protocol/queue_protocol.h"
+#include "actors/protocol/shard_messages.h"
 
 namespace actorflow {
 namespace {

@@ -15,11 +15,11 @@
 #include <caf/test/dsl.hpp>
 #include <caf/test/unit_test_impl.hpp>
 
-#include "actors/messages.h"
+#include "actors/protocol/messages.h"
 #include "actors/sim/sim_cluster_spec.h"
 #include "actors/sim/fault_plan.h"
 #include "actors/sim/task_directory.h"
-#include "actors/task_actors.h"
+#include "actors/cluster/task_actors.h"
 #include "graph/graph_json.h"
 #include "graph/ops.h"
 #include "graph/scope.h"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <set>
 
-#include "actors/shard_messages.h"
+#include "actors/protocol/shard_messages.h"
 #include "actors/sim/sim_worker.h"
 #include "actors/sim/simulated_cluster_impl.h"
 

@@ -1,7 +1,7 @@
 // Data-parallel training on a simulated cluster (SimulatedCluster::TrainDataParallel):
 // between-graph replication as TensorFlow 1.x does it with parameter servers. Every
 // worker task runs a worker driver actor that speaks the parameter shards' real
-// protocol (actors/shard_messages.h) over the simulated links:
+// protocol (actors/protocol/shard_messages.h) over the simulated links:
 //
 //   connect (get the shard from every ps task's front), join, the chief initializes;
 //   loop: pull -> compute (the workload's real kernels; the virtual time they take is

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "graph/status_testing.h"
-#include "training/dnn_workload.h"
-#include "training/iris_testing.h"
+#include "training/distributed/dnn_workload.h"
+#include "training/distributed/iris_testing.h"
 
 namespace actorflow {
 namespace {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <utility>
 
-#include "actors/messages.h"
-#include "actors/shard_messages.h"
+#include "actors/protocol/messages.h"
+#include "actors/protocol/shard_messages.h"
 #include "placement/ps_strategy.h"
 
 namespace actorflow {

@@ -15,9 +15,9 @@
 
 #include <caf/all.hpp>
 
-#include "actors/connect.h"
-#include "actors/front_protocol.h"
-#include "actors/shard_config.h"
+#include "actors/transport/connect.h"
+#include "actors/protocol/front_protocol.h"
+#include "actors/ps/shard_config.h"
 #include "actors/sim/sim_training.h"
 
 namespace actorflow {

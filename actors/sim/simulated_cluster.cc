@@ -3,7 +3,7 @@
 #include <map>
 #include <utility>
 
-#include "actors/messages.h"
+#include "actors/protocol/messages.h"
 #include "actors/sim/simulated_cluster_impl.h"
 #include "graph/graph_json.h"
 

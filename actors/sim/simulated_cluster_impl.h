@@ -13,11 +13,11 @@
 #include <caf/detail/test_actor_clock.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 
-#include "actors/front_protocol.h"
+#include "actors/protocol/front_protocol.h"
 #include "actors/sim/sim_link.h"
 #include "actors/sim/simulated_cluster.h"
 #include "actors/sim/task_directory.h"
-#include "actors/task_actors.h"
+#include "actors/cluster/task_actors.h"
 
 namespace actorflow {
 

@@ -1,6 +1,6 @@
 // The directory of a cluster whose tasks share one actor system (a simulated
 // cluster): it answers a task's masters' connect requests (ConnectorActor's protocol,
-// actors/connect.h) with the front registered for the address, at once and without a
+// actors/transport/connect.h) with the front registered for the address, at once and without a
 // network. Each task gets its own directory actor over one shared registry, so that
 // the front it hands out can be a link proxy from that task (actors/sim/sim_link.h).
 // Includes CAF: actors/ and tests only.
@@ -18,7 +18,7 @@
 #include <mutex>
 #include <string>
 
-#include "actors/connect.h"
+#include "actors/transport/connect.h"
 #include "actors/sim/sim_link.h"
 
 namespace actorflow {

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/session_factory.h"
+#include "actors/cluster/session_factory.h"
 #include "graph/gradients.h"
 #include "graph/ops.h"
 #include "graph/scope.h"

@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/session_factory.h"
-#include "training/csv_dataset.h"
-#include "training/dataset.h"
-#include "training/in_graph_replication.h"
+#include "actors/cluster/session_factory.h"
+#include "training/data/csv_dataset.h"
+#include "training/data/dataset.h"
+#include "training/distributed/in_graph_replication.h"
 
 namespace actorflow {
 namespace {

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "actors/session_factory.h"
-#include "training/csv_dataset.h"
-#include "training/dnn_classifier.h"
+#include "actors/cluster/session_factory.h"
+#include "training/data/csv_dataset.h"
+#include "training/estimators/dnn_classifier.h"
 
 namespace actorflow {
 namespace {

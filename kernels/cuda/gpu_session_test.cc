@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/local_session.h"
+#include "actors/runtime/local_session.h"
 #include "graph/gradients.h"
 #include "graph/ops.h"
 #include "graph/scope.h"

@@ -21,7 +21,7 @@
 // (c) Idle CPU: with the session of (b) still open and no step running, the CPU each
 //     server process and this client use over --idle-seconds (default 10; --quick: 3),
 //     in % of one core. The schedulers poll for work only briefly after each message
-//     (actors/spinning_scheduler.h), so an idle cluster should cost next to nothing.
+//     (actors/scheduler/spinning_scheduler.h), so an idle cluster should cost next to nothing.
 //
 // Each repeat is retaken (at most 4 attempts) while other processes than the client
 // and the two servers took more than 0.3 cores; the table shows the worst kept.
@@ -47,7 +47,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/session_factory.h"
+#include "actors/cluster/session_factory.h"
 #include "graph/ops.h"
 #include "graph/scope.h"
 #include "tests/child_process.h"

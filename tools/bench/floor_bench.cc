@@ -15,8 +15,8 @@
 //                      from the reply handler; timed inside the actor, no client thread
 //                      on the path), us per round trip. Both systems are configured as
 //                      actorflow's servers are: the middleman of
-//                      actors/cluster_transport.h and the polling scheduler of
-//                      actors/spinning_scheduler.h with 200 us of spin. The floor of
+//                      actors/transport/cluster_transport.h and the polling scheduler of
+//                      actors/scheduler/spinning_scheduler.h with 200 us of spin. The floor of
 //                      "remote step round trip": a step is at least one such exchange
 //                      (client -> master), plus the hand-offs inside the server.
 // caf rtt no polling:  the same with spin 0 (CAF's park-at-once behaviour).
@@ -54,9 +54,9 @@
 #include <caf/io/all.hpp>
 #include <nlohmann/json.hpp>
 
-#include "actors/cluster_transport.h"
-#include "actors/connect.h"
-#include "actors/spinning_scheduler.h"
+#include "actors/transport/cluster_transport.h"
+#include "actors/transport/connect.h"
+#include "actors/scheduler/spinning_scheduler.h"
 #include "tests/child_process.h"
 #include "tools/bench/bench_util.h"
 #include "tools/bench/floor_tcp.h"
@@ -82,7 +82,7 @@ struct Flags {
 };
 
 // An actor system configured as actorflow's servers configure theirs
-// (actors/server.cc); the config outlives the system.
+// (actors/cluster/server.cc); the config outlives the system.
 struct CafNode {
   explicit CafNode(int64_t spin_us) {
     ConfigureClusterTransport(cfg);

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/local_session.h"
+#include "actors/runtime/local_session.h"
 #include "graph/gradients.h"
 #include "graph/ops.h"
 #include "graph/scope.h"

@@ -5,7 +5,7 @@
 // worker, synthetic data (seed = worker index), SGD lr 0.1 on the ps, one OpenBLAS
 // thread per process. The ps is an `actorflow server` process (ProcessCluster); the
 // workers are this binary run with --role worker, each a WorkerModel
-// (training/worker_model.h) behind a ParameterClient (ConnectParameterServers).
+// (training/distributed/worker_model.h) behind a ParameterClient (ConnectParameterServers).
 //
 //   local  in this process, no ps: the worker's compute (gradients at the current
 //          weights) plus the SGD update applied in place; steps/s. dist_bench's
@@ -38,17 +38,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/local_cluster.h"
-#include "actors/parameter_client_impl.h"
-#include "actors/session_factory.h"
+#include "actors/cluster/local_cluster.h"
+#include "actors/ps/parameter_client_impl.h"
+#include "actors/cluster/session_factory.h"
 #include "placement/cluster_spec.h"
 #include "tests/child_process.h"
 #include "tests/process_cluster.h"
 #include "tools/bench/bench_util.h"
 #include "tools/bench/training_models.h"
-#include "training/data_parallel.h"
-#include "training/data_shard.h"
-#include "training/worker_model.h"
+#include "training/distributed/data_parallel.h"
+#include "training/data/data_shard.h"
+#include "training/distributed/worker_model.h"
 
 namespace actorflow {
 namespace bench {

@@ -23,8 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/local_cluster.h"
-#include "actors/session_factory.h"
+#include "actors/cluster/local_cluster.h"
+#include "actors/cluster/session_factory.h"
 #include "graph/ops.h"
 #include "graph/scope.h"
 #include "tools/bench/bench_util.h"

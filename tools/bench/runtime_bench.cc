@@ -1,5 +1,5 @@
 // What the actor runtime costs, through the in-process actor session
-// (NewActorSession, actors/local_session.h):
+// (NewActorSession, actors/runtime/local_session.h):
 // (a) Round trip session -> master -> device(s) -> master -> session, in us per
 //     Session::Run: a 1-node step (a scalar Const fetched) on one device; a 10-node
 //     chain (a Const and 9 Negs) on one device and split across two (device_count
@@ -29,7 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/local_session.h"
+#include "actors/runtime/local_session.h"
 #include "graph/ops.h"
 #include "graph/scope.h"
 #include "kernels/direct_session.h"

@@ -43,7 +43,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/session_factory.h"
+#include "actors/cluster/session_factory.h"
 #include "tools/bench/bench_util.h"
 #include "tools/bench/step_profile.h"
 #include "tools/bench/training_models.h"

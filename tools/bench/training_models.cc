@@ -8,8 +8,8 @@
 
 #include "graph/ops.h"
 #include "graph/scope.h"
-#include "training/optimizer.h"
-#include "training/variables.h"
+#include "training/optimizers/optimizer.h"
+#include "training/optimizers/variables.h"
 
 namespace actorflow {
 namespace bench {

@@ -1,6 +1,6 @@
 // The models and data of training_bench: a fully connected ReLU network trained
 // with sparse softmax cross-entropy and plain SGD, built with the project's own API
-// (graph/ops.h, training/variables.h, GradientDescentOptimizer::Minimize), and the
+// (graph/ops.h, training/optimizers/variables.h, GradientDescentOptimizer::Minimize), and the
 // batches it is fed, in the same shapes as the external PyTorch peer script
 // torch_mlp_bench.py (see training_bench.cc) so that the two do the same work:
 //   x [batch, sizes[0]] float32, y [batch] int32 labels in [0, sizes.back()).

@@ -36,15 +36,15 @@ esac
 graph_srcs=$(cd "$ROOT" && ls graph/*.cc | grep -v -e '_test\.cc$' -e '^graph/test_files\.cc$' | tr '\n' ' ')
 
 cluster_srcs="placement/cluster_spec.cc"
-checkpoint_srcs="training/checkpoint_format.cc training/checkpoint_file.cc"
-# training/servable.cc and what it links against (export and load live beside the
+checkpoint_srcs="training/checkpoint/checkpoint_format.cc training/checkpoint/checkpoint_file.cc"
+# training/serving/servable.cc and what it links against (export and load live beside the
 # manifest parser).
-servable_srcs="placement/device_name.cc training/checkpoint.cc training/checkpoint_file.cc
-  training/checkpoint_format.cc training/checkpoint_latest.cc training/dnn_model.cc
-  training/feature_columns.cc training/layers.cc training/model_parallel.cc
-  training/model_parallel_cnn.cc training/model_parallel_mlp.cc training/model_parallel_rnn.cc
-  training/model_spec.cc training/partitioned_variable.cc training/servable.cc
-  training/variables.cc training/serving_json.cc"
+servable_srcs="placement/device_name.cc training/checkpoint/checkpoint.cc training/checkpoint/checkpoint_file.cc
+  training/checkpoint/checkpoint_format.cc training/checkpoint/checkpoint_latest.cc training/estimators/dnn_model.cc
+  training/estimators/feature_columns.cc training/estimators/layers.cc training/estimators/model_parallel.cc
+  training/estimators/model_parallel_cnn.cc training/estimators/model_parallel_mlp.cc training/estimators/model_parallel_rnn.cc
+  training/estimators/model_spec.cc training/optimizers/partitioned_variable.cc training/serving/servable.cc
+  training/optimizers/variables.cc training/serving/serving_json.cc"
 
 declare -A extra=(
   [graph_json_fuzzer]=""
@@ -53,11 +53,11 @@ declare -A extra=(
   [cluster_json_fuzzer]="$cluster_srcs"
   [tf_config_fuzzer]="$cluster_srcs"
   [checkpoint_fuzzer]="$checkpoint_srcs"
-  [wire_fuzzer]="actors/wire.cc"
-  [wire_seed_gen]="actors/wire.cc"
+  [wire_fuzzer]="actors/protocol/wire.cc"
+  [wire_seed_gen]="actors/protocol/wire.cc"
   [serving_json_fuzzer]="$servable_srcs"
   [servable_manifest_fuzzer]="$servable_srcs"
-  [model_config_fuzzer]="actors/model_config.cc"
+  [model_config_fuzzer]="actors/serving/model_config.cc"
   [model_spec_fuzzer]="$servable_srcs"
 )
 all_targets="graph_json_fuzzer tensor_json_fuzzer feed_json_fuzzer cluster_json_fuzzer

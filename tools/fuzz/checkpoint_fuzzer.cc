@@ -1,4 +1,4 @@
-// Fuzz target: checkpoint files (training/checkpoint_format.h): the manifest
+// Fuzz target: checkpoint files (training/checkpoint/checkpoint_format.h): the manifest
 // (ParseManifest) and the data file it describes (ReadCheckpointTensors), as
 // `predict`, recovery and the serving loader read them from disk.
 //
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "graph/checked_size.h"
-#include "training/checkpoint_format.h"
+#include "training/checkpoint/checkpoint_format.h"
 #include "tools/fuzz/fuzz_check.h"
 
 namespace {

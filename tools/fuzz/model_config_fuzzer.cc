@@ -1,4 +1,4 @@
-// Fuzz target: model config files (actors/model_server.h ParseModelConfigFile), the
+// Fuzz target: model config files (actors/serving/model_server.h ParseModelConfigFile), the
 // --model_config_file of `actorflow serve`.
 //
 // Never crashes. Invariants: errors name the path; a config that parses has at least
@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "actors/model_server.h"
+#include "actors/serving/model_server.h"
 #include "tools/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,4 +1,4 @@
-// Fuzz target: model.json (training/model_spec.h ParseModelSpec), the description of
+// Fuzz target: model.json (training/estimators/model_spec.h ParseModelSpec), the description of
 // a trained DNNClassifier that `predict`, recovery and `export` read from a model
 // directory beside its checkpoints.
 //
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "training/model_spec.h"
+#include "training/estimators/model_spec.h"
 #include "tools/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

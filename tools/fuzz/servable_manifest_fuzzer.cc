@@ -1,4 +1,4 @@
-// Fuzz target: servable manifests (training/servable.h ParseServableManifest), the
+// Fuzz target: servable manifests (training/serving/servable.h ParseServableManifest), the
 // saved_model.json that `actorflow serve` reads from every version directory of a
 // model base path.
 //
@@ -10,8 +10,8 @@
 #include <exception>
 #include <string>
 
-#include "training/servable.h"
-#include "training/serving_json.h"
+#include "training/serving/servable.h"
+#include "training/serving/serving_json.h"
 #include "tools/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

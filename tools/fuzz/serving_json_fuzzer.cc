@@ -1,4 +1,4 @@
-// Fuzz target: TensorFlow Serving request bodies (training/serving_json.h), what
+// Fuzz target: TensorFlow Serving request bodies (training/serving/serving_json.h), what
 // `actorflow serve` reads from any HTTP client: :predict (ParsePredictBody, both
 // formats) and :classify/:regress (ParseExamplesBody), against a few signatures.
 //
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "graph/tensor_json.h"
-#include "training/serving_json.h"
+#include "training/serving/serving_json.h"
 #include "tools/fuzz/fuzz_check.h"
 
 namespace {

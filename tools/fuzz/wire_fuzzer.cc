@@ -1,4 +1,4 @@
-// Fuzz target: the wire decoder (actors/wire.h, actors/wire_core.h) for every message
+// Fuzz target: the wire decoder (actors/protocol/wire.h, actors/protocol/wire_core.h) for every message
 // kind a remote node may send (tools/fuzz/wire_kinds.h): what a server decodes from
 // the bytes of a peer or client before any of its code looks at the message.
 //

@@ -1,5 +1,5 @@
 // The message kinds the wire fuzzer (wire_fuzzer.cc) decodes and the seed generator
-// (wire_seed_gen.cc) writes: every payload type actors/wire.cc registers, in a fixed
+// (wire_seed_gen.cc) writes: every payload type actors/protocol/wire.cc registers, in a fixed
 // order. A fuzz input's first byte picks a kind (modulo the count); the rest is that
 // kind's serialized form (caf::binary_serializer). Kind 0 is a whole caf::message,
 // decoded as a remote node's middleman decodes one: type names looked up in the
@@ -14,7 +14,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/messages.h"
+#include "actors/protocol/messages.h"
 
 namespace actorflow {
 namespace fuzz {

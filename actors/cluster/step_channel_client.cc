@@ -1,0 +1,239 @@
+// StepChannelClient (actors/cluster/step_channel.h): pooled connections, one step at a
+// time on each, or no connection for a server of this very process.
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "actors/scheduler/spinning_scheduler.h"
+#include "actors/cluster/step_channel.h"
+#include "actors/transport/step_frame.h"
+#include "actors/protocol/wire.h"
+
+namespace actorflow {
+namespace {
+
+using bulk_internal::ConnectWithin;
+using bulk_internal::ReadFull;
+using bulk_internal::WaitReady;
+using step_internal::Clock;
+using step_internal::DecodePayload;
+using step_internal::EncodeFrame;
+using step_internal::FrameRead;
+using step_internal::HasInput;
+using step_internal::kAnswerFrame;
+using step_internal::kPrefixBytes;
+using step_internal::kStepFrame;
+using step_internal::kStepLocalName;
+using step_internal::kWelcomeFrame;
+using step_internal::ReadRestOfFrame;
+using step_internal::RunOnServerInProcess;
+using step_internal::WriteFrame;
+
+constexpr int64_t kMaxConnectMs = 2000;
+
+}  // namespace
+
+struct StepChannelClient::Impl {
+  caf::actor_system& system;
+  std::string endpoint;
+  std::string target;
+  StepChannelOptions options;
+  int64_t connect_ms;
+  std::mutex mu;
+  std::vector<int> idle;  // connected, no step in flight
+  std::set<int> busy;     // a step in flight; CloseAll shuts these down
+  bool closed = false;
+  Clock::time_point retry_at{};
+  std::atomic<int64_t> steps{0};
+  // How long the last step's answer took from its sending (any thread's).
+  std::atomic<int64_t> last_answer_us{0};
+
+  Impl(caf::actor_system& sys, std::string ep, std::string tgt, StepChannelOptions opts,
+       int64_t connect_timeout_ms)
+      : system(sys),
+        endpoint(std::move(ep)),
+        target(std::move(tgt)),
+        options(opts),
+        connect_ms(std::min(connect_timeout_ms, kMaxConnectMs)) {}
+
+  // A connection for one step, or -1 (closed, or no connection: use CAF).
+  int Take() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (closed) return -1;
+      if (!idle.empty()) {
+        int fd = idle.back();
+        idle.pop_back();
+        busy.insert(fd);
+        return fd;
+      }
+      if (Clock::now() < retry_at) return -1;
+    }
+    const auto connect_by = Clock::now() + std::chrono::milliseconds(connect_ms);
+    int fd = ConnectWithin(endpoint, connect_by, -1, options.host_local ? kStepLocalName : "");
+    if (fd >= 0 && !Welcomed(fd, connect_by)) {
+      close(fd);
+      fd = -1;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (fd < 0) {
+      retry_at = Clock::now() + std::chrono::milliseconds(options.retry_after_ms);
+      return -1;
+    }
+    if (closed) {
+      close(fd);
+      return -1;
+    }
+    busy.insert(fd);
+    return fd;
+  }
+
+  // Whether the server took the connection (its welcome frame came by `deadline`):
+  // one it turned away (too many open) is closed unread, and a step sent on it could
+  // not be told from one lost to a failing server.
+  bool Welcomed(int fd, Clock::time_point deadline) {
+    char first = 0;
+    std::vector<char> payload;
+    return ReadFull(fd, &first, 1, &deadline) &&
+           ReadRestOfFrame(fd, first, kWelcomeFrame, 0, deadline, &payload) == FrameRead::kOk;
+  }
+
+  // Ends the step on `fd`: kept for the next step when `reuse` (its stream is at a
+  // frame boundary), else closed.
+  void Give(int fd, bool reuse) {
+    std::lock_guard<std::mutex> lock(mu);
+    busy.erase(fd);
+    if (reuse && !closed) {
+      idle.push_back(fd);
+    } else {
+      close(fd);
+    }
+  }
+
+  bool Closed() {
+    std::lock_guard<std::mutex> lock(mu);
+    return closed;
+  }
+
+  // Waits until fd has a byte to read (true) or the step ends first (false, with
+  // *status): the deadline passed, or the watch reports the server lost.
+  bool AwaitAnswer(int fd, Clock::time_point deadline, const Watch& watch, Status* status) {
+    auto readable = [fd] { return HasInput(fd); };
+    // As an in-process session: a client whose last answer outlasted the poll parks
+    // at once, leaving the core to the task that computes it.
+    const int64_t last_wait_us = last_answer_us.load(std::memory_order_relaxed);
+    const auto sent = Clock::now();
+    if (SpinUntil(readable, std::chrono::microseconds(
+                                last_wait_us <= options.spin_us ? options.spin_us : 0))) {
+      return true;
+    }
+    bool watching = false;
+    for (;;) {
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        *status = DeadlineExceeded("no answer from " + target + " within the step's deadline");
+        return false;
+      }
+      auto slice_end = std::min(deadline, watching ? now + std::chrono::milliseconds(10)
+                                                   : sent + watch.long_wait);
+      if (WaitReady(fd, POLLIN, &slice_end)) return true;
+      if (readable()) return true;  // an error or hang-up, which poll reports too
+      if (!watching && Clock::now() >= sent + watch.long_wait) {
+        watching = true;
+        if (watch.on_long_wait) watch.on_long_wait();
+      }
+      if (watching && watch.lost && watch.lost(status)) return false;
+    }
+  }
+};
+
+StepChannelClient::StepChannelClient(caf::actor_system& system, std::string endpoint,
+                                     std::string target, StepChannelOptions options,
+                                     int64_t connect_timeout_ms)
+    : impl_(std::make_unique<Impl>(system, std::move(endpoint), std::move(target), options,
+                                   connect_timeout_ms)) {}
+
+StepChannelClient::~StepChannelClient() {
+  CloseAll();
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  for (int fd : impl_->idle) close(fd);
+  impl_->idle.clear();
+}
+
+void StepChannelClient::CloseAll() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->closed = true;
+  for (int fd : impl_->idle) close(fd);
+  impl_->idle.clear();
+  // Their steps' threads close them (Give); shutting down wakes their waits.
+  for (int fd : impl_->busy) shutdown(fd, SHUT_RDWR);
+}
+
+int64_t StepChannelClient::steps() const { return impl_->steps.load(std::memory_order_relaxed); }
+
+StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
+                                                  Clock::time_point deadline, const Watch& watch,
+                                                  RemoteStepResult* result) {
+  Impl& c = *impl_;
+  if (c.options.in_process && RunOnServerInProcess(c.endpoint, c.target, step, result)) {
+    c.steps.fetch_add(1, std::memory_order_relaxed);
+    return Outcome::kAnswered;
+  }
+  std::vector<char> frame;
+  if (!EncodeFrame(c.system, kStepFrame, step, &frame)) return Outcome::kNotSent;
+  if (frame.size() - kPrefixBytes > c.options.max_frame_bytes) return Outcome::kNotSent;
+  const int fd = c.Take();
+  if (fd < 0) return Outcome::kNotSent;
+  const auto write_by =
+      std::min(deadline, Clock::now() + std::chrono::milliseconds(c.options.write_timeout_ms));
+  if (!WriteFrame(fd, frame, write_by)) {
+    // Not whole: the server never runs it. A connection the server closed while it
+    // was idle (a restarted server) ends here too.
+    c.Give(fd, false);
+    return Outcome::kNotSent;
+  }
+  Status ended;
+  const auto sent_at = Clock::now();
+  const bool answered = c.AwaitAnswer(fd, deadline, watch, &ended);
+  c.last_answer_us.store(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent_at).count(),
+      std::memory_order_relaxed);
+  if (!answered) {
+    c.Give(fd, false);  // its answer may still come: the stream is no longer usable
+    *result = RemoteStepResult();
+    result->status = c.Closed() ? Cancelled("the session ended while the step ran") : ended;
+    return Outcome::kAnswered;
+  }
+  std::vector<char> payload;
+  char first = 0;
+  FrameRead read = FrameRead::kClosed;
+  const auto read_by = Clock::now() + std::chrono::milliseconds(c.options.frame_timeout_ms);
+  if (ReadFull(fd, &first, 1, &read_by)) {
+    read = ReadRestOfFrame(fd, first, kAnswerFrame, c.options.max_frame_bytes, read_by, &payload);
+  }
+  *result = RemoteStepResult();
+  if (read == FrameRead::kOk && DecodePayload(c.system, payload, result)) {
+    c.Give(fd, true);
+    c.steps.fetch_add(1, std::memory_order_relaxed);
+    return Outcome::kAnswered;
+  }
+  c.Give(fd, false);
+  *result = RemoteStepResult();
+  if (c.Closed()) {
+    result->status = Cancelled("the session ended while the step ran");
+  } else if (read == FrameRead::kClosed) {
+    result->status =
+        Unavailable("lost the master at " + c.target + ": its step connection closed");
+  } else {
+    result->status = Unavailable("malformed step answer from " + c.target);
+  }
+  return Outcome::kAnswered;
+}
+
+}  // namespace actorflow

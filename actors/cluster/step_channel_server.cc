@@ -1,0 +1,339 @@
+// StepChannelServer (actors/cluster/step_channel.h): a SocketAcceptor whose connection
+// threads hand each step to its session's master, and the in-process hand-off.
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "actors/scheduler/caller_jobs.h"
+#include "actors/protocol/master_protocol.h"
+#include "actors/transport/socket_acceptor.h"
+#include "actors/scheduler/spinning_scheduler.h"
+#include "actors/cluster/step_channel.h"
+#include "actors/transport/step_frame.h"
+#include "actors/cluster/task_actors.h"
+#include "actors/runtime/task_services.h"
+#include "actors/protocol/wire.h"
+#include "kernels/gpu_runtime.h"
+
+namespace actorflow {
+namespace {
+
+using bulk_internal::ReadFull;
+using step_internal::Clock;
+using step_internal::DecodePayload;
+using step_internal::EncodeFrame;
+using step_internal::FrameRead;
+using step_internal::HasInput;
+using step_internal::kAnswerFrame;
+using step_internal::kPrefixBytes;
+using step_internal::kStepFrame;
+using step_internal::kStepLocalName;
+using step_internal::kWelcomeFrame;
+using step_internal::PutPrefix;
+using step_internal::ReadRestOfFrame;
+using step_internal::WriteFrame;
+
+// A connection's thread checks this often whether its server is stopping while the
+// step it waits for runs on.
+constexpr auto kStopCheck = std::chrono::milliseconds(100);
+
+// The step connections of this process whose clients are stepping: serving a step,
+// or waiting for the next one for less than kActiveGap.
+constexpr auto kActiveGap = std::chrono::milliseconds(1);
+std::atomic<int>& ActiveConnections() {
+  static std::atomic<int> count{0};
+  return count;
+}
+
+class StepChannelServerImpl;
+
+// The servers of this process by endpoint, for the clients of this process: a step
+// for one of them needs no socket (StepChannelClient::Run). A server leaves before it
+// stops, once the steps its clients are running have returned.
+struct InProcessServers {
+  std::mutex mu;
+  std::condition_variable left;  // a step run here returned
+  std::map<std::string, StepChannelServerImpl*> by_endpoint;
+  std::map<StepChannelServerImpl*, int> running;  // steps run here, per server
+};
+InProcessServers& InProcess() {
+  static InProcessServers* servers = new InProcessServers;  // never destroyed
+  return *servers;
+}
+
+class StepChannelServerImpl : public StepChannelServer {
+ public:
+  StepChannelServerImpl(caf::actor_system& system, std::string task_name,
+                        StepChannelOptions options)
+      : system_(system), task_name_(std::move(task_name)), options_(options) {}
+
+  ~StepChannelServerImpl() override {
+    stopping_.store(true, std::memory_order_release);
+    {
+      InProcessServers& in_process = InProcess();
+      std::unique_lock<std::mutex> lock(in_process.mu);
+      in_process.by_endpoint.erase(endpoint_);
+      // Their Await sees stopping_ within kStopCheck.
+      in_process.left.wait(lock, [&] { return in_process.running[this] == 0; });
+      in_process.running.erase(this);
+    }
+    acceptor_.reset();  // wakes every read, joins every connection's thread
+  }
+
+  Status Listen(const std::string& host) {
+    SocketAcceptorOptions ao;
+    ao.what = "step channel of " + task_name_;
+    ao.max_connections = options_.max_connections;
+    ao.accept_thread_name = "af.step.accept";
+    ao.connection_thread_name = "af.step.conn";
+    ao.local_name = kStepLocalName;
+    AF_ASSIGN_OR_RETURN(acceptor_,
+                        SocketAcceptor::Listen(host, ao, [this](int fd) { ServeConnection(fd); }));
+    endpoint_ = acceptor_->endpoint();
+    InProcessServers& in_process = InProcess();
+    std::lock_guard<std::mutex> lock(in_process.mu);
+    in_process.by_endpoint[endpoint_] = this;
+    return Status::OK();
+  }
+
+  // A step of a client in this process, run on its thread. *stopped: the server
+  // stopped while it ran (RunOnServerInProcess then answers Unavailable).
+  RemoteStepResult RunInProcess(RemoteStep step, bool* stopped) {
+    RemoteStepResult result = RunStep(std::move(step));
+    *stopped = stopping_.load(std::memory_order_acquire);
+    if (!*stopped) in_process_steps_.fetch_add(1, std::memory_order_relaxed);
+    return result;
+  }
+
+  void Serve(std::shared_ptr<TaskServices> services) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    services_ = std::move(services);
+  }
+  uint16_t port() const override { return acceptor_->port(); }
+  int64_t steps() const override { return steps_.load(std::memory_order_relaxed); }
+  int64_t in_process_steps() const override {
+    return in_process_steps_.load(std::memory_order_relaxed);
+  }
+  int64_t refused() const override { return refused_.load(std::memory_order_relaxed); }
+  int64_t local_connections() const override { return acceptor_->local_connections(); }
+
+ private:
+  // One step after another until the client closes the connection, a frame is
+  // malformed, or the server stops.
+  void ServeConnection(int fd) {
+    // Counted from here on, except while its client pauses.
+    ActiveConnections().fetch_add(1, std::memory_order_relaxed);
+    struct Uncount {
+      ~Uncount() { ActiveConnections().fetch_sub(1, std::memory_order_relaxed); }
+    } uncount;
+    std::vector<char> in;
+    std::vector<char> out(kPrefixBytes, '\0');
+    PutPrefix(kWelcomeFrame, 0, out.data());
+    if (!WriteFrame(fd, out, Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms))) {
+      return;
+    }
+    for (;;) {
+      char first = 0;
+      // A client's next step often follows its answer at once: poll for it a while,
+      // but only while this process serves no more active connections than half its
+      // cores. Each has a client thread that computes between its steps (often on
+      // these cores: an in-process cluster's clients are in this very process), and
+      // a thread polling for its next step would take the core it computes on.
+      if (ActiveConnections().load(std::memory_order_relaxed) * 2 <= PollingCores()) {
+        SpinUntil([fd] { return HasInput(fd); }, std::chrono::microseconds(options_.spin_us));
+      }
+      // Active until its client pauses longer than kActiveGap; then the wait is
+      // open-ended (an idle client) and Stop shuts it down.
+      auto active_until = Clock::now() + kActiveGap;
+      bool got_first = ReadFull(fd, &first, 1, &active_until);
+      if (!got_first) {
+        // Past the gap (or at the connection's end, which the read below sees at
+        // once); a byte that came just after the gap is read below too.
+        const bool paused = !HasInput(fd);
+        if (paused) ActiveConnections().fetch_sub(1, std::memory_order_relaxed);
+        got_first = ReadFull(fd, &first, 1, nullptr);
+        if (paused) ActiveConnections().fetch_add(1, std::memory_order_relaxed);
+      }
+      if (!got_first) return;
+      const auto deadline = Clock::now() + std::chrono::milliseconds(options_.frame_timeout_ms);
+      FrameRead read =
+          ReadRestOfFrame(fd, first, kStepFrame, options_.max_frame_bytes, deadline, &in);
+      RemoteStep step;
+      if (read == FrameRead::kOk && !DecodePayload(system_, in, &step)) {
+        read = FrameRead::kMalformed;
+      }
+      if (read != FrameRead::kOk) {
+        if (read == FrameRead::kMalformed) refused_.fetch_add(1, std::memory_order_relaxed);
+        return;  // a client that went away mid-frame is not counted
+      }
+      RemoteStepResult result = RunStep(std::move(step));
+      // A stopping task answers nothing: its clients see the connection end, as they
+      // would see its process end.
+      if (stopping_.load(std::memory_order_acquire)) return;
+      if (!EncodeFrame(system_, kAnswerFrame, result, &out)) {
+        RemoteStepResult failed;
+        failed.status = Internal(task_name_ + " could not serialize the step's answer");
+        EncodeFrame(system_, kAnswerFrame, failed, &out);
+      }
+      // Counted before it is written: a client that has its answer sees it counted.
+      steps_.fetch_add(1, std::memory_order_relaxed);
+      const auto write_by = Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms);
+      if (!WriteFrame(fd, out, write_by)) return;
+    }
+  }
+
+  // The step as the front would pass it on (actors/cluster/task_actors.cc), but sent to the
+  // master by this thread and answered through a StepReply.
+  RemoteStepResult RunStep(RemoteStep step) {
+    RemoteStepResult result;
+    MasterActor master;
+    const uint64_t session_id = step.session_id;
+    const int64_t timeout_ms = step.timeout_in_ms;
+    Status found = FindMaster(session_id, &master);
+    if (!found.ok()) {
+      result.status = std::move(found);
+      return result;
+    }
+    auto req = std::make_shared<StepRequest>();
+    Status taken = TakeRemoteStep(std::move(step), options_.limits, req.get());
+    if (!taken.ok()) {
+      result.status = std::move(taken);
+      return result;
+    }
+    req->reply = std::make_shared<StepReply>();
+    std::shared_ptr<StepReply> reply = req->reply;
+    auto message = caf::make_message(step_atom::value, std::move(req));
+    auto target = caf::actor_cast<caf::strong_actor_ptr>(master);
+    auto is_answered = [&reply] { return reply->ready.load(std::memory_order_acquire); };
+    if (options_.run_on_connection_thread) {
+      CallerJobs caller(system_);
+      target->enqueue(nullptr, caf::make_message_id(), std::move(message), &caller);
+      caller.RunHeld(is_answered);
+    } else {
+      target->enqueue(nullptr, caf::make_message_id(), std::move(message), nullptr);
+    }
+    if (!Await(*reply, timeout_ms)) {
+      result.status = stopping_.load(std::memory_order_acquire)
+                          ? Cancelled(task_name_ + " stopped while the step ran")
+                          : Internal("the master of session " + std::to_string(session_id) +
+                                     " on " + task_name_ +
+                                     " did not answer within the step's deadline plus 10 s");
+      return result;
+    }
+    result = MakeRemoteStepResult(reply->status, std::move(reply->outputs),
+                                  std::move(reply->metadata));
+    for (Tensor& t : result.outputs) {
+      if (!t.IsOnDevice()) continue;
+      auto host = ToHostTensor(t);
+      if (!host.ok()) {
+        result.status = host.status();
+        result.outputs.clear();
+        return result;
+      }
+      t = std::move(host).value();
+    }
+    return result;
+  }
+
+  Status FindMaster(uint64_t session_id, MasterActor* master) {
+    std::shared_ptr<TaskServices> services;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      services = services_;
+    }
+    if (!services) return Unavailable(task_name_ + " is still starting");
+    caf::strong_actor_ptr found;
+    {
+      std::lock_guard<std::mutex> lock(services->mu);
+      auto it = services->masters.find(session_id);
+      if (it != services->masters.end()) found = it->second.lock();
+    }
+    if (!found) {
+      return FailedPrecondition("session " + std::to_string(session_id) + " is not open on " +
+                                task_name_);
+    }
+    *master = caf::actor_cast<MasterActor>(found);
+    return Status::OK();
+  }
+
+  // Polls, then parks, until the reply is ready; false when the server stops first
+  // or the master misses the step's deadline (> 0) by 10 s (it enforces the deadline
+  // itself: this only guards against a master that is gone).
+  bool Await(StepReply& reply, int64_t timeout_ms) {
+    if (SpinUntil([&] { return reply.ready.load(std::memory_order_acquire); },
+                  std::chrono::microseconds(options_.spin_us))) {
+      return true;
+    }
+    const auto give_up = timeout_ms > 0
+                             ? Clock::now() + std::chrono::milliseconds(timeout_ms + 10000)
+                             : Clock::time_point::max();
+    std::unique_lock<std::mutex> lock(reply.mu);
+    while (!reply.done) {
+      if (stopping_.load(std::memory_order_acquire) || Clock::now() >= give_up) return false;
+      reply.cv.wait_for(lock, kStopCheck);
+    }
+    return true;
+  }
+
+  caf::actor_system& system_;
+  const std::string task_name_;
+  const StepChannelOptions options_;
+  std::mutex mu_;
+  std::shared_ptr<TaskServices> services_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int64_t> steps_{0};
+  std::atomic<int64_t> in_process_steps_{0};
+  std::atomic<int64_t> refused_{0};
+  std::string endpoint_;  // the key in InProcess()
+  std::unique_ptr<SocketAcceptor> acceptor_;  // last: its threads use the members above
+};
+
+}  // namespace
+
+namespace step_internal {
+
+bool RunOnServerInProcess(const std::string& endpoint, const std::string& target,
+                          const RemoteStep& step, RemoteStepResult* result) {
+  InProcessServers& in_process = InProcess();
+  StepChannelServerImpl* server = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(in_process.mu);
+    auto it = in_process.by_endpoint.find(endpoint);
+    if (it == in_process.by_endpoint.end()) return false;
+    server = it->second;
+    ++in_process.running[server];
+  }
+  bool stopped = false;
+  *result = server->RunInProcess(step, &stopped);
+  {
+    std::lock_guard<std::mutex> lock(in_process.mu);
+    --in_process.running[server];
+  }
+  in_process.left.notify_all();
+  if (stopped) {
+    // As a client across processes sees it: the task went away mid-step.
+    *result = RemoteStepResult();
+    result->status =
+        Unavailable("lost the master at " + target + ": its task stopped while the step ran");
+  }
+  return true;
+}
+
+}  // namespace step_internal
+
+StatusOr<std::unique_ptr<StepChannelServer>> StepChannelServer::Listen(
+    caf::actor_system& system, const std::string& host, const std::string& task_name,
+    StepChannelOptions options) {
+  auto server = std::make_unique<StepChannelServerImpl>(system, task_name, options);
+  AF_RETURN_IF_ERROR(server->Listen(host));
+  return std::unique_ptr<StepChannelServer>(std::move(server));
+}
+
+}  // namespace actorflow

@@ -1,0 +1,94 @@
+// The scheduler every actor system of actorflow runs on: CAF's work sharing (one
+// central job queue, so a parked worker is woken at once instead of after work
+// stealing's sleep phases), whose idle workers first poll the queue for a bounded
+// time before parking on a condition variable.
+//
+// Why: a step is a chain of hand-offs (client -> master -> device -> master ->
+// client). A hand-off to a parked thread costs a futex wake and a reschedule, tens of
+// microseconds on a virtual machine, and a small step has four of them. A worker that
+// polls for a few tens of microseconds after its last job takes the next message of
+// the chain within a microsecond. The poll is bounded: a system without work parks
+// every worker after `spin_us`, so an idle process costs no CPU.
+#ifndef ACTORFLOW_ACTORS_SCHEDULER_SPINNING_SCHEDULER_H_
+#define ACTORFLOW_ACTORS_SCHEDULER_SPINNING_SCHEDULER_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+#include "caf/fwd.hpp"
+
+namespace actorflow {
+
+// How long an idle worker (and a client thread waiting for a step) polls before it
+// parks, unless configured otherwise. Chosen to cover the gap between the messages
+// of one step on a loaded 2-core machine; idle CPU stays zero (see above).
+constexpr int64_t kDefaultSchedulerSpinUs = 200;
+
+// The system config key under which ConfigureScheduler leaves `spin_us` for the
+// transport (actors/transport/guarded_transport.cc): its network thread polls its sockets for
+// as long after each event before it blocks in epoll_wait.
+constexpr char kSchedulerSpinUsKey[] = "actorflow.scheduler-spin-us";
+
+struct SchedulerOptions {
+  size_t threads = 0;                         // 0: CAF's default (the cores)
+  int64_t spin_us = kDefaultSchedulerSpinUs;  // 0: park at once, as CAF's own policy
+};
+
+// Loads the polling work-sharing scheduler into `cfg` (before the actor system is
+// made from it). Replaces `scheduler.policy` and `scheduler.max-threads`; sets
+// kSchedulerSpinUsKey.
+void ConfigureScheduler(caf::actor_system_config& cfg, const SchedulerOptions& options);
+
+// How many of `system`'s scheduler threads are parked (0 when `system` does not run
+// the scheduler of ConfigureScheduler). Tests and diagnostics only.
+size_t ParkedSchedulerThreads(caf::actor_system& system);
+
+// Implementation detail of SpinUntil: gives the core to another runnable thread.
+void RelaxWhileSpinning(unsigned iteration);
+
+// The process's polling budget. A thread that polls (SpinUntil) or runs actor jobs
+// counts as busy; a poll does not start, and stops, while more threads are busy than
+// the process has cores, because the thread it waits for may then need that very
+// core (two networks on two cores: each client polling for its device's answer would
+// take a core from a device). Polling only saves wake-ups: parking is always correct.
+std::atomic<int>& BusyThreads();
+int PollingCores();  // std::thread::hardware_concurrency(), at least 1
+inline bool PollingBudgetLeft() {
+  return BusyThreads().load(std::memory_order_relaxed) <= PollingCores();
+}
+
+// Polls `ready()` for up to `spin` (yielding the core between polls) while the
+// polling budget lasts, then returns whether it became true. For a thread already
+// counted in BusyThreads (a scheduler worker); others call SpinUntil.
+template <class Predicate>
+bool PollUntil(Predicate ready, std::chrono::microseconds spin) {
+  if (spin.count() <= 0) return ready();
+  const auto deadline = std::chrono::steady_clock::now() + spin;
+  for (unsigned i = 0;; ++i) {
+    if (ready()) return true;
+    // Reading the clock costs about as much as a poll; every 8th is enough.
+    if ((i & 7) == 7 &&
+        (std::chrono::steady_clock::now() >= deadline || !PollingBudgetLeft())) {
+      return ready();
+    }
+    RelaxWhileSpinning(i);
+  }
+}
+
+// PollUntil for a thread that is not otherwise counted (a client waiting for its
+// step, a network thread): it counts itself as busy while it polls. Callers park on
+// their condition variable when it returns false.
+template <class Predicate>
+bool SpinUntil(Predicate ready, std::chrono::microseconds spin) {
+  if (spin.count() <= 0) return ready();
+  BusyThreads().fetch_add(1, std::memory_order_acq_rel);
+  const bool done = PollingBudgetLeft() ? PollUntil(ready, spin) : ready();
+  BusyThreads().fetch_sub(1, std::memory_order_acq_rel);
+  return done;
+}
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTORS_SCHEDULER_SPINNING_SCHEDULER_H_

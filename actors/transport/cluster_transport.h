@@ -1,0 +1,49 @@
+// How an actor system of this process talks to other tasks: CAF's middleman, over
+// TLS when transport security is on (actors/transport/transport_security.h). Every actor
+// system that publishes or connects goes through here, so that one setting covers
+// servers, clients and model servers alike. Includes CAF: actors/*.cc and tools/*.cc.
+#ifndef ACTORFLOW_ACTORS_TRANSPORT_CLUSTER_TRANSPORT_H_
+#define ACTORFLOW_ACTORS_TRANSPORT_CLUSTER_TRANSPORT_H_
+
+#include <cstdint>
+#include <string>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
+
+#include "actors/transport/server_limits.h"
+
+namespace actorflow {
+
+// Loads the middleman (and, with TLS, CAF's OpenSSL module with the process's
+// certificate, key and CA), the 1 s BASP heartbeat, and the wire's message types.
+// Over plain TCP the middleman's backend enforces `limits` on what peers send
+// (actors/transport/guarded_transport.h).
+void ConfigureClusterTransport(caf::actor_system_config& cfg,
+                               const TransportLimits& limits = TransportLimits());
+
+// Publishes `actor` on host:port (0: any free port) over its system's transport,
+// with SO_REUSEADDR (a restarted task binds its port again at once).
+template <class Handle>
+caf::expected<uint16_t> PublishOnTransport(const Handle& actor, uint16_t port,
+                                           const std::string& host) {
+  caf::actor_system& system = actor.home_system();
+  if (system.has_openssl_manager()) {
+    return caf::openssl::publish(actor, port, host.c_str(), /*reuse=*/true);
+  }
+  return system.middleman().publish(actor, port, host.c_str(), /*reuse=*/true);
+}
+
+// Connects to the actor published at host:port over the system's transport.
+// Blocking (see actors/transport/connect.h).
+template <class Handle>
+caf::expected<Handle> ConnectOnTransport(caf::actor_system& system, const std::string& host,
+                                         uint16_t port) {
+  if (system.has_openssl_manager()) return caf::openssl::remote_actor<Handle>(system, host, port);
+  return system.middleman().remote_actor<Handle>(host, port);
+}
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTORS_TRANSPORT_CLUSTER_TRANSPORT_H_

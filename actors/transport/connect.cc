@@ -1,0 +1,213 @@
+#include "actors/transport/connect.h"
+
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <caf/io/all.hpp>
+
+// gcc's -fsanitize=address defines this; clang's __has_feature is not needed here.
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
+#include "actors/transport/cluster_transport.h"
+#include "actors/protocol/messages.h"
+#include "placement/cluster_spec.h"
+
+namespace actorflow {
+namespace {
+
+// How long ShutDownClusterSystem waits for a system's destructor (see there).
+constexpr int kShutdownGraceMs = 10000;
+
+// One attempt, bounded by `wait`: the blocking remote_actor call runs on a thread
+// that outlives the wait if it must (it ends when its socket does).
+struct Attempt {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  caf::expected<FrontActor> result{caf::sec::none};
+};
+
+// The actor systems with a connection attempt still blocked in CAF (see
+// ShutDownClusterSystem), counted per system.
+std::mutex& StuckMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<const caf::actor_system*, int>& StuckAttempts() {
+  static std::map<const caf::actor_system*, int> stuck;
+  return stuck;
+}
+
+caf::expected<FrontActor> TryOnce(caf::actor_system& system, const std::string& host,
+                                  uint16_t port, std::chrono::milliseconds wait, bool* timed_out) {
+  auto attempt = std::make_shared<Attempt>();
+  caf::actor_system* sys = &system;
+  {
+    std::lock_guard<std::mutex> stuck(StuckMutex());
+    ++StuckAttempts()[sys];
+  }
+  std::thread([attempt, sys, host, port] {
+    auto r = ConnectOnTransport<FrontActor>(*sys, host, port);
+    {
+      std::lock_guard<std::mutex> stuck(StuckMutex());
+      if (--StuckAttempts()[sys] == 0) StuckAttempts().erase(sys);
+    }
+    std::lock_guard<std::mutex> lock(attempt->mu);
+    attempt->result = std::move(r);
+    attempt->done = true;
+    attempt->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(attempt->mu);
+  *timed_out = !attempt->cv.wait_for(lock, wait, [&] { return attempt->done; });
+  if (*timed_out) return caf::make_error(caf::sec::request_timeout);
+  return attempt->result;
+}
+
+}  // namespace
+
+StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::string& host,
+                                     uint16_t port, std::chrono::milliseconds timeout,
+                                     const std::string& who) {
+  const std::string where = who + " at " + host + ":" + std::to_string(port);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::string last_error = "no attempt";
+  auto backoff = std::chrono::milliseconds(10);
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    bool timed_out = false;
+    auto front = TryOnce(system, host, port, left, &timed_out);
+    if (front) {
+      // Something CAF-speaking answered; make sure it is an actorflow server.
+      caf::scoped_actor self{system};
+      std::string identity;
+      Status status;
+      auto ping_wait = std::max<int64_t>(
+          1, std::chrono::duration_cast<std::chrono::milliseconds>(
+                 deadline - std::chrono::steady_clock::now()).count());
+      self->request(*front, std::chrono::milliseconds(ping_wait), ping_atom::value)
+          .receive([&](const std::string& id) { identity = id; },
+                   [&](caf::error& e) {
+                     status = FailedPrecondition(where + " is not an actorflow server (" +
+                                                 caf::to_string(e) + ")");
+                   });
+      AF_RETURN_IF_ERROR(status);
+      if (identity.rfind("actorflow server", 0) != 0) {
+        return FailedPrecondition(where + " is not an actorflow server (it answered '" +
+                                  identity + "')");
+      }
+      return *front;
+    }
+    if (!timed_out && front.error() == caf::sec::disconnect_during_handshake) {
+      // The peer accepted and then hung up before CAF's handshake: a TLS peer that
+      // refused this process's certificate (or its lack of one), or a plain peer
+      // that this process's TLS hello confused. Retrying gives the same answer.
+      return Status(Code::kPermissionDenied, where + " closed the connection during the handshake: is "
+                              "transport security (--tls-cert/--tls-key/--tls-ca) set the "
+                              "same on both sides, with certificates of the same CA?");
+    }
+    if (!timed_out && (front.error() == caf::sec::malformed_basp_message ||
+                       front.error() == caf::sec::unexpected_actor_messaging_interface)) {
+      // Something answered, but not in CAF's protocol or not with a front actor's
+      // interface: retrying will not help.
+      return FailedPrecondition(where + " is not an actorflow server (" +
+                                caf::to_string(front.error()) + ")");
+    }
+    last_error = timed_out ? "no handshake before the deadline" : caf::to_string(front.error());
+    if (timed_out) break;
+    std::this_thread::sleep_until(std::min(deadline, std::chrono::steady_clock::now() + backoff));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+  }
+  return Unavailable("cannot reach " + where + " within " + std::to_string(timeout.count()) +
+                     " ms: " + last_error);
+}
+
+void ShutDownClusterSystem(std::unique_ptr<caf::actor_system>& system) {
+  if (!system) return;
+  bool stuck = false;
+  {
+    std::lock_guard<std::mutex> lock(StuckMutex());
+    stuck = StuckAttempts().count(system.get()) > 0;
+  }
+  if (stuck) {
+    // Deliberately never destroyed: see the header. LeakSanitizer is told so: what
+    // the system holds stays reachable from it and is not reported either.
+    caf::actor_system* leaked = system.release();
+#if defined(__SANITIZE_ADDRESS__)
+    __lsan_ignore_object(leaked);
+#else
+    (void)leaked;
+#endif
+    return;
+  }
+  // CAF 0.17's destructor waits, after stopping the scheduler and the middleman,
+  // for every detached actor's thread, and such a thread waits until its actor
+  // object is destroyed. Rarely a reference to a detached actor stays held inside
+  // CAF and the destructor never returns (a few in a hundred shutdowns of a server
+  // that lost connections while stopping, when its front was a detached actor; the
+  // connector of connect.h still is one). So it runs on its own thread; past
+  // kShutdownGraceMs the caller goes on and the system is left to the process's exit.
+  auto finished = std::make_shared<Attempt>();
+  caf::actor_system* ending = system.release();
+  // The thread that made a system holds its logger in a thread-local until that
+  // thread makes another system, and the destructor waits for the logger's end: let
+  // go of it here, or the destructor on the other thread would wait for this one.
+  if (caf::logger::current_logger() == &ending->logger()) {
+    caf::logger::set_current_actor_system(nullptr);
+  }
+  std::thread([ending, finished] {
+    delete ending;
+    std::lock_guard<std::mutex> lock(finished->mu);
+    finished->done = true;
+    finished->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(finished->mu);
+  if (!finished->cv.wait_for(lock, std::chrono::milliseconds(kShutdownGraceMs),
+                             [&] { return finished->done; })) {
+#if defined(__SANITIZE_ADDRESS__)
+    __lsan_ignore_object(ending);
+#endif
+    std::fprintf(stderr,
+                 "actorflow: an actor system did not finish shutting down within %d ms "
+                 "(a detached actor is still referenced); it is left to the process's exit\n",
+                 kShutdownGraceMs);
+  }
+}
+
+ConnectorActor SpawnConnector(caf::actor_system& system) {
+  return system.spawn<caf::detached>([](ConnectorActor::pointer self) -> ConnectorActor::behavior_type {
+    return {
+        [self](connect_atom, const std::string& host, uint16_t port, int64_t timeout_ms,
+               const std::string& who) -> caf::result<Status, FrontActor> {
+          auto front = ConnectToServer(self->system(), host, port,
+                                       std::chrono::milliseconds(timeout_ms), who);
+          self->quit();
+          if (!front.ok()) return {front.status(), FrontActor{}};
+          return {Status::OK(), *front};
+        },
+    };
+  });
+}
+
+Status ParseTarget(const std::string& target, std::string* host, uint16_t* port) {
+  const std::string prefix = "actorflow://";
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("bad target '" + target + "': " + why +
+                           " (expected actorflow://HOST:PORT)");
+  };
+  if (target.rfind(prefix, 0) != 0) return bad("missing actorflow://");
+  StatusOr<TaskAddress> address = ParseHostPort(target.substr(prefix.size()));
+  if (!address.ok()) return bad(address.status().message());
+  *host = address->host;
+  *port = address->port;
+  return Status::OK();
+}
+
+}  // namespace actorflow

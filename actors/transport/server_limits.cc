@@ -1,0 +1,34 @@
+#include "actors/transport/server_limits.h"
+
+namespace actorflow {
+namespace {
+
+Status CheckPositive(const char* flag, int64_t value) {
+  if (value > 0) return Status::OK();
+  return InvalidArgument(std::string(flag) + " must be > 0, not " + std::to_string(value));
+}
+
+}  // namespace
+
+Status ValidateLimits(const TransportLimits& transport, const RequestLimits& requests) {
+  AF_RETURN_IF_ERROR(CheckPositive("--max-message-bytes", transport.max_message_bytes));
+  AF_RETURN_IF_ERROR(CheckPositive("--max-connections", transport.max_connections));
+  AF_RETURN_IF_ERROR(CheckPositive("--max-graph-nodes", requests.max_graph_nodes));
+  return CheckPositive("--max-tensor-bytes", requests.max_tensor_bytes);
+}
+
+Status CheckGraphNodes(int64_t nodes, const RequestLimits& limits) {
+  if (nodes <= limits.max_graph_nodes) return Status::OK();
+  return ResourceExhausted("graph has " + std::to_string(nodes) +
+                           " nodes, over --max-graph-nodes " +
+                           std::to_string(limits.max_graph_nodes));
+}
+
+Status CheckFedTensorBytes(const std::string& feed, int64_t bytes, const RequestLimits& limits) {
+  if (bytes <= limits.max_tensor_bytes) return Status::OK();
+  return ResourceExhausted("feed '" + feed + "' has " + std::to_string(bytes) +
+                           " bytes, over --max-tensor-bytes " +
+                           std::to_string(limits.max_tensor_bytes));
+}
+
+}  // namespace actorflow

@@ -1,0 +1,65 @@
+// What a task accepts from its peers and clients: the transport's limits (how big
+// one message may be, how many accepted connections may be open at once) and the
+// services' limits (how many nodes a session's graph may have, how many bytes one
+// fed tensor may hold). `actorflow server` sets them from its flags
+// (--max-message-bytes, --max-connections, --max-graph-nodes, --max-tensor-bytes),
+// whose names the refusals quote, so that a user knows which flag to raise.
+//
+// The transport refuses by closing the connection (actors/transport/guarded_transport.h): a
+// frame over the limit is never allocated. The services refuse one request with
+// ResourceExhausted and go on serving.
+//
+// CAF-free. Thread safety: plain values and pure functions.
+#ifndef ACTORFLOW_ACTORS_TRANSPORT_SERVER_LIMITS_H_
+#define ACTORFLOW_ACTORS_TRANSPORT_SERVER_LIMITS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "graph/status.h"
+
+namespace actorflow {
+
+// 1 GiB: a message holds one step's feeds or fetches, a partition's graph or a
+// variable pulled from a parameter shard; the largest tensors the benchmarks move
+// across processes are 16 MiB, so this leaves room for models 60x bigger while a
+// corrupt length is still refused before it is allocated. BASP cannot carry more
+// than 4 GiB in one message anyway.
+inline constexpr int64_t kDefaultMaxMessageBytes = int64_t{1} << 30;
+// Accepted connections open at once: each task of a cluster holds one to each
+// other task, each client one to its master's task.
+inline constexpr int64_t kDefaultMaxConnections = 1024;
+// Half of a message, so that a fed tensor at the limit still fits in one.
+inline constexpr int64_t kDefaultMaxTensorBytes = int64_t{512} << 20;
+inline constexpr int64_t kDefaultMaxGraphNodes = 1000000;
+// The first message of every connection is CAF's handshake (node id, application
+// id, the published actor's interface): a few hundred bytes. A peer that announces
+// more in its first message is not a CAF node; refusing it before the handshake
+// bounds what a stranger can make a task allocate to this much per connection.
+inline constexpr int64_t kMaxHandshakeBytes = int64_t{64} << 10;
+
+struct TransportLimits {
+  // A message (BASP payload) announced with more bytes closes its connection.
+  int64_t max_message_bytes = kDefaultMaxMessageBytes;
+  // Connections accepted beyond this many open ones are closed at once.
+  int64_t max_connections = kDefaultMaxConnections;
+};
+
+struct RequestLimits {
+  // A session's graph with more nodes is refused (open_atom).
+  int64_t max_graph_nodes = kDefaultMaxGraphNodes;
+  // A step whose fed tensor has more bytes is refused (remote_step_atom).
+  int64_t max_tensor_bytes = kDefaultMaxTensorBytes;
+};
+
+// InvalidArgument naming the flag when a limit is not positive.
+Status ValidateLimits(const TransportLimits& transport, const RequestLimits& requests);
+
+// ResourceExhausted "graph has N nodes, over --max-graph-nodes M" when over.
+Status CheckGraphNodes(int64_t nodes, const RequestLimits& limits);
+// ResourceExhausted "feed 'NAME' has N bytes, over --max-tensor-bytes M" when over.
+Status CheckFedTensorBytes(const std::string& feed, int64_t bytes, const RequestLimits& limits);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTORS_TRANSPORT_SERVER_LIMITS_H_

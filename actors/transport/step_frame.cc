@@ -1,0 +1,47 @@
+#include "actors/transport/step_frame.h"
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+
+namespace actorflow {
+namespace step_internal {
+
+using bulk_internal::ReadFull;
+using bulk_internal::WriteFull;
+
+void PutPrefix(uint32_t kind, uint64_t payload_bytes, char* out) {
+  std::memcpy(out, &kStepMagic, 4);
+  std::memcpy(out + 4, &kind, 4);
+  std::memcpy(out + 8, &payload_bytes, 8);
+}
+
+bool WriteFrame(int fd, std::vector<char>& frame, Clock::time_point deadline) {
+  return WriteFull(fd, {iovec{frame.data(), frame.size()}}, deadline, -1);
+}
+
+FrameRead ReadRestOfFrame(int fd, char first, uint32_t kind, uint64_t max_bytes,
+                          Clock::time_point deadline, std::vector<char>* payload) {
+  char prefix[kPrefixBytes];
+  prefix[0] = first;
+  if (!ReadFull(fd, prefix + 1, kPrefixBytes - 1, &deadline)) return FrameRead::kClosed;
+  uint32_t magic, got_kind;
+  uint64_t bytes;
+  std::memcpy(&magic, prefix, 4);
+  std::memcpy(&got_kind, prefix + 4, 4);
+  std::memcpy(&bytes, prefix + 8, 8);
+  if (magic != kStepMagic || got_kind != kind || bytes > max_bytes) return FrameRead::kMalformed;
+  payload->resize(bytes);
+  if (bytes > 0 && !ReadFull(fd, payload->data(), bytes, &deadline)) return FrameRead::kClosed;
+  return FrameRead::kOk;
+}
+
+bool HasInput(int fd) {
+  char c;
+  ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+}  // namespace step_internal
+}  // namespace actorflow

@@ -1,0 +1,74 @@
+// Internal to the step channel (actors/cluster/step_channel.h): its frame format, the socket
+// calls its server and client share, and the in-process hand-off between them.
+// Includes CAF: actors/step_*.cc only.
+#ifndef ACTORFLOW_ACTORS_TRANSPORT_STEP_FRAME_H_
+#define ACTORFLOW_ACTORS_TRANSPORT_STEP_FRAME_H_
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/transport/bulk_socket.h"
+#include "actors/protocol/front_protocol.h"
+
+namespace actorflow {
+namespace step_internal {
+
+using bulk_internal::Clock;
+
+constexpr uint32_t kStepMagic = 0x54534641;  // "AFST" in a little-endian dump
+constexpr uint32_t kStepFrame = 1;
+constexpr uint32_t kAnswerFrame = 2;
+constexpr uint32_t kWelcomeFrame = 3;  // empty: the server took the connection
+constexpr size_t kPrefixBytes = 16;    // magic, kind, payload bytes
+// The tag of the servers' host-local sockets (actors/transport/socket_acceptor.h).
+constexpr char kStepLocalName[] = "step";
+
+// The 16-byte prefix of a frame of `kind` with `payload_bytes`, written at `out`.
+void PutPrefix(uint32_t kind, uint64_t payload_bytes, char* out);
+
+// `value` as a whole frame of `kind` in *out. False when it does not serialize.
+template <class T>
+bool EncodeFrame(caf::actor_system& system, uint32_t kind, const T& value, std::vector<char>* out) {
+  out->assign(kPrefixBytes, '\0');
+  caf::binary_serializer sink{system, *out};
+  // CAF's inspectors take a mutable reference; saving does not change the value.
+  if (sink(const_cast<T&>(value))) return false;
+  PutPrefix(kind, out->size() - kPrefixBytes, out->data());
+  return true;
+}
+
+// Parses a whole payload into *value; false when it does not parse or has bytes left.
+template <class T>
+bool DecodePayload(caf::actor_system& system, const std::vector<char>& payload, T* value) {
+  caf::binary_deserializer source{system, payload};
+  return !source(*value) && source.remaining() == 0;
+}
+
+// Writes all of `frame` by `deadline`.
+bool WriteFrame(int fd, std::vector<char>& frame, Clock::time_point deadline);
+
+enum class FrameRead { kOk, kClosed, kMalformed };
+
+// Reads the rest of a frame whose first byte is `first`, within `deadline`, into
+// *payload. kClosed: the peer went away (or the deadline passed) mid-frame;
+// kMalformed: bad magic, another kind, or more than `max_bytes` announced.
+FrameRead ReadRestOfFrame(int fd, char first, uint32_t kind, uint64_t max_bytes,
+                          Clock::time_point deadline, std::vector<char>* payload);
+
+// Whether a read on fd would not block: a byte is there, or the peer is gone.
+bool HasInput(int fd);
+
+// Runs `step` on the step channel server of this process listening at `endpoint`,
+// on the calling thread; false (nothing run) when this process has none there.
+// A step the server's stop interrupted is answered Unavailable naming `target`.
+bool RunOnServerInProcess(const std::string& endpoint, const std::string& target,
+                          const RemoteStep& step, RemoteStepResult* result);
+
+}  // namespace step_internal
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTORS_TRANSPORT_STEP_FRAME_H_

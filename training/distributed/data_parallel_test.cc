@@ -1,0 +1,253 @@
+// The data-parallel driver against the in-process FakeParameterServer: the three
+// update modes train Iris, the step accounting of an epoch, stopping and losing a
+// worker, an injected straggler, the chief's checkpoint. The same driver against the
+// real parameter shards (LocalCluster, processes) is in tests/data_parallel_*.
+#include "training/distributed/data_parallel.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "graph/status_testing.h"
+#include "graph/test_files.h"
+#include "kernels/direct_session.h"
+#include "training/distributed/iris_testing.h"
+#include "training/distributed/fake_parameter_server.h"
+
+namespace actorflow {
+namespace {
+
+SessionFactory DirectSessions() {
+  return [](const Graph* graph) -> StatusOr<std::unique_ptr<Session>> {
+    return NewDirectSession(graph);
+  };
+}
+
+using ::testing::HasSubstr;
+
+class DataParallelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_OK_AND_ASSIGN(iris_, LoadIris());
+    train_ = iris_.train;
+    test_ = iris_.test;
+  }
+
+  // Iris, normalized, [10, 10], plain SGD on the shards.
+  DataParallelOptions Options(UpdateMode mode, int workers, int aggregate = 0) const {
+    DataParallelOptions options = IrisDataParallelOptions(iris_, mode, workers, aggregate);
+    options.session_factory = DirectSessions();
+    options.timeout_ms = 20000;
+    return options;
+  }
+
+  // A job whose workers connect to one fake server.
+  std::unique_ptr<DataParallelJob> Job(const DataParallelOptions& options) {
+    server_ = FakeParameterServer::Create(options.ps);
+    auto server = server_;
+    return std::make_unique<DataParallelJob>(
+        options,
+        [server](int) -> StatusOr<std::unique_ptr<ParameterClient>> { return server->NewClient(); },
+        train_, test_);
+  }
+
+  IrisData iris_;
+  LabeledData train_;
+  LabeledData test_;
+  std::shared_ptr<FakeParameterServer> server_;
+};
+
+TEST_F(DataParallelTest, SyncWithTwoWorkersStepsInLockStepAndLearnsIris) {
+  DataParallelOptions options = Options(UpdateMode::kSync, 2);
+  auto result = Job(options)->Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  const int64_t per_worker = 30 * StepsPerEpoch(120, 2, 16);  // 30 epochs x 4 batches
+  EXPECT_EQ(result->stats.updates_applied, per_worker);
+  EXPECT_EQ(result->stats.gradients_dropped_stale, 0);
+  EXPECT_EQ(result->eval.global_step, per_worker);
+  for (const WorkerReport& w : result->workers) {
+    EXPECT_TRUE(w.status.ok()) << w.status;
+    EXPECT_EQ(w.steps, per_worker) << "worker " << w.worker;
+    EXPECT_EQ(w.applied, per_worker);
+  }
+  EXPECT_TRUE(result->workers_lost.empty());
+  EXPECT_GE(result->eval.accuracy, 0.9);
+  EXPECT_EQ(result->eval.num_examples, 30);
+}
+
+TEST_F(DataParallelTest, AsyncWithTwoWorkersAppliesEveryPushAndLearnsIris) {
+  auto result = Job(Options(UpdateMode::kAsync, 2))->Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  const int64_t per_worker = 30 * StepsPerEpoch(120, 2, 16);
+  EXPECT_EQ(result->stats.updates_applied, 2 * per_worker);
+  EXPECT_EQ(result->workers[0].steps, per_worker);
+  EXPECT_EQ(result->workers[1].steps, per_worker);
+  EXPECT_GE(result->eval.accuracy, 0.9);
+}
+
+TEST_F(DataParallelTest, StaleSynchronousWithTwoWorkersLearnsIris) {
+  DataParallelOptions options = Options(UpdateMode::kStaleSynchronous, 2);
+  options.ps.staleness_bound = 1;
+  auto result = Job(options)->Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->stats.updates_applied, 2 * 30 * StepsPerEpoch(120, 2, 16));
+  EXPECT_LE(result->stats.mean_staleness, 2.0);
+  EXPECT_GE(result->eval.accuracy, 0.9);
+}
+
+TEST_F(DataParallelTest, ProgressReportsEveryPushOfEveryWorker) {
+  DataParallelOptions options = Options(UpdateMode::kSync, 2);
+  options.epochs = 2;
+  std::mutex mu;
+  std::map<int, int64_t> last_step;
+  auto job = Job(options);
+  job->set_progress([&](const WorkerProgress& p) {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(p.step, last_step[p.worker] + 1);
+    EXPECT_EQ(p.planned_steps, 8);
+    EXPECT_EQ(p.epoch, (p.step - 1) / 4);
+    last_step[p.worker] = p.step;
+  });
+  ASSERT_TRUE(job->Run().ok());
+  EXPECT_EQ(last_step[0], 8);
+  EXPECT_EQ(last_step[1], 8);
+}
+
+TEST_F(DataParallelTest, AsyncWorkerStoppedMidRunIsReportedLostAndTheOthersFinish) {
+  DataParallelOptions options = Options(UpdateMode::kAsync, 3);
+  options.epochs = 5;
+  auto job = Job(options);
+  DataParallelJob* raw = job.get();
+  job->set_progress([raw](const WorkerProgress& p) {
+    if (p.worker == 1 && p.step == 3) raw->StopWorker(1);
+  });
+  auto result = job->Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->workers_lost, std::vector<int>{1});
+  EXPECT_EQ(result->workers[1].status.code(), Code::kCancelled);
+  EXPECT_EQ(result->workers[1].steps, 3);
+  const int64_t planned = 5 * StepsPerEpoch(120, 3, 16);
+  EXPECT_EQ(result->workers[0].steps, planned);
+  EXPECT_EQ(result->workers[2].steps, planned);
+  EXPECT_EQ(result->stats.updates_applied, 2 * planned + 3);
+}
+
+TEST_F(DataParallelTest, SyncWithABackupWorkerGoesOnWhenAWorkerIsLost) {
+  DataParallelOptions options = Options(UpdateMode::kSync, 3, /*aggregate=*/2);
+  options.epochs = 5;
+  auto job = Job(options);
+  DataParallelJob* raw = job.get();
+  job->set_progress([raw](const WorkerProgress& p) {
+    if (p.worker == 2 && p.step == 2) raw->StopWorker(2);
+  });
+  auto result = job->Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->workers_lost, std::vector<int>{2});
+  EXPECT_EQ(result->stats.updates_applied, SyncTargetGlobalStep(options, 120));
+  EXPECT_TRUE(result->workers[0].status.ok()) << result->workers[0].status;
+  EXPECT_TRUE(result->workers[1].status.ok()) << result->workers[1].status;
+}
+
+TEST_F(DataParallelTest, SyncWithABackupWorkerDropsAStragglersStaleGradientsAndFinishes) {
+  DataParallelOptions options = Options(UpdateMode::kSync, 3, /*aggregate=*/2);
+  // Long enough for the straggler to push many times: each of its pushes that joins
+  // a version leaves one of the others' gradients stale, and each that comes late is.
+  options.epochs = 60;
+  auto job = Job(options);
+  // 2 ms on top of 10 steps' time: a step here takes microseconds, so without it a
+  // busy machine's scheduling could hide the straggler among the others.
+  job->set_delay(2, /*delay_factor=*/10.0, /*delay_ms=*/2);
+  auto result = job->Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->stats.updates_applied, SyncTargetGlobalStep(options, 120));
+  EXPECT_GT(result->stats.gradients_dropped_stale, 0);
+  int64_t dropped = 0;
+  for (const WorkerReport& w : result->workers) dropped += w.dropped_stale;
+  EXPECT_EQ(dropped, result->stats.gradients_dropped_stale);
+  EXPECT_GT(result->workers[2].delay_seconds, 0.0);
+  EXPECT_TRUE(result->workers_lost.empty());
+}
+
+TEST_F(DataParallelTest, StopWakesAWorkerOutOfItsInjectedDelay) {
+  DataParallelOptions options = Options(UpdateMode::kAsync, 1);
+  auto server = FakeParameterServer::Create(options.ps);
+  auto client = server->NewClient();
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stepped = false;
+  WorkerOptions worker;
+  worker.delay_ms = 3600 * 1000;  // an hour: only Stop can end it
+  worker.progress = [&](const WorkerProgress&) {
+    std::lock_guard<std::mutex> lock(mu);
+    stepped = true;
+    cv.notify_all();
+  };
+  auto driver = WorkerDriver::Create(options, worker, train_, client.get());
+  ASSERT_TRUE(driver.ok()) << driver.status();
+  WorkerReport report;
+  std::thread runner([&] { report = (*driver)->Run(); });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return stepped; });
+  }
+  (*driver)->Stop();
+  runner.join();
+  EXPECT_EQ(report.status.code(), Code::kCancelled) << report.status;
+  EXPECT_EQ(report.steps, 1);
+  EXPECT_LT(report.delay_seconds, 3600.0);
+}
+
+TEST_F(DataParallelTest, TheChiefWritesACheckpointThatDNNClassifierLoads) {
+  DataParallelOptions options = Options(UpdateMode::kSync, 2);
+  options.epochs = 5;
+  options.model_dir = NewTestTempDir("data_parallel_model");
+  auto result = Job(options)->Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->checkpoint, options.model_dir + "/ckpt-20");
+  auto loaded = DNNClassifier::Load(options.model_dir, DirectSessions());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto eval = (*loaded)->Evaluate([this]() -> StatusOr<std::shared_ptr<const Dataset>> {
+    AF_ASSIGN_OR_RETURN(auto rows, Dataset::FromTensorSlices({test_.features, test_.labels}));
+    return rows->Batch(8);
+  });
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  EXPECT_DOUBLE_EQ(eval->accuracy, result->eval.accuracy);
+  EXPECT_NEAR(eval->loss, result->eval.loss, 1e-5);
+  EXPECT_EQ(eval->global_step, 20);
+
+  // A second run resumes from the checkpoint: its global steps continue from 20.
+  auto resumed = Job(options)->Run();
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->eval.global_step, 40);
+  EXPECT_EQ(resumed->checkpoint, options.model_dir + "/ckpt-40");
+}
+
+TEST_F(DataParallelTest, MoreReplicasToAggregateThanWorkersIsInvalid) {
+  Status status = Job(Options(UpdateMode::kSync, 2, /*aggregate=*/3))->Run().status();
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("replicas to aggregate 3")) << status;
+  EXPECT_THAT(status.message(), HasSubstr("2 workers")) << status;
+}
+
+TEST_F(DataParallelTest, WorkerModelStartsFromTheClassifiersSeededInitialValues) {
+  DataParallelOptions options = Options(UpdateMode::kSync, 1);
+  auto a = WorkerModel::Create(options.spec, 5, DirectSessions(), 0);
+  auto b = WorkerModel::Create(options.spec, 5, DirectSessions(), 0);
+  auto c = WorkerModel::Create(options.spec, 6, DirectSessions(), 0);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  auto va = (*a)->InitialValues();
+  auto vb = (*b)->InitialValues();
+  auto vc = (*c)->InitialValues();
+  ASSERT_TRUE(va.ok() && vb.ok() && vc.ok());
+  ASSERT_EQ(va->size(), 6u);  // 3 layers: kernel and bias each
+  EXPECT_TRUE(TensorsEqual(va->at("dnn/hiddenlayer_0/kernel"), vb->at("dnn/hiddenlayer_0/kernel")));
+  EXPECT_FALSE(TensorsEqual(va->at("dnn/hiddenlayer_0/kernel"), vc->at("dnn/hiddenlayer_0/kernel")));
+  EXPECT_EQ(va->at("dnn/logits/kernel").shape(), (Shape{10, 3}));
+}
+
+}  // namespace
+}  // namespace actorflow
