@@ -23,7 +23,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -36,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/child_process.h"
+#include "tests/cluster_test_kit.h"
 #include "tests/process_cluster.h"
 #include "tests/subprocess.h"
 #include "training/checkpoint/checkpoint.h"
@@ -44,10 +44,14 @@ namespace actorflow {
 namespace {
 
 using nlohmann::json;
-using subprocess::ChildProcess;
-using subprocess::ProcessCluster;
-using subprocess::ProcessClusterOptions;
 using std::chrono::milliseconds;
+using subprocess::ChildProcess;
+using subprocess::ExampleData;
+using subprocess::FinishWorker;
+using subprocess::ProcessCluster;
+using subprocess::StartPsCluster;
+using subprocess::StartWorker;
+using subprocess::TestTmpDir;
 using Clock = std::chrono::steady_clock;
 
 constexpr milliseconds kRunTimeout(180000);
@@ -65,66 +69,22 @@ constexpr int kPs = -1;
 const std::vector<int> kSchedule = {kPs, 0, 1, 2, 0, kPs, 2, 1};
 constexpr double kAccuracyBound = 0.02;
 
-std::string TmpDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
-
-std::string Actorflow() { return subprocess::Runfile("tools/actorflow"); }
-std::string Data(const std::string& file) { return subprocess::Runfile("examples/data/" + file); }
-
-std::unique_ptr<ProcessCluster> StartCluster() {
-  ProcessClusterOptions options;
-  options.binary = Actorflow();
-  options.shape = {{"ps", 1}, {"worker", kWorkers}};
-  options.dir = TmpDir("");
-  for (int i = 0; i < kWorkers; ++i) options.not_started.insert({"worker", i});
-  auto cluster = ProcessCluster::Start(std::move(options));
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? std::move(cluster).value() : nullptr;
-}
-
 // The command line tools/chaos.sh gives each worker.
-std::unique_ptr<ChildProcess> StartWorker(const ProcessCluster& cluster, int task,
-                                          const std::string& checkpoint_dir) {
-  std::vector<std::string> args = {
-      "train",       "--cluster", cluster.spec_path(),        "--job",         "worker",
-      "--task",      std::to_string(task),                     "--mode",        "async",
-      "--train",     Data("digits_training.csv"),              "--test",        Data("digits_test.csv"),
-      "--normalize", "--hidden",  "64",                        "--optimizer",   "sgd",
-      "--lr",        "0.1",       "--batch",                   "32",            "--epochs",
-      std::to_string(kEpochs),    "--seed",                    "1",             "--timeout-ms",
-      "60000",       "--reconnect-timeout-ms",                 "60000",         "--max-restarts",
-      "100",         "--json"};
+std::unique_ptr<ChildProcess> StartChaosWorker(const ProcessCluster& cluster, int task,
+                                               const std::string& checkpoint_dir) {
+  // clang-format off
+  std::vector<std::string> flags = {
+      "--mode", "async", "--train", ExampleData("digits_training.csv"),
+      "--test", ExampleData("digits_test.csv"), "--normalize", "--hidden", "64",
+      "--optimizer", "sgd", "--lr", "0.1", "--batch", "32", "--epochs", std::to_string(kEpochs),
+      "--seed", "1", "--timeout-ms", "60000", "--reconnect-timeout-ms", "60000",
+      "--max-restarts", "100", "--json"};
+  // clang-format on
   if (task == 0) {
-    args.insert(args.end(), {"--checkpoint-dir", checkpoint_dir, "--checkpoint-every",
-                             std::to_string(kCheckpointEvery)});
+    flags.insert(flags.end(), {"--checkpoint-dir", checkpoint_dir, "--checkpoint-every",
+                               std::to_string(kCheckpointEvery)});
   }
-  std::string error;
-  auto child = ChildProcess::Start(Actorflow(), args, &error);
-  EXPECT_NE(child, nullptr) << error;
-  return child;
-}
-
-// Waits for a worker's end; its last stdout line as JSON (null, with a failure, when
-// it did not end well).
-json Finish(ChildProcess* worker, const std::string& name) {
-  if (worker == nullptr) return json();
-  if (!worker->WaitForExit(kRunTimeout)) {
-    ADD_FAILURE() << name << " did not end within " << kRunTimeout.count() << " ms";
-    return json();
-  }
-  EXPECT_TRUE(worker->exited()) << name << " killed by signal " << worker->term_signal();
-  EXPECT_EQ(worker->exit_code(), 0) << name << " stderr: " << worker->err();
-  const std::string& out = worker->out();
-  const size_t end = out.find_last_not_of('\n');
-  const size_t start = end == std::string::npos ? 0 : out.rfind('\n', end);
-  json parsed = json::parse(end == std::string::npos
-                                ? std::string()
-                                : out.substr(start == std::string::npos ? 0 : start + 1),
-                            nullptr, /*allow_exceptions=*/false);
-  EXPECT_TRUE(parsed.is_object()) << name << "'s last line is not JSON: " << out;
-  return parsed.is_object() ? parsed : json();
+  return StartWorker(cluster, task, flags);
 }
 
 // The global steps of `err`'s lines that match `pattern` (one group: the step).
@@ -157,13 +117,15 @@ std::vector<std::string> ProcessesNaming(const std::string& text) {
 
 // The chief's accuracy on a fresh cluster without kills.
 double UndisturbedAccuracy() {
-  auto cluster = StartCluster();
+  auto cluster = StartPsCluster(kWorkers);
   if (cluster == nullptr) return -1;
   std::vector<std::unique_ptr<ChildProcess>> workers;
-  for (int i = 0; i < kWorkers; ++i) workers.push_back(StartWorker(*cluster, i, TmpDir("calm")));
+  for (int i = 0; i < kWorkers; ++i)
+    workers.push_back(StartChaosWorker(*cluster, i, TestTmpDir("calm")));
   std::vector<json> results;
   for (int i = 0; i < kWorkers; ++i) {
-    results.push_back(Finish(workers[i].get(), "undisturbed worker " + std::to_string(i)));
+    results.push_back(
+        FinishWorker(workers[i].get(), "undisturbed worker " + std::to_string(i), kRunTimeout));
   }
   return results[0].is_object() ? results[0].at("accuracy").get<double>() : -1;
 }
@@ -174,13 +136,13 @@ TEST(ChaosProcessTest, AsyncTrainingSurvivesThePsTheChiefAndWorkersKilledInTurn)
   const double calm_seconds = std::chrono::duration<double>(Clock::now() - calm_start).count();
   ASSERT_GE(baseline, 0.9);
 
-  auto cluster = StartCluster();
+  auto cluster = StartPsCluster(kWorkers);
   ASSERT_NE(cluster, nullptr);
-  const std::string dir = TmpDir("chaos");
+  const std::string dir = TestTmpDir("chaos");
   const Clock::time_point start = Clock::now();
   std::vector<std::unique_ptr<ChildProcess>> workers;
   for (int i = 0; i < kWorkers; ++i) {
-    workers.push_back(StartWorker(*cluster, i, dir));
+    workers.push_back(StartChaosWorker(*cluster, i, dir));
     ASSERT_NE(workers.back(), nullptr);
   }
   // The processes killed so far, per task, in order (kept for their output).
@@ -206,14 +168,14 @@ TEST(ChaosProcessTest, AsyncTrainingSurvivesThePsTheChiefAndWorkersKilledInTurn)
     workers[victim]->Kill(SIGKILL);
     EXPECT_EQ(workers[victim]->term_signal(), SIGKILL);
     killed[victim].push_back(std::move(workers[victim]));
-    workers[victim] = StartWorker(*cluster, victim, dir);
+    workers[victim] = StartChaosWorker(*cluster, victim, dir);
     ASSERT_NE(workers[victim], nullptr);
     ++kills[victim == 0 ? "chief" : "worker"];
   }
 
   std::vector<json> results;
   for (int i = 0; i < kWorkers; ++i) {
-    results.push_back(Finish(workers[i].get(), "worker " + std::to_string(i)));
+    results.push_back(FinishWorker(workers[i].get(), "worker " + std::to_string(i), kRunTimeout));
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   ChildProcess* ps = cluster->process("ps", 0);

@@ -14,9 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <csignal>
+#include <fstream>
 #include <future>
 
 #include "actors/cluster/remote_session.h"
@@ -24,30 +23,28 @@
 #include "graph/graph_json.h"
 #include "graph/ops.h"
 #include "graph/scope.h"
+#include "tests/cluster_test_kit.h"
 #include "tests/process_cluster.h"
 #include "tests/subprocess.h"
 
 namespace actorflow {
 namespace {
 
+using subprocess::ActorflowBinary;
 using subprocess::ChildProcess;
 using subprocess::ProcessCluster;
 using subprocess::ProcessClusterOptions;
+using subprocess::StartTestCluster;
+using subprocess::TestTmpDir;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 using ::testing::HasSubstr;
 
-std::string TmpDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
-
-std::string ActorflowBinary() { return subprocess::Runfile("tools/actorflow"); }
 std::string TestServerBinary() { return subprocess::Runfile("tests/test_server"); }
 
 std::string WriteTmpFile(const std::string& name, const std::string& text) {
-  std::string path = TmpDir() + "/" + name;
+  std::string path = TestTmpDir() + "/" + name;
   std::ofstream(path) << text;
   return path;
 }
@@ -56,10 +53,7 @@ std::unique_ptr<ProcessCluster> StartCluster(const std::string& binary,
                                              ProcessClusterOptions options = {}) {
   options.binary = binary;
   options.shape = {{"ps", 1}, {"worker", 2}};
-  options.dir = TmpDir();
-  auto cluster = ProcessCluster::Start(std::move(options));
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? std::move(cluster).value() : nullptr;
+  return StartTestCluster(std::move(options));
 }
 
 std::unique_ptr<Session> Open(const Graph* graph, const std::string& target) {
@@ -159,7 +153,7 @@ TEST(ClusterProcessTest, TheRunCommandRunsAGraphWithDeviceFieldsOnTheCluster) {
 TEST(ClusterProcessTest, KillingAWorkerMidStepFailsThatStepAndARestartHealsIt) {
   auto cluster = StartCluster(TestServerBinary());
   ASSERT_NE(cluster, nullptr);
-  subprocess::SignalFifo fifo(TmpDir() + "/w1_started.fifo");
+  subprocess::SignalFifo fifo(TestTmpDir() + "/w1_started.fifo");
   ASSERT_TRUE(fifo.ok()) << fifo.path();
 
   Scope root = Scope::NewRootScope();
@@ -214,7 +208,7 @@ TEST(ClusterProcessTest, AHungWorkerIsDeclaredDownByTheHeartbeatNamingIt) {
   options.server_args = {"--heartbeat-timeout-ms", "1000"};
   auto cluster = StartCluster(TestServerBinary(), options);
   ASSERT_NE(cluster, nullptr);
-  subprocess::SignalFifo fifo(TmpDir() + "/w1_hung.fifo");
+  subprocess::SignalFifo fifo(TestTmpDir() + "/w1_hung.fifo");
   ASSERT_TRUE(fifo.ok()) << fifo.path();
 
   Scope root = Scope::NewRootScope();
@@ -259,7 +253,7 @@ TEST(ClusterProcessTest, AHungWorkerIsDeclaredDownByTheHeartbeatNamingIt) {
 TEST(ClusterProcessTest, AClientWhoseMasterHangsGetsUnavailableWithinItsHeartbeat) {
   auto cluster = StartCluster(TestServerBinary());
   ASSERT_NE(cluster, nullptr);
-  subprocess::SignalFifo fifo(TmpDir() + "/w0_hung.fifo");
+  subprocess::SignalFifo fifo(TestTmpDir() + "/w0_hung.fifo");
   ASSERT_TRUE(fifo.ok()) << fifo.path();
   Scope root = Scope::NewRootScope();
   Scope w0 = root.WithDevice("/job:worker/task:0");

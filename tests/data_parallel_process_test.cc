@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/child_process.h"
+#include "tests/cluster_test_kit.h"
 #include "tests/process_cluster.h"
 #include "tests/subprocess.h"
 
@@ -29,83 +29,41 @@ namespace actorflow {
 namespace {
 
 using nlohmann::json;
-using subprocess::ChildProcess;
-using subprocess::ProcessCluster;
-using subprocess::ProcessClusterOptions;
 using std::chrono::milliseconds;
+using subprocess::ActorflowBinary;
+using subprocess::ChildProcess;
+using subprocess::ExampleData;
+using subprocess::FinishWorker;
+using subprocess::ProcessCluster;
+using subprocess::StartPsCluster;
+using subprocess::StartWorker;
 
 constexpr milliseconds kRunTimeout(180000);
 
-std::string TmpDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
-
-std::string Actorflow() { return subprocess::Runfile("tools/actorflow"); }
-std::string Data(const std::string& file) { return subprocess::Runfile("examples/data/" + file); }
-
-// A cluster of `workers` worker tasks and one ps task; only the ps task runs a
-// server: the workers are the train processes the tests start.
-std::unique_ptr<ProcessCluster> StartCluster(int workers) {
-  ProcessClusterOptions options;
-  options.binary = Actorflow();
-  options.shape = {{"ps", 1}, {"worker", workers}};
-  options.dir = TmpDir();
-  for (int i = 0; i < workers; ++i) options.not_started.insert({"worker", i});
-  auto cluster = ProcessCluster::Start(std::move(options));
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? std::move(cluster).value() : nullptr;
-}
-
 // Iris, normalized, [10, 10], SGD on the ps: the same run as
 // tests/data_parallel_cluster_test.cc.
-std::unique_ptr<ChildProcess> StartWorker(const ProcessCluster& cluster, int task,
-                                          const std::string& mode, int epochs,
-                                          const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {
-      "train",  "--cluster", cluster.spec_path(),          "--job",    "worker",
-      "--task", std::to_string(task), "--mode",            mode,       "--train",
-      Data("iris_training.csv"),      "--test",            Data("iris_test.csv"),
-      "--normalize", "--hidden",      "10,10",             "--optimizer", "sgd",
-      "--lr",   "0.2",     "--batch", "16",                "--epochs", std::to_string(epochs),
-      "--seed", "3",       "--timeout-ms", "30000",        "--json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  std::string error;
-  auto child = ChildProcess::Start(Actorflow(), args, &error);
-  EXPECT_NE(child, nullptr) << error;
-  return child;
-}
-
-// Waits for a worker's end and returns the JSON of its last stdout line (null JSON,
-// with a test failure, when it did not end well).
-json Finish(ChildProcess* worker, const std::string& name) {
-  if (worker == nullptr) return json();
-  const bool ended = worker->WaitForExit(kRunTimeout);
-  EXPECT_TRUE(ended) << name << " did not end within " << kRunTimeout.count() << " ms";
-  if (!ended) return json();
-  EXPECT_TRUE(worker->exited()) << name << " killed by signal " << worker->term_signal();
-  EXPECT_EQ(worker->exit_code(), 0) << name << " stderr: " << worker->err();
-  const std::string& out = worker->out();
-  const size_t end = out.find_last_not_of('\n');
-  if (end == std::string::npos) {
-    ADD_FAILURE() << name << " printed nothing; stderr: " << worker->err();
-    return json();
-  }
-  const size_t start = out.rfind('\n', end);
-  const std::string last = out.substr(start == std::string::npos ? 0 : start + 1, end + 1);
-  json parsed = json::parse(last, nullptr, /*allow_exceptions=*/false);
-  EXPECT_FALSE(parsed.is_discarded()) << name << "'s last line is not JSON: " << out;
-  return parsed.is_discarded() ? json() : parsed;
+std::unique_ptr<ChildProcess> StartIrisWorker(const ProcessCluster& cluster, int task,
+                                              const std::string& mode, int epochs,
+                                              const std::vector<std::string>& extra = {}) {
+  // clang-format off
+  std::vector<std::string> flags = {
+      "--mode", mode, "--train", ExampleData("iris_training.csv"),
+      "--test", ExampleData("iris_test.csv"), "--normalize", "--hidden", "10,10",
+      "--optimizer", "sgd", "--lr", "0.2", "--batch", "16", "--epochs", std::to_string(epochs),
+      "--seed", "3", "--timeout-ms", "30000", "--json"};
+  // clang-format on
+  flags.insert(flags.end(), extra.begin(), extra.end());
+  return StartWorker(cluster, task, flags);
 }
 
 // Every worker of a run to its end; their JSON results.
 std::vector<json> RunWorkers(const ProcessCluster& cluster, int workers, const std::string& mode,
                              int epochs) {
   std::vector<std::unique_ptr<ChildProcess>> children;
-  for (int i = 0; i < workers; ++i) children.push_back(StartWorker(cluster, i, mode, epochs));
+  for (int i = 0; i < workers; ++i) children.push_back(StartIrisWorker(cluster, i, mode, epochs));
   std::vector<json> results;
   for (int i = 0; i < workers; ++i) {
-    results.push_back(Finish(children[i].get(), "worker " + std::to_string(i)));
+    results.push_back(FinishWorker(children[i].get(), "worker " + std::to_string(i), kRunTimeout));
   }
   return results;
 }
@@ -113,7 +71,7 @@ std::vector<json> RunWorkers(const ProcessCluster& cluster, int workers, const s
 constexpr int64_t kIrisStepsPerEpochOfTwo = 4;  // 60 rows each, batches of 16
 
 TEST(DataParallelProcessTest, SyncWorkersInSeparateProcessesStepInLockStepAndLearnIris) {
-  auto cluster = StartCluster(2);
+  auto cluster = StartPsCluster(2);
   ASSERT_NE(cluster, nullptr);
   std::vector<json> results = RunWorkers(*cluster, 2, "sync", 30);
   for (const json& r : results) {
@@ -125,7 +83,7 @@ TEST(DataParallelProcessTest, SyncWorkersInSeparateProcessesStepInLockStepAndLea
 }
 
 TEST(DataParallelProcessTest, AsyncWorkersInSeparateProcessesApplyEveryPushAndLearnIris) {
-  auto cluster = StartCluster(2);
+  auto cluster = StartPsCluster(2);
   ASSERT_NE(cluster, nullptr);
   std::vector<json> results = RunWorkers(*cluster, 2, "async", 30);
   int64_t most_updates = 0;
@@ -139,7 +97,7 @@ TEST(DataParallelProcessTest, AsyncWorkersInSeparateProcessesApplyEveryPushAndLe
 }
 
 TEST(DataParallelProcessTest, StaleSynchronousWorkersInSeparateProcessesLearnIris) {
-  auto cluster = StartCluster(2);
+  auto cluster = StartPsCluster(2);
   ASSERT_NE(cluster, nullptr);
   std::vector<json> results = RunWorkers(*cluster, 2, "ssp:1", 30);
   for (const json& r : results) {
@@ -159,18 +117,19 @@ std::vector<json> RunKillingWorkerTwo(const ProcessCluster& cluster, const std::
                                       const std::vector<std::string>& extra) {
   std::vector<std::unique_ptr<ChildProcess>> children;
   for (int i = 0; i < 3; ++i) {
-    children.push_back(StartWorker(cluster, i, mode, kKillEpochs, extra));
+    children.push_back(StartIrisWorker(cluster, i, mode, kKillEpochs, extra));
   }
   if (children[2] == nullptr) return {};
   std::string line;
   EXPECT_TRUE(children[2]->WaitForErrLine("worker 2: step", kRunTimeout, &line))
       << "worker 2 reported no progress; stderr: " << children[2]->err();
   children[2]->Kill(SIGKILL);
-  return {Finish(children[0].get(), "worker 0"), Finish(children[1].get(), "worker 1")};
+  return {FinishWorker(children[0].get(), "worker 0", kRunTimeout),
+          FinishWorker(children[1].get(), "worker 1", kRunTimeout)};
 }
 
 TEST(DataParallelProcessTest, AWorkerKilledDuringAsyncTrainingIsReportedLostAndTheOthersFinish) {
-  auto cluster = StartCluster(3);
+  auto cluster = StartPsCluster(3);
   ASSERT_NE(cluster, nullptr);
   std::vector<json> results = RunKillingWorkerTwo(*cluster, "async", {});
   ASSERT_EQ(results.size(), 2u);
@@ -185,7 +144,7 @@ TEST(DataParallelProcessTest, AWorkerKilledDuringAsyncTrainingIsReportedLostAndT
 }
 
 TEST(DataParallelProcessTest, AWorkerKilledDuringSyncTrainingWithABackupDoesNotStopTheOthers) {
-  auto cluster = StartCluster(3);
+  auto cluster = StartPsCluster(3);
   ASSERT_NE(cluster, nullptr);
   std::vector<json> results =
       RunKillingWorkerTwo(*cluster, "sync", {"--replicas-to-aggregate", "2"});
@@ -205,8 +164,9 @@ using ::testing::HasSubstr;
 
 TEST(DataParallelCommandTest, ALocalClusterPrintsProgressPerWorkerThenTheSummary) {
   subprocess::ProcessResult r = subprocess::RunProcess(
-      Actorflow(), {"train", "--cluster", "local:ps=1,worker=2", "--mode", "sync", "--train",
-                    Data("iris_training.csv"), "--test", Data("iris_test.csv"), "--epochs", "20"});
+      ActorflowBinary(),
+      {"train", "--cluster", "local:ps=1,worker=2", "--mode", "sync", "--train",
+       ExampleData("iris_training.csv"), "--test", ExampleData("iris_test.csv"), "--epochs", "20"});
   ASSERT_TRUE(r.started) << r.error;
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("worker 0: step ")) << r.out;
@@ -221,9 +181,9 @@ TEST(DataParallelCommandTest, ALocalClusterPrintsProgressPerWorkerThenTheSummary
 
 TEST(DataParallelCommandTest, WithJsonTheLastLineHoldsTheRunsFigures) {
   subprocess::ProcessResult r = subprocess::RunProcess(
-      Actorflow(), {"train", "--cluster", "local:ps=2,worker=3", "--mode", "async", "--train",
-                    Data("iris_training.csv"), "--test", Data("iris_test.csv"), "--epochs", "10",
-                    "--json"});
+      ActorflowBinary(), {"train", "--cluster", "local:ps=2,worker=3", "--mode", "async", "--train",
+                          ExampleData("iris_training.csv"), "--test", ExampleData("iris_test.csv"),
+                          "--epochs", "10", "--json"});
   ASSERT_TRUE(r.started) << r.error;
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const size_t end = r.out.find_last_not_of('\n');
@@ -241,9 +201,9 @@ TEST(DataParallelCommandTest, WithJsonTheLastLineHoldsTheRunsFigures) {
 }
 
 TEST(DataParallelCommandTest, MoreReplicasToAggregateThanWorkersIsAUsageError) {
-  subprocess::ProcessResult r = subprocess::RunProcess(
-      Actorflow(), {"train", "--cluster", "local:ps=1,worker=2", "--mode", "sync",
-                    "--replicas-to-aggregate", "3"});
+  subprocess::ProcessResult r =
+      subprocess::RunProcess(ActorflowBinary(), {"train", "--cluster", "local:ps=1,worker=2",
+                                                 "--mode", "sync", "--replicas-to-aggregate", "3"});
   ASSERT_TRUE(r.started) << r.error;
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.out, "");
@@ -279,7 +239,7 @@ TEST(DataParallelCommandTest, BadModesAndMisplacedFlagsAreUsageErrorsNamingTheFl
   for (const auto& [flags, needle] : cases) {
     std::vector<std::string> args = {"train"};
     args.insert(args.end(), flags.begin(), flags.end());
-    subprocess::ProcessResult r = subprocess::RunProcess(Actorflow(), args);
+    subprocess::ProcessResult r = subprocess::RunProcess(ActorflowBinary(), args);
     ASSERT_TRUE(r.started) << r.error;
     EXPECT_EQ(r.exit_code, 2) << needle << ": " << r.err;
     EXPECT_THAT(r.err, HasSubstr(needle)) << r.err;

@@ -21,7 +21,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +29,7 @@
 
 #include "actors/ps/parameter_client_impl.h"
 #include "tests/child_process.h"
+#include "tests/cluster_test_kit.h"
 #include "tests/process_cluster.h"
 #include "tests/subprocess.h"
 
@@ -37,10 +37,13 @@ namespace actorflow {
 namespace {
 
 using nlohmann::json;
-using subprocess::ChildProcess;
-using subprocess::ProcessCluster;
-using subprocess::ProcessClusterOptions;
 using std::chrono::milliseconds;
+using subprocess::ChildProcess;
+using subprocess::ExampleData;
+using subprocess::FinishWorker;
+using subprocess::ProcessCluster;
+using subprocess::StartPsCluster;
+using subprocess::StartWorker;
 using Clock = std::chrono::steady_clock;
 using ::testing::HasSubstr;
 
@@ -51,25 +54,6 @@ constexpr int kWorkers = 3;
 // that the survivors are still training when worker 2 is killed after its first
 // progress line (a tenth of its steps).
 constexpr int kEpochs = 1000;
-
-std::string TmpDir() {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return dir != nullptr ? dir : "/tmp";
-}
-
-std::string Actorflow() { return subprocess::Runfile("tools/actorflow"); }
-std::string Data(const std::string& file) { return subprocess::Runfile("examples/data/" + file); }
-
-std::unique_ptr<ProcessCluster> StartCluster() {
-  ProcessClusterOptions options;
-  options.binary = Actorflow();
-  options.shape = {{"ps", 1}, {"worker", kWorkers}};
-  options.dir = TmpDir();
-  for (int i = 0; i < kWorkers; ++i) options.not_started.insert({"worker", i});
-  auto cluster = ProcessCluster::Start(std::move(options));
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? std::move(cluster).value() : nullptr;
-}
 
 // The shards' update rule both modes use (what the workers' flags below give them).
 ParameterServerOptions ShardOptions(UpdateMode mode) {
@@ -82,39 +66,15 @@ ParameterServerOptions ShardOptions(UpdateMode mode) {
   return o;
 }
 
-std::unique_ptr<ChildProcess> StartWorker(const ProcessCluster& cluster, int task,
-                                          const std::string& mode) {
-  std::vector<std::string> args = {
-      "train",    "--cluster",   cluster.spec_path(),    "--job",      "worker",
-      "--task",   std::to_string(task),                  "--mode",     mode,
-      "--train",  Data("iris_training.csv"),             "--test",     Data("iris_test.csv"),
-      "--normalize", "--hidden", "10,10",                "--optimizer", "sgd",
-      "--lr",     "0.2",         "--batch",              "16",         "--epochs",
-      std::to_string(kEpochs),   "--seed",               "3",          "--timeout-ms",
-      "30000",    "--reconnect-timeout-ms",              "60000",      "--json"};
-  std::string error;
-  auto child = ChildProcess::Start(Actorflow(), args, &error);
-  EXPECT_NE(child, nullptr) << error;
-  return child;
-}
-
-json Finish(ChildProcess* worker, const std::string& name) {
-  if (worker == nullptr) return json();
-  if (!worker->WaitForExit(kRunTimeout)) {
-    ADD_FAILURE() << name << " did not end within " << kRunTimeout.count() << " ms";
-    return json();
-  }
-  EXPECT_TRUE(worker->exited() && worker->exit_code() == 0)
-      << name << " ended with " << worker->exit_code() << " / signal " << worker->term_signal()
-      << "; stderr: " << worker->err();
-  const std::string& out = worker->out();
-  const size_t end = out.find_last_not_of('\n');
-  if (end == std::string::npos) return json();
-  const size_t start = out.rfind('\n', end);
-  json parsed = json::parse(out.substr(start == std::string::npos ? 0 : start + 1), nullptr,
-                            /*allow_exceptions=*/false);
-  EXPECT_TRUE(parsed.is_object()) << name << "'s last line is not JSON: " << out;
-  return parsed.is_object() ? parsed : json();
+std::unique_ptr<ChildProcess> StartIrisWorker(const ProcessCluster& cluster, int task,
+                                              const std::string& mode) {
+  // clang-format off
+  return StartWorker(cluster, task, {
+      "--mode", mode, "--train", ExampleData("iris_training.csv"),
+      "--test", ExampleData("iris_test.csv"), "--normalize", "--hidden", "10,10",
+      "--optimizer", "sgd", "--lr", "0.2", "--batch", "16", "--epochs", std::to_string(kEpochs),
+      "--seed", "3", "--timeout-ms", "30000", "--reconnect-timeout-ms", "60000", "--json"});
+  // clang-format on
 }
 
 double MillisSince(Clock::time_point t) {
@@ -125,7 +85,7 @@ double MillisSince(Clock::time_point t) {
 // time (the epoch when something failed first).
 Clock::time_point StartAndKillWorkerTwo(const ProcessCluster& cluster, const std::string& mode,
                                         std::vector<std::unique_ptr<ChildProcess>>* workers) {
-  for (int i = 0; i < kWorkers; ++i) workers->push_back(StartWorker(cluster, i, mode));
+  for (int i = 0; i < kWorkers; ++i) workers->push_back(StartIrisWorker(cluster, i, mode));
   ChildProcess* victim = (*workers)[2].get();
   if (victim == nullptr) return Clock::time_point();
   std::string line;
@@ -139,7 +99,7 @@ Clock::time_point StartAndKillWorkerTwo(const ProcessCluster& cluster, const std
 }
 
 TEST(KilledWorkerDetectionTest, SyncSurvivorsNameTheKilledWorkerWithinThreeSeconds) {
-  auto cluster = StartCluster();
+  auto cluster = StartPsCluster(kWorkers);
   ASSERT_NE(cluster, nullptr);
   std::vector<std::unique_ptr<ChildProcess>> workers;
   const Clock::time_point killed = StartAndKillWorkerTwo(*cluster, "sync", &workers);
@@ -158,9 +118,9 @@ TEST(KilledWorkerDetectionTest, SyncSurvivorsNameTheKilledWorkerWithinThreeSecon
   }
   // Started again, worker 2 rejoins and the run ends at its global step:
   // kEpochs x 3 steps of every worker, each version aggregating all three.
-  workers[2] = StartWorker(*cluster, 2, "sync");
+  workers[2] = StartIrisWorker(*cluster, 2, "sync");
   for (int i = 0; i < kWorkers; ++i) {
-    json r = Finish(workers[i].get(), "worker " + std::to_string(i));
+    json r = FinishWorker(workers[i].get(), "worker " + std::to_string(i), kRunTimeout);
     ASSERT_TRUE(r.is_object());
     EXPECT_EQ(r.at("global_step"), kEpochs * 3) << r.dump();
     EXPECT_TRUE(r.at("recovery").at("global_step_monotone").get<bool>()) << r.dump();
@@ -168,7 +128,7 @@ TEST(KilledWorkerDetectionTest, SyncSurvivorsNameTheKilledWorkerWithinThreeSecon
 }
 
 TEST(KilledWorkerDetectionTest, AsyncShardsNameTheKilledWorkerToAClientWithinThreeSeconds) {
-  auto cluster = StartCluster();
+  auto cluster = StartPsCluster(kWorkers);
   ASSERT_NE(cluster, nullptr);
   auto spec = ClusterSpec::FromFile(cluster->spec_path());
   ASSERT_TRUE(spec.ok()) << spec.status();
@@ -202,8 +162,8 @@ TEST(KilledWorkerDetectionTest, AsyncShardsNameTheKilledWorkerToAClientWithinThr
       "round trips, the longest %.2f ms)\n",
       ms, rounds, longest_round_ms);
   // The survivors were not held up; the chief's result names worker 2.
-  json chief = Finish(workers[0].get(), "worker 0");
-  json other = Finish(workers[1].get(), "worker 1");
+  json chief = FinishWorker(workers[0].get(), "worker 0", kRunTimeout);
+  json other = FinishWorker(workers[1].get(), "worker 1", kRunTimeout);
   ASSERT_TRUE(chief.is_object() && other.is_object());
   EXPECT_THAT(chief.at("workers_lost").get<std::vector<int>>(), ::testing::Contains(2))
       << chief.dump();

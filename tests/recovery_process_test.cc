@@ -23,7 +23,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/child_process.h"
+#include "tests/cluster_test_kit.h"
 #include "tests/process_cluster.h"
 #include "tests/subprocess.h"
 #include "training/data/csv_dataset.h"
@@ -39,10 +39,15 @@ namespace actorflow {
 namespace {
 
 using nlohmann::json;
-using subprocess::ChildProcess;
-using subprocess::ProcessCluster;
-using subprocess::ProcessClusterOptions;
 using std::chrono::milliseconds;
+using subprocess::ActorflowBinary;
+using subprocess::ChildProcess;
+using subprocess::ExampleData;
+using subprocess::FinishWorker;
+using subprocess::ProcessCluster;
+using subprocess::StartPsCluster;
+using subprocess::StartWorker;
+using subprocess::TestTmpDir;
 using Clock = std::chrono::steady_clock;
 
 constexpr milliseconds kRunTimeout(240000);
@@ -57,14 +62,6 @@ constexpr int kCheckpointEvery = 100;
 constexpr int64_t kKillAtStep = 690;
 constexpr char kKillAtLine[] = "worker 0: step 690/";
 
-std::string TmpDir(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-}
-
-std::string Actorflow() { return subprocess::Runfile("tools/actorflow"); }
-std::string Data(const std::string& file) { return subprocess::Runfile("examples/data/" + file); }
-
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
@@ -72,62 +69,22 @@ double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::unique_ptr<ProcessCluster> StartCluster() {
-  ProcessClusterOptions options;
-  options.binary = Actorflow();
-  options.shape = {{"ps", 1}, {"worker", 2}};
-  options.dir = TmpDir("");
-  options.not_started = {{"worker", 0}, {"worker", 1}};
-  auto cluster = ProcessCluster::Start(std::move(options));
-  EXPECT_TRUE(cluster.ok()) << cluster.status();
-  return cluster.ok() ? std::move(cluster).value() : nullptr;
-}
-
 // Digits, normalized, [64], SGD on the ps (no optimizer slots: a restore is exact).
-std::unique_ptr<ChildProcess> StartWorker(const ProcessCluster& cluster, int task,
-                                          const std::string& checkpoint_dir) {
-  std::vector<std::string> args = {
-      "train",       "--cluster",  cluster.spec_path(),  "--job",        "worker",
-      "--task",      std::to_string(task),               "--mode",       "sync",
-      "--train",     Data("digits_training.csv"),        "--test",       Data("digits_test.csv"),
-      "--normalize", "--hidden",   "64",                 "--optimizer",  "sgd",
-      "--lr",        "0.1",        "--batch",            "32",           "--epochs",
-      std::to_string(kEpochs),     "--seed",             "3",            "--timeout-ms",
-      "30000",       "--reconnect-timeout-ms",           "60000",        "--max-restarts",
-      "2",           "--json"};
+std::unique_ptr<ChildProcess> StartDigitsWorker(const ProcessCluster& cluster, int task,
+                                                const std::string& checkpoint_dir) {
+  // clang-format off
+  std::vector<std::string> flags = {
+      "--mode", "sync", "--train", ExampleData("digits_training.csv"),
+      "--test", ExampleData("digits_test.csv"), "--normalize", "--hidden", "64",
+      "--optimizer", "sgd", "--lr", "0.1", "--batch", "32", "--epochs", std::to_string(kEpochs),
+      "--seed", "3", "--timeout-ms", "30000", "--reconnect-timeout-ms", "60000",
+      "--max-restarts", "2", "--json"};
+  // clang-format on
   if (task == 0) {
-    args.insert(args.end(), {"--checkpoint-dir", checkpoint_dir, "--checkpoint-every",
-                             std::to_string(kCheckpointEvery)});
+    flags.insert(flags.end(), {"--checkpoint-dir", checkpoint_dir, "--checkpoint-every",
+                               std::to_string(kCheckpointEvery)});
   }
-  std::string error;
-  auto child = ChildProcess::Start(Actorflow(), args, &error);
-  EXPECT_NE(child, nullptr) << error;
-  return child;
-}
-
-json LastJsonLine(const std::string& out, const std::string& name) {
-  const size_t end = out.find_last_not_of('\n');
-  if (end == std::string::npos) {
-    ADD_FAILURE() << name << " printed nothing";
-    return json();
-  }
-  const size_t start = out.rfind('\n', end);
-  json parsed = json::parse(out.substr(start == std::string::npos ? 0 : start + 1, end + 1),
-                            nullptr, /*allow_exceptions=*/false);
-  EXPECT_FALSE(parsed.is_discarded()) << name << "'s last line is not JSON: " << out;
-  return parsed.is_discarded() ? json() : parsed;
-}
-
-// Waits for a worker's end and returns its final JSON (null, with a failure, when it
-// did not end well).
-json Finish(ChildProcess* worker, const std::string& name) {
-  if (worker == nullptr) return json();
-  const bool ended = worker->WaitForExit(kRunTimeout);
-  EXPECT_TRUE(ended) << name << " did not end within " << kRunTimeout.count() << " ms";
-  if (!ended) return json();
-  EXPECT_TRUE(worker->exited()) << name << " killed by signal " << worker->term_signal();
-  EXPECT_EQ(worker->exit_code(), 0) << name << " stderr: " << worker->err();
-  return LastJsonLine(worker->out(), name);
+  return StartWorker(cluster, task, flags);
 }
 
 // What every run must show: the uninterrupted run's end, a monotone global step.
@@ -141,8 +98,8 @@ void ExpectCompleteAndMonotone(const json& r, const std::string& name) {
 // checkpoint on the digits test file.
 double PredictedAccuracy(const std::string& checkpoint_dir) {
   subprocess::ProcessResult r = subprocess::RunProcess(
-      Actorflow(), {"predict", "--checkpoint-dir", checkpoint_dir, "--input",
-                    Data("digits_test.csv"), "--json"});
+      ActorflowBinary(), {"predict", "--checkpoint-dir", checkpoint_dir, "--input",
+                          ExampleData("digits_test.csv"), "--json"});
   EXPECT_TRUE(r.started) << r.error;
   EXPECT_EQ(r.exit_code, 0) << r.err;
   json j = json::parse(r.out, nullptr, false);
@@ -150,7 +107,7 @@ double PredictedAccuracy(const std::string& checkpoint_dir) {
     ADD_FAILURE() << "predict printed " << r.out;
     return -1;
   }
-  auto data = LoadCsv(Data("digits_test.csv"));
+  auto data = LoadCsv(ExampleData("digits_test.csv"));
   if (!data.ok()) {
     ADD_FAILURE() << data.status();
     return -1;
@@ -169,13 +126,13 @@ double PredictedAccuracy(const std::string& checkpoint_dir) {
 // The chief's accuracy on a fresh cluster without failures (computed once).
 double UninterruptedAccuracy() {
   static const double accuracy = [] {
-    auto cluster = StartCluster();
+    auto cluster = StartPsCluster(2);
     if (cluster == nullptr) return -1.0;
-    const std::string dir = TmpDir("uninterrupted");
-    auto chief = StartWorker(*cluster, 0, dir);
-    auto other = StartWorker(*cluster, 1, dir);
-    json r0 = Finish(chief.get(), "worker 0");
-    json r1 = Finish(other.get(), "worker 1");
+    const std::string dir = TestTmpDir("uninterrupted");
+    auto chief = StartDigitsWorker(*cluster, 0, dir);
+    auto other = StartDigitsWorker(*cluster, 1, dir);
+    json r0 = FinishWorker(chief.get(), "worker 0", kRunTimeout);
+    json r1 = FinishWorker(other.get(), "worker 1", kRunTimeout);
     ExpectCompleteAndMonotone(r0, "uninterrupted worker 0");
     ExpectCompleteAndMonotone(r1, "uninterrupted worker 1");
     if (!r0.is_object()) return -1.0;
@@ -190,11 +147,11 @@ constexpr double kAccuracyBound = 0.015;  // 1.5 points
 TEST(RecoveryProcessTest, AKilledChiefRestartsFromTheCheckpointAndTheShardsGlobalStep) {
   const double baseline = UninterruptedAccuracy();
   ASSERT_GE(baseline, 0.95);
-  auto cluster = StartCluster();
+  auto cluster = StartPsCluster(2);
   ASSERT_NE(cluster, nullptr);
-  const std::string dir = TmpDir("chief_kill");
-  auto chief = StartWorker(*cluster, 0, dir);
-  auto other = StartWorker(*cluster, 1, dir);
+  const std::string dir = TestTmpDir("chief_kill");
+  auto chief = StartDigitsWorker(*cluster, 0, dir);
+  auto other = StartDigitsWorker(*cluster, 1, dir);
   ASSERT_NE(chief, nullptr);
   ASSERT_NE(other, nullptr);
   std::string line;
@@ -202,11 +159,11 @@ TEST(RecoveryProcessTest, AKilledChiefRestartsFromTheCheckpointAndTheShardsGloba
       << "the chief reported no progress; stderr: " << chief->err();
   chief->Kill(SIGKILL);
   const Clock::time_point killed = Clock::now();
-  auto restarted = StartWorker(*cluster, 0, dir);
+  auto restarted = StartDigitsWorker(*cluster, 0, dir);
   ASSERT_NE(restarted, nullptr);
 
-  json r0 = Finish(restarted.get(), "restarted worker 0");
-  json r1 = Finish(other.get(), "worker 1");
+  json r0 = FinishWorker(restarted.get(), "restarted worker 0", kRunTimeout);
+  json r1 = FinishWorker(other.get(), "worker 1", kRunTimeout);
   const double total_seconds = SecondsSince(killed);
   ExpectCompleteAndMonotone(r0, "restarted worker 0");
   ExpectCompleteAndMonotone(r1, "worker 1");
@@ -245,11 +202,11 @@ TEST(RecoveryProcessTest, AKilledChiefRestartsFromTheCheckpointAndTheShardsGloba
 TEST(RecoveryProcessTest, AKilledPsIsRestoredFromTheLastCheckpointAndTrainingResumes) {
   const double baseline = UninterruptedAccuracy();
   ASSERT_GE(baseline, 0.95);
-  auto cluster = StartCluster();
+  auto cluster = StartPsCluster(2);
   ASSERT_NE(cluster, nullptr);
-  const std::string dir = TmpDir("ps_kill");
-  auto chief = StartWorker(*cluster, 0, dir);
-  auto other = StartWorker(*cluster, 1, dir);
+  const std::string dir = TestTmpDir("ps_kill");
+  auto chief = StartDigitsWorker(*cluster, 0, dir);
+  auto other = StartDigitsWorker(*cluster, 1, dir);
   ASSERT_NE(chief, nullptr);
   ASSERT_NE(other, nullptr);
   std::string line;
@@ -269,8 +226,8 @@ TEST(RecoveryProcessTest, AKilledPsIsRestoredFromTheLastCheckpointAndTrainingRes
   ASSERT_TRUE(cluster->Restart("ps", 0).ok());
   const double restart_seconds = SecondsSince(restart);
 
-  json r0 = Finish(chief.get(), "worker 0");
-  json r1 = Finish(other.get(), "worker 1");
+  json r0 = FinishWorker(chief.get(), "worker 0", kRunTimeout);
+  json r1 = FinishWorker(other.get(), "worker 1", kRunTimeout);
   ExpectCompleteAndMonotone(r0, "worker 0");
   ExpectCompleteAndMonotone(r1, "worker 1");
   ASSERT_TRUE(r0.is_object() && r1.is_object());

@@ -4,9 +4,11 @@
 # the CUDA one (--config=cuda: kernels/cuda and the binaries that link it; on a
 # machine without a GPU its GPU cases are reported as skipped). Exit status is
 # Bazel's. The CUDA half needs /usr/local/cuda/bin/nvcc: without it it is skipped
-# with a notice, or fails when ACTORFLOW_REQUIRE_CUDA=1 (CI).
+# with a notice, or fails when ACTORFLOW_REQUIRE_CUDA=1 (CI). First of all, no include
+# may run back up a layer (tools/check_layers.py, the README's "Layout").
 set -uo pipefail
 cd "$(dirname "$0")/.."
+python3 tools/check_layers.py || exit 1
 bazel build //... && bazel test //... || exit $?
 
 if [ ! -x /usr/local/cuda/bin/nvcc ]; then

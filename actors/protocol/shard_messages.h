@@ -1,6 +1,6 @@
 // The parameter shard protocol: its atoms, the `inspect` overloads of its payloads
 // (the payload structs themselves are the CAF-free ones of
-// actors/ps/parameter_shard_state.h) and the shard's typed interface, ShardActor.
+// actors/protocol/shard_payloads.h) and the shard's typed interface, ShardActor.
 // RegisterMessageTypes (actors/protocol/wire.cc) registers the payloads; tensors travel
 // through Tensor's own overload (one raw byte block). The front actor's
 // get-or-create message (get_shard_atom) is part of FrontActor
@@ -15,7 +15,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/ps/parameter_shard_state.h"
+#include "actors/protocol/shard_payloads.h"
 #include "actors/protocol/wire_core.h"
 
 namespace actorflow {
@@ -89,20 +89,20 @@ typename Inspector::result_type inspect(Inspector& f, ShardPushArgs& x) {
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, ParameterShardState::PullReply& x) {
+typename Inspector::result_type inspect(Inspector& f, ShardPullReply& x) {
   return f(caf::meta::type_name("actorflow.ShardPullReply"), x.id, x.status, x.version, x.names,
            x.values, x.slot_names, x.slot_values, x.membership);
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, ParameterShardState::PushReply& x) {
+typename Inspector::result_type inspect(Inspector& f, ShardPushReply& x) {
   return f(caf::meta::type_name("actorflow.ShardPushReply"), x.id, x.status, x.applied, x.staleness,
            x.version, x.names, x.values, x.values_version, x.values_key, x.aggregated,
            x.membership);
 }
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, ParameterShardState::Stats& x) {
+typename Inspector::result_type inspect(Inspector& f, ShardStats& x) {
   return f(caf::meta::type_name("actorflow.ShardStats"), x.initialized, x.variables, x.version,
            x.gradients_dropped_stale, x.staleness_sum, x.staleness_count, x.max_staleness,
            x.workers_lost, x.workers_left, x.clocks, x.parked_pulls, x.parked_pushes,
@@ -144,7 +144,7 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::Stats
 //       Replaces the shard's contents with a checkpoint's, at `version`.
 //   (shard_hold_atom, bool hold) -> Status          park (true) / apply (false) pushes
 //   (shard_floor_atom, int64 floor) -> Status       version := max(version, floor)
-//   (shard_stats_atom) -> ParameterShardState::Stats
+//   (shard_stats_atom) -> ShardStats
 //   (shard_standby_atom, actor standby) -> Status
 //       From now on the shard copies its contents (values, optimizer slots, version)
 //       to `standby`, a shard of another ps task, with a restore message after every
@@ -165,16 +165,16 @@ typename Inspector::result_type inspect(Inspector& f, ParameterShardState::Stats
 using ShardActor = caf::typed_actor<
     caf::replies_to<shard_check_atom, ShardConfig>::with<Status>,
     caf::replies_to<shard_init_atom, std::vector<std::string>, std::vector<Tensor>>::with<Status>,
-    caf::replies_to<shard_pull_atom, int64_t, int64_t>::with<ParameterShardState::PullReply>,
-    caf::replies_to<shard_push_atom, ShardPushArgs, int64_t>::with<ParameterShardState::PushReply>,
+    caf::replies_to<shard_pull_atom, int64_t, int64_t>::with<ShardPullReply>,
+    caf::replies_to<shard_push_atom, ShardPushArgs, int64_t>::with<ShardPushReply>,
     caf::replies_to<shard_join_atom, int32_t, caf::actor>::with<Status>,
     caf::replies_to<shard_leave_atom, int32_t>::with<Status>,
-    caf::replies_to<shard_snap_atom, int64_t, int64_t>::with<ParameterShardState::PullReply>,
+    caf::replies_to<shard_snap_atom, int64_t, int64_t>::with<ShardPullReply>,
     caf::replies_to<shard_restore_atom, std::vector<std::string>, std::vector<Tensor>,
                     std::vector<std::string>, std::vector<Tensor>, int64_t>::with<Status>,
     caf::replies_to<shard_hold_atom, bool>::with<Status>,
     caf::replies_to<shard_floor_atom, int64_t>::with<Status>,
-    caf::replies_to<shard_stats_atom>::with<ParameterShardState::Stats>,
+    caf::replies_to<shard_stats_atom>::with<ShardStats>,
     caf::replies_to<shard_standby_atom, caf::actor>::with<Status>,
     caf::reacts_to<shard_skip_atom, int32_t, int64_t>,
     caf::reacts_to<shard_bulk_atom, std::string, Tensor>,

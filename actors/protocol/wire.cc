@@ -29,9 +29,9 @@ void RegisterMessageTypes(caf::actor_system_config& cfg) {
   // Parameter shards (actors/protocol/shard_messages.h).
   cfg.add_message_type<ShardConfig>("actorflow.ShardConfig");
   cfg.add_message_type<ShardPushArgs>("actorflow.ShardPushArgs");
-  cfg.add_message_type<ParameterShardState::PullReply>("actorflow.ShardPullReply");
-  cfg.add_message_type<ParameterShardState::PushReply>("actorflow.ShardPushReply");
-  cfg.add_message_type<ParameterShardState::Stats>("actorflow.ShardStats");
+  cfg.add_message_type<ShardPullReply>("actorflow.ShardPullReply");
+  cfg.add_message_type<ShardPushReply>("actorflow.ShardPushReply");
+  cfg.add_message_type<ShardStats>("actorflow.ShardStats");
 }
 
 }  // namespace actorflow

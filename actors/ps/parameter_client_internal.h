@@ -9,7 +9,7 @@
 // Every request to the shards goes through the client's fan-out actor
 // (actors/ps/shard_fanout.h), which owns the shard handles.
 //
-// Internal to //actors:parameter_client_impl (listed in its srcs, not its hdrs):
+// Internal to //actors/ps:parameter_client_impl (listed in its srcs, not its hdrs):
 // included only by those actors/*.cc files (CAF).
 // Thread safety: as ParameterClient (one thread per client).
 #ifndef ACTORFLOW_ACTORS_PS_PARAMETER_CLIENT_INTERNAL_H_
@@ -40,9 +40,9 @@ namespace actorflow {
 namespace parameter_client_internal {
 
 using Clock = std::chrono::steady_clock;
-using PullReply = ParameterShardState::PullReply;
-using PushReply = ParameterShardState::PushReply;
-using ShardStats = ParameterShardState::Stats;
+using PullReply = ShardPullReply;
+using PushReply = ShardPushReply;
+using ShardStats = ShardStats;
 
 // A blocked call waits this much past its timeout, so that the shard's own
 // DeadlineExceeded (which says what the request waited for) usually arrives first.

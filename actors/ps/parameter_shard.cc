@@ -87,7 +87,7 @@ void CopyToStandby(ShardSelf self) {
 // (the values are immutable buffers: an update copies before it writes) and leaves
 // only their key in the reply. A value the channel cannot carry is sent to the
 // requester over CAF as the same (shard_values_atom, key, value) message.
-void SendValuesApart(ShardSelf self, ParameterShardState::PushReply* reply) {
+void SendValuesApart(ShardSelf self, ShardPushReply* reply) {
   auto& st = self->state;
   auto apart = st.values_apart.find(reply->id);
   if (apart == st.values_apart.end() || !st.bulk_sender) return;
@@ -162,7 +162,7 @@ void ExpireGradientWaits(ShardSelf self, int64_t now, ParameterShardState::Repli
     auto waiting = st.waiting_for_gradients.find(id);
     if (waiting == st.waiting_for_gradients.end()) continue;
     const ShardPushArgs& args = waiting->second.args;
-    ParameterShardState::PushReply reply;
+    ShardPushReply reply;
     reply.id = id;
     reply.status = DeadlineExceeded(
         st.shard->name() + ": push of worker " + std::to_string(args.worker) + " (sequence " +
@@ -252,7 +252,7 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         return status;
       },
       [self](shard_pull_atom, int64_t min_version,
-             int64_t timeout_ms) -> caf::result<ParameterShardState::PullReply> {
+             int64_t timeout_ms) -> caf::result<ShardPullReply> {
         auto& st = self->state;
         const RequestId id = st.next_id++;
         auto sender = caf::actor_cast<caf::actor>(self->current_sender());
@@ -266,7 +266,7 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         return promise;
       },
       [self](shard_push_atom, ShardPushArgs& push,
-             int64_t timeout_ms) -> caf::result<ParameterShardState::PushReply> {
+             int64_t timeout_ms) -> caf::result<ShardPushReply> {
         auto& st = self->state;
         const RequestId id = st.next_id++;
         auto sender = caf::actor_cast<caf::actor>(self->current_sender());
@@ -351,8 +351,7 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         Deliver(self, out);
         return Status::OK();
       },
-      [self](shard_snap_atom, int64_t version,
-             int64_t timeout_ms) -> caf::result<ParameterShardState::PullReply> {
+      [self](shard_snap_atom, int64_t version, int64_t timeout_ms) -> caf::result<ShardPullReply> {
         auto& st = self->state;
         const RequestId id = st.next_id++;
         auto sender = caf::actor_cast<caf::actor>(self->current_sender());
@@ -399,9 +398,7 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
         CopyToStandby(self);
         return Status::OK();
       },
-      [self](shard_stats_atom) -> ParameterShardState::Stats {
-        return self->state.shard->GetStats();
-      },
+      [self](shard_stats_atom) -> ShardStats { return self->state.shard->GetStats(); },
       [self](shard_sweep_atom, int64_t at) {
         auto& st = self->state;
         st.sweeps.erase(at);

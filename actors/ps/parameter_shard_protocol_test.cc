@@ -21,9 +21,9 @@ using namespace actorflow;
 
 namespace {
 
-using PullReply = ParameterShardState::PullReply;
-using PushReply = ParameterShardState::PushReply;
-using ShardStats = ParameterShardState::Stats;
+using PullReply = ShardPullReply;
+using PushReply = ShardPushReply;
+using ShardStats = ShardStats;
 
 struct ShardTestConfig : caf::actor_system_config {
   ShardTestConfig() { RegisterMessageTypes(*this); }

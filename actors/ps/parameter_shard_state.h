@@ -75,6 +75,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/protocol/shard_payloads.h"
 #include "actors/ps/shard_config.h"
 #include "actors/ps/shard_optimizer.h"
 #include "graph/status.h"
@@ -83,96 +84,20 @@
 
 namespace actorflow {
 
-// One push as it reaches a shard. `sequence` > 0 numbers a worker's pushes (a repeat
-// of an already seen sequence is a duplicate and is not applied); 0 = unnumbered.
-struct ShardPushArgs {
-  int worker = 0;
-  uint64_t sequence = 0;
-  int64_t base_version = 0;
-  std::vector<std::string> names;
-  std::vector<Tensor> gradients;  // parallel to names
-  // Non-empty: `gradients` is empty and gradient i comes apart from this message, as
-  // the tensor keyed BulkGradientKey(bulk_key, i) (actors/ps/bulk_gradients.h); the
-  // shard actor waits for all of them before the state sees the push.
-  std::string bulk_key;
-  // Push-and-pull only, both non-empty: the shard actor writes the reply's values on
-  // its task's bulk channel to this endpoint (the worker's receiver, "host:port"),
-  // keyed BulkGradientKey(values_key, i), instead of in the reply (see PushReply).
-  std::string values_endpoint;
-  std::string values_key;
-  // Push-and-pull: the reply also carries the shard's values as they are when it is
-  // answered (the actor attaches them; see PushReply), sparing the worker's next pull.
-  bool return_values = false;
-};
-
 class ParameterShardState {
  public:
   using RequestId = uint64_t;
   static constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
 
-  struct PullReply {
-    RequestId id = 0;
-    Status status;
-    int64_t version = 0;
-    std::vector<std::string> names;  // sorted
-    std::vector<Tensor> values;      // parallel to names; shared buffers, read-only
-    // SnapshotAt only (an ordinary pull leaves them empty): the optimizer slots at
-    // `version`, "<var>/<suffix>", sorted; shared buffers, read-only.
-    std::vector<std::string> slot_names;
-    std::vector<Tensor> slot_values;  // parallel to slot_names
-    MembershipView membership;        // elastic only
-  };
-  struct PushReply {
-    RequestId id = 0;
-    Status status;
-    bool applied = false;
-    int64_t staleness = 0;
-    int64_t version = 0;  // the shard's version when answered
-    // When the push asked for them (ShardPushArgs::return_values) and succeeded: every
-    // variable (sorted names; shared buffers, read-only) at values_version, the
-    // shard's version when the reply was sent. Filled by FillValues.
-    std::vector<std::string> names;
-    std::vector<Tensor> values;
-    int64_t values_version = 0;
-    // Non-empty: `values` is empty and value i comes apart from this reply, as the
-    // tensor keyed BulkGradientKey(values_key, i) (ShardPushArgs::values_endpoint).
-    std::string values_key;
-    // kSync, applied: how many gradients the update it joined averaged.
-    int aggregated = 0;
-    MembershipView membership;  // elastic, with the values: as of values_version
-  };
+  using PullReply = ShardPullReply;
+  using PushReply = ShardPushReply;
   // What a call produced: replies to deliver now (including released parked ones).
   struct Replies {
     std::vector<PullReply> pulls;
     std::vector<PushReply> pushes;
   };
 
-  struct Stats {
-    bool initialized = false;
-    int64_t variables = 0;
-    int64_t version = 0;  // = updates applied
-    int64_t gradients_dropped_stale = 0;
-    int64_t staleness_sum = 0;    // over applied gradients
-    int64_t staleness_count = 0;  // applied gradients
-    int64_t max_staleness = 0;
-    std::vector<int> workers_lost;  // sorted
-    std::vector<int> workers_left;  // sorted
-    std::vector<int64_t> clocks;    // pushes per worker, [total_replicas]
-    int64_t parked_pulls = 0;
-    int64_t parked_pushes = 0;
-    int64_t accumulated = 0;  // kSync: gradients accumulated for the current version
-    // Gradients of each worker that went into an update, [total_replicas].
-    std::vector<int64_t> applied_by_worker;
-    // Elastic: the live members (sorted), the number of membership changes seen, and
-    // kSync updates by the number of gradients they averaged, [total_replicas + 1].
-    std::vector<int> members;
-    int64_t membership_epoch = 0;
-    std::vector<int64_t> updates_by_aggregated;
-    std::vector<MembershipChange> membership_changes;
-    // Versions skipped by RaiseVersion on an initialized shard: the updates a
-    // recovery lost (a standby behind its dead primary, an older checkpoint).
-    int64_t updates_lost = 0;
-  };
+  using Stats = ShardStats;
 
   // `name` names the shard in every message ("/job:ps/replica:0/task:0 shard p").
   static StatusOr<std::unique_ptr<ParameterShardState>> Create(std::string name,

@@ -51,9 +51,8 @@ int64_t SteadyMs() {
 
 }  // namespace
 
-void SetPushReply(FanOutActor* self,
-                  const std::shared_ptr<Call<ParameterShardState::PushReply>>& call, size_t pos,
-                  ParameterShardState::PushReply reply) {
+void SetPushReply(FanOutActor* self, const std::shared_ptr<Call<ShardPushReply>>& call, size_t pos,
+                  ShardPushReply reply) {
   if (reply.values_key.empty()) return call->Set(pos, std::move(reply));
   auto& st = self->state;
   const int64_t now = SteadyMs();

@@ -89,9 +89,9 @@ class Call : public CallBase {
 
 // A push reply whose values come apart (PushReply::values_key), until they are here.
 struct WaitingValues {
-  std::weak_ptr<Call<ParameterShardState::PushReply>> call;
+  std::weak_ptr<Call<ShardPushReply>> call;
   size_t pos = 0;
-  ParameterShardState::PushReply reply;
+  ShardPushReply reply;
 };
 
 struct FanOutState {
@@ -120,9 +120,8 @@ caf::actor SpawnFanOut(caf::actor_system& system, std::vector<ShardActor> shards
 // A push reply for `call`'s position `pos`: set at once, or, when its values come
 // apart, once they all arrived (a reply waits at most kValuesWaitMs for them; its
 // call has its own deadline anyway).
-void SetPushReply(FanOutActor* self,
-                  const std::shared_ptr<Call<ParameterShardState::PushReply>>& call, size_t pos,
-                  ParameterShardState::PushReply reply);
+void SetPushReply(FanOutActor* self, const std::shared_ptr<Call<ShardPushReply>>& call, size_t pos,
+                  ShardPushReply reply);
 constexpr int64_t kValuesWaitMs = 60000;
 
 // Inside a FanOutTask: registers `call` and sends `xs` to each of its targets with
@@ -144,26 +143,26 @@ void SendToTargets(FanOutActor* self, const std::shared_ptr<Call<Reply>>& call,
           self->request(st.shards[t], timeout, xs...)
               .then(
                   [call, pos, self](Reply& reply) {
-                    if constexpr (std::is_same<Reply, ParameterShardState::PushReply>::value) {
+                    if constexpr (std::is_same<Reply, ShardPushReply>::value) {
                       SetPushReply(self, call, pos, std::move(reply));
                     } else {
                       call->Set(pos, std::move(reply));
                     }
                   },
-                    [call, who, self, t, target = st.shards[t]](caf::error& error) {
-                      if (error == caf::sec::request_timeout) {
-                        return call->Fail(DeadlineExceeded(who + " did not answer in time"));
-                      }
-                      Status failed = Unavailable(who + ": " + caf::to_string(error));
-                      // A receiver that is gone is down now, whether or not its down
-                      // message arrived yet (a fail-over must see it).
-                      if ((error == caf::sec::request_receiver_down ||
-                           error.category() == caf::atom("exit")) &&
-                          self->state.shards[t] == target) {
-                        self->state.down[t] = failed;
-                      }
-                      call->Fail(failed);
-                    });
+                  [call, who, self, t, target = st.shards[t]](caf::error& error) {
+                    if (error == caf::sec::request_timeout) {
+                      return call->Fail(DeadlineExceeded(who + " did not answer in time"));
+                    }
+                    Status failed = Unavailable(who + ": " + caf::to_string(error));
+                    // A receiver that is gone is down now, whether or not its down
+                    // message arrived yet (a fail-over must see it).
+                    if ((error == caf::sec::request_receiver_down ||
+                         error.category() == caf::atom("exit")) &&
+                        self->state.shards[t] == target) {
+                      self->state.down[t] = failed;
+                    }
+                    call->Fail(failed);
+                  });
         },
         make_args(pos));
   }

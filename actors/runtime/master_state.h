@@ -1,4 +1,4 @@
-// Internal to the master actor (actors/master_*.cc): its plans, steps in flight,
+// Internal to the master actor (actors/runtime/master_*.cc): its plans, steps in flight,
 // the partitions it registered, and the directory of tasks and devices it knows.
 #ifndef ACTORFLOW_ACTORS_RUNTIME_MASTER_STATE_H_
 #define ACTORFLOW_ACTORS_RUNTIME_MASTER_STATE_H_

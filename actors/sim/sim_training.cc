@@ -257,8 +257,8 @@ StatusOr<SimTrainingReport> SimulatedCluster::TrainDataParallel(const SimTrainin
           },
           get_shard_atom::value, run->shard_name, run->config);
     }
-    ParameterShardState::Stats stats;
-    ParameterShardState::PullReply pulled;
+    ShardStats stats;
+    ShardPullReply pulled;
     if (got.ok() && shard && impl.Ask(&stats, shard, "stats", shard_stats_atom::value).ok() &&
         impl.Ask(&pulled, shard, "pull", shard_pull_atom::value, int64_t{0}, int64_t{1}).ok()) {
       counts.reachable = true;

@@ -14,8 +14,8 @@ namespace {
 
 using sim_push_atom = caf::atom_constant<caf::atom("simpush")>;
 using sim_retry_atom = caf::atom_constant<caf::atom("simretry")>;
-using PullReply = ParameterShardState::PullReply;
-using PushReply = ParameterShardState::PushReply;
+using PullReply = ShardPullReply;
+using PushReply = ShardPushReply;
 
 // How a request ended, as the driver saw it.
 enum class Outcome { kOk, kFailed, kUnknown };

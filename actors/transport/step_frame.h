@@ -1,6 +1,6 @@
 // Internal to the step channel (actors/cluster/step_channel.h): its frame format, the socket
 // calls its server and client share, and the in-process hand-off between them.
-// Includes CAF: actors/step_*.cc only.
+// Includes CAF: actors/transport/step_frame.cc and actors/cluster/step_channel_*.cc only.
 #ifndef ACTORFLOW_ACTORS_TRANSPORT_STEP_FRAME_H_
 #define ACTORFLOW_ACTORS_TRANSPORT_STEP_FRAME_H_
 

@@ -1,7 +1,7 @@
 // The pieces every subcommand shares: the flags with one meaning everywhere
 // (--timeout-ms, --devices, --cluster local:...) and the frame that turns errors
 // into one stderr line and an exit code; the usage errors for a command line that
-// does not parse; `server --help`.
+// does not parse.
 #include "tools/cli/cli_common.h"
 
 #include <gmock/gmock.h>
@@ -11,8 +11,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "tools/server_command.h"
 
 namespace actorflow {
 namespace cli {
@@ -155,14 +153,6 @@ TEST(DescribeParseErrorTest, TheRealParserFailsOnWhatTheDescriptionNames) {
     EXPECT_THAT(DescribeParseError(cli.subcommands, args, e.what()).message(),
                 HasSubstr("did you mean --epochs?"));
   }
-}
-
-TEST(ServerHelpTest, SaysThatTheClusterMayComeFromTfConfig) {
-  CLI::App app{"test"};
-  Subcommand server = AddServerSubcommand(&app);
-  const std::string help = server.app->help();
-  EXPECT_THAT(help, HasSubstr("without it: the TF_CONFIG environment variable")) << help;
-  EXPECT_THAT(help, HasSubstr("\"task\": {\"type\": \"ps\", \"index\": 0}")) << help;
 }
 
 }  // namespace

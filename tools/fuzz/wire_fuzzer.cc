@@ -44,12 +44,12 @@ void Touch(const actorflow::RemoteStepResult& x) {
 }
 void Touch(const actorflow::OpenSessionResult& x) { Touch(x.status); }
 void Touch(const actorflow::ShardPushArgs& x) { Touch(x.gradients); }
-void Touch(const actorflow::ParameterShardState::PullReply& x) {
+void Touch(const actorflow::ShardPullReply& x) {
   Touch(x.status);
   Touch(x.values);
   Touch(x.slot_values);
 }
-void Touch(const actorflow::ParameterShardState::PushReply& x) {
+void Touch(const actorflow::ShardPushReply& x) {
   Touch(x.status);
   Touch(x.values);
 }

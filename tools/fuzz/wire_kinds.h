@@ -28,9 +28,8 @@ using WireKinds =
              DeviceClockOffset, DevicePeer, std::vector<DevicePeer>, PartitionRegistration,
              RunPartitionRequest, RunPartitionResult, AbortRequest, TensorDelivery, DeviceStats,
              RemoteStep, RemoteStepResult, OpenSessionRequest, OpenSessionResult, FrontStats,
-             MasterStats, ShardConfig, ShardPushArgs, ParameterShardState::PullReply,
-             ParameterShardState::PushReply, ParameterShardState::Stats, DeviceActor, ShardActor,
-             std::vector<uint64_t>>;
+             MasterStats, ShardConfig, ShardPushArgs, ShardPullReply, ShardPushReply, ShardStats,
+             DeviceActor, ShardActor, std::vector<uint64_t>>;
 
 template <class... Ts>
 constexpr int CountKinds(KindList<Ts...>) {

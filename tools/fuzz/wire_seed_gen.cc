@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   config.learning_rate = 0.01;
   ok &= Seed(dir, "shard_config", config);
   ok &= Seed(dir, "shard_push_args", ShardPushArgs{1, 7, 3, {"w"}, {f32}, true});
-  ParameterShardState::PullReply pull;
+  ShardPullReply pull;
   pull.id = 4;
   pull.version = 9;
   pull.names = {"w"};
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
   pull.slot_names = {"w/m"};
   pull.slot_values = {f32};
   ok &= Seed(dir, "shard_pull_reply", pull);
-  ParameterShardState::PushReply push;
+  ShardPushReply push;
   push.id = 4;
   push.applied = true;
   push.staleness = 1;
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
   push.values = {f32};
   push.values_version = 10;
   ok &= Seed(dir, "shard_push_reply", push);
-  ParameterShardState::Stats shard_stats;
+  ShardStats shard_stats;
   shard_stats.initialized = true;
   shard_stats.variables = 2;
   shard_stats.workers_lost = {1};

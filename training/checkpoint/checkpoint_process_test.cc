@@ -47,8 +47,9 @@ struct ChildResult {
 std::string HelperPath() {
   const char* srcdir = std::getenv("TEST_SRCDIR");
   const char* workspace = std::getenv("TEST_WORKSPACE");
-  if (srcdir == nullptr || workspace == nullptr) return "training/checkpoint/checkpoint_crash_helper";
-  return std::string(srcdir) + "/" + workspace + "/training/checkpoint_crash_helper";
+  const std::string helper = "training/checkpoint/checkpoint_crash_helper";
+  if (srcdir == nullptr || workspace == nullptr) return helper;
+  return std::string(srcdir) + "/" + workspace + "/" + helper;
 }
 
 // Runs the helper with `args` and waits for it, at most kChildDeadline (then kills it).

@@ -1,29 +1,11 @@
 #include "training/distributed/in_graph_classifier.h"
 
-#include <filesystem>
-#include <system_error>
 #include <utility>
 
 #include "training/checkpoint/checkpoint.h"
+#include "training/estimators/classifier_setup.h"
 
 namespace actorflow {
-namespace {
-
-StatusOr<std::shared_ptr<const Dataset>> CallInputFn(const InputFn& input_fn) {
-  if (!input_fn) return InvalidArgument("input_fn is empty");
-  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset, input_fn());
-  if (dataset == nullptr) return InvalidArgument("input_fn returned no dataset");
-  AF_RETURN_IF_ERROR(dataset->status());
-  if (dataset->num_components() != 2) {
-    return InvalidArgument("input_fn's dataset has elements " +
-                           ElementSpecString(dataset->output_dtypes(), dataset->output_shapes()) +
-                           "; expected (features float32 [batch, F], labels int32 [batch])");
-  }
-  return dataset;
-}
-
-}  // namespace
-
 InGraphClassifier::InGraphClassifier(InGraphClassifierOptions options, DNNModelSpec spec)
     : options_(std::move(options)),
       spec_(std::move(spec)),
@@ -37,18 +19,9 @@ InGraphClassifier::~InGraphClassifier() {
 StatusOr<std::unique_ptr<InGraphClassifier>> InGraphClassifier::Create(
     InGraphClassifierOptions options) {
   const DNNClassifierOptions& m = options.model;
-  DNNModelSpec spec;
-  spec.feature_columns = m.feature_columns;
-  spec.hidden_units = m.hidden_units;
-  spec.n_classes = m.n_classes;
-  spec.activation = m.activation;
-  spec.label_column = m.label_column;
+  DNNModelSpec spec = ModelSpecFromOptions(m);
   AF_RETURN_IF_ERROR(ValidateModelSpec(spec));
-  if (!m.session_factory) return InvalidArgument("InGraphClassifier: no session_factory given");
-  if (m.timeout_in_ms < 0) {
-    return InvalidArgument("InGraphClassifier: timeout_in_ms " + std::to_string(m.timeout_in_ms) +
-                           " must be >= 0");
-  }
+  AF_RETURN_IF_ERROR(CheckSessionOptions("InGraphClassifier", m));
   std::unique_ptr<InGraphClassifier> classifier(
       new InGraphClassifier(std::move(options), std::move(spec)));
   AF_RETURN_IF_ERROR(classifier->Build());
@@ -63,12 +36,7 @@ StatusOr<std::unique_ptr<InGraphClassifier>> InGraphClassifier::Create(
 
 Status InGraphClassifier::Build() {
   const DNNClassifierOptions& m = options_.model;
-  if (m.optimizer_factory) {
-    AF_ASSIGN_OR_RETURN(optimizer_, m.optimizer_factory());
-    if (optimizer_ == nullptr) return InvalidArgument("optimizer_factory returned no optimizer");
-  } else {
-    AF_ASSIGN_OR_RETURN(optimizer_, MakeOptimizer(m.optimizer, m.learning_rate));
-  }
+  AF_ASSIGN_OR_RETURN(optimizer_, MakeOptimizerFromOptions(m));
   AF_ASSIGN_OR_RETURN(model_, BuildInGraphModel(scope_, spec_, m.seed, options_.replication,
                                                 optimizer_.get()));
   AF_ASSIGN_OR_RETURN(saver_, Saver::Create(graph_.get(), SaverOptions()));
@@ -78,28 +46,11 @@ Status InGraphClassifier::Build() {
 Status InGraphClassifier::PrepareModelDirAndInitialize() {
   const std::string& dir = options_.model.model_dir;
   if (dir.empty()) return RunStep({}, {}, {kInGraphInit}, nullptr);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir, ec)) {
-    return Unavailable("model directory '" + dir + "' cannot be created" +
-                       (ec ? ": " + ec.message() : std::string()));
-  }
-  StatusOr<DNNModelSpec> existing = ReadModelSpec(dir);
-  if (existing.ok() && *existing != spec_) {
-    return FailedPrecondition("model directory '" + dir +
-                              "' holds another model (its model.json differs): use another "
-                              "directory");
-  }
-  if (!existing.ok() && existing.status().code() != Code::kNotFound) return existing.status();
-  AF_RETURN_IF_ERROR(WriteModelSpec(dir, spec_));
-  StatusOr<std::string> latest = LatestCheckpoint(dir);
-  if (!latest.ok()) {
-    if (latest.status().code() != Code::kNotFound) return latest.status();
-    return RunStep({}, {}, {kInGraphInit}, nullptr);
-  }
-  AF_RETURN_IF_ERROR(saver_->Restore(session_.get(), *latest));
-  AF_ASSIGN_OR_RETURN(checkpoint_step_, ReadCheckpointGlobalStep(*latest));
-  return Status::OK();
+  AF_RETURN_IF_ERROR(PrepareModelDir(dir, spec_));
+  AF_ASSIGN_OR_RETURN(
+      bool restored, RestoreLatestCheckpoint(dir, saver_.get(), session_.get(), &checkpoint_step_));
+  if (restored) return Status::OK();
+  return RunStep({}, {}, {kInGraphInit}, nullptr);
 }
 
 Status InGraphClassifier::RunStep(const FeedList& feeds, const std::vector<std::string>& fetches,
@@ -122,19 +73,7 @@ Status InGraphClassifier::CheckBatch(const Element& batch, int64_t batch_index) 
     return InvalidArgument(where + ": features are " + features.DebugString() +
                            ", expected float32 [batch >= 1, " + std::to_string(num_features) + "]");
   }
-  if (labels.dtype() != DType::kInt32 || labels.rank() != 1 || labels.dim(0) != features.dim(0)) {
-    return InvalidArgument(where + ": labels are " + labels.DebugString() + ", expected int32 [" +
-                           std::to_string(features.dim(0)) + "]");
-  }
-  for (int64_t i = 0; i < labels.dim(0); ++i) {
-    const int32_t y = labels.data<int32_t>()[i];
-    if (y < 0 || y >= spec_.n_classes) {
-      return InvalidArgument("label " + std::to_string(y) + " (example " + std::to_string(i) +
-                             " of " + where + ") is outside [0, " +
-                             std::to_string(spec_.n_classes) + ")");
-    }
-  }
-  return Status::OK();
+  return CheckLabels(labels, features.dim(0), spec_.n_classes, where);
 }
 
 StatusOr<int64_t> InGraphClassifier::GlobalStep() {
@@ -145,7 +84,8 @@ StatusOr<int64_t> InGraphClassifier::GlobalStep() {
 
 StatusOr<TrainResult> InGraphClassifier::Train(const InputFn& input_fn, int64_t steps,
                                                const ProgressFn& progress) {
-  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset, CallInputFn(input_fn));
+  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset,
+                      CallInputFn(input_fn, /*labels_required=*/true));
   TrainResult result;
   AF_ASSIGN_OR_RETURN(result.global_step, GlobalStep());
   std::unique_ptr<Iterator> it = dataset->MakeIterator();
@@ -166,17 +106,14 @@ StatusOr<TrainResult> InGraphClassifier::Train(const InputFn& input_fn, int64_t 
     result.last_loss = out[0].ElementAsDouble(0);
     if (progress) progress(TrainProgress{result.global_step, result.steps, result.last_loss});
   }
-  const std::string& dir = options_.model.model_dir;
-  if (!dir.empty() && result.global_step != checkpoint_step_) {
-    AF_RETURN_IF_ERROR(saver_->Save(session_.get(), dir, result.global_step).status());
-    checkpoint_step_ = result.global_step;
-    AF_RETURN_IF_ERROR(WriteModelSpec(dir, spec_));
-  }
+  AF_RETURN_IF_ERROR(SaveAtEndOfTraining(options_.model.model_dir, spec_, saver_.get(),
+                                         session_.get(), result.global_step, &checkpoint_step_));
   return result;
 }
 
 StatusOr<EvalResult> InGraphClassifier::Evaluate(const InputFn& input_fn) {
-  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset, CallInputFn(input_fn));
+  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset,
+                      CallInputFn(input_fn, /*labels_required=*/true));
   std::unique_ptr<Iterator> it = dataset->MakeIterator();
   const InGraphTower& tower = model_.towers.front();
   EvalResult result;

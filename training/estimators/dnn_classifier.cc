@@ -1,12 +1,11 @@
 #include "training/estimators/dnn_classifier.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <system_error>
 #include <utility>
 
 #include "graph/ops.h"
 #include "training/checkpoint/checkpoint.h"
+#include "training/estimators/classifier_setup.h"
 #include "training/estimators/dnn_model.h"
 #include "training/estimators/model_parallel.h"
 #include "training/estimators/pipeline.h"
@@ -24,58 +23,6 @@ constexpr const char* kExampleLoss = kDNNExampleLoss;      // float32 [?]
 constexpr const char* kLoss = kDNNLoss;                    // float32 []
 constexpr char kTrain[] = "train";
 constexpr char kInit[] = "init";
-
-std::string DescribeSpecDifference(const DNNModelSpec& found, const DNNModelSpec& wanted) {
-  if (found.model != wanted.model || found.split != wanted.split ||
-      found.parts != wanted.parts) {
-    return "model " + found.model + " split " + found.split + " over " +
-           std::to_string(found.parts) + " part(s) there, " + wanted.model + " split " +
-           wanted.split + " over " + std::to_string(wanted.parts) + " here";
-  }
-  if (found.hidden_units != wanted.hidden_units) {
-    return "hidden units " + HiddenUnitsString(found.hidden_units) + " there, " +
-           HiddenUnitsString(wanted.hidden_units) + " here";
-  }
-  if (found.n_classes != wanted.n_classes) {
-    return "n_classes " + std::to_string(found.n_classes) + " there, " +
-           std::to_string(wanted.n_classes) + " here";
-  }
-  if (found.activation != wanted.activation) {
-    return "activation " + found.activation + " there, " + wanted.activation + " here";
-  }
-  if (found.label_column != wanted.label_column) {
-    return "label column '" + found.label_column + "' there, '" + wanted.label_column + "' here";
-  }
-  if (found.feature_columns.size() != wanted.feature_columns.size()) {
-    return std::to_string(found.feature_columns.size()) + " feature columns there, " +
-           std::to_string(wanted.feature_columns.size()) + " here";
-  }
-  for (size_t i = 0; i < found.feature_columns.size(); ++i) {
-    const NumericColumn& a = found.feature_columns[i];
-    const NumericColumn& b = wanted.feature_columns[i];
-    if (a.name != b.name) {
-      return "feature column " + std::to_string(i + 1) + " is '" + a.name + "' there, '" + b.name +
-             "' here";
-    }
-    if (a.normalization != b.normalization) {
-      return "feature column '" + a.name + "' has other normalization statistics";
-    }
-  }
-  return "the models differ";
-}
-
-StatusOr<std::shared_ptr<const Dataset>> CallInputFn(const InputFn& input_fn) {
-  if (!input_fn) return InvalidArgument("input_fn is empty");
-  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset, input_fn());
-  if (dataset == nullptr) return InvalidArgument("input_fn returned no dataset");
-  AF_RETURN_IF_ERROR(dataset->status());
-  if (dataset->num_components() < 1 || dataset->num_components() > 2) {
-    return InvalidArgument("input_fn's dataset has elements " +
-                           ElementSpecString(dataset->output_dtypes(), dataset->output_shapes()) +
-                           "; expected (features float32 [batch, F], labels int32 [batch])");
-  }
-  return dataset;
-}
 
 }  // namespace
 
@@ -121,12 +68,7 @@ StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::Load(const std::string& 
 
 StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::CreateInternal(DNNClassifierOptions options,
                                                                        bool for_training) {
-  DNNModelSpec spec;
-  spec.feature_columns = options.feature_columns;
-  spec.hidden_units = options.hidden_units;
-  spec.n_classes = options.n_classes;
-  spec.activation = options.activation;
-  spec.label_column = options.label_column;
+  DNNModelSpec spec = ModelSpecFromOptions(options);
   spec.model = options.model;
   spec.split = options.split;
   // Only a vertical split's structure depends on how many devices it is cut over.
@@ -134,17 +76,11 @@ StatusOr<std::unique_ptr<DNNClassifier>> DNNClassifier::CreateInternal(DNNClassi
                    ? std::max<int64_t>(1, static_cast<int64_t>(options.devices.size()))
                    : 1;
   AF_RETURN_IF_ERROR(ValidateModelSpec(spec));
-  if (!options.session_factory) {
-    return InvalidArgument("DNNClassifier: no session_factory given");
-  }
-  if (options.timeout_in_ms < 0) {
-    return InvalidArgument("DNNClassifier: timeout_in_ms " + std::to_string(options.timeout_in_ms) +
-                           " must be >= 0");
-  }
+  AF_RETURN_IF_ERROR(CheckSessionOptions("DNNClassifier", options));
   std::unique_ptr<DNNClassifier> classifier(new DNNClassifier(std::move(options), std::move(spec)));
   AF_RETURN_IF_ERROR(classifier->Build(for_training));
   if (for_training && !classifier->options_.model_dir.empty()) {
-    AF_RETURN_IF_ERROR(classifier->PrepareModelDir());
+    AF_RETURN_IF_ERROR(PrepareModelDir(classifier->options_.model_dir, classifier->spec_));
   }
   AF_ASSIGN_OR_RETURN(classifier->session_,
                       classifier->options_.session_factory(classifier->graph_.get()));
@@ -165,12 +101,7 @@ Status DNNClassifier::Build(bool for_training) {
 
   AF_ASSIGN_OR_RETURN(global_step_, CreateGlobalStep(root));
   if (for_training) {
-    if (options_.optimizer_factory) {
-      AF_ASSIGN_OR_RETURN(optimizer_, options_.optimizer_factory());
-      if (optimizer_ == nullptr) return InvalidArgument("optimizer_factory returned no optimizer");
-    } else {
-      AF_ASSIGN_OR_RETURN(optimizer_, MakeOptimizer(options_.optimizer, options_.learning_rate));
-    }
+    AF_ASSIGN_OR_RETURN(optimizer_, MakeOptimizerFromOptions(options_));
     if (options_.pipeline_micro_batches > 0) {
       AF_ASSIGN_OR_RETURN(PipelinedMlp pipeline, BuildPipeline(model));
       AF_RETURN_IF_ERROR(optimizer_
@@ -214,35 +145,11 @@ StatusOr<PipelinedMlp> DNNClassifier::BuildPipeline(const DNNModel& model) {
   return BuildPipelinedMlp(scope_.NewSubScope("pipeline"), model.inputs, model.labels, params);
 }
 
-Status DNNClassifier::PrepareModelDir() {
-  const std::string& dir = options_.model_dir;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir, ec)) {
-    return Unavailable("model directory '" + dir + "' cannot be created" +
-                       (ec ? ": " + ec.message() : std::string()));
-  }
-  StatusOr<DNNModelSpec> existing = ReadModelSpec(dir);
-  if (existing.ok() && *existing != spec_) {
-    return FailedPrecondition("model directory '" + dir + "' holds another model (" +
-                              DescribeSpecDifference(*existing, spec_) +
-                              "): use another directory");
-  }
-  if (!existing.ok() && existing.status().code() != Code::kNotFound) return existing.status();
-  // Writing model.json now also shows that the directory is writable before any
-  // training step runs.
-  return WriteModelSpec(dir, spec_);
-}
-
 Status DNNClassifier::InitializeOrRestore(bool require_checkpoint) {
   if (!options_.model_dir.empty()) {
-    StatusOr<std::string> latest = LatestCheckpoint(options_.model_dir);
-    if (latest.ok()) {
-      AF_RETURN_IF_ERROR(saver_->Restore(session_.get(), *latest));
-      AF_ASSIGN_OR_RETURN(checkpoint_step_, ReadCheckpointGlobalStep(*latest));
-      return Status::OK();
-    }
-    if (latest.status().code() != Code::kNotFound) return latest.status();
+    AF_ASSIGN_OR_RETURN(bool restored, RestoreLatestCheckpoint(options_.model_dir, saver_.get(),
+                                                               session_.get(), &checkpoint_step_));
+    if (restored) return Status::OK();
     if (require_checkpoint) {
       return NotFound("model directory '" + options_.model_dir +
                       "' has no checkpoint: train a model into it first");
@@ -281,19 +188,7 @@ StatusOr<FeedList> DNNClassifier::MakeFeeds(const Element& batch, int64_t batch_
     return InvalidArgument(where + " has no labels; training and evaluation need them");
   }
   const Tensor& labels = batch[1];
-  if (labels.dtype() != DType::kInt32 || labels.rank() != 1 || labels.dim(0) != features.dim(0)) {
-    return InvalidArgument(where + ": labels are " + labels.DebugString() + ", expected int32 [" +
-                           std::to_string(features.dim(0)) + "]");
-  }
-  const int32_t* y = labels.data<int32_t>();
-  for (int64_t i = 0; i < labels.dim(0); ++i) {
-    if (y[i] < 0 || y[i] >= spec_.n_classes) {
-      return InvalidArgument("label " + std::to_string(y[i]) + " (example " + std::to_string(i) +
-                             " of " + where + ") is outside [0, " +
-                             std::to_string(spec_.n_classes) + "): n_classes is " +
-                             std::to_string(spec_.n_classes));
-    }
-  }
+  AF_RETURN_IF_ERROR(CheckLabels(labels, features.dim(0), spec_.n_classes, where));
   feeds.emplace_back(kLabels, labels);
   return feeds;
 }
@@ -309,7 +204,8 @@ StatusOr<TrainResult> DNNClassifier::Train(const InputFn& input_fn, int64_t step
   if (!trainable_) {
     return FailedPrecondition("this classifier was loaded for prediction and cannot train");
   }
-  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset, CallInputFn(input_fn));
+  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset,
+                      CallInputFn(input_fn, /*labels_required=*/false));
   TrainResult result;
   // The step counter lives in the graph; reading it once and counting here avoids a
   // read racing with the train op's increment.
@@ -338,17 +234,14 @@ StatusOr<TrainResult> DNNClassifier::Train(const InputFn& input_fn, int64_t step
     result.last_loss = out[0].ElementAsDouble(0);
     if (progress) progress(TrainProgress{result.global_step, result.steps, result.last_loss});
   }
-  if (!options_.model_dir.empty() && result.global_step != checkpoint_step_) {
-    AF_RETURN_IF_ERROR(
-        saver_->Save(session_.get(), options_.model_dir, result.global_step).status());
-    checkpoint_step_ = result.global_step;
-    AF_RETURN_IF_ERROR(WriteModelSpec(options_.model_dir, spec_));
-  }
+  AF_RETURN_IF_ERROR(SaveAtEndOfTraining(options_.model_dir, spec_, saver_.get(), session_.get(),
+                                         result.global_step, &checkpoint_step_));
   return result;
 }
 
 StatusOr<EvalResult> DNNClassifier::Evaluate(const InputFn& input_fn) {
-  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset, CallInputFn(input_fn));
+  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset,
+                      CallInputFn(input_fn, /*labels_required=*/false));
   std::unique_ptr<Iterator> it = dataset->MakeIterator();
   EvalResult result;
   double loss_sum = 0.0;
@@ -378,7 +271,8 @@ StatusOr<EvalResult> DNNClassifier::Evaluate(const InputFn& input_fn) {
 }
 
 StatusOr<std::vector<Prediction>> DNNClassifier::Predict(const InputFn& input_fn) {
-  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset, CallInputFn(input_fn));
+  AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> dataset,
+                      CallInputFn(input_fn, /*labels_required=*/false));
   std::unique_ptr<Iterator> it = dataset->MakeIterator();
   std::vector<Prediction> predictions;
   for (int64_t batch_index = 0;; ++batch_index) {

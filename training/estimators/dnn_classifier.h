@@ -199,9 +199,6 @@ class DNNClassifier {
   // Restores the latest checkpoint of the model directory, else runs the
   // initializers (or fails with NotFound when require_checkpoint).
   Status InitializeOrRestore(bool require_checkpoint);
-  // Prepares the model directory for training: creates it, checks its model.json
-  // against this model and writes it.
-  Status PrepareModelDir();
   // The pipelined mlp of options_.pipeline_micro_batches over the model's variables.
   StatusOr<PipelinedMlp> BuildPipeline(const DNNModel& model);
   // Checks a batch and makes the feeds. with_labels: the labels are checked and fed.
