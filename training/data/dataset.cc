@@ -199,11 +199,25 @@ std::shared_ptr<const Dataset> Dataset::Map(MapFn fn) const {
 
 std::shared_ptr<const Dataset> Dataset::Map(MapFn fn, std::vector<DType> output_dtypes,
                                             std::vector<Shape> output_shapes) const {
+  return Map(std::move(fn), std::move(output_dtypes), std::move(output_shapes),
+             /*num_parallel_calls=*/1);
+}
+
+std::shared_ptr<const Dataset> Dataset::Map(MapFn fn, int num_parallel_calls) const {
+  return Map(std::move(fn), output_dtypes(), output_shapes(), num_parallel_calls);
+}
+
+std::shared_ptr<const Dataset> Dataset::Map(MapFn fn, std::vector<DType> output_dtypes,
+                                            std::vector<Shape> output_shapes,
+                                            int num_parallel_calls) const {
   std::shared_ptr<const Dataset> self;
   if (auto error = Untransformable(*this, &self)) return error;
-  if (!fn || output_dtypes.empty() || output_dtypes.size() != output_shapes.size()) {
+  if (!fn || output_dtypes.empty() || output_dtypes.size() != output_shapes.size() ||
+      num_parallel_calls < 1) {
     const std::string message =
         !fn ? "Map: the function is empty"
+        : num_parallel_calls < 1
+            ? "Map: num_parallel_calls must be >= 1, got " + std::to_string(num_parallel_calls)
             : "Map: give one dtype and one shape per output component (got " +
                   std::to_string(output_dtypes.size()) + " dtypes and " +
                   std::to_string(output_shapes.size()) + " shapes)";
@@ -211,8 +225,51 @@ std::shared_ptr<const Dataset> Dataset::Map(MapFn fn, std::vector<DType> output_
     return ErrorDataset(InvalidArgument(message), std::move(output_dtypes),
                         std::move(output_shapes));
   }
-  return NewMapDataset(std::move(self), std::move(fn), std::move(output_dtypes),
-                       std::move(output_shapes));
+  if (num_parallel_calls == 1) {
+    return NewMapDataset(std::move(self), std::move(fn), std::move(output_dtypes),
+                         std::move(output_shapes));
+  }
+  return NewParallelMapDataset(std::move(self), std::move(fn), std::move(output_dtypes),
+                               std::move(output_shapes), num_parallel_calls);
+}
+
+std::shared_ptr<const Dataset> Dataset::Shard(int64_t num_shards, int64_t index) const {
+  std::shared_ptr<const Dataset> self;
+  if (auto error = Untransformable(*this, &self)) return error;
+  if (num_shards < 1 || index < 0 || index >= num_shards) {
+    return ErrorDataset(InvalidArgument("Shard: index " + std::to_string(index) +
+                                        " of num_shards " + std::to_string(num_shards) +
+                                        ": num_shards must be >= 1 and 0 <= index < num_shards"),
+                        output_dtypes(), output_shapes());
+  }
+  return NewShardDataset(std::move(self), num_shards, index);
+}
+
+std::shared_ptr<const Dataset> Dataset::Interleave(InterleaveFn fn,
+                                                   std::vector<DType> output_dtypes,
+                                                   std::vector<Shape> output_shapes,
+                                                   int64_t cycle_length,
+                                                   int64_t block_length) const {
+  std::shared_ptr<const Dataset> self;
+  if (auto error = Untransformable(*this, &self)) return error;
+  std::string bad;
+  if (!fn) {
+    bad = "the function is empty";
+  } else if (output_dtypes.empty() || output_dtypes.size() != output_shapes.size()) {
+    bad = "give one dtype and one shape per output component (got " +
+          std::to_string(output_dtypes.size()) + " dtypes and " +
+          std::to_string(output_shapes.size()) + " shapes)";
+  } else if (cycle_length < 1 || block_length < 1) {
+    bad = "cycle_length and block_length must be >= 1, got " + std::to_string(cycle_length) +
+          " and " + std::to_string(block_length);
+  }
+  if (!bad.empty()) {
+    output_shapes.resize(output_dtypes.size(), Shape::UnknownRank());
+    return ErrorDataset(InvalidArgument("Interleave: " + bad), std::move(output_dtypes),
+                        std::move(output_shapes));
+  }
+  return NewInterleaveDataset(std::move(self), std::move(fn), std::move(output_dtypes),
+                              std::move(output_shapes), cycle_length, block_length);
 }
 
 std::shared_ptr<const Dataset> Dataset::Prefetch(int64_t buffer_size) const {

@@ -64,6 +64,8 @@ class Dataset : public std::enable_shared_from_this<Dataset> {
  public:
   // What Map applies to each element.
   using MapFn = std::function<StatusOr<Element>(Element)>;
+  // What Interleave makes of each input element: a dataset (e.g. a file's records).
+  using InterleaveFn = std::function<StatusOr<std::shared_ptr<const Dataset>>(Element)>;
 
   virtual ~Dataset() = default;
   Dataset(const Dataset&) = delete;
@@ -111,6 +113,31 @@ class Dataset : public std::enable_shared_from_this<Dataset> {
   std::shared_ptr<const Dataset> Map(MapFn fn, std::vector<DType> output_dtypes,
                                      std::vector<Shape> output_shapes) const;
 
+  // Map with fn running on up to `num_parallel_calls` elements at once (threads of the
+  // iterator, started by its first GetNext). The results, errors included, come in
+  // input order whatever the thread count, at most 2 * num_parallel_calls elements
+  // ahead of the consumer. num_parallel_calls 1 is Map. fn must be thread-safe.
+  // Error (in status()): num_parallel_calls < 1, and Map's.
+  std::shared_ptr<const Dataset> Map(MapFn fn, int num_parallel_calls) const;
+  std::shared_ptr<const Dataset> Map(MapFn fn, std::vector<DType> output_dtypes,
+                                     std::vector<Shape> output_shapes,
+                                     int num_parallel_calls) const;
+  // Every num_shards-th element, starting at element `index`: num_shards workers
+  // with indices 0..num_shards-1 read disjoint parts that together are the whole. An
+  // input error counts as an element (the shard it falls to returns it). Shard before
+  // Shuffle and Repeat, so that each worker's part stays the same set every pass.
+  // Error (in status()): num_shards < 1, or index outside [0, num_shards).
+  std::shared_ptr<const Dataset> Shard(int64_t num_shards, int64_t index) const;
+  // fn makes a dataset of each input element (a file name, say); cycle_length of them
+  // are read at once, block_length elements from each in turn, and one that ends is
+  // replaced by the next input element's dataset. Deterministic. Every inner
+  // dataset's elements must match output_dtypes / output_shapes (GetNext returns
+  // InvalidArgument otherwise); fn's errors come out as elements ("Interleave: ...").
+  // Error (in status()): cycle_length or block_length < 1, an empty fn or spec.
+  std::shared_ptr<const Dataset> Interleave(InterleaveFn fn, std::vector<DType> output_dtypes,
+                                            std::vector<Shape> output_shapes,
+                                            int64_t cycle_length,
+                                            int64_t block_length = 1) const;
   // Produces the same results as this dataset (elements and errors, in order), read
   // ahead by a background thread into a buffer of at most `buffer_size` results. The
   // thread starts at the first GetNext and is stopped and joined when the iterator

@@ -6,9 +6,6 @@
 #include <utility>
 
 namespace actorflow {
-namespace {
-
-// --- Shuffle -------------------------------------------------------------------------
 
 uint64_t SplitMix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -16,6 +13,10 @@ uint64_t SplitMix64(uint64_t x) {
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
 }
+
+namespace {
+
+// --- Shuffle -------------------------------------------------------------------------
 
 class ShuffleDataset : public Dataset {
  public:
@@ -274,34 +275,13 @@ class MapDataset : public Dataset {
       AF_RETURN_IF_ERROR(input_->GetNext(&in));
       StatusOr<Element> mapped = dataset_->fn_(std::move(in));
       if (!mapped.ok()) return mapped.status().WithContext("Map");
-      AF_RETURN_IF_ERROR(CheckSpec(*mapped));
+      AF_RETURN_IF_ERROR(
+          CheckMapResult(*mapped, dataset_->output_dtypes(), dataset_->output_shapes()));
       *out = std::move(mapped).value();
       return Status::OK();
     }
 
    private:
-    Status CheckSpec(const Element& e) const {
-      const auto& dtypes = dataset_->output_dtypes();
-      const auto& shapes = dataset_->output_shapes();
-      bool ok = e.size() == dtypes.size();
-      for (size_t i = 0; ok && i < e.size(); ++i) {
-        ok = e[i].IsInitialized() && e[i].dtype() == dtypes[i] &&
-             e[i].shape().IsCompatibleWith(shapes[i]);
-      }
-      if (ok) return Status::OK();
-      std::vector<DType> got_dtypes;
-      std::vector<Shape> got_shapes;
-      for (const Tensor& t : e) {
-        got_dtypes.push_back(t.dtype());
-        got_shapes.push_back(t.shape());
-      }
-      return InvalidArgument("Map: the function returned " +
-                             ElementSpecString(got_dtypes, got_shapes) +
-                             " but the dataset declares " + ElementSpecString(dtypes, shapes) +
-                             ": return those dtypes and shapes, or declare the new ones with "
-                             "Map(fn, output_dtypes, output_shapes)");
-    }
-
     std::unique_ptr<Iterator> input_;
     std::shared_ptr<const MapDataset> dataset_;  // for fn_ and the declared spec
   };
@@ -311,6 +291,27 @@ class MapDataset : public Dataset {
 };
 
 }  // namespace
+
+Status CheckMapResult(const Element& element, const std::vector<DType>& dtypes,
+                      const std::vector<Shape>& shapes, const std::string& who) {
+  bool ok = element.size() == dtypes.size();
+  for (size_t i = 0; ok && i < element.size(); ++i) {
+    ok = element[i].IsInitialized() && element[i].dtype() == dtypes[i] &&
+         element[i].shape().IsCompatibleWith(shapes[i]);
+  }
+  if (ok) return Status::OK();
+  std::vector<DType> got_dtypes;
+  std::vector<Shape> got_shapes;
+  for (const Tensor& t : element) {
+    got_dtypes.push_back(t.dtype());
+    got_shapes.push_back(t.shape());
+  }
+  return InvalidArgument(who + ": the function returned " +
+                         ElementSpecString(got_dtypes, got_shapes) +
+                         " but the dataset declares " + ElementSpecString(dtypes, shapes) +
+                         ": return those dtypes and shapes, or declare the new ones with " +
+                         who + "(fn, output_dtypes, output_shapes, ...)");
+}
 
 std::vector<Shape> BatchedShapes(const std::vector<Shape>& shapes, int64_t batch_dim) {
   std::vector<Shape> out;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "graph/shape.h"
@@ -16,6 +17,10 @@
 #include "training/data/dataset.h"
 
 namespace actorflow {
+
+// One step of splitmix64: a well-mixed 64-bit value of x, the same on every platform.
+// What the seeded transformations derive their draws from.
+uint64_t SplitMix64(uint64_t x);
 
 // OutOfRange("End of sequence"): what every iterator returns at the end.
 Status EndOfSequence();
@@ -32,6 +37,25 @@ std::shared_ptr<const Dataset> NewRepeatDataset(std::shared_ptr<const Dataset> i
 std::shared_ptr<const Dataset> NewMapDataset(std::shared_ptr<const Dataset> input,
                                              Dataset::MapFn fn, std::vector<DType> output_dtypes,
                                              std::vector<Shape> output_shapes);
+// In parallel_map_dataset.cc; num_parallel_calls >= 1.
+std::shared_ptr<const Dataset> NewParallelMapDataset(std::shared_ptr<const Dataset> input,
+                                                     Dataset::MapFn fn,
+                                                     std::vector<DType> output_dtypes,
+                                                     std::vector<Shape> output_shapes,
+                                                     int num_parallel_calls);
+// In interleave_dataset.cc; 0 <= index < num_shards; cycle and block length >= 1.
+std::shared_ptr<const Dataset> NewShardDataset(std::shared_ptr<const Dataset> input,
+                                               int64_t num_shards, int64_t index);
+std::shared_ptr<const Dataset> NewInterleaveDataset(std::shared_ptr<const Dataset> input,
+                                                    Dataset::InterleaveFn fn,
+                                                    std::vector<DType> output_dtypes,
+                                                    std::vector<Shape> output_shapes,
+                                                    int64_t cycle_length, int64_t block_length);
+// OK when `element` has exactly `dtypes` and shapes compatible with `shapes`;
+// otherwise InvalidArgument, prefixed by `who` ("Map"), saying what came and what the
+// dataset declares.
+Status CheckMapResult(const Element& element, const std::vector<DType>& dtypes,
+                      const std::vector<Shape>& shapes, const std::string& who = "Map");
 // In prefetch_dataset.cc.
 std::shared_ptr<const Dataset> NewPrefetchDataset(std::shared_ptr<const Dataset> input,
                                                   int64_t buffer_size);
