@@ -18,6 +18,9 @@ packages=(
   python3-protobuf
   graphviz
   libcpp-httplib-dev
+  # training/data/idx_file: gzipped IDX files, and Fashion-MNIST to train on.
+  zlib1g-dev
+  dataset-fashion-mnist
   chromium
   # tests/secure_cluster_test: certificates for mutual TLS.
   openssl

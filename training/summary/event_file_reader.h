@@ -1,6 +1,7 @@
-// Reads TensorBoard event files back: the TFRecord framing and the Event / Summary
-// messages of training/summary/event_file.h, decoded by hand (no protobuf library), and a
-// log directory's scalar series per run, as `tensorboard --logdir` would show them.
+// Reads TensorBoard event files back: the TFRecord framing (training/data/tfrecord.h)
+// and the Event / Summary messages of training/summary/event_file.h, decoded by hand
+// (training/data/proto_wire.h; no protobuf library), and a log directory's scalar series
+// per run, as `tensorboard --logdir` would show them.
 //
 // Contract:
 //  - Both masked CRC-32Cs of every record are checked. A mismatch means the file is
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "graph/status.h"
+#include "training/data/tfrecord.h"
 
 namespace actorflow {
 
@@ -44,12 +46,7 @@ struct Event {
   std::vector<std::pair<std::string, float>> scalars;
 };
 
-// The records of one file's bytes, each a payload whose CRCs were checked. `name`
-// names the bytes in messages (the file's path). A trailing partial record sets
-// `*warning` (when non-null) to "NAME: truncated record at offset N (...)"; it stays
-// untouched otherwise. Error: a CRC mismatch, naming `name`, the offset and which CRC.
-StatusOr<std::vector<std::string>> SplitRecords(const std::string& bytes, const std::string& name,
-                                                std::string* warning);
+// The records of a file's bytes: SplitRecords (training/data/tfrecord.h, included here).
 
 // Decodes one record's payload as an Event. InvalidArgument for bytes that are no
 // protobuf message (a truncated varint, a length past the end, a bad wire type).
