@@ -1,5 +1,6 @@
 // Every backward rule of the op set, one function per differentiable op, and the
 // table that Gradients() looks them up in (see graph/gradients.h for the contract).
+// The rules of the normalization ops live in graph/gradient_rules_norm.cc.
 //
 // Notation in the comments: g is the incoming gradient (the gradient of the op's
 // output), dx the gradient of input x. Binary element-wise ops broadcast, so their
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/gradient_rules_internal.h"
 #include "graph/gradients.h"
 #include "graph/ops.h"
 
@@ -415,6 +417,8 @@ const std::map<std::string, GradientFn>& RuleTable() {
       {"Conv2D", Conv2DGrad},
       {"MaxPool", MaxPoolGradRule},
       {"AvgPool", AvgPoolGradRule},
+      {"FusedBatchNorm", gradient_rules_internal::FusedBatchNormGradRule},
+      {"Dropout", gradient_rules_internal::DropoutGradRule},
       {"SoftmaxCrossEntropyWithLogits", SoftmaxCrossEntropyGrad},
       {"SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxCrossEntropyGrad},
       {"Sum", SumGrad},

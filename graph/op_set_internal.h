@@ -13,6 +13,7 @@
 //   ops_dataset.cc           IteratorGetNext
 //   ops_queue.cc             queues and the CSV reader
 //   ops_nn_conv.cc           Conv2D, MaxPool, AvgPool and their backward ops (NHWC)
+//   ops_nn_norm.cc           FusedBatchNorm, FusedBatchNormGrad and Dropout
 // The first two hold the core op set, the one that CPU and reference kernels must
 // cover (kernels/kernel_coverage_test.cc); graph/ops.h documents what each op
 // promises, and shape arithmetic lives in graph/shape_inference.h.

@@ -140,6 +140,67 @@ Output AvgPoolGrad(const Scope& scope, const Input& orig_input_shape, const Inpu
                    const std::vector<int64_t>& ksize, const std::vector<int64_t>& strides,
                    const std::string& padding);
 
+// --- Normalization and regularization (graph/ops_nn_norm.cc) --------------------
+// x is [N,H,W,C] (or [N,C]); statistics are per channel C, over the other axes
+// (M = N*H*W elements each). Float32 and float64.
+
+struct FusedBatchNormResult {
+  Output y;               // x's shape: scale * (x - mean) / sqrt(variance + epsilon) + offset
+  Output batch_mean;      // [C]
+  Output batch_variance;  // [C]
+};
+// TF1's FusedBatchNorm (tf.layers.batch_normalization's fused path).
+// Training (is_training): normalizes with the batch's mean and biased variance, and
+// returns the mean and the unbiased variance (var * M / (M - 1); the biased one when
+// M = 1), the Bessel-corrected estimate that TF1 feeds its moving variance so that it
+// tracks the population's variance; mean and variance are not read (pass the moving
+// averages, or empty [0] tensors). An empty batch (M = 0) gives NaN statistics.
+// Inference: normalizes with the given mean and variance [C] (the moving averages) and
+// returns them. scale, offset [C]; epsilon >= 0 (tf.layers' default 0.001).
+FusedBatchNormResult FusedBatchNorm(const Scope& scope, const Input& x, const Input& scale,
+                                    const Input& offset, const Input& mean,
+                                    const Input& variance, double epsilon = 0.001,
+                                    bool is_training = true);
+struct FusedBatchNormGradResult {
+  Output x_backprop;       // x's shape
+  Output scale_backprop;   // [C]
+  Output offset_backprop;  // [C]
+};
+// The gradients of FusedBatchNorm's y with respect to x, scale and offset, for
+// y_backprop (x's shape). In training mode mean and variance are the forward op's
+// batch_mean and batch_variance outputs (the latter Bessel-corrected, as it returns
+// it) and x_backprop includes the statistics' dependence on x; in inference mode they
+// are the statistics the forward op was given.
+FusedBatchNormGradResult FusedBatchNormGrad(const Scope& scope, const Input& y_backprop,
+                                            const Input& x, const Input& scale,
+                                            const Input& mean, const Input& variance,
+                                            double epsilon, bool is_training);
+// variable = variable * momentum + value * (1 - momentum), as TF's
+// assign_moving_average (an AssignSub of (variable - value) * (1 - momentum)); returns
+// the new value. momentum in [0, 1] (tf.layers' batch normalization: 0.99).
+Output AssignMovingAverage(const Scope& scope, const Input& variable, const Input& value,
+                           double momentum);
+
+struct DropoutResult {
+  Output output;  // x's shape: x * mask
+  Output mask;    // x's shape: 1 / keep_prob where x is kept, 0 where it is dropped
+};
+// Training: keeps each element with probability keep_prob (tf.layers' rate is
+// 1 - keep_prob) and scales the kept ones by 1 / keep_prob. Stateful: the node draws a
+// new mask per run, the same sequence of masks for the same seed on every device;
+// the gradient is dy * mask. Inference (!is_training): output = Identity(x) and mask =
+// OnesLike(x) (no random op). keep_prob in (0, 1], else InvalidArgument.
+DropoutResult Dropout(const Scope& scope, const Input& x, double keep_prob, int64_t seed,
+                      bool is_training = true);
+
+// x [N,H,W,C] -> [N,C]: the mean over H and W (a Mean node over axes {1, 2}, whose
+// gradient spreads dy evenly over each image). A known rank other than 4 is an error.
+Output GlobalAvgPool(const Scope& scope, const Input& x);
+// x [N, d1, d2, ...] -> [N, d1 * d2 * ...] (a Reshape; [N] -> [N,1]). With every inner
+// dim known the shape is [-1, d1 * d2 * ...]; otherwise N is read at run time (then an
+// empty batch is an error: the -1 cannot be resolved from 0 elements).
+Output Flatten(const Scope& scope, const Input& x);
+
 // --- Reductions ----------------------------------------------------------------
 // x [2,3,4] reduced over axis {1} -> [2,4], or [2,1,4] with keep_dims. Negative axes
 // count from the end; an explicit empty list reduces nothing; no axis argument

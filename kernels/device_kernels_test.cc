@@ -238,6 +238,42 @@ std::vector<OpCase> AllCases() {
                      kSumming32, kExact64});
   }
 
+  // Batch normalization ([N,C] and NHWC, training and inference) and dropout: the
+  // GPU draws the CPU's mask (kernels/random_bits.h), so the reference covers it too.
+  for (const Shape& x : {Shape{33, 7}, Shape{4, 5, 6, 40}}) {
+    const std::string layout = x.rank() == 2 ? "NC" : "NHWC";
+    const int64_t c = x.dim(x.rank() - 1);
+    for (bool training : {true, false}) {
+      const std::string mode = training ? "_training_" : "_inference_";
+      const AttrMap attrs = {{"epsilon", AttrValue(0.001)}, {"is_training", AttrValue(training)}};
+      cases.push_back({"FusedBatchNorm" + mode + layout, [=](DType t, RandomTensors* r) {
+                         return Case("FusedBatchNorm",
+                                     {r->Uniform(t, x, -2, 3), r->Uniform(t, Shape{c}, 0.5, 2),
+                                      r->Uniform(t, Shape{c}), r->Uniform(t, Shape{c}),
+                                      r->Uniform(t, Shape{c}, 0.1, 2)},
+                                     attrs);
+                       },
+                       kSumming32, kExact64});
+      cases.push_back({"FusedBatchNormGrad" + mode + layout, [=](DType t, RandomTensors* r) {
+                         return Case("FusedBatchNormGrad",
+                                     {r->Uniform(t, x), r->Uniform(t, x, -2, 3),
+                                      r->Uniform(t, Shape{c}, 0.5, 2), r->Uniform(t, Shape{c}),
+                                      r->Uniform(t, Shape{c}, 0.1, 2)},
+                                     attrs);
+                       },
+                       kSumming32, kExact64});
+    }
+  }
+  for (double keep_prob : {0.5, 1.0}) {
+    cases.push_back({"Dropout_keep_" + std::to_string(static_cast<int>(keep_prob * 100)),
+                     [=](DType t, RandomTensors* r) {
+                       return Case("Dropout", {r->Uniform(t, Shape{3, 7, 11})},
+                                   {{"keep_prob", AttrValue(keep_prob)},
+                                    {"seed", AttrValue(int64_t{42})}});
+                     },
+                     kElementwise32, kExact64});
+  }
+
   // Not covered by the reference: compared with the CPU kernel.
   for (const std::string op : {"ReluGrad", "SigmoidGrad", "TanhGrad"}) {
     cases.push_back({op, [=](DType t, RandomTensors* r) {

@@ -37,8 +37,13 @@ const auto* const kReport = ::testing::AddGlobalTestEnvironment(new ReportWorstE
 std::string Name(int i) { return "x" + std::to_string(i); }
 
 // Runs `fetch` with the inputs fed; an output that was never set is an error too.
+// With fresh_session_per_run the run gets a new session over `graph` instead.
 StatusOr<Tensor> RunWith(Session* session, const std::vector<Tensor>& inputs,
-                         const std::string& fetch) {
+                         const std::string& fetch, const Graph* graph = nullptr) {
+  if (graph != nullptr) {
+    AF_ASSIGN_OR_RETURN(std::unique_ptr<Session> fresh, NewDirectSession(graph));
+    return RunWith(fresh.get(), inputs, fetch);
+  }
   FeedList feeds;
   for (size_t i = 0; i < inputs.size(); ++i) feeds.emplace_back(Name(i), inputs[i]);
   std::vector<Tensor> out;
@@ -53,7 +58,8 @@ StatusOr<Tensor> RunWith(Session* session, const std::vector<Tensor>& inputs,
 // whose error exceeds kMaxError.
 ::testing::AssertionResult GradientsMatchOnce(const std::string& what,
                                               const std::vector<Tensor>& inputs, const Fn& f,
-                                              bool unknown_shapes, uint64_t seed) {
+                                              bool unknown_shapes, uint64_t seed,
+                                              const CheckOptions& options) {
   auto fail = [&what]() { return ::testing::AssertionFailure() << what << ": "; };
   Scope root = Scope::NewRootScope();
   std::vector<Output> xs;
@@ -66,7 +72,8 @@ StatusOr<Tensor> RunWith(Session* session, const std::vector<Tensor>& inputs,
   auto session_or = NewDirectSession(root.graph());
   if (!session_or.ok()) return fail() << session_or.status();
   std::unique_ptr<Session> session = std::move(session_or).value();
-  const StatusOr<Tensor> value = RunWith(session.get(), inputs, y.name());
+  const Graph* fresh = options.fresh_session_per_run ? root.graph() : nullptr;
+  const StatusOr<Tensor> value = RunWith(session.get(), inputs, y.name(), fresh);
   if (!value.ok()) return fail() << "computing f: " << value.status();
   Rng rng(seed);
   const Output loss = Sum(root, Mul(root, y, Const(root, rng.Uniform(value->shape(), -1, 1))));
@@ -77,7 +84,7 @@ StatusOr<Tensor> RunWith(Session* session, const std::vector<Tensor>& inputs,
   std::ostringstream details;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!(*grads)[i].valid()) return fail() << "no gradient for input " << i;
-    const StatusOr<Tensor> symbolic = RunWith(session.get(), inputs, (*grads)[i].name());
+    const StatusOr<Tensor> symbolic = RunWith(session.get(), inputs, (*grads)[i].name(), fresh);
     if (!symbolic.ok()) return fail() << "gradient of input " << i << ": " << symbolic.status();
     if (symbolic->dtype() != DType::kFloat64 || symbolic->shape() != inputs[i].shape()) {
       return fail() << "gradient of input " << i << " is " << DTypeName(symbolic->dtype())
@@ -93,7 +100,7 @@ StatusOr<Tensor> RunWith(Session* session, const std::vector<Tensor>& inputs,
       double loss_at[2];  // L(x + h), L(x - h)
       for (int side = 0; side < 2; ++side) {
         *e = side == 0 ? x + h : x - h;
-        const StatusOr<Tensor> moved_loss = RunWith(session.get(), moved, loss.name());
+        const StatusOr<Tensor> moved_loss = RunWith(session.get(), moved, loss.name(), fresh);
         if (!moved_loss.ok()) {
           return fail() << "loss with input " << i << " element " << j
                         << " moved: " << moved_loss.status();
@@ -131,12 +138,13 @@ void Record(double error, const std::string& what) {
 }
 
 ::testing::AssertionResult GradientsMatch(const std::string& what,
-                                          const std::vector<Tensor>& inputs, const Fn& f) {
+                                          const std::vector<Tensor>& inputs, const Fn& f,
+                                          const CheckOptions& options) {
   static uint64_t seed = 1;
-  const ::testing::AssertionResult known =
-      GradientsMatchOnce(what + " (known shapes)", inputs, f, /*unknown_shapes=*/false, seed);
-  const ::testing::AssertionResult unknown =
-      GradientsMatchOnce(what + " (unknown shapes)", inputs, f, /*unknown_shapes=*/true, seed++);
+  const ::testing::AssertionResult known = GradientsMatchOnce(
+      what + " (known shapes)", inputs, f, /*unknown_shapes=*/false, seed, options);
+  const ::testing::AssertionResult unknown = GradientsMatchOnce(
+      what + " (unknown shapes)", inputs, f, /*unknown_shapes=*/true, seed++, options);
   if (known && unknown) return ::testing::AssertionSuccess();
   if (known) return unknown;
   if (unknown) return known;

@@ -13,6 +13,10 @@
 // shapes, so the rules' runtime-shape paths (SumToShapeOf, Size, ...) are exercised
 // too. Callers keep inputs away from kinks (Rng's AwayFromZero, Grid, Distinct).
 //
+// Stateful random ops (Dropout) draw anew on every run of one session, but the same
+// values in every new session: with CheckOptions::fresh_session_per_run each
+// evaluation runs in a session of its own, so every evaluation sees the same draw.
+//
 // Every checked element goes through Record(); a test binary that links this library
 // prints the worst error over all of them when its tests end.
 //
@@ -106,9 +110,14 @@ void Record(double error, const std::string& what);
 // kMaxError (input, element, symbolic and numeric value). Each call draws its weights
 // W from the next seed of a process-wide sequence, so a binary's checks are
 // reproducible in their order.
+struct CheckOptions {
+  // Each run (f, the gradients, every moved loss) in a new DirectSession.
+  bool fresh_session_per_run = false;
+};
 [[nodiscard]] ::testing::AssertionResult GradientsMatch(const std::string& what,
                                                         const std::vector<Tensor>& inputs,
-                                                        const Fn& f);
+                                                        const Fn& f,
+                                                        const CheckOptions& options = {});
 
 // "[2,3], [3]": the inputs' shapes, for the `what` of a check.
 std::string ShapesOf(const std::vector<Tensor>& inputs);

@@ -36,6 +36,10 @@ std::map<std::string, std::set<DType>> RequiredCpuKernels() {
     required[op].insert({DType::kFloat32, DType::kFloat64});
   }
   required["NoOp"].insert(DType::kFloat32);
+  // The CNN layers' ops (graph/ops_nn_norm.cc): floats only, with reference kernels.
+  for (const char* op : {"FusedBatchNorm", "FusedBatchNormGrad", "Dropout"}) {
+    required[op].insert({DType::kFloat32, DType::kFloat64});
+  }
   for (const char* op :
        {"Add", "Sub", "Mul", "Div", "Pow", "Neg", "Abs", "Maximum", "Minimum", "Square", "Sum",
         "Max", "Min", "Mean", "Equal", "Less", "Greater", "Cast", "Reshape", "Transpose",

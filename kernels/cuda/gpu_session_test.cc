@@ -2,8 +2,8 @@
 // (--config=cuda). On a machine without a GPU the runtime finds zero GPU devices and
 // the guide's example runs through soft placement: pi on the CPU instead of /gpu:0.
 // With a GPU, pi runs there, and training on the GPU matches training on the CPU, as
-// do a convolutional net's gradients; those cases are skipped, with the driver's
-// answer, where there is no GPU.
+// do a convolutional net's gradients (also through batch normalization and dropout);
+// those cases are skipped, with the driver's answer, where there is no GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -227,7 +227,9 @@ struct ConvGradients {
 };
 
 // Which part of the net the gradients flow through, so that a mismatch names its op.
-enum class ConvNetPart { kWhole, kWholeStaticBatch, kConvOnly, kReluMaxPoolOnly, kAvgPoolOnly };
+enum class ConvNetPart {
+  kWhole, kWholeStaticBatch, kConvOnly, kReluMaxPoolOnly, kAvgPoolOnly, kBatchNormDropout
+};
 
 ConvGradients ConvNetGradients(const std::string& device, int gpus,
                                ConvNetPart part = ConvNetPart::kWhole) {
@@ -246,6 +248,14 @@ ConvGradients ConvNetGradients(const std::string& device, int gpus,
   } else if (part == ConvNetPart::kAvgPoolOnly) {
     out = AvgPool(dev, x, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
     wrt = {x};
+  } else if (part == ConvNetPart::kBatchNormDropout) {
+    // Training-mode statistics, and the same dropout mask on both devices (one run each).
+    const Tensor no_statistics(DType::kFloat32, Shape{0});
+    auto bn = FusedBatchNorm(dev, Conv2D(dev, x, w, {1, 1, 1, 1}, "SAME"),
+                             Tensor::FromVector<float>({1, 0.5f, 2, 1}),
+                             Tensor::FromVector<float>({0, 0.1f, -0.2f, 0.3f}), no_statistics,
+                             no_statistics);
+    out = Dropout(dev, Relu(dev, bn.y), 0.8, /*seed=*/3).output;  // [N,7,6,4]
   } else {
     auto conv = Conv2D(dev, x, w, {1, 2, 2, 1}, "SAME");                          // [N,4,3,4]
     auto maxed = MaxPool(dev, Relu(dev, conv), {1, 2, 2, 1}, {1, 1, 1, 1}, "SAME");  // [N,4,3,4]
@@ -318,7 +328,8 @@ TEST(GpuSessionTest, EachPartOfTheConvNetHasTheCpusGradientsOnTheGpu) {
       {ConvNetPart::kWholeStaticBatch, "whole net, static batch"},
       {ConvNetPart::kConvOnly, "Conv2D"},
       {ConvNetPart::kReluMaxPoolOnly, "Relu + MaxPool (stride 1, SAME)"},
-      {ConvNetPart::kAvgPoolOnly, "AvgPool"}};
+      {ConvNetPart::kAvgPoolOnly, "AvgPool"},
+      {ConvNetPart::kBatchNormDropout, "Conv2D + FusedBatchNorm + Relu + Dropout"}};
   for (const auto& [part, name] : parts) {
     ConvGradients cpu = ConvNetGradients("/cpu:0", 0, part);
     ConvGradients gpu = ConvNetGradients("/gpu:0", 1, part);

@@ -13,6 +13,7 @@ const reference::RefTable& Table() {
     reference::AddArrayOps(t);
     reference::AddNnOps(t);
     reference::AddConvOps(t);
+    reference::AddNormOps(t);
     return t;
   }();
   return *table;

@@ -9,6 +9,8 @@
 //
 // Not covered (stateful or without a value to compare): Const, Placeholder, Variable,
 // Assign, AssignAdd, AssignSub, NoOp, RandomUniform, RandomNormal, TruncatedNormal.
+// Dropout is stateful but covered for its first draw (what a new kernel computes),
+// which its counter-based stream defines exactly (kernels/random_bits.h).
 //
 // Thread safety: ReferenceCompute is a pure function; call it from any thread.
 #ifndef ACTORFLOW_KERNELS_REFERENCE_REFERENCE_H_

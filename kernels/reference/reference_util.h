@@ -38,6 +38,7 @@ void AddReductionOps(RefTable* table);
 void AddArrayOps(RefTable* table);
 void AddNnOps(RefTable* table);
 void AddConvOps(RefTable* table);  // reference_conv.cc
+void AddNormOps(RefTable* table);  // reference_norm.cc
 
 // --- Indexing ---------------------------------------------------------------------
 
