@@ -11,6 +11,7 @@
 #include "actors/transport/transport_security.h"
 #include "graph/status.h"
 #include "tools/cli/cli_common.h"
+#include "tools/convert_command.h"
 #include "tools/graph_command.h"
 #include "tools/launch_command.h"
 #include "tools/plot_command.h"
@@ -51,6 +52,7 @@ std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
       AddExportSubcommand(app),
       AddSimulateSubcommand(app),
       AddSwarmSubcommand(app),
+      AddConvertSubcommand(app),
   };
 }
 

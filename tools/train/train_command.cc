@@ -12,10 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/chrome_trace.h"
+#include "tools/train/epoch_evaluations.h"
 #include "tools/train/in_graph_train.h"
 #include "tools/train/progress_bar.h"
 #include "tools/train/train_cluster.h"
 #include "tools/train/train_data.h"
+#include "tools/train/train_datasets.h"
 #include "tools/train/train_flags.h"
 #include "tools/train/train_summaries.h"
 #include "placement/device_name.h"
@@ -32,10 +34,13 @@ Status CheckFlags(const TrainCommandOptions& options) {
   AF_RETURN_IF_ERROR(CheckModelAndTrainingFlags(options));
   AF_RETURN_IF_ERROR(CheckPipelineFlags(options));
   AF_ASSIGN_OR_RETURN(auto device_count, ParseDeviceCounts(options.devices));
-  if (!options.cluster.empty() && (options.model != "mlp" || options.split != "none")) {
+  const bool cluster_model =
+      options.model == "mlp" || options.model == "convnet" || options.model == "convnet-bn";
+  if (!options.cluster.empty() && (!cluster_model || options.split != "none")) {
     return InvalidArgument("--model " + options.model + " --split " + options.split +
-                           ": --cluster trains only --model mlp --split none for now; drop "
-                           "--cluster to split a model over this process's --devices");
+                           ": --cluster trains --model mlp, convnet or convnet-bn with --split "
+                           "none for now; drop --cluster to split a model over this process's "
+                           "--devices");
   }
   if (options.cluster.empty() && options.split != "none") {
     // Enough local devices for the split (the model and split names are checked).
@@ -122,19 +127,35 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
   ProgressBar bar(progress, planned, interactive);
   TrainSummaries summaries(ResolveUserPath(options.logdir), options.batch, options.learning_rate,
                            err);
+  const int64_t side = NamedDatasetImageSide(options.dataset);
+  const InputFn input =
+      side > 0 ? ImageTrainingInput(data.train, side, options.batch, options.seed, options.epochs,
+                                    options.augment)
+               : TrainingInput(data.train, options.batch, options.seed, options.epochs);
+  // A named dataset is evaluated after every epoch, from the progress callback
+  // (between steps), its time kept out of the training seconds.
+  EpochEvaluations epochs(!options.dataset.empty() && options.epochs > 0,
+                          (rows + options.batch - 1) / options.batch);
   StatusOr<TrainResult> trained = classifier->Train(
-      TrainingInput(data.train, options.batch, options.seed, options.epochs),
-      MaxTrainSteps(options), [&bar, &summaries, planned](const TrainProgress& p) {
+      input, MaxTrainSteps(options),
+      [&bar, &summaries, &epochs, &classifier, &data, planned](const TrainProgress& p) {
         bar.Update(p.step, p.loss);
         summaries.Progress(0, p.step, planned, p.loss);
+        epochs.AfterStep(p.step, [&] { return classifier->Evaluate(EvaluationInput(data.test)); });
       });
   bar.Finish();
   AF_RETURN_IF_ERROR(trained.status());
+  AF_RETURN_IF_ERROR(epochs.status());
   if (!options.trace_path.empty()) {
     AF_RETURN_IF_ERROR(WriteChromeTrace(trained->traced_step, ResolveUserPath(options.trace_path)));
   }
 
-  AF_ASSIGN_OR_RETURN(EvalResult eval, classifier->Evaluate(EvaluationInput(data.test)));
+  EvalResult eval;
+  if (epochs.HasFinal(trained->steps)) {
+    eval = epochs.final();
+  } else {
+    AF_ASSIGN_OR_RETURN(eval, classifier->Evaluate(EvaluationInput(data.test)));
+  }
   summaries.End(0, trained->steps, {{"accuracy", static_cast<float>(eval.accuracy)}});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -151,6 +172,13 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
              << ": " << bytes_per_step << " bytes cross devices per step\n";
   }
   nlohmann::ordered_json extra = ModelParallelJson(options, devices, bytes_per_step);
+  if (!options.dataset.empty()) {
+    extra["dataset"] = options.dataset;
+    extra["data_format"] = options.data_format;
+    const int64_t samples =
+        options.epochs > 0 ? rows * options.epochs : trained->steps * options.batch;
+    epochs.AddJson(*trained, samples, &extra);
+  }
   if (options.pipeline > 0) {
     AF_ASSIGN_OR_RETURN(const double bubble,
                         MeasureBubbleFraction(trained->traced_step.step_stats, devices));

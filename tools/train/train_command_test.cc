@@ -160,7 +160,7 @@ TEST(TrainCommandTest, SplitsThatCannotRunAreUsageErrorsNamingTheDevices) {
   clustered.cluster = "local:ps=1,worker=2";
   std::ostringstream out3, err3;
   EXPECT_EQ(TrainCommand(clustered, out3, err3, false), kExitUsageError);
-  EXPECT_THAT(err3.str(), HasSubstr("--cluster trains only --model mlp --split none")) << err3.str();
+  EXPECT_THAT(err3.str(), HasSubstr("--cluster trains --model mlp, convnet or convnet-bn with --split none")) << err3.str();
 }
 
 TEST(TrainCommandTest, PipelinedLayerSplitTrainsTheDigitsAndReportsItsBubble) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tools/cli/cli_common.h"
+#include "tools/train/train_datasets.h"
 
 namespace actorflow {
 namespace cli {
@@ -93,6 +94,7 @@ StatusOr<std::string> FindBundledData(const std::string& file) {
 }
 
 StatusOr<TrainingData> LoadTrainingData(const TrainCommandOptions& options) {
+  if (!options.dataset.empty()) return LoadNamedDataset(options);
   TrainingData data;
   AF_ASSIGN_OR_RETURN(data.train_path, DataFilePath(options.train_path, "iris_training.csv"));
   AF_ASSIGN_OR_RETURN(data.test_path, DataFilePath(options.test_path, "iris_test.csv"));

@@ -44,9 +44,14 @@ struct ModelFlagDefaults {
 };
 // nullopt-like: false for an unknown model (CheckModelAndTrainingFlags reports it).
 bool DefaultsOfModel(const std::string& model, ModelFlagDefaults* defaults);
-// Sets --hidden, --optimizer, --lr, --batch and --epochs to options->model's
-// defaults where `given(flag)` says the flag was not on the command line. For --model
-// mlp nothing changes. --steps given without --epochs keeps counting steps.
+// A named dataset's defaults (tools/train/train_datasets.h) for `model`, which win
+// over the model's; false for no or an unknown dataset.
+bool DefaultsOfDataset(const std::string& dataset, const std::string& model,
+                       ModelFlagDefaults* defaults);
+// Sets --hidden, --optimizer, --lr, --batch and --epochs to options->dataset's
+// defaults, or else options->model's, where `given(flag)` says the flag was not on the
+// command line. For --model mlp without --dataset nothing changes. --steps given
+// without --epochs keeps counting steps.
 void ApplyModelDefaults(const std::function<bool(const std::string& flag)>& given,
                         TrainCommandOptions* options);
 

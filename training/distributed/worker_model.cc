@@ -7,6 +7,7 @@
 #include "graph/ops.h"
 #include "training/checkpoint/checkpoint.h"
 #include "training/data/data_shard.h"
+#include "training/estimators/layer_classes.h"
 #include "training/optimizers/variables.h"
 
 namespace actorflow {
@@ -37,6 +38,9 @@ StatusOr<std::unique_ptr<WorkerModel>> WorkerModel::Create(const DNNModelSpec& s
   if (model->session_ == nullptr) {
     return Internal("WorkerModel: the session factory returned no session");
   }
+  // A model with local state (batch normalization's moving averages, which stay on
+  // the worker) needs it initialized on every worker, not only the chief.
+  if (!model->update_op_names_.empty()) AF_RETURN_IF_ERROR(model->Run({}, {}, {kInit}, nullptr));
   return model;
 }
 
@@ -55,6 +59,7 @@ Status WorkerModel::Build(uint64_t seed) {
     variable_outputs_.push_back(var.name());
     gradient_names_.push_back(grads[i].name());
   }
+  for (const Output& update : UpdateOps(*graph_)) update_op_names_.push_back(update.node->name());
   AF_ASSIGN_OR_RETURN(Output global_step, CreateGlobalStep(root));
   GlobalVariablesInitializer(root.WithOpName(kInit));
 
@@ -115,7 +120,7 @@ StatusOr<GradientStep> WorkerModel::ComputeGradients(const ParameterMap& paramet
   std::vector<std::string> fetches = {kDNNLoss};
   fetches.insert(fetches.end(), gradient_names_.begin(), gradient_names_.end());
   std::vector<Tensor> out;
-  AF_RETURN_IF_ERROR(Run(feeds, fetches, {}, &out));
+  AF_RETURN_IF_ERROR(Run(feeds, fetches, update_op_names_, &out));
   GradientStep step;
   step.loss = out[0].ElementAsDouble(0);
   for (size_t i = 0; i < variable_names_.size(); ++i) {

@@ -93,6 +93,10 @@ class WorkerModel {
   std::vector<std::string> variable_names_;
   std::vector<std::string> variable_outputs_;  // what to feed, per variable
   std::vector<std::string> gradient_names_;    // what to fetch, per variable
+  // The model's kUpdateOpsCollection (batch normalization's moving averages): run
+  // with every gradient step, so that this worker's moving averages follow its
+  // batches and a chief's checkpoint carries them (they are local, not on the ps).
+  std::vector<std::string> update_op_names_;
   std::unique_ptr<Saver> saver_;
   std::unique_ptr<Session> session_;  // declared last: closed before the graph goes
 };

@@ -1,12 +1,14 @@
 #include "training/estimators/dnn_classifier.h"
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "graph/ops.h"
 #include "training/checkpoint/checkpoint.h"
 #include "training/estimators/classifier_setup.h"
 #include "training/estimators/dnn_model.h"
+#include "training/estimators/layer_classes.h"
 #include "training/estimators/model_parallel.h"
 #include "training/estimators/pipeline.h"
 #include "training/optimizers/variables.h"
@@ -109,6 +111,13 @@ Status DNNClassifier::Build(bool for_training) {
                                               global_step_)
                              .status());
       train_loss_ = pipeline.loss.name();
+    } else if (std::vector<Output> updates = UpdateOps(*graph_); !updates.empty()) {
+      // TF1's `with control_dependencies(UPDATE_OPS)`: a step also moves the batch
+      // normalization's moving averages.
+      AF_ASSIGN_OR_RETURN(Output step, optimizer_->Minimize(root.WithOpName("train_step"), loss,
+                                                            global_step_));
+      updates.push_back(step);
+      NoOp(root.WithOpName(kTrain).WithControlDependencies(updates));
     } else {
       AF_RETURN_IF_ERROR(
           optimizer_->Minimize(root.WithOpName(kTrain), loss, global_step_).status());
@@ -210,10 +219,15 @@ StatusOr<TrainResult> DNNClassifier::Train(const InputFn& input_fn, int64_t step
   // The step counter lives in the graph; reading it once and counting here avoids a
   // read racing with the train op's increment.
   AF_ASSIGN_OR_RETURN(result.global_step, GlobalStep());
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
+  Clock::duration in_callbacks{0};
   std::unique_ptr<Iterator> it = dataset->MakeIterator();
   while (steps < 0 || result.steps < steps) {
     Element batch;
+    const Clock::time_point asked = Clock::now();
     Status next = it->GetNext(&batch);
+    result.input_seconds += std::chrono::duration<double>(Clock::now() - asked).count();
     if (next.code() == Code::kOutOfRange) break;
     AF_RETURN_IF_ERROR(next);
     AF_ASSIGN_OR_RETURN(FeedList feeds, MakeFeeds(batch, result.steps, /*with_labels=*/true));
@@ -232,8 +246,13 @@ StatusOr<TrainResult> DNNClassifier::Train(const InputFn& input_fn, int64_t step
     ++result.steps;
     ++result.global_step;
     result.last_loss = out[0].ElementAsDouble(0);
-    if (progress) progress(TrainProgress{result.global_step, result.steps, result.last_loss});
+    if (progress) {
+      const Clock::time_point called = Clock::now();
+      progress(TrainProgress{result.global_step, result.steps, result.last_loss});
+      in_callbacks += Clock::now() - called;
+    }
   }
+  result.seconds = std::chrono::duration<double>(Clock::now() - started - in_callbacks).count();
   AF_RETURN_IF_ERROR(SaveAtEndOfTraining(options_.model_dir, spec_, saver_.get(), session_.get(),
                                          result.global_step, &checkpoint_step_));
   return result;

@@ -126,6 +126,10 @@ struct TrainResult {
   // With DNNClassifierOptions::trace_step: the traced step's RunMetadata (node stats
   // per device, Send/Recv, clock offsets; kernels/chrome_trace.h writes it).
   RunMetadata traced_step;
+  // Wall time of this call, and the part of it spent waiting for the next batch of
+  // the input (the progress callback's time excluded from both).
+  double seconds = 0.0;
+  double input_seconds = 0.0;
 };
 
 struct EvalResult {
@@ -164,7 +168,8 @@ class DNNClassifier {
 
   // Runs training steps, one per batch of input_fn's dataset, until `steps` steps
   // ran or the dataset ends (steps < 0: until it ends). `progress`, when set, is
-  // called after each step. Errors: input_fn's and the dataset's, InvalidArgument for
+  // called after each step, on the calling thread, between steps: it may call
+  // Evaluate (e.g. at the end of each epoch). Errors: input_fn's and the dataset's, InvalidArgument for
   // a batch of the wrong dtype or shape or a label outside [0, n_classes) (naming
   // the label, the batch and the example in it), step errors, and with a model_dir
   // the checkpoint's and model.json's. Steps that ran before an error stay applied.

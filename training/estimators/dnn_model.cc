@@ -56,7 +56,15 @@ StatusOr<DNNModel> BuildDNNModel(const Scope& root, const DNNModelSpec& spec, ui
       SparseSoftmaxCrossEntropyWithLogits(head.WithOpName(kDNNExampleLoss), model.logits,
                                           model.labels)
           .loss;
-  model.loss = Mean(head.WithOpName(kDNNLoss), model.example_loss);
+  // A model whose training differs from inference (dropout, batch statistics) is
+  // trained on its training path's loss; the others' two losses are one node.
+  Output train_example_loss =
+      split.train_logits.node == split.logits.node
+          ? model.example_loss
+          : SparseSoftmaxCrossEntropyWithLogits(head.WithOpName("train_example_loss"),
+                                                split.train_logits, model.labels)
+                .loss;
+  model.loss = Mean(head.WithOpName(kDNNLoss), train_example_loss);
   if (!root.ok()) return root.status();
   return model;
 }

@@ -12,7 +12,11 @@
 //   "probabilities" float32 [?, C], the softmax of the logits
 //   "class_ids"     int64 [?], the argmax of the logits
 //   "example_loss"  float32 [?], sparse softmax cross-entropy per example
-//   "loss"          float32 [], the mean of example_loss
+//   "loss"          float32 [], the mean of example_loss: what training minimizes
+//                   (for a model whose training differs from its inference, the
+//                   convnets of model_parallel.h, the mean of "train_example_loss",
+//                   computed from the training path's logits; probabilities,
+//                   class_ids and example_loss read the inference path)
 //   "dnn/hiddenlayer_<i>/kernel", ".../bias", "dnn/logits/kernel", ".../bias": the
 //   trainable Variables. A kernel starts from a truncated normal with Glorot's
 //   stddev sqrt(2 / (fan_in + fan_out)) seeded by DNNLayerSeed(seed, layer); a bias
@@ -54,7 +58,7 @@ struct DNNModel {
   Output probabilities; // float32 [?, C]
   Output class_ids;     // int64 [?]
   Output example_loss;  // float32 [?]
-  Output loss;          // float32 []
+  Output loss;          // float32 [], training's (see "loss" above)
   // The trainable Variables, input side first, each layer's kernel then its bias.
   std::vector<Output> variables;
   // The distinct devices the model's parts were put on, in order of first use

@@ -47,7 +47,10 @@ StatusOr<ModelKind> ParseModelKind(const std::string& name) {
   if (name == "mlp") return ModelKind::kMlp;
   if (name == "cnn") return ModelKind::kCnn;
   if (name == "rnn") return ModelKind::kRnn;
-  return InvalidArgument("unknown model '" + name + "': valid are mlp, cnn, rnn");
+  if (name == "convnet") return ModelKind::kConvnet;
+  if (name == "convnet-bn") return ModelKind::kConvnetBn;
+  return InvalidArgument("unknown model '" + name +
+                         "': valid are mlp, cnn, rnn, convnet, convnet-bn");
 }
 
 const char* ModelKindName(ModelKind kind) {
@@ -58,6 +61,10 @@ const char* ModelKindName(ModelKind kind) {
       return "cnn";
     case ModelKind::kRnn:
       return "rnn";
+    case ModelKind::kConvnet:
+      return "convnet";
+    case ModelKind::kConvnetBn:
+      return "convnet-bn";
   }
   return "?";
 }
@@ -91,6 +98,8 @@ std::vector<ModelSplit> SupportedSplits(ModelKind kind) {
     case ModelKind::kCnn:
       return {ModelSplit::kNone, ModelSplit::kLayer, ModelSplit::kTowers};
     case ModelKind::kRnn:
+    case ModelKind::kConvnet:
+    case ModelKind::kConvnetBn:
       return {ModelSplit::kNone, ModelSplit::kLayer};
   }
   return {ModelSplit::kNone};
@@ -150,15 +159,23 @@ StatusOr<SplitModel> BuildSplitModel(const Scope& scope, ModelKind kind, const O
                              std::to_string(params.hidden_units[i]) + " units; each needs >= 1");
     }
   }
+  StatusOr<SplitModel> model = Internal("unknown model kind");
   switch (kind) {
     case ModelKind::kMlp:
-      return BuildMlp(scope, x, params, placement);
+      model = BuildMlp(scope, x, params, placement);
+      break;
     case ModelKind::kCnn:
-      return BuildCnn(scope, x, params, placement);
+      model = BuildCnn(scope, x, params, placement);
+      break;
     case ModelKind::kRnn:
-      return BuildRnn(scope, x, params, placement);
+      model = BuildRnn(scope, x, params, placement);
+      break;
+    case ModelKind::kConvnet:
+    case ModelKind::kConvnetBn:
+      return BuildConvnet(scope, x, params, placement, kind == ModelKind::kConvnetBn);
   }
-  return Internal("unknown model kind");
+  if (model.ok() && !model->train_logits.valid()) model->train_logits = model->logits;
+  return model;
 }
 
 namespace model_parallel_internal {

@@ -16,6 +16,17 @@
 //        h_t = tanh(x_t W + h_{t-1} U + b) (h_{-1} = 0), statically unrolled, nodes
 //        "rnn/layer<l>/t<t>/..." (0-based), one layer per hidden_units entry; the
 //        logits "rnn/logits" are dense on the last layer's last state.
+//   convnet     the TensorFlow Layers tutorial's CNN (Fashion-MNIST's own
+//        benchmark/convnet.py), for square images: x -> NHWC [-1, S, S, 1] -> conv
+//        5x5x32 SAME relu "convnet/conv1" -> maxpool 2 SAME -> conv 5x5x64 SAME relu
+//        "convnet/conv2" -> maxpool 2 SAME -> flatten -> dense relu per hidden_units
+//        entry (the tutorial: 1024) "convnet/dense<i>" -> dropout 0.4 -> dense
+//        "convnet/logits". Training and inference differ (dropout): SplitModel's
+//        train_logits are the training path, logits the inference path, over the
+//        same variables (layer_classes.h).
+//   convnet-bn  the same with batch normalization "convnet/batch_norm<s>" after each
+//        convolution, before its relu; its moving averages are updated by the ops
+//        of kUpdateOpsCollection (layer_classes.h), which a train op must run.
 //
 // Splits (ModelSplit), over the `devices` of ModelPlacement in order:
 //   none      everything on devices[0].
@@ -28,6 +39,8 @@
 //             previous activation, which each device assembles itself (a concat of
 //             the parts); the logits' parts are joined on devices[0].
 //   towers    cnn only: tower t on devices[t], joined at the head on devices[0].
+// (convnet and convnet-bn: layer puts conv 1, conv 2 and the head on consecutive
+// devices.)
 // A split other than none needs at least 2 devices (towers: one per tower); more
 // than a split can use are left idle. An empty device name leaves a part unplaced
 // (the session's default device), and a name may repeat: predict rebuilds a split
@@ -47,21 +60,24 @@
 
 namespace actorflow {
 
-enum class ModelKind { kMlp, kCnn, kRnn };
+enum class ModelKind { kMlp, kCnn, kRnn, kConvnet, kConvnetBn };
 enum class ModelSplit { kNone, kLayer, kVertical, kTowers };
 
 inline constexpr int kCnnTowers = 2;
 inline constexpr int64_t kCnnChannels[2] = {8, 16};  // per tower, conv stage 1 and 2
 inline constexpr int64_t kRnnTimeSteps = 8;
+inline constexpr int64_t kConvnetFilters[2] = {32, 64};  // conv 1 and conv 2
+inline constexpr double kConvnetDropoutRate = 0.4;
 
-// "mlp", "cnn", "rnn"; InvalidArgument quoting `name` and listing them.
+// "mlp", "cnn", "rnn", "convnet", "convnet-bn"; InvalidArgument quoting `name` and
+// listing them.
 StatusOr<ModelKind> ParseModelKind(const std::string& name);
 const char* ModelKindName(ModelKind kind);
 // "none", "layer", "vertical", "towers"; InvalidArgument quoting `name` and listing them.
 StatusOr<ModelSplit> ParseModelSplit(const std::string& name);
 const char* ModelSplitName(ModelSplit split);
 // The splits a model has, none first: mlp none/layer/vertical, cnn none/layer/towers,
-// rnn none/layer.
+// rnn, convnet and convnet-bn none/layer.
 std::vector<ModelSplit> SupportedSplits(ModelKind kind);
 
 // A well-mixed 63-bit seed for layer `layer` of a model seeded with `seed` (the DNN's
@@ -88,7 +104,10 @@ struct ModelPlacement {
 };
 
 struct SplitModel {
-  Output logits;  // float32 [?, n_classes]
+  Output logits;  // float32 [?, n_classes]: inference (what evaluation and serving read)
+  // The logits of training (dropout on, batch statistics): what the loss that trains
+  // the model is computed from. The same node as `logits` for the mlp, cnn and rnn.
+  Output train_logits;
   // Trainable variables, input side first.
   std::vector<Output> variables;
   // The distinct devices the parts were put on, in order of first use.
@@ -119,6 +138,9 @@ StatusOr<SplitModel> BuildCnn(const Scope& scope, const Output& x,
                               const ModelParallelParams& params, const ModelPlacement& placement);
 StatusOr<SplitModel> BuildRnn(const Scope& scope, const Output& x,
                               const ModelParallelParams& params, const ModelPlacement& placement);
+StatusOr<SplitModel> BuildConvnet(const Scope& scope, const Output& x,
+                                  const ModelParallelParams& params,
+                                  const ModelPlacement& placement, bool batch_norm);
 
 namespace model_parallel_internal {
 

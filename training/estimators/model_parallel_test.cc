@@ -41,7 +41,8 @@ TEST(ModelParallelTest, NamesParseBackAndUnknownNamesListTheValidOnes) {
     ASSERT_OK_AND_ASSIGN(ModelSplit parsed, ParseModelSplit(ModelSplitName(split)));
     EXPECT_EQ(parsed, split);
   }
-  for (ModelKind kind : {ModelKind::kMlp, ModelKind::kCnn, ModelKind::kRnn}) {
+  for (ModelKind kind : {ModelKind::kMlp, ModelKind::kCnn, ModelKind::kRnn, ModelKind::kConvnet,
+                         ModelKind::kConvnetBn}) {
     ASSERT_OK_AND_ASSIGN(ModelKind parsed, ParseModelKind(ModelKindName(kind)));
     EXPECT_EQ(parsed, kind);
   }
@@ -202,6 +203,40 @@ TEST(ModelParallelTest, NoSplitPutsEverythingOnTheFirstDevice) {
       EXPECT_EQ(node->requested_device(), "/cpu:0") << node->name();
     }
   }
+}
+
+// The tutorial CNN: its variables (trainable only: the moving averages are not
+// trained), a training path apart from the inference path, and the layer split.
+TEST(ModelParallelTest, ConvnetsHaveATrainingPathBesideTheInferenceOne) {
+  Scope root = Scope::NewRootScope();
+  ASSERT_OK_AND_ASSIGN(SplitModel plain,
+                       Build(root, ModelKind::kConvnet, ModelSplit::kNone, {}, {1024}, 784));
+  EXPECT_NE(plain.train_logits.node, plain.logits.node);
+  EXPECT_EQ(plain.logits.shape(), (Shape{-1, 10}));
+  // conv1, conv2, dense1, logits: kernel and bias each.
+  ASSERT_EQ(plain.variables.size(), 8u);
+  EXPECT_EQ(plain.variables[0].node->name(), "convnet/conv1/kernel");
+  EXPECT_EQ(plain.variables[0].shape(), (Shape{5, 5, 1, 32}));
+  EXPECT_EQ(plain.variables[4].shape(), (Shape{7 * 7 * 64, 1024}));
+
+  Scope bn_root = Scope::NewRootScope();
+  ASSERT_OK_AND_ASSIGN(SplitModel bn, Build(bn_root, ModelKind::kConvnetBn, ModelSplit::kLayer,
+                                            kThreeCpus, {16}, 784));
+  EXPECT_EQ(bn.variables.size(), 8u + 4u);  // + gamma and beta of each batch norm
+  EXPECT_EQ(bn_root.graph()->GetCollection("update_ops").size(), 4u);
+  EXPECT_EQ(DeviceOf(*bn_root.graph(), "convnet/conv1/kernel"), "/cpu:0");
+  EXPECT_EQ(DeviceOf(*bn_root.graph(), "convnet/batch_norm2/moving_mean"), "/cpu:1");
+  EXPECT_EQ(DeviceOf(*bn_root.graph(), "convnet/logits/kernel"), "/cpu:2");
+  EXPECT_EQ(bn.head_device, "/cpu:2");
+
+  Scope bad = Scope::NewRootScope();
+  EXPECT_THAT(Build(bad, ModelKind::kConvnet, ModelSplit::kNone, {}, {8}, 10).status().message(),
+              HasSubstr("convnet: 10 features are not a square image"));
+  Scope towers = Scope::NewRootScope();
+  EXPECT_THAT(Build(towers, ModelKind::kConvnet, ModelSplit::kTowers, kThreeCpus, {8}, 784)
+                  .status()
+                  .message(),
+              HasSubstr("the convnet has splits none, layer"));
 }
 
 }  // namespace

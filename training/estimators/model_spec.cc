@@ -52,7 +52,9 @@ Status ValidateModelSpec(const DNNModelSpec& spec) {
   if (spec.parts < 1) {
     return InvalidArgument("parts " + std::to_string(spec.parts) + ": must be >= 1");
   }
-  if (spec.hidden_units.empty() && kind != ModelKind::kCnn) {
+  const bool convolutional = kind == ModelKind::kCnn || kind == ModelKind::kConvnet ||
+                             kind == ModelKind::kConvnetBn;
+  if (spec.hidden_units.empty() && !convolutional) {
     return InvalidArgument("hidden units: none given; a DNN needs at least one hidden layer");
   }
   for (size_t i = 0; i < spec.hidden_units.size(); ++i) {
