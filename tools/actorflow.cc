@@ -10,6 +10,7 @@
 #include "actors/transport/cluster_secret.h"
 #include "actors/transport/transport_security.h"
 #include "graph/status.h"
+#include "tools/cli/blas_core.h"
 #include "tools/cli/cli_common.h"
 #include "tools/convert_command.h"
 #include "tools/graph_command.h"
@@ -121,6 +122,8 @@ int Main(int argc, char** argv) {
 }  // namespace actorflow
 
 int main(int argc, char** argv) {
+  // Before any thread: OpenBLAS's kernels for this CPU (tools/cli/blas_core.h).
+  actorflow::cli::RestartWithBetterBlasCore(argv);
   return actorflow::cli::CatchExceptions(std::cerr,
                                          [&]() { return actorflow::cli::Main(argc, argv); });
 }

@@ -1,15 +1,20 @@
 // CPU kernels of Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter (NHWC input,
-// HWIO filter; float32 and float64). All three are im2col + OpenBLAS gemm, one image
-// at a time: the patch matrix P [OH*OW, KH*KW*C] of an image holds in row (oy, ox) the
-// window under output pixel (oy, ox) (zeros where it covers padding), and the HWIO
-// filter is already the row-major matrix F [KH*KW*C, O], so
+// HWIO filter; float32 and float64). All three are im2col + OpenBLAS gemm over a chunk
+// of images at a time: the patch matrix P [n*OH*OW, KH*KW*C] of n consecutive images
+// holds in row (i, oy, ox) the window under output pixel (oy, ox) of image i (zeros
+// where it covers padding), and the HWIO filter is already the row-major matrix
+// F [KH*KW*C, O], so
 //   forward:          Y = P F
-//   input gradient:   dP = dY F^T, scattered back into the image (col2im)
-//   filter gradient:  dF += P^T dY, summed over the batch.
-// The patch buffer is one image's worth, so memory stays O(OH*OW*KH*KW*C); a 1x1
-// window at stride 1 needs none.
+//   input gradient:   dP = dY F^T, scattered back into the images (col2im)
+//   filter gradient:  dF += P^T dY, summed over the chunks.
+// Images are consecutive in NHWC, so a chunk's Y and dY are one matrix each. A chunk is
+// as many images as fit kPatchBudget bytes of patches (at least one), so that small
+// images still make gemms big enough for OpenBLAS's threads (one 14x14 image with a
+// 5x5x32 window is a [196, 800] matrix; 16 of them are [3136, 800]); a 1x1 window at
+// stride 1 needs no patches and takes the whole batch at once.
 #include <cblas.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -22,6 +27,17 @@
 namespace actorflow {
 namespace cpu {
 namespace {
+
+// The most bytes of patches a kernel holds at once.
+constexpr int64_t kPatchBudget = int64_t{16} << 20;
+
+// Images per chunk for `bytes_per_image` of patches: what fits kPatchBudget, >= 1, and
+// so that rows * chunk stays within BLAS's int.
+int64_t ImagesPerChunk(int64_t bytes_per_image, int64_t rows, int64_t batch) {
+  int64_t chunk = bytes_per_image > 0 ? kPatchBudget / bytes_per_image : batch;
+  chunk = std::min<int64_t>(chunk, INT_MAX / std::max<int64_t>(rows, 1));
+  return std::max<int64_t>(1, std::min(chunk, batch));
+}
 
 // Row-major C[M,N] = op(A) op(B) + beta C; lda/ldb are the stored row lengths.
 inline void Gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
@@ -133,12 +149,18 @@ class Conv2DKernel : public Kernel {
     const int64_t row_len = g.k_h * g.k_w * g.channels;
     if (out.NumElements() == 0 || row_len == 0) return;
     const bool pointwise = IsPointwise(g);
-    std::vector<T> patches(pointwise ? 0 : rows * row_len);
-    for (int64_t n = 0; n < g.batch; ++n) {
-      const T* image = input.data<T>() + n * g.in_h * g.in_w * g.channels;
-      if (!pointwise) Im2Col(g, image, patches.data());
-      Gemm(false, false, static_cast<int>(rows), static_cast<int>(out_c),
-           static_cast<int>(row_len), pointwise ? image : patches.data(),
+    const int64_t image_size = g.in_h * g.in_w * g.channels;
+    const int64_t chunk = pointwise ? std::min<int64_t>(g.batch, INT_MAX / std::max<int64_t>(rows, 1))
+                                    : ImagesPerChunk(rows * row_len * sizeof(T), rows, g.batch);
+    std::vector<T> patches(pointwise ? 0 : chunk * rows * row_len);
+    for (int64_t n = 0; n < g.batch; n += chunk) {
+      const int64_t count = std::min(chunk, g.batch - n);
+      const T* images = input.data<T>() + n * image_size;
+      for (int64_t i = 0; i < count && !pointwise; ++i) {
+        Im2Col(g, images + i * image_size, patches.data() + i * rows * row_len);
+      }
+      Gemm(false, false, static_cast<int>(count * rows), static_cast<int>(out_c),
+           static_cast<int>(row_len), pointwise ? images : patches.data(),
            static_cast<int>(row_len), filter.data<T>(), static_cast<int>(out_c), T(0),
            out.data<T>() + n * rows * out_c);
     }
@@ -167,15 +189,20 @@ class Conv2DBackpropInputKernel : public Kernel {
     const int64_t row_len = g.k_h * g.k_w * g.channels;
     if (dx.NumElements() == 0 || rows == 0 || row_len == 0) return;
     const bool pointwise = IsPointwise(g);
-    std::vector<T> patches(pointwise ? 0 : rows * row_len);
-    for (int64_t n = 0; n < g.batch; ++n) {
-      if (out_c == 0) break;
-      T* image = dx.data<T>() + n * g.in_h * g.in_w * g.channels;
-      Gemm(false, true, static_cast<int>(rows), static_cast<int>(row_len),
+    if (out_c == 0) return;
+    const int64_t image_size = g.in_h * g.in_w * g.channels;
+    const int64_t chunk = pointwise ? std::min<int64_t>(g.batch, INT_MAX / std::max<int64_t>(rows, 1))
+                                    : ImagesPerChunk(rows * row_len * sizeof(T), rows, g.batch);
+    std::vector<T> patches(pointwise ? 0 : chunk * rows * row_len);
+    for (int64_t n = 0; n < g.batch; n += chunk) {
+      const int64_t count = std::min(chunk, g.batch - n);
+      T* images = dx.data<T>() + n * image_size;
+      Gemm(false, true, static_cast<int>(count * rows), static_cast<int>(row_len),
            static_cast<int>(out_c), dy.data<T>() + n * rows * out_c, static_cast<int>(out_c),
-           filter.data<T>(), static_cast<int>(out_c), T(0),
-           pointwise ? image : patches.data());
-      if (!pointwise) Col2ImAdd(g, patches.data(), image);
+           filter.data<T>(), static_cast<int>(out_c), T(0), pointwise ? images : patches.data());
+      for (int64_t i = 0; i < count && !pointwise; ++i) {
+        Col2ImAdd(g, patches.data() + i * rows * row_len, images + i * image_size);
+      }
     }
   }
 };
@@ -202,12 +229,18 @@ class Conv2DBackpropFilterKernel : public Kernel {
     const int64_t row_len = g.k_h * g.k_w * g.channels;
     if (df.NumElements() == 0 || rows == 0) return;
     const bool pointwise = IsPointwise(g);
-    std::vector<T> patches(pointwise ? 0 : rows * row_len);
-    for (int64_t n = 0; n < g.batch; ++n) {
-      const T* image = input.data<T>() + n * g.in_h * g.in_w * g.channels;
-      if (!pointwise) Im2Col(g, image, patches.data());
+    const int64_t image_size = g.in_h * g.in_w * g.channels;
+    const int64_t chunk = pointwise ? std::min<int64_t>(g.batch, INT_MAX / std::max<int64_t>(rows, 1))
+                                    : ImagesPerChunk(rows * row_len * sizeof(T), rows, g.batch);
+    std::vector<T> patches(pointwise ? 0 : chunk * rows * row_len);
+    for (int64_t n = 0; n < g.batch; n += chunk) {
+      const int64_t count = std::min(chunk, g.batch - n);
+      const T* images = input.data<T>() + n * image_size;
+      for (int64_t i = 0; i < count && !pointwise; ++i) {
+        Im2Col(g, images + i * image_size, patches.data() + i * rows * row_len);
+      }
       Gemm(true, false, static_cast<int>(row_len), static_cast<int>(out_c),
-           static_cast<int>(rows), pointwise ? image : patches.data(),
+           static_cast<int>(count * rows), pointwise ? images : patches.data(),
            static_cast<int>(row_len), dy.data<T>() + n * rows * out_c,
            static_cast<int>(out_c), T(1), df.data<T>());
     }

@@ -46,6 +46,7 @@
 #include "kernels/kernel.h"
 #include "kernels/resource.h"
 #include "tools/bench/bench_util.h"
+#include "tools/cli/blas_core.h"
 
 namespace actorflow {
 namespace {
@@ -273,4 +274,8 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace actorflow
 
-int main(int argc, char** argv) { return actorflow::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // Before any thread: OpenBLAS's kernels for this CPU (tools/cli/blas_core.h).
+  actorflow::cli::RestartWithBetterBlasCore(argv);
+  return actorflow::Main(argc, argv);
+}

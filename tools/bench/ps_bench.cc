@@ -49,6 +49,7 @@
 #include "training/distributed/data_parallel.h"
 #include "training/data/data_shard.h"
 #include "training/distributed/worker_model.h"
+#include "tools/cli/blas_core.h"
 
 namespace actorflow {
 namespace bench {
@@ -482,4 +483,8 @@ int Main(int argc, char** argv) {
 }  // namespace bench
 }  // namespace actorflow
 
-int main(int argc, char** argv) { return actorflow::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // Before any thread: OpenBLAS's kernels for this CPU (tools/cli/blas_core.h).
+  actorflow::cli::RestartWithBetterBlasCore(argv);
+  return actorflow::bench::Main(argc, argv);
+}

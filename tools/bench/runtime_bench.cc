@@ -34,6 +34,7 @@
 #include "graph/scope.h"
 #include "kernels/direct_session.h"
 #include "tools/bench/bench_util.h"
+#include "tools/cli/blas_core.h"
 
 namespace actorflow {
 namespace bench {
@@ -337,4 +338,8 @@ int Main(int argc, char** argv) {
 }  // namespace bench
 }  // namespace actorflow
 
-int main(int argc, char** argv) { return actorflow::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // Before any thread: OpenBLAS's kernels for this CPU (tools/cli/blas_core.h).
+  actorflow::cli::RestartWithBetterBlasCore(argv);
+  return actorflow::bench::Main(argc, argv);
+}

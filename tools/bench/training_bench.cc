@@ -47,6 +47,7 @@
 #include "tools/bench/bench_util.h"
 #include "tools/bench/step_profile.h"
 #include "tools/bench/training_models.h"
+#include "tools/cli/blas_core.h"
 
 namespace actorflow {
 namespace bench {
@@ -456,4 +457,8 @@ int Main(int argc, char** argv) {
 }  // namespace bench
 }  // namespace actorflow
 
-int main(int argc, char** argv) { return actorflow::bench::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // Before any thread: OpenBLAS's kernels for this CPU (tools/cli/blas_core.h).
+  actorflow::cli::RestartWithBetterBlasCore(argv);
+  return actorflow::bench::Main(argc, argv);
+}
