@@ -21,9 +21,10 @@
 //                       ClientSession
 //   clusters            ClusterSpec, Server, LocalCluster (targets actorflow://host:port),
 //                       ReplicaDeviceSetter (variables on ps tasks, the rest on a worker)
-//   training            variables, layers (Dense), optimizers, datasets (CSV files
-//                       too), DNNClassifier, checkpoints (Saver), SummaryWriter
-//                       (TensorBoard event files)
+//   training            variables, layers (Dense; the layer classes Conv2D, Dense,
+//                       BatchNormalization, Dropout), optimizers, datasets (CSV, IDX
+//                       and TFRecord files, image augmentation), DNNClassifier,
+//                       checkpoints (Saver), SummaryWriter (TensorBoard event files)
 #ifndef ACTORFLOW_ACTORFLOW_H_
 #define ACTORFLOW_ACTORFLOW_H_
 
@@ -54,7 +55,11 @@
 #include "training/checkpoint/checkpoint.h"
 #include "training/data/csv_dataset.h"
 #include "training/data/dataset.h"
+#include "training/data/idx_file_dataset.h"
+#include "training/data/image_augmentation.h"
+#include "training/data/tfrecord_dataset.h"
 #include "training/estimators/dnn_classifier.h"
+#include "training/estimators/layer_classes.h"
 #include "training/estimators/layers.h"
 #include "training/optimizers/optimizer.h"
 #include "training/summary/summary_writer.h"
