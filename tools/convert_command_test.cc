@@ -238,16 +238,25 @@ TEST(ConvertCommandTest, BadInputIsNamed) {
   EXPECT_EQ(ConvertCommand(convert, out2, err2), kExitRuntimeError);
   EXPECT_THAT(err2.str(), HasSubstr("dataset-fashion-mnist"));
 
-  // A record whose data was damaged: the error names the file and the offset.
+  // A record whose data was damaged: the error names the file and the offset; with
+  // --skip-corrupt-records the record is left out and counted.
   const std::string damaged = NewTestTempDir("damaged");
-  std::string file = Framed(ImageExample(1, std::string(kSide * kSide, '\x10')));
+  const std::string good = Framed(ImageExample(1, std::string(kSide * kSide, '\x10')));
+  std::string file = good + good;
   file[30] ^= 0x01;
   ASSERT_TRUE(WriteTestFile(damaged + "/train.tfrecord", file));
-  ASSERT_TRUE(WriteTestFile(damaged + "/test.tfrecord", Framed(ImageExample(1, std::string(kSide * kSide, '\x10')))));
-  auto loaded = LoadNamedDataset(FashionRun(damaged, "tfrecord"));
+  ASSERT_TRUE(WriteTestFile(damaged + "/test.tfrecord", good));
+  std::ostringstream said;
+  auto loaded = LoadNamedDataset(FashionRun(damaged, "tfrecord"), said);
   ASSERT_FALSE(loaded.ok());
   EXPECT_THAT(loaded.status().message(), HasSubstr("train.tfrecord"));
   EXPECT_THAT(loaded.status().message(), HasSubstr("offset 0"));
+  TrainCommandOptions skipping = FashionRun(damaged, "tfrecord");
+  skipping.skip_corrupt_records = true;
+  auto rest = LoadNamedDataset(skipping, said);
+  ASSERT_TRUE(rest.ok()) << rest.status();
+  EXPECT_EQ(rest->train.labels.NumElements(), 1);
+  EXPECT_THAT(said.str(), HasSubstr("skipped 1 damaged record(s)"));
 
   TrainCommandOptions both = FashionRun(FakeFashionMnist(), "idx");
   both.train_path = "x.csv";

@@ -117,6 +117,9 @@ struct TrainCommandOptions {
   std::string dataset;
   std::string data_dir;
   std::string data_format = "idx";
+  // With --data-format tfrecord: a record whose data fails its CRC (or a file cut
+  // short) is skipped and counted on stderr instead of failing the run.
+  bool skip_corrupt_records = false;
   // Images only: each training image mirrored left-right at random and cut from a
   // 2-pixel zero padding at a random offset (training/data/image_augmentation.h).
   bool augment = false;

@@ -1,5 +1,7 @@
 #include "tools/train/train_datasets.h"
 
+#include <atomic>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -25,14 +27,18 @@ StatusOr<CsvData> AsRows(LabeledImages images) {
   return rows;
 }
 
-// Every record of the split's shards, parsed and stacked.
-StatusOr<LabeledImages> LoadImageRecords(const std::string& dir, const std::string& split) {
+// Every record of the split's shards, parsed and stacked. With skip_corrupt, damaged
+// records are left out and their number said on `err`.
+StatusOr<LabeledImages> LoadImageRecords(const std::string& dir, const std::string& split,
+                                         bool skip_corrupt, std::ostream& err) {
   AF_ASSIGN_OR_RETURN(std::vector<std::string> files,
                       MatchingFiles(dir + "/" + split + "*.tfrecord"));
   // Read round-robin, one record per shard in turn: shards written example i to shard
   // i mod N (`actorflow convert`) come back in their original order.
   TFRecordDatasetOptions reading;
   reading.cycle_length = static_cast<int64_t>(files.size());
+  reading.skip_corrupt_records = skip_corrupt;
+  reading.skipped_records = std::make_shared<std::atomic<int64_t>>(0);
   AF_ASSIGN_OR_RETURN(std::shared_ptr<const Dataset> records, TFRecordDataset(files, reading));
   ImageExampleOptions image;
   image.height = image.width = kFashionMnistSide;
@@ -46,6 +52,10 @@ StatusOr<LabeledImages> LoadImageRecords(const std::string& dir, const std::stri
     return InvalidArgument(dir + "/" + split + "*.tfrecord: the files hold no record");
   }
   AF_RETURN_IF_ERROR(read.WithContext(dir + "/" + split + "*.tfrecord"));
+  if (const int64_t skipped = reading.skipped_records->load(); skipped > 0) {
+    err << dir << "/" << split << "*.tfrecord: skipped " << skipped
+        << " damaged record(s) (--skip-corrupt-records)\n";
+  }
   LabeledImages images;
   images.images = std::move(batch[0]);
   images.labels = std::move(batch[1]);
@@ -53,11 +63,11 @@ StatusOr<LabeledImages> LoadImageRecords(const std::string& dir, const std::stri
 }
 
 StatusOr<LabeledImages> LoadFashionMnistSplit(const TrainCommandOptions& options,
-                                              const std::string& split) {
+                                              const std::string& split, std::ostream& err) {
   const std::string dir =
       options.data_dir.empty() ? kFashionMnistDefaultDir : ResolveUserPath(options.data_dir);
   if (options.data_format == "idx") return LoadFashionMnist(dir, split);
-  return LoadImageRecords(dir, split);
+  return LoadImageRecords(dir, split, options.skip_corrupt_records, err);
 }
 
 }  // namespace
@@ -93,7 +103,7 @@ int64_t NamedDatasetImageSide(const std::string& dataset) {
   return dataset == "fashion-mnist" ? kFashionMnistSide : 0;
 }
 
-StatusOr<TrainingData> LoadNamedDataset(const TrainCommandOptions& options) {
+StatusOr<TrainingData> LoadNamedDataset(const TrainCommandOptions& options, std::ostream& err) {
   if (options.dataset != "fashion-mnist") {
     return InvalidArgument("--dataset " + options.dataset + ": valid are " + kNamedDatasets);
   }
@@ -110,9 +120,9 @@ StatusOr<TrainingData> LoadNamedDataset(const TrainCommandOptions& options) {
   data.train_path = dir + " (" + options.data_format + ", train)";
   data.test_path = dir + " (" + options.data_format + ", test)";
   data.label_column = "label";
-  AF_ASSIGN_OR_RETURN(LabeledImages train, LoadFashionMnistSplit(options, "train"));
+  AF_ASSIGN_OR_RETURN(LabeledImages train, LoadFashionMnistSplit(options, "train", err));
   AF_ASSIGN_OR_RETURN(data.train, AsRows(std::move(train)));
-  AF_ASSIGN_OR_RETURN(LabeledImages test, LoadFashionMnistSplit(options, "test"));
+  AF_ASSIGN_OR_RETURN(LabeledImages test, LoadFashionMnistSplit(options, "test", err));
   AF_ASSIGN_OR_RETURN(data.test, AsRows(std::move(test)));
   return data;
 }

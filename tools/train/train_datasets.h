@@ -15,6 +15,8 @@
 #define ACTORFLOW_TOOLS_TRAIN_TRAIN_DATASETS_H_
 
 #include <cstdint>
+#include <iostream>
+#include <ostream>
 #include <string>
 
 #include "graph/status.h"
@@ -31,8 +33,10 @@ inline constexpr char kNamedDatasets[] = "fashion-mnist";
 // pixels), labels int32 [N], feature names "pixel_0".."pixel_<H*W-1>", the label
 // column "label". Errors: InvalidArgument for an unknown --dataset or --data-format,
 // or --train/--test/--label given beside --dataset; the readers' errors, which name
-// the file (a missing Fashion-MNIST directory names the package to install).
-StatusOr<TrainingData> LoadNamedDataset(const TrainCommandOptions& options);
+// the file (a missing Fashion-MNIST directory names the package to install). With
+// --skip-corrupt-records the number of records left out goes to `err`.
+StatusOr<TrainingData> LoadNamedDataset(const TrainCommandOptions& options,
+                                        std::ostream& err = std::cerr);
 
 // The image side of a named dataset (28 for Fashion-MNIST); 0 for CSV data.
 int64_t NamedDatasetImageSide(const std::string& dataset);

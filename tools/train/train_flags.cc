@@ -40,6 +40,8 @@ void AddModelAndDataFlags(CLI::App* app, TrainCommandOptions* options) {
                   "Where --dataset's files are (default: where its Debian package puts them)");
   app->add_option("--data-format", options->data_format, "idx or tfrecord (with --dataset)")
       ->capture_default_str();
+  app->add_flag("--skip-corrupt-records", options->skip_corrupt_records,
+                "With --data-format tfrecord: skip and count damaged records instead of failing");
   app->add_flag("--augment", options->augment,
                 "Random left-right flips and crops of the training images (with --dataset)");
 }
