@@ -243,6 +243,25 @@ struct BadRequest {
   std::string culprit;
 };
 
+// curl -d (and Python's urllib) label a body application/x-www-form-urlencoded; an
+// image's instances are far more than the 8 KiB httplib allows such a body itself.
+TEST(ServeCliTest, ALargeBodyLabelledAsAFormIsReadAsJson) {
+  const std::string dir = TestDir("form_body");
+  const std::string base = dir + "/models/hpt";
+  ExportAffine(dir, base, 1, "0.5", "2");
+  auto server = ServeProcess::Start({"--model-name", "hpt", "--model-base-path", base});
+  ASSERT_NE(server, nullptr);
+  std::string body = R"({"instances": [1.0)";
+  for (int i = 0; i < 4000; ++i) body += ", 2.0";
+  body += "]}";
+  ASSERT_GT(body.size(), 16000u);
+  const Reply r = server->Post(kPredict, body, "application/x-www-form-urlencoded");
+  ASSERT_EQ(r.code, 200) << r;
+  ASSERT_EQ(r.body["predictions"].size(), 4001u) << r;
+  EXPECT_EQ(r.body["predictions"][0], 2.5);
+  EXPECT_EQ(r.body["predictions"][4000], 3.0);
+}
+
 TEST(ServeCliTest, BadRequestsGetTheirCodeAndAnErrorNamingTheCulpritAndTheServerKeepsServing) {
   const std::string dir = TestDir("bad_requests");
   const std::string base = dir + "/models/hpt";

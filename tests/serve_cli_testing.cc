@@ -124,8 +124,9 @@ Reply ToReply(const httplib::Result& result) {
 
 }  // namespace
 
-Reply Post(httplib::Client& client, const std::string& path, const std::string& body) {
-  return ToReply(client.Post(path.c_str(), body, "application/json"));
+Reply Post(httplib::Client& client, const std::string& path, const std::string& body,
+           const std::string& content_type) {
+  return ToReply(client.Post(path.c_str(), body, content_type.c_str()));
 }
 
 Reply Get(httplib::Client& client, const std::string& path) {
@@ -169,8 +170,9 @@ std::unique_ptr<ServeProcess> ServeProcess::Start(std::vector<std::string> flags
 
 Reply ServeProcess::Get(const std::string& path) { return serve_testing::Get(*client_, path); }
 
-Reply ServeProcess::Post(const std::string& path, const std::string& body) {
-  return serve_testing::Post(*client_, path, body);
+Reply ServeProcess::Post(const std::string& path, const std::string& body,
+                         const std::string& content_type) {
+  return serve_testing::Post(*client_, path, body, content_type);
 }
 
 bool ServeProcess::WaitForStatus(const std::string& path,

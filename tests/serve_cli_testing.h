@@ -83,7 +83,9 @@ std::ostream& operator<<(std::ostream& os, const Reply& r);
 
 // A keep-alive client of 127.0.0.1:port with bounded timeouts.
 std::unique_ptr<httplib::Client> NewClient(int port);
-Reply Post(httplib::Client& client, const std::string& path, const std::string& body);
+// `content_type` defaults to JSON's; curl -d sends application/x-www-form-urlencoded.
+Reply Post(httplib::Client& client, const std::string& path, const std::string& body,
+           const std::string& content_type = "application/json");
 Reply Get(httplib::Client& client, const std::string& path);
 
 // The value of the Prometheus sample `name{labels}` in `text`; -1 when absent.
@@ -100,7 +102,8 @@ class ServeProcess {
   int port() const { return port_; }
   subprocess::ChildProcess& child() { return *child_; }
   Reply Get(const std::string& path);
-  Reply Post(const std::string& path, const std::string& body);
+  Reply Post(const std::string& path, const std::string& body,
+             const std::string& content_type = "application/json");
 
   // Polls GET `path` until its 200 body satisfies `done` (true) or kStateDeadline
   // passes (false). *last gets the last answer.

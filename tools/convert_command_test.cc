@@ -18,7 +18,10 @@
 
 #include "graph/test_files.h"
 #include "tools/train/train_command.h"
+#include "tools/train/train_data.h"
 #include "tools/train/train_datasets.h"
+#include "tools/train/train_flags.h"
+#include "training/estimators/dnn_classifier.h"
 
 namespace actorflow {
 namespace cli {
@@ -222,6 +225,27 @@ TEST(ConvertCommandTest, EachEpochIsEvaluatedAndTheSameSeedRepeatsTheRun) {
   EXPECT_LE(first["input_wait_fraction"].get<double>(), 1.0);
   EXPECT_EQ(first["accuracy"], again["accuracy"]);
   EXPECT_EQ(first["loss"], again["loss"]);
+}
+
+// A convnet with batch normalization written to --checkpoint-dir and loaded back for
+// prediction evaluates exactly as at the end of training: the checkpoint holds the
+// moving averages the inference path reads.
+TEST(ConvertCommandTest, ACheckpointedConvnetPredictsAsItEvaluated) {
+  TrainCommandOptions options = FashionRun(FakeFashionMnist(), "idx");
+  options.model = "convnet-bn";
+  options.hidden = "16";
+  options.epochs = 1;
+  options.checkpoint_dir = NewTestTempDir("convnet_bn");
+  nlohmann::json trained = Train(options);
+  ASSERT_TRUE(trained.is_object());
+  auto loaded = DNNClassifier::Load(options.checkpoint_dir, SessionFactoryFor(SessionOptions()));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto data = LoadNamedDataset(options);
+  ASSERT_TRUE(data.ok()) << data.status();
+  auto eval = (*loaded)->Evaluate(EvaluationInput(data->test));
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  EXPECT_EQ(eval->accuracy, trained["accuracy"].get<double>());
+  EXPECT_DOUBLE_EQ(eval->loss, trained["loss"].get<double>());
 }
 
 TEST(ConvertCommandTest, BadInputIsNamed) {

@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -245,7 +246,8 @@ struct ServingHttpServer::Impl {
 
   // Runs one API call and records it: `api` is "predict", "classify", "regress",
   // "status" or "metadata".
-  void Handle(const httplib::Request& req, httplib::Response& res, const std::string& api) {
+  void Handle(const httplib::Request& req, httplib::Response& res, const std::string& api,
+              const std::string& request_body = "") {
     const auto start = std::chrono::steady_clock::now();
     std::string model = req.matches.size() > 1 ? std::string(req.matches[1]) : "";
     std::string version = "";
@@ -282,7 +284,7 @@ struct ServingHttpServer::Impl {
         SendJson(res, 200, ModelMetadataJson(ref.model, served.version(), servable.manifest));
         return Status::OK();
       }
-      AF_ASSIGN_OR_RETURN(nlohmann::json body, ParseJsonText(req.body, "request body"));
+      AF_ASSIGN_OR_RETURN(nlohmann::json body, ParseJsonText(request_body, "request body"));
       AF_ASSIGN_OR_RETURN(std::string signature_name, PeekSignatureName(body));
       const std::string method = api == "predict"    ? kPredictMethodName
                                  : api == "classify" ? kClassifyMethodName
@@ -368,8 +370,34 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
   });
   for (const char* api : {"predict", "classify", "regress"}) {
     const std::string name = api;
-    svr.Post(model + ":" + name, [raw, name](const httplib::Request& req, httplib::Response& res) {
-      raw->Handle(req, res, name);
+    // The body is read here rather than by httplib, which refuses a body sent as
+    // application/x-www-form-urlencoded (curl -d's and urllib's default) beyond 8 KiB:
+    // the API takes JSON whatever the Content-Type says, up to --max-body-bytes.
+    svr.Post(model + ":" + name, [raw, name, max = options.max_body_bytes](
+                                     const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& read) {
+      std::string body;
+      bool too_large = false;
+      const bool read_whole = read([&](const char* data, size_t length) {
+        too_large = body.size() + length > static_cast<size_t>(max);
+        if (!too_large) body.append(data, length);
+        return !too_large;
+      });
+      // httplib refuses a declared length over the limit before reading any of it.
+      const std::string declared = req.get_header_value("Content-Length");
+      if (!read_whole && !declared.empty() &&
+          std::strtoull(declared.c_str(), nullptr, 10) > static_cast<uint64_t>(max)) {
+        too_large = true;
+      }
+      if (too_large) {
+        res.status = 413;
+        res.set_content(
+            ErrorJson("request body larger than the limit of " + std::to_string(max) + " bytes")
+                .dump(),
+            "application/json");
+        return;
+      }
+      raw->Handle(req, res, name, body);
     });
   }
   svr.Get("/monitoring/prometheus/metrics", [raw](const httplib::Request&, httplib::Response& res) {
