@@ -100,6 +100,39 @@ inline std::string OptimizerConfigError(const std::string& name, double learning
   return std::string();
 }
 
+// tf.train.exponential_decay's schedule (not staircase): the update made at global
+// step t (the number of updates applied before it) uses
+//   learning_rate * decay_rate^(t / decay_steps).
+// decay_steps 0 means no decay. Graph optimizers build it from the global step
+// (training/optimizers/optimizer.h); parameter shards apply it by their version.
+struct LearningRateDecay {
+  long long decay_steps = 0;
+  double decay_rate = 1.0;
+
+  bool enabled() const { return decay_steps > 0; }
+  // The factor of the update made at global step `step` (1 when disabled).
+  double ScaleAt(long long step) const {
+    if (!enabled()) return 1.0;
+    return std::pow(decay_rate, static_cast<double>(step) / static_cast<double>(decay_steps));
+  }
+  bool operator==(const LearningRateDecay& o) const {
+    return decay_steps == o.decay_steps && decay_rate == o.decay_rate;
+  }
+};
+
+// The error of a decay no optimizer accepts, naming the culprit; empty when valid.
+inline std::string LearningRateDecayError(const LearningRateDecay& decay) {
+  if (decay.decay_steps < 0) {
+    return "learning rate decay: decay_steps must be >= 0 (0: no decay), got " +
+           std::to_string(decay.decay_steps);
+  }
+  if (!std::isfinite(decay.decay_rate) || decay.decay_rate <= 0) {
+    return "learning rate decay: decay_rate must be a positive number, got " +
+           std::to_string(decay.decay_rate);
+  }
+  return std::string();
+}
+
 // The per-variable slots of each rule, in the order of the update's arguments (each
 // [var shape], named "<var>/<slot>"), and their initial values.
 inline std::vector<std::string> OptimizerSlotNames(OptimizerKind kind) {

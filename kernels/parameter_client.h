@@ -27,6 +27,7 @@
 
 #include "graph/status.h"
 #include "graph/tensor.h"
+#include "kernels/optimizer_rules.h"
 
 namespace actorflow {
 
@@ -49,6 +50,8 @@ struct ParameterServerOptions {
   bool elastic = false;
   int min_workers = 1;
   std::string lr_scaling = "none";  // or "linear": lr * aggregated / total_replicas
+  // The learning rate decays with each shard's version (its updates applied so far).
+  LearningRateDecay lr_decay;
 };
 
 // Elastic training: the workers a synchronous version waits for (sorted task

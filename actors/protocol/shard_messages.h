@@ -51,23 +51,28 @@ typename Inspector::result_type inspect(Inspector& f, ShardConfig& x) {
   static_assert(sizeof(uint64_t) == sizeof(double), "IEEE-754 binary64 expected");
   uint64_t learning_rate_bits = 0;
   std::memcpy(&learning_rate_bits, &x.learning_rate, sizeof(learning_rate_bits));
+  uint64_t decay_rate_bits = 0;
+  std::memcpy(&decay_rate_bits, &x.lr_decay.decay_rate, sizeof(decay_rate_bits));
+  int64_t decay_steps = x.lr_decay.decay_steps;
   auto load = caf::meta::load_callback([&]() -> caf::error {
     if (mode < 0 || mode > static_cast<int32_t>(UpdateMode::kStaleSynchronous)) {
       return caf::make_error(caf::sec::invalid_argument, "bad update mode");
     }
     x.mode = static_cast<UpdateMode>(mode);
     std::memcpy(&x.learning_rate, &learning_rate_bits, sizeof(learning_rate_bits));
+    std::memcpy(&x.lr_decay.decay_rate, &decay_rate_bits, sizeof(decay_rate_bits));
+    x.lr_decay.decay_steps = decay_steps;
     return caf::none;
   });
   if constexpr (std::is_base_of<caf::serializer, Inspector>::value ||
                 std::is_base_of<caf::deserializer, Inspector>::value) {
     return f(caf::meta::type_name("actorflow.ShardConfig"), mode, x.total_replicas,
              x.replicas_to_aggregate, x.staleness_bound, x.optimizer, learning_rate_bits,
-             x.elastic, x.min_workers, x.lr_scaling, load);
+             x.elastic, x.min_workers, x.lr_scaling, decay_steps, decay_rate_bits, load);
   } else {  // logging: the rate as a number
     return f(caf::meta::type_name("actorflow.ShardConfig"), mode, x.total_replicas,
              x.replicas_to_aggregate, x.staleness_bound, x.optimizer, x.learning_rate,
-             x.elastic, x.min_workers, x.lr_scaling);
+             x.elastic, x.min_workers, x.lr_scaling, decay_steps, x.lr_decay.decay_rate);
   }
 }
 

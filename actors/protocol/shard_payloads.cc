@@ -24,6 +24,9 @@ std::string ShardConfig::ToString() const {
   if (mode != UpdateMode::kSync) os << " with " << total_replicas << " workers";
   os << ", " << optimizer << " lr=" << learning_rate;
   if (lr_scaling != "none") os << " (" << lr_scaling << " scaling)";
+  if (lr_decay.enabled()) {
+    os << " decaying x" << lr_decay.decay_rate << " every " << lr_decay.decay_steps << " updates";
+  }
   return os.str();
 }
 
@@ -31,7 +34,7 @@ bool ShardConfig::operator==(const ShardConfig& o) const {
   return mode == o.mode && total_replicas == o.total_replicas &&
          replicas_to_aggregate == o.replicas_to_aggregate && staleness_bound == o.staleness_bound &&
          optimizer == o.optimizer && learning_rate == o.learning_rate && elastic == o.elastic &&
-         min_workers == o.min_workers && lr_scaling == o.lr_scaling;
+         min_workers == o.min_workers && lr_scaling == o.lr_scaling && lr_decay == o.lr_decay;
 }
 
 }  // namespace actorflow

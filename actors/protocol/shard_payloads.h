@@ -38,6 +38,9 @@ struct ShardConfig {
   // aggregated / total_replicas for each update (the linear scaling rule: the global
   // batch shrinks with the workers, so does the step).
   std::string lr_scaling = "none";
+  // The update that makes version v+1 uses learning_rate * lr_decay.ScaleAt(v)
+  // (tf.train.exponential_decay by the shard's version; kernels/optimizer_rules.h).
+  LearningRateDecay lr_decay;
 
   // For messages: "sync 2 of 3, sgd lr=0.1", "sync elastic 1..3 workers, sgd lr=0.1", "async with 2
   // workers, adam lr=0.01", "ssp:1 with 2 workers, sgd lr=0.1".

@@ -123,6 +123,7 @@ TEST(WireTest, AShardConfigsLearningRateRoundTripsBitForBit) {
     sent.replicas_to_aggregate = 2;
     sent.optimizer = "adam";
     sent.learning_rate = rate;
+    sent.lr_decay = {600, rate};
     std::vector<char> buffer;
     caf::binary_serializer sink{nullptr, buffer};
     ASSERT_FALSE(sink(sent)) << rate;
@@ -133,6 +134,8 @@ TEST(WireTest, AShardConfigsLearningRateRoundTripsBitForBit) {
     EXPECT_EQ(received.replicas_to_aggregate, 2);
     EXPECT_EQ(received.optimizer, "adam");
     EXPECT_EQ(std::memcmp(&received.learning_rate, &rate, sizeof(rate)), 0) << rate;
+    EXPECT_EQ(received.lr_decay.decay_steps, 600);
+    EXPECT_EQ(std::memcmp(&received.lr_decay.decay_rate, &rate, sizeof(rate)), 0) << rate;
   }
 }
 

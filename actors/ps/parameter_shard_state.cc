@@ -426,6 +426,7 @@ void ParameterShardState::ApplyUpdate(const std::vector<Tensor>& gradients) {
   // Both share the buffers: Apply copies a variable or slot before writing it.
   previous_ = variables_;
   previous_slots_ = optimizer_->ExportSlots();
+  optimizer_->set_schedule_scale(config_.lr_decay.ScaleAt(version_));
   size_t i = 0;
   for (auto& [name, value] : variables_) optimizer_->Apply(name, &value, gradients[i++]);
   optimizer_->FinishUpdate();

@@ -3,6 +3,8 @@
 #include "actors/ps/parameter_shard_state.h"
 #include "actors/ps/shard_state_testing.h"
 
+#include <cmath>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -66,6 +68,24 @@ TEST(ParameterShardStateTest, SyncAveragesTheAggregatedGradientsAppliesOnceAndRe
   // Average (2, 1) applied once with lr 1.
   EXPECT_EQ(Value(s.get()), (std::vector<float>{-1, 1}));
   EXPECT_EQ(s->version(), 1);
+}
+
+TEST(ParameterShardStateTest, ADecayingLearningRateFollowsTheShardsVersion) {
+  // lr 1 halving every 2 updates: update t (made at version t) moves w by 0.5^(t/2).
+  ShardConfig config = Config(UpdateMode::kAsync, 1);
+  config.lr_decay = {2, 0.5};
+  auto s = Shard(config);
+  State::Replies out;
+  double expected = 1;
+  for (int t = 0; t < 4; ++t) {
+    s->Push(t + 1, Grad(0, t, {1, 0}), kNever, &out);
+    expected -= std::pow(0.5, t / 2.0);
+    EXPECT_NEAR(Value(s.get())[0], expected, 1e-6) << "after update " << t;
+  }
+  EXPECT_EQ(Value(s.get())[1], 2.0f);
+  EXPECT_THAT(config.ToString(), testing::HasSubstr("decaying x0.5 every 2 updates"));
+  config.lr_decay = {2, -1};
+  EXPECT_FALSE(State::Create("ps0", config).ok());
 }
 
 TEST(ParameterShardStateTest, SyncDropsAGradientFromAnOlderVersionAndSaysByHowMany) {

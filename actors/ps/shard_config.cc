@@ -15,6 +15,7 @@ ShardConfig ShardConfigFrom(const ParameterServerOptions& options) {
   c.elastic = options.elastic;
   c.min_workers = options.min_workers;
   c.lr_scaling = options.lr_scaling;
+  c.lr_decay = options.lr_decay;
   return c;
 }
 
@@ -45,6 +46,8 @@ Status ValidateShardConfig(const ShardConfig& config) {
     return InvalidArgument("the staleness bound must be >= 0, got " +
                            std::to_string(config.staleness_bound));
   }
+  const std::string decay_error = LearningRateDecayError(config.lr_decay);
+  if (!decay_error.empty()) return InvalidArgument(decay_error);
   return ShardOptimizer::Create(config.optimizer, config.learning_rate).status();
 }
 

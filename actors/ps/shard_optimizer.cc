@@ -103,7 +103,7 @@ void ShardOptimizer::Apply(const std::string& name, Tensor* var, const Tensor& g
   if (kind_ == OptimizerKind::kGradientDescent && !var->RefCountIsOne()) {
     // Shared (a reply or the previous version holds it): the update goes into fresh
     // memory in one pass, instead of a copy and then an update in place.
-    const double rate = learning_rate_ * rate_scale_;
+    const double rate = learning_rate_ * rate_scale_ * schedule_scale_;
     *var = var->dtype() == DType::kFloat32 ? DescendedCopy<float>(*var, grad, rate)
                                            : DescendedCopy<double>(*var, grad, rate);
     return;
@@ -126,7 +126,7 @@ void ShardOptimizer::ApplyTyped(std::vector<Tensor>* slots, Tensor* var_tensor,
   T* var = var_tensor->data<T>();
   const T* grad = grad_tensor.data<T>();
   const int64_t n = var_tensor->NumElements();
-  const T lr = static_cast<T>(learning_rate_ * rate_scale_);
+  const T lr = static_cast<T>(learning_rate_ * rate_scale_ * schedule_scale_);
   switch (kind_) {
     case OptimizerKind::kGradientDescent:
       for (int64_t i = 0; i < n; ++i) GradientDescentUpdate(var[i], grad[i], lr);

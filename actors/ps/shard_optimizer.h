@@ -86,6 +86,8 @@ class ShardOptimizer {
   // Multiplies the learning rate of the updates that follow (elastic training's
   // linear scaling sets it per update); 1 by default.
   void set_rate_scale(double scale) { rate_scale_ = scale; }
+  // Multiplies it further by a schedule's factor (a decay by version); 1 by default.
+  void set_schedule_scale(double scale) { schedule_scale_ = scale; }
 
  private:
   ShardOptimizer(OptimizerKind kind, double learning_rate)
@@ -105,6 +107,7 @@ class ShardOptimizer {
   std::string rule_;  // OptimizerKindName(kind_)
   double learning_rate_;
   double rate_scale_ = 1.0;
+  double schedule_scale_ = 1.0;
   std::map<std::string, VariableSlots> slots_;  // by variable name
   // Adam's beta powers, kept in each dtype as the graph keeps them.
   float beta1_power_f_ = static_cast<float>(kDefaultAdamBeta1);

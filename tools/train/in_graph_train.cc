@@ -94,6 +94,9 @@ Status Train(const TrainCommandOptions& o, const std::string& cluster, std::ostr
   session.target = placement.target;
   if (session.target.empty()) session.device_count = {{"CPU", static_cast<int>(towers)}};
   options.model.session_factory = SessionFactoryFor(session);
+  // One update trains a batch on every tower: an epoch has `towers` times fewer.
+  options.model.learning_rate_decay =
+      DecayPerEpoch(o.lr_decay, data.train.features.dim(0), o.batch * towers);
   options.replication = placement.replication;
   progress << "in-graph replication: " << placement.description << "\n";
 

@@ -105,6 +105,9 @@ struct TrainCommandOptions {
   int64_t classes = 0;
   std::string optimizer = "adam";
   double learning_rate = 0.01;
+  // --lr-decay: the learning rate is multiplied by this over each epoch, decaying
+  // smoothly with the global step (tf.train.exponential_decay); 1 keeps it constant.
+  double lr_decay = 1.0;
   int64_t batch = 32;
   int64_t steps = 1000;
   // > 0: passes over the training set (overrides steps).

@@ -28,6 +28,8 @@ namespace cli {
 
 // The named datasets, for --help and messages: "fashion-mnist".
 inline constexpr char kNamedDatasets[] = "fashion-mnist";
+// --lr-decay's default on Fashion-MNIST (see DefaultsOfDataset).
+inline constexpr double kFashionLrDecay = 0.75;
 
 // options.dataset's two splits as TrainingData: features float32 [N, H*W] (row-major
 // pixels), labels int32 [N], feature names "pixel_0".."pixel_<H*W-1>", the label

@@ -1,6 +1,7 @@
 #include "tools/train/train_flags.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <utility>
@@ -28,6 +29,10 @@ void AddModelAndDataFlags(CLI::App* app, TrainCommandOptions* options) {
   app->add_option("--optimizer", options->optimizer, ValidOptimizerNames())
       ->capture_default_str();
   app->add_option("--lr", options->learning_rate, "Learning rate")->capture_default_str();
+  app->add_option("--lr-decay", options->lr_decay,
+                  "Factor of the learning rate per epoch, applied smoothly by global step "
+                  "(1: constant)")
+      ->capture_default_str();
   app->add_option("--batch", options->batch, "Batch size")->capture_default_str();
   app->add_option("--steps", options->steps, "Training steps")->capture_default_str();
   app->add_option("--epochs", options->epochs, "Passes over the training set (overrides --steps)");
@@ -49,7 +54,8 @@ void AddModelAndDataFlags(CLI::App* app, TrainCommandOptions* options) {
 bool DefaultsOfModel(const std::string& model, ModelFlagDefaults* defaults) {
   const TrainCommandOptions mlp;
   if (model == "mlp") {
-    *defaults = {mlp.hidden, mlp.optimizer, mlp.learning_rate, mlp.batch, mlp.epochs};
+    *defaults = {mlp.hidden, mlp.optimizer, mlp.learning_rate, mlp.batch, mlp.epochs,
+                 mlp.lr_decay};
     return true;
   }
   if (model == "cnn") {
@@ -70,8 +76,10 @@ bool DefaultsOfModel(const std::string& model, ModelFlagDefaults* defaults) {
 bool DefaultsOfDataset(const std::string& dataset, const std::string& model,
                        ModelFlagDefaults* defaults) {
   if (dataset != "fashion-mnist") return false;
-  // The published benchmarks' setting: Adam 1e-3, batch 100.
-  *defaults = {model == "mlp" ? "256,128,100" : "1024", "adam", 0.001, 100, 10};
+  // The published benchmarks' setting: Adam 1e-3, batch 100; the rate decays to
+  // kFashionLrDecay^10 of itself over the 10 epochs, so that the last epochs settle
+  // (test accuracy swings by about a point between epochs at a constant rate).
+  *defaults = {model == "mlp" ? "256,128,100" : "1024", "adam", 0.001, 100, 10, kFashionLrDecay};
   return true;
 }
 
@@ -86,6 +94,7 @@ void ApplyModelDefaults(const std::function<bool(const std::string& flag)>& give
   if (!given("--optimizer")) options->optimizer = defaults.optimizer;
   if (!given("--lr")) options->learning_rate = defaults.learning_rate;
   if (!given("--batch")) options->batch = defaults.batch;
+  if (!given("--lr-decay")) options->lr_decay = defaults.lr_decay;
   if (!given("--epochs") && !given("--steps")) options->epochs = defaults.epochs;
 }
 
@@ -152,6 +161,10 @@ Status CheckModelAndTrainingFlags(const TrainCommandOptions& options) {
     const bool name_ok = MakeOptimizer(options.optimizer, 0.01).ok();
     return InvalidArgument((name_ok ? "--lr: " : "--optimizer: ") + optimizer.message());
   }
+  if (!std::isfinite(options.lr_decay) || options.lr_decay <= 0 || options.lr_decay > 1) {
+    return InvalidArgument("--lr-decay " + std::to_string(options.lr_decay) +
+                           ": the learning rate's factor per epoch must be in (0, 1]");
+  }
   return Status::OK();
 }
 
@@ -198,6 +211,8 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
   model.n_classes = classes;
   model.optimizer = options.optimizer;
   model.learning_rate = options.learning_rate;
+  model.learning_rate_decay = DecayPerEpoch(options.lr_decay, data.train.features.dim(0),
+                                            options.batch);
   model.seed = options.seed;
   model.label_column = data.label_column;
   model.timeout_in_ms = options.timeout_ms;
@@ -207,6 +222,11 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
   model.pipeline_micro_batches = static_cast<int>(options.pipeline);
   if (!options.schedule.empty()) model.pipeline_schedule = options.schedule;
   return model;
+}
+
+LearningRateDecay DecayPerEpoch(double factor_per_epoch, int64_t rows, int64_t rows_per_update) {
+  if (factor_per_epoch == 1.0 || rows_per_update <= 0) return {};
+  return {std::max<long long>(1, (rows + rows_per_update - 1) / rows_per_update), factor_per_epoch};
 }
 
 DNNModelSpec ModelSpecOf(const DNNClassifierOptions& options) {

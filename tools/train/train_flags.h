@@ -41,6 +41,7 @@ struct ModelFlagDefaults {
   double learning_rate = 0.0;
   int64_t batch = 0;
   int64_t epochs = 0;
+  double lr_decay = 1.0;  // --lr-decay: the rate's factor per epoch
 };
 // nullopt-like: false for an unknown model (CheckModelAndTrainingFlags reports it).
 bool DefaultsOfModel(const std::string& model, ModelFlagDefaults* defaults);
@@ -84,6 +85,10 @@ Status CheckPipelineFlags(const TrainCommandOptions& options);
 StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOptions& options,
                                                           const TrainingData& data,
                                                           int64_t classes);
+
+// --lr-decay's schedule: `factor_per_epoch` per ceil(rows / rows_per_update) updates
+// (an epoch's updates when each update takes rows_per_update rows); no decay for 1.
+LearningRateDecay DecayPerEpoch(double factor_per_epoch, int64_t rows, int64_t rows_per_update);
 
 // The part of `options` that defines the graph (and model.json).
 DNNModelSpec ModelSpecOf(const DNNClassifierOptions& options);

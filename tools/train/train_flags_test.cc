@@ -1,6 +1,9 @@
 // The model and training flags shared by train and tune: their parsing and checks
 // (each error names its flag), the classifier they describe, and the result lines.
 #include "tools/train/train_flags.h"
+#include "tools/train/train_datasets.h"
+
+#include <cmath>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -53,6 +56,9 @@ TEST(CheckModelAndTrainingFlagsTest, EachBadValueNamesItsFlag) {
       {[](TrainCommandOptions* o) { o->timeout_ms = -1; }, "--timeout-ms -1"},
       {[](TrainCommandOptions* o) { o->optimizer = "rmsprop"; }, "--optimizer: "},
       {[](TrainCommandOptions* o) { o->learning_rate = -1; }, "--lr: "},
+      {[](TrainCommandOptions* o) { o->lr_decay = 0; }, "--lr-decay 0"},
+      {[](TrainCommandOptions* o) { o->lr_decay = 1.5; }, "--lr-decay 1.5"},
+      {[](TrainCommandOptions* o) { o->lr_decay = NAN; }, "--lr-decay"},
       {[](TrainCommandOptions* o) { o->model = "gru"; }, "--model: unknown model 'gru'"},
       {[](TrainCommandOptions* o) { o->split = "diagonal"; }, "--split: unknown split"},
       {[](TrainCommandOptions* o) { o->split = "towers"; }, "the mlp has splits none, layer"},
@@ -233,6 +239,32 @@ TEST(ApplyModelDefaultsTest, CnnAndRnnTakeTheirOwnDefaultsOnlyForFlagsNotGiven) 
   ApplyModelDefaults([](const std::string& flag) { return flag == "--steps"; }, &steps);
   EXPECT_EQ(steps.epochs, 0);  // --steps keeps counting steps
   EXPECT_FALSE(DefaultsOfModel("gru", &defaults));
+}
+
+TEST(ApplyModelDefaultsTest, FashionMnistDecaysTheRateUnlessLrDecayIsGiven) {
+  TrainCommandOptions fashion;
+  fashion.dataset = "fashion-mnist";
+  ApplyModelDefaults([](const std::string&) { return false; }, &fashion);
+  EXPECT_EQ(fashion.lr_decay, kFashionLrDecay);
+  EXPECT_EQ(fashion.hidden, "256,128,100");
+  TrainCommandOptions constant;
+  constant.dataset = "fashion-mnist";
+  constant.lr_decay = 1.0;
+  ApplyModelDefaults([](const std::string& flag) { return flag == "--lr-decay"; }, &constant);
+  EXPECT_EQ(constant.lr_decay, 1.0);
+  TrainCommandOptions iris;  // no dataset: constant, as before
+  ApplyModelDefaults([](const std::string&) { return false; }, &iris);
+  EXPECT_EQ(iris.lr_decay, 1.0);
+}
+
+TEST(DecayPerEpochTest, AnEpochIsTheUpdatesThatTakeEveryRowOnce) {
+  EXPECT_FALSE(DecayPerEpoch(1.0, 60000, 100).enabled());
+  const LearningRateDecay single = DecayPerEpoch(0.75, 60000, 100);
+  EXPECT_EQ(single.decay_steps, 600);
+  EXPECT_EQ(single.decay_rate, 0.75);
+  EXPECT_EQ(DecayPerEpoch(0.75, 60000, 200).decay_steps, 300);  // sync, 2 batches each
+  EXPECT_EQ(DecayPerEpoch(0.75, 150, 32).decay_steps, 5);       // a last, partial batch
+  EXPECT_EQ(DecayPerEpoch(0.75, 10, 32).decay_steps, 1);
 }
 
 TEST(LocalDeviceNamesTest, ListsTheCpusOfTheLocalTaskInOrder) {

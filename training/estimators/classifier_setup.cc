@@ -66,9 +66,16 @@ Status CheckSessionOptions(const std::string& who, const DNNClassifierOptions& o
 }
 
 StatusOr<std::unique_ptr<Optimizer>> MakeOptimizerFromOptions(const DNNClassifierOptions& options) {
-  if (!options.optimizer_factory) return MakeOptimizer(options.optimizer, options.learning_rate);
-  AF_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, options.optimizer_factory());
-  if (optimizer == nullptr) return InvalidArgument("optimizer_factory returned no optimizer");
+  std::unique_ptr<Optimizer> optimizer;
+  if (options.optimizer_factory) {
+    AF_ASSIGN_OR_RETURN(optimizer, options.optimizer_factory());
+    if (optimizer == nullptr) return InvalidArgument("optimizer_factory returned no optimizer");
+  } else {
+    AF_ASSIGN_OR_RETURN(optimizer, MakeOptimizer(options.optimizer, options.learning_rate));
+  }
+  if (options.learning_rate_decay.enabled()) {
+    AF_RETURN_IF_ERROR(optimizer->SetLearningRateDecay(options.learning_rate_decay));
+  }
   return optimizer;
 }
 

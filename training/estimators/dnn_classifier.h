@@ -73,6 +73,9 @@ struct DNNClassifierOptions {
   // used unless optimizer_factory is set.
   std::string optimizer = "adam";
   double learning_rate = 0.01;
+  // Applied to the optimizer (MakeOptimizer's or optimizer_factory's) when enabled:
+  // the rate decays with the global step (Optimizer::SetLearningRateDecay).
+  LearningRateDecay learning_rate_decay;
   OptimizerFactory optimizer_factory;
   // Of the hidden layers: "relu", "tanh" or "sigmoid".
   std::string activation = "relu";

@@ -136,6 +136,11 @@ StatusOr<Output> Optimizer::ApplyGradientsGated(const Scope& scope,
                            "' must be an int32/int64 Variable (see CreateGlobalStep)");
   }
 
+  if (decay_.enabled() && !global_step.valid()) {
+    return InvalidArgument(where + "the learning rate decays with the global step, but no "
+                           "global_step was given");
+  }
+  building_step_ = global_step;
   AF_RETURN_IF_ERROR(Prepare(scope, vars));
   const Scope optimizer_scope = scope.NewSubScope(name_);
   // The gate: one NoOp that waits for every gradient (and the loss), so that no update
@@ -174,6 +179,21 @@ StatusOr<Output> Optimizer::ApplyGradientsGated(const Scope& scope,
   const Node* train = NoOp(scope.WithControlDependencies(step_ops));
   if (!scope.ok()) return scope.status();
   return Output(train);
+}
+
+Status Optimizer::SetLearningRateDecay(const LearningRateDecay& decay) {
+  const std::string error = LearningRateDecayError(decay);
+  if (!error.empty()) return InvalidArgument(name_ + " optimizer: " + error);
+  decay_ = decay;
+  return Status::OK();
+}
+
+Input Optimizer::LearningRate(const Scope& scope, DType dtype, double base) const {
+  if (!decay_.enabled()) return ScalarOf(dtype, base);
+  const Scope s = scope.NewSubScope("learning_rate");
+  const Output exponent = Div(s, Cast(s, building_step_, dtype),
+                              ScalarOf(dtype, static_cast<double>(decay_.decay_steps)));
+  return Mul(s, ScalarOf(dtype, base), Pow(s, ScalarOf(dtype, decay_.decay_rate), exponent));
 }
 
 StatusOr<Output> Optimizer::Minimize(const Scope& scope, Output loss) {

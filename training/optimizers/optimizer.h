@@ -89,6 +89,14 @@ class Optimizer {
   // Minimize without a global step.
   StatusOr<Output> Minimize(const Scope& scope, Output loss);
 
+  // Decays the learning rate of the train ops built afterwards by the global step
+  // (tf.train.exponential_decay, see LearningRateDecay in kernels/optimizer_rules.h):
+  // each update reads the step it is made at, so ApplyGradients then needs a valid
+  // global_step. InvalidArgument for decay_steps < 0 or a rate that is not a positive
+  // number; a decay with decay_steps 0 turns decay off.
+  Status SetLearningRateDecay(const LearningRateDecay& decay);
+  const LearningRateDecay& learning_rate_decay() const { return decay_; }
+
   // The slot variable `slot` ("Momentum", "Adam_m", ...) this optimizer made for
   // `var` in `graph`; NotFound if it made none.
   StatusOr<Output> GetSlot(const Graph& graph, const Output& var, const std::string& slot) const;
@@ -115,6 +123,10 @@ class Optimizer {
   // unique), colocated with `colocate_with`, created on first use per (graph, key).
   StatusOr<Output> GetOrCreateNonSlot(Graph* graph, const std::string& key, const std::string& base,
                                       const Output& colocate_with, double initial_value);
+  // The learning rate of an update built in `scope` (beside its variable): `base` as
+  // a constant, or with a decay base * decay_rate^(global_step / decay_steps) computed
+  // from the global step of the train op being built.
+  Input LearningRate(const Scope& scope, DType dtype, double base) const;
   // A scalar tensor of `dtype` holding `value` (a hyper-parameter literal).
   static Tensor ScalarOf(DType dtype, double value);
   // `scope` on `var`'s requested device (instead of the scope's), colocated with it:
@@ -129,6 +141,9 @@ class Optimizer {
   StatusOr<Output> FindCreated(const Graph& graph, const std::string& key) const;
 
   std::string name_;
+  LearningRateDecay decay_;
+  // The global step of the train op being built (LearningRate reads it).
+  Output building_step_;
   // (graph, key) -> node name of a slot or non-slot variable made by this optimizer.
   std::map<std::pair<const Graph*, std::string>, std::string> created_;
 };

@@ -370,5 +370,73 @@ TEST(OptimizerTest, ApplyGradientsWithAFedGradientUpdatesTheVariable) {
   EXPECT_EQ(FetchScalar(session.get(), "global_step"), 1.0);
 }
 
+// tf.train.exponential_decay: with lr 1, rate 0.5 and decay_steps 2, gradient descent
+// on loss = w (gradient 1) moves w by 0.5^(t/2) at global step t.
+TEST(LearningRateDecayTest, EachStepUsesTheRateOfItsGlobalStep) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    Scope root = Scope::NewRootScope();
+    const Tensor zero = dtype == DType::kFloat32 ? Tensor::Scalar(0.0f) : Tensor::Scalar(0.0);
+    auto w = CreateVariable(root, "w", zero);
+    ASSERT_TRUE(w.ok()) << w.status();
+    auto step = CreateGlobalStep(root);
+    ASSERT_TRUE(step.ok()) << step.status();
+    GradientDescentOptimizer sgd(1.0);
+    ASSERT_TRUE(sgd.SetLearningRateDecay({2, 0.5}).ok());
+    auto train = sgd.Minimize(root.WithOpName("train"), Identity(root, *w), *step);
+    ASSERT_TRUE(train.ok()) << train.status();
+    GlobalVariablesInitializer(root.WithOpName("init"));
+    ASSERT_TRUE(root.ok()) << root.status();
+    auto session = NewDirectSession(root.graph()).value();
+    RunSteps(session.get(), "init", 1);
+    double expected = 0;
+    for (int t = 0; t < 5; ++t) {
+      RunSteps(session.get(), "train", 1);
+      expected -= std::pow(0.5, t / 2.0);
+      EXPECT_NEAR(FetchScalar(session.get(), "w"), expected, 1e-6) << "after step " << t;
+    }
+    EXPECT_EQ(FetchScalar(session.get(), "global_step"), 5.0);
+  }
+}
+
+TEST(LearningRateDecayTest, AdamStepsShrinkWithTheDecayedRate) {
+  // Adam's first step moves each weight by lr (m/sqrt(v) = 1 after bias correction):
+  // two optimizers, one decayed, train twice; the decayed one's second move is
+  // decay_rate times the plain one's.
+  auto second_move = [](bool decayed) {
+    Scope root = Scope::NewRootScope();
+    auto w = CreateVariable(root, "w", Tensor::Scalar(0.0));
+    auto step = CreateGlobalStep(root);
+    AdamOptimizer adam(0.1);
+    if (decayed) {
+      EXPECT_TRUE(adam.SetLearningRateDecay({1, 0.25}).ok());
+    }
+    EXPECT_TRUE(adam.Minimize(root.WithOpName("train"), Identity(root, *w), *step).ok());
+    GlobalVariablesInitializer(root.WithOpName("init"));
+    auto session = NewDirectSession(root.graph()).value();
+    RunSteps(session.get(), "init", 1);
+    RunSteps(session.get(), "train", 1);
+    const double first = FetchScalar(session.get(), "w");
+    RunSteps(session.get(), "train", 1);
+    return std::make_pair(first, FetchScalar(session.get(), "w") - first);
+  };
+  const auto [plain_first, plain_second] = second_move(false);
+  const auto [decayed_first, decayed_second] = second_move(true);
+  EXPECT_NEAR(decayed_first, plain_first, 1e-9);  // step 0: 0.25^0 = 1
+  EXPECT_NEAR(decayed_second, 0.25 * plain_second, 1e-9);
+}
+
+TEST(LearningRateDecayTest, ADecayNeedsAGlobalStepAndAValidRate) {
+  GradientDescentOptimizer sgd(0.1);
+  EXPECT_THAT(sgd.SetLearningRateDecay({-1, 0.5}).message(), HasSubstr("decay_steps"));
+  EXPECT_THAT(sgd.SetLearningRateDecay({10, 0.0}).message(), HasSubstr("decay_rate"));
+  EXPECT_THAT(sgd.SetLearningRateDecay({10, NAN}).message(), HasSubstr("decay_rate"));
+  ASSERT_TRUE(sgd.SetLearningRateDecay({10, 0.5}).ok());
+  Scope root = Scope::NewRootScope();
+  auto w = CreateVariable(root, "w", Tensor::Scalar(0.0f));
+  auto train = sgd.Minimize(root.WithOpName("train"), Identity(root, *w));
+  ASSERT_FALSE(train.ok());
+  EXPECT_THAT(train.status().message(), HasSubstr("no global_step"));
+}
+
 }  // namespace
 }  // namespace actorflow

@@ -11,7 +11,7 @@ GradientDescentOptimizer::GradientDescentOptimizer(double learning_rate)
 
 StatusOr<Output> GradientDescentOptimizer::ApplyDense(const Scope& scope, const Output& grad,
                                                       const Output& var) {
-  return ApplyGradientDescent(scope, var, ScalarOf(var.dtype(), learning_rate_), grad);
+  return ApplyGradientDescent(scope, var, LearningRate(scope, var.dtype(), learning_rate_), grad);
 }
 
 // --- Momentum ----------------------------------------------------------------------
@@ -26,7 +26,7 @@ StatusOr<Output> MomentumOptimizer::ApplyDense(const Scope& scope, const Output&
                                                const Output& var) {
   AF_ASSIGN_OR_RETURN(Output accum, GetOrCreateSlot(scope.graph(), var, "Momentum", 0.0));
   const DType dtype = var.dtype();
-  return ApplyMomentum(scope, var, accum, ScalarOf(dtype, learning_rate_), grad,
+  return ApplyMomentum(scope, var, accum, LearningRate(scope, dtype, learning_rate_), grad,
                        ScalarOf(dtype, momentum_), use_nesterov_);
 }
 
@@ -64,7 +64,7 @@ StatusOr<Output> AdamOptimizer::ApplyDense(const Scope& scope, const Output& gra
   const DType dtype = var.dtype();
   const BetaPowers& powers = powers_.at(dtype);  // Prepare made one pair per dtype
   return ApplyAdam(scope, var, m, v, powers.beta1_power, powers.beta2_power,
-                   ScalarOf(dtype, learning_rate_), ScalarOf(dtype, beta1_),
+                   LearningRate(scope, dtype, learning_rate_), ScalarOf(dtype, beta1_),
                    ScalarOf(dtype, beta2_), ScalarOf(dtype, epsilon_), grad);
 }
 
@@ -94,7 +94,7 @@ StatusOr<Output> AdagradOptimizer::ApplyDense(const Scope& scope, const Output& 
                                               const Output& var) {
   AF_ASSIGN_OR_RETURN(Output accum,
                       GetOrCreateSlot(scope.graph(), var, "Adagrad", initial_accumulator_value_));
-  return ApplyAdagrad(scope, var, accum, ScalarOf(var.dtype(), learning_rate_), grad);
+  return ApplyAdagrad(scope, var, accum, LearningRate(scope, var.dtype(), learning_rate_), grad);
 }
 
 // --- MakeOptimizer ----------------------------------------------------------------------
