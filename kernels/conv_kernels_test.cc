@@ -3,6 +3,7 @@
 // strides 1 and 2, SAME and VALID padding, batch and channel counts above 1, windows
 // that do not divide the input, and empty batches; plus the attr and shape errors that
 // graph building or the kernel must report.
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -155,6 +156,30 @@ TEST_P(ConvKernelTest, PoolingAndItsGradientsMatchReference) {
       EXPECT_TRUE(MatchesReference(avg_grad));
     }
   }
+}
+
+TEST_P(ConvKernelTest, MaxPoolGradSendsATiedWindowsGradientToItsFirstMaximum) {
+  // Each 2x2 window of channel 0 is all ties; channel 1 ties at its last two pixels.
+  // The gradient goes to the first maximum in row-major window order (the reference's
+  // rule, and the element MaxPool's strict comparison keeps).
+  const Tensor x = MakeTensor(dtype(), Shape{1, 2, 2, 2}, {5, 1, 5, 2, 5, 7, 5, 7});
+  const Tensor grad = MakeTensor(dtype(), Shape{1, 1, 1, 2}, {10, 20});
+  const Tensor pooled = MakeTensor(dtype(), Shape{1, 1, 1, 2}, {5, 7});
+  KernelTestCase t{"MaxPoolGrad", PoolAttrs({x.shape(), 2, 2, 2, 2}, "VALID"), {x, pooled, grad}};
+  StatusOr<KernelRun> run = RunKernel(t);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_TRUE(TensorsClose(MakeTensor(dtype(), Shape{1, 2, 2, 2}, {10, 0, 0, 0, 0, 20, 0, 0}),
+                           run->outputs[0], {}));
+  EXPECT_TRUE(MatchesReference(t));
+
+  // A NaN first pixel is the window's maximum (nothing compares greater); a later NaN
+  // never is.
+  const Tensor with_nan = MakeTensor(dtype(), Shape{1, 2, 2, 2}, {NAN, 1, 3, NAN, 4, 2, 4, 2});
+  t.inputs = {with_nan, pooled, grad};
+  run = RunKernel(t);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  EXPECT_TRUE(TensorsClose(MakeTensor(dtype(), Shape{1, 2, 2, 2}, {10, 0, 0, 0, 0, 20, 0, 0}),
+                           run->outputs[0], {}));
 }
 
 TEST_P(ConvKernelTest, SameAvgPoolDividesByTheUnpaddedCount) {

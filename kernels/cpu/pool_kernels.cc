@@ -77,16 +77,19 @@ class MaxPoolKernel : public Kernel {
     Tensor& y = ctx->allocate_output(0, PooledShape(g));
     const T* in = x.data<T>();
     T* out = y.data<T>();
+    // Channels innermost: each pixel of the window is one contiguous, vectorizable
+    // pass over the channels (max is exact, so the order changes nothing).
+    const int64_t channels = g.channels;
     ForEachWindow(g, [&](int64_t n, const Window& w, int64_t o) {
-      const T* image = in + n * g.in_h * g.in_w * g.channels;
-      for (int64_t c = 0; c < g.channels; ++c) {
-        T best = image[(w.y0 * g.in_w + w.x0) * g.channels + c];
-        for (int64_t iy = w.y0; iy < w.y1; ++iy) {
-          for (int64_t ix = w.x0; ix < w.x1; ++ix) {
-            best = std::max(best, image[(iy * g.in_w + ix) * g.channels + c]);
-          }
+      const T* image = in + n * g.in_h * g.in_w * channels;
+      T* best = out + o;
+      const T* first = image + (w.y0 * g.in_w + w.x0) * channels;
+      std::copy(first, first + channels, best);
+      for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+        for (int64_t ix = w.x0; ix < w.x1; ++ix) {
+          const T* px = image + (iy * g.in_w + ix) * channels;
+          for (int64_t c = 0; c < channels; ++c) best[c] = std::max(best[c], px[c]);
         }
-        out[o + c] = best;
       }
     });
   }
@@ -135,17 +138,40 @@ class MaxPoolGradKernel : public Kernel {
     const T* in = x.data<T>();
     const T* gin = grad.data<T>();
     T* out = dx.data<T>();
+    // Channels innermost, as in MaxPool, in two contiguous, vectorizable passes per
+    // window: the maximum of each channel, then the window's pixels in row-major order
+    // with the gradient added at the first pixel equal to it (`taken` marks channels
+    // done). That is the first maximum MaxPool's strict comparison keeps; a NaN first
+    // pixel is the maximum (nothing compares greater), and takes the gradient.
+    const int64_t channels = g.channels;
+    std::vector<T> best(static_cast<size_t>(channels));
+    std::vector<T> taken(static_cast<size_t>(channels));
     ForEachWindow(g, [&](int64_t n, const Window& w, int64_t o) {
-      const int64_t base = n * g.in_h * g.in_w * g.channels;
-      for (int64_t c = 0; c < g.channels; ++c) {
-        int64_t arg = base + (w.y0 * g.in_w + w.x0) * g.channels + c;
-        for (int64_t iy = w.y0; iy < w.y1; ++iy) {
-          for (int64_t ix = w.x0; ix < w.x1; ++ix) {
-            const int64_t i = base + (iy * g.in_w + ix) * g.channels + c;
-            if (in[i] > in[arg]) arg = i;
+      const T* image = in + n * g.in_h * g.in_w * channels;
+      T* image_dx = out + n * g.in_h * g.in_w * channels;
+      T* best_c = best.data();
+      T* taken_c = taken.data();
+      const T* first = image + (w.y0 * g.in_w + w.x0) * channels;
+      std::copy(first, first + channels, best_c);
+      for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+        for (int64_t ix = w.x0; ix < w.x1; ++ix) {
+          const T* px = image + (iy * g.in_w + ix) * channels;
+          for (int64_t c = 0; c < channels; ++c) best_c[c] = std::max(best_c[c], px[c]);
+        }
+      }
+      std::fill(taken_c, taken_c + channels, T(0));
+      const T* window_grad = gin + o;
+      for (int64_t iy = w.y0; iy < w.y1; ++iy) {
+        for (int64_t ix = w.x0; ix < w.x1; ++ix) {
+          const T* px = image + (iy * g.in_w + ix) * channels;
+          T* dx = image_dx + (iy * g.in_w + ix) * channels;
+          for (int64_t c = 0; c < channels; ++c) {
+            const bool hit =
+                taken_c[c] == T(0) && (px[c] == best_c[c] || best_c[c] != best_c[c]);
+            dx[c] += hit ? window_grad[c] : T(0);
+            taken_c[c] = hit ? T(1) : taken_c[c];
           }
         }
-        out[arg] += gin[o + c];
       }
     });
   }
