@@ -11,6 +11,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -264,6 +271,54 @@ TEST(ServeCliTest, ALargeBodyLabelledAsAFormIsReadAsJson) {
   EXPECT_EQ(r.body["predictions"][kValues - 1], 3.0);
 }
 
+// Sends `request` as it is on a new connection to 127.0.0.1:port and returns the
+// answer's status line ("" when none comes within 3 s).
+std::string StatusLineOfRawRequest(int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (answer.find("\r\n") == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          give_up - std::chrono::steady_clock::now());
+      pollfd p{fd, POLLIN, 0};
+      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+      char buffer[512];
+      const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+      if (n <= 0) break;
+      answer.append(buffer, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  const size_t end = answer.find("\r\n");
+  return end == std::string::npos ? "" : answer.substr(0, end);
+}
+
+TEST(ServeCliTest, AContentLengthThatIsNotAByteCountIsABadRequest) {
+  const std::string dir = TestDir("declared_length");
+  const std::string base = dir + "/models/hpt";
+  ExportAffine(dir, base, 1, "0.5", "2");
+  auto server = ServeProcess::Start(
+      {"--model-name", "hpt", "--model-base-path", base, "--max-body-bytes", "1000000"});
+  ASSERT_NE(server, nullptr);
+  const std::string head = "POST /v1/models/hpt:predict HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  // Not a byte count: the client's error.
+  EXPECT_THAT(StatusLineOfRawRequest(server->port(), head + "Content-Length: -5\r\n\r\n"),
+              HasSubstr(" 400 "));
+  EXPECT_THAT(StatusLineOfRawRequest(server->port(), head + "Content-Length: 12x\r\n\r\n"),
+              HasSubstr(" 400 "));
+  const Reply good = server->Post(kPredict, kBody12);
+  EXPECT_EQ(good.code, 200) << good;
+  EXPECT_EQ(good.body, kHalfPlusTwoOf12) << good;
+}
+
 TEST(ServeCliTest, BadRequestsGetTheirCodeAndAnErrorNamingTheCulpritAndTheServerKeepsServing) {
   const std::string dir = TestDir("bad_requests");
   const std::string base = dir + "/models/hpt";
@@ -299,6 +354,13 @@ TEST(ServeCliTest, BadRequestsGetTheirCodeAndAnErrorNamingTheCulpritAndTheServer
       {"/v1/models/hpt/versions/7:predict", kBody12, 404, "hpt, 7"},
       {"/v1/models/hpt/versions/7", "", 404, "version 7"},
       {"/v1/models/hpt/versions/seven:predict", kBody12, 404, "'seven'"},
+      // Spellings a lenient parse turns into a version (0: the latest; the others: 1).
+      {"/v1/models/hpt/versions/0:predict", kBody12, 404, "'0'"},
+      {"/v1/models/hpt/versions/-1:predict", kBody12, 404, "'-1'"},
+      {"/v1/models/hpt/versions/+1:predict", kBody12, 404, "'+1'"},
+      {"/v1/models/hpt/versions/1abc:predict", kBody12, 404, "'1abc'"},
+      {"/v1/models/hpt/versions/001:predict", kBody12, 404, "'001'"},
+      {"/v1/models/hpt/versions/1.0", "", 404, "'1.0'"},
       {"/v1/models/hpt/labels/stable:predict", kBody12, 404, "'stable'"},
       {kPredict, R"({"signature_name": "zz", "instances": [1.0]})", 404, "\"zz\""},
       {"/v1/modelz/hpt", "", 404, "/v1/modelz/hpt"},

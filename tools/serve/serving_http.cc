@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -169,17 +170,27 @@ struct ModelRef {
   std::string label;
 };
 
+// A decimal number as export writes version directories: digits only, no sign, no
+// leading zero, no fraction, at most 18 digits (so it fits an int64).
+bool IsPlainPositiveNumber(const std::string& text) {
+  if (text.empty() || text.size() > 18 || text[0] < '1' || text[0] > '9') return false;
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
 StatusOr<ModelRef> ModelRefFrom(const httplib::Request& req) {
   ModelRef ref;
   ref.model = req.matches[1];
   const std::string version = req.matches[2];
   const std::string label = req.matches[3];
   if (!version.empty()) {
-    try {
-      ref.version = std::stoll(version);
-    } catch (...) {
-      return NotFound("version '" + version + "' of model " + ref.model + " is not a number");
+    // "0", "-1", "+2", "2abc", "00002" and "1.0" name no version directory: 404, not
+    // the version a lenient parse would make of them.
+    if (!IsPlainPositiveNumber(version)) {
+      return NotFound("version '" + version + "' of model " + ref.model +
+                      " is not a positive whole number as versions are written (1, 2, ...)");
     }
+    ref.version = std::stoll(version);
   }
   ref.label = label;
   return ref;
@@ -378,13 +389,27 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
                                      const httplib::ContentReader& read) {
       std::string body;
       bool too_large = false;
+      // A declared length that is not a byte count is the client's error (400), not an
+      // oversized body. One over the limit is refused (413) once httplib has drained
+      // what the client sends of it, so that the connection's next request starts
+      // where it should.
+      const std::string declared = req.get_header_value("Content-Length");
+      if (!declared.empty() &&
+          (declared.size() > 19 || !std::all_of(declared.begin(), declared.end(), [](char c) {
+            return std::isdigit(static_cast<unsigned char>(c)) != 0;
+          }))) {
+        res.status = 400;
+        res.set_content(
+            ErrorJson("Content-Length '" + declared + "' is not a byte count").dump(),
+            "application/json");
+        return;
+      }
       const bool read_whole = read([&](const char* data, size_t length) {
         too_large = body.size() + length > static_cast<size_t>(max);
         if (!too_large) body.append(data, length);
         return !too_large;
       });
       // httplib refuses a declared length over the limit before reading any of it.
-      const std::string declared = req.get_header_value("Content-Length");
       if (!read_whole && !declared.empty() &&
           std::strtoull(declared.c_str(), nullptr, 10) > static_cast<uint64_t>(max)) {
         too_large = true;
