@@ -156,7 +156,9 @@ TEST_F(DataParallelTest, SyncWithABackupWorkerDropsAStragglersStaleGradientsAndF
   DataParallelOptions options = Options(UpdateMode::kSync, 3, /*aggregate=*/2);
   // Long enough for the straggler to push many times: each of its pushes that joins
   // a version leaves one of the others' gradients stale, and each that comes late is.
-  options.epochs = 60;
+  // (60 epochs, about 30 ms, once ended on a loaded machine before the straggler
+  // pushed at all.)
+  options.epochs = 300;
   auto job = Job(options);
   // 2 ms on top of 10 steps' time: a step here takes microseconds, so without it a
   // busy machine's scheduling could hide the straggler among the others.
