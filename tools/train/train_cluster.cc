@@ -518,6 +518,12 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   }
   const int64_t batches_per_update =
       dp.ps.mode == UpdateMode::kSync ? dp.ps.replicas_to_aggregate : 1;
+  if (options.scale_lr_with_replicas && batches_per_update > 1) {
+    dp.ps.learning_rate = options.learning_rate * static_cast<double>(batches_per_update);
+    progress << "sync updates average " << batches_per_update << " batches of " << options.batch
+             << ": learning rate " << dp.ps.learning_rate << " (" << options.learning_rate
+             << " per batch, scaled linearly; --lr sets it as it is)\n";
+  }
   dp.ps.lr_decay =
       DecayPerEpoch(options.lr_decay, train.features.dim(0), options.batch * batches_per_update);
   AF_RETURN_IF_ERROR(ValidateDataParallelOptions(dp));

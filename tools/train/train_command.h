@@ -108,6 +108,10 @@ struct TrainCommandOptions {
   // --lr-decay: the learning rate is multiplied by this over each epoch, decaying
   // smoothly with the global step (tf.train.exponential_decay); 1 keeps it constant.
   double lr_decay = 1.0;
+  // Set by a named dataset's defaults when --lr is not given: its rate is per batch
+  // of --batch rows, so a sync update that averages R workers' batches uses R times
+  // it (the linear scaling rule; --lr given is used as it is).
+  bool scale_lr_with_replicas = false;
   int64_t batch = 32;
   int64_t steps = 1000;
   // > 0: passes over the training set (overrides steps).

@@ -92,7 +92,10 @@ void ApplyModelDefaults(const std::function<bool(const std::string& flag)>& give
   }
   if (!given("--hidden")) options->hidden = defaults.hidden;
   if (!given("--optimizer")) options->optimizer = defaults.optimizer;
-  if (!given("--lr")) options->learning_rate = defaults.learning_rate;
+  if (!given("--lr")) {
+    options->learning_rate = defaults.learning_rate;
+    options->scale_lr_with_replicas = !options->dataset.empty();
+  }
   if (!given("--batch")) options->batch = defaults.batch;
   if (!given("--lr-decay")) options->lr_decay = defaults.lr_decay;
   if (!given("--epochs") && !given("--steps")) options->epochs = defaults.epochs;

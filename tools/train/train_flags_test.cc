@@ -246,15 +246,21 @@ TEST(ApplyModelDefaultsTest, FashionMnistDecaysTheRateUnlessLrDecayIsGiven) {
   fashion.dataset = "fashion-mnist";
   ApplyModelDefaults([](const std::string&) { return false; }, &fashion);
   EXPECT_EQ(fashion.lr_decay, kFashionLrDecay);
+  EXPECT_TRUE(fashion.scale_lr_with_replicas);  // its default rate is per batch
   EXPECT_EQ(fashion.hidden, "256,128,100");
   TrainCommandOptions constant;
   constant.dataset = "fashion-mnist";
   constant.lr_decay = 1.0;
   ApplyModelDefaults([](const std::string& flag) { return flag == "--lr-decay"; }, &constant);
   EXPECT_EQ(constant.lr_decay, 1.0);
+  TrainCommandOptions given_rate;
+  given_rate.dataset = "fashion-mnist";
+  ApplyModelDefaults([](const std::string& flag) { return flag == "--lr"; }, &given_rate);
+  EXPECT_FALSE(given_rate.scale_lr_with_replicas);  // --lr is used as it is
   TrainCommandOptions iris;  // no dataset: constant, as before
   ApplyModelDefaults([](const std::string&) { return false; }, &iris);
   EXPECT_EQ(iris.lr_decay, 1.0);
+  EXPECT_FALSE(iris.scale_lr_with_replicas);
 }
 
 TEST(DecayPerEpochTest, AnEpochIsTheUpdatesThatTakeEveryRowOnce) {
