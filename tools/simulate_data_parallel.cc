@@ -73,10 +73,7 @@ Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream&
                            std::to_string(options.replicas_to_aggregate) + " exceeds the " +
                            std::to_string(workers) + " workers of " + options.cluster);
   }
-  // --lr-decay per epoch: a sync version takes replicas_to_aggregate batches.
-  training.ps.lr_decay = DecayPerEpoch(
-      o.lr_decay, data.train.features.dim(0),
-      o.batch * (training.ps.mode == UpdateMode::kSync ? training.ps.replicas_to_aggregate : 1));
+  SetShardRateSchedule(o, data.train.features.dim(0), &training.ps);
   training.steps = o.steps;
   training.timeout_ms = o.timeout_ms;
   training.eval_every = options.eval_every;

@@ -441,8 +441,6 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &dp.ps.mode, &dp.ps.staleness_bound));
   dp.ps.optimizer = options.optimizer;
   dp.ps.learning_rate = options.learning_rate;
-  // A sync version averages replicas_to_aggregate batches (set below; elastic: the live
-  // workers, taken as all of them); async and ssp apply every batch alone.
   dp.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
   dp.model_dir = ResolveUserPath(options.checkpoint_dir);
   SessionOptions session_options;  // target "": the actor runtime, per worker
@@ -516,16 +514,7 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
                            std::to_string(dp.ps.replicas_to_aggregate) + " is more than the " +
                            std::to_string(workers) + " workers of job " + options.job);
   }
-  const int64_t batches_per_update =
-      dp.ps.mode == UpdateMode::kSync ? dp.ps.replicas_to_aggregate : 1;
-  if (options.scale_lr_with_replicas && batches_per_update > 1) {
-    dp.ps.learning_rate = options.learning_rate * static_cast<double>(batches_per_update);
-    progress << "sync updates average " << batches_per_update << " batches of " << options.batch
-             << ": learning rate " << dp.ps.learning_rate << " (" << options.learning_rate
-             << " per batch, scaled linearly; --lr sets it as it is)\n";
-  }
-  dp.ps.lr_decay =
-      DecayPerEpoch(options.lr_decay, train.features.dim(0), options.batch * batches_per_update);
+  progress << SetShardRateSchedule(options, train.features.dim(0), &dp.ps);
   AF_RETURN_IF_ERROR(ValidateDataParallelOptions(dp));
   ReportRescaledSteps(options, dp, train.features.dim(0), progress);
   std::unique_ptr<StatusServer> status_page;

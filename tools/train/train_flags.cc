@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <sstream>
 #include <utility>
 
 #include "actors/cluster/session_factory.h"
@@ -230,6 +231,20 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
 LearningRateDecay DecayPerEpoch(double factor_per_epoch, int64_t rows, int64_t rows_per_update) {
   if (factor_per_epoch == 1.0 || rows_per_update <= 0) return {};
   return {std::max<long long>(1, (rows + rows_per_update - 1) / rows_per_update), factor_per_epoch};
+}
+
+std::string SetShardRateSchedule(const TrainCommandOptions& options, int64_t rows,
+                                 ParameterServerOptions* ps) {
+  const int64_t batches_per_update = ps->mode == UpdateMode::kSync ? ps->replicas_to_aggregate : 1;
+  ps->learning_rate = options.learning_rate;
+  ps->lr_decay = DecayPerEpoch(options.lr_decay, rows, options.batch * batches_per_update);
+  if (!options.scale_lr_with_replicas || batches_per_update <= 1) return "";
+  ps->learning_rate *= static_cast<double>(batches_per_update);
+  std::ostringstream line;
+  line << "sync updates average " << batches_per_update << " batches of " << options.batch
+       << ": learning rate " << ps->learning_rate << " (" << options.learning_rate
+       << " per batch, scaled linearly; --lr sets it as it is)\n";
+  return line.str();
 }
 
 DNNModelSpec ModelSpecOf(const DNNClassifierOptions& options) {

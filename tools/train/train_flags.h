@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/status.h"
+#include "kernels/parameter_client.h"
 #include "kernels/session.h"
 #include "tools/train/train_command.h"
 #include "tools/train/train_data.h"
@@ -89,6 +90,14 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
 // --lr-decay's schedule: `factor_per_epoch` per ceil(rows / rows_per_update) updates
 // (an epoch's updates when each update takes rows_per_update rows); no decay for 1.
 LearningRateDecay DecayPerEpoch(double factor_per_epoch, int64_t rows, int64_t rows_per_update);
+
+// The parameter shards' rate for `rows` training rows, from options.learning_rate:
+// times the batches a sync update averages (replicas_to_aggregate; async and ssp
+// apply each batch alone) when options.scale_lr_with_replicas, and decaying by
+// --lr-decay per epoch of updates. `ps` has its mode and replicas_to_aggregate set.
+// Returns a line saying how the rate was scaled, or "" when it was not.
+std::string SetShardRateSchedule(const TrainCommandOptions& options, int64_t rows,
+                                 ParameterServerOptions* ps);
 
 // The part of `options` that defines the graph (and model.json).
 DNNModelSpec ModelSpecOf(const DNNClassifierOptions& options);

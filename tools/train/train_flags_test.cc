@@ -273,6 +273,29 @@ TEST(DecayPerEpochTest, AnEpochIsTheUpdatesThatTakeEveryRowOnce) {
   EXPECT_EQ(DecayPerEpoch(0.75, 10, 32).decay_steps, 1);
 }
 
+TEST(SetShardRateScheduleTest, SyncScalesTheDatasetsRateByTheBatchesAnUpdateAverages) {
+  TrainCommandOptions options;
+  options.learning_rate = 0.001;
+  options.batch = 100;
+  options.lr_decay = 0.75;
+  options.scale_lr_with_replicas = true;
+  ParameterServerOptions sync;
+  sync.mode = UpdateMode::kSync;
+  sync.replicas_to_aggregate = 2;
+  EXPECT_THAT(SetShardRateSchedule(options, 60000, &sync), HasSubstr("learning rate 0.002"));
+  EXPECT_DOUBLE_EQ(sync.learning_rate, 0.002);
+  EXPECT_EQ(sync.lr_decay.decay_steps, 300);  // 60000 rows / (2 x 100) per update
+  ParameterServerOptions async;
+  async.mode = UpdateMode::kAsync;
+  async.replicas_to_aggregate = 2;
+  EXPECT_EQ(SetShardRateSchedule(options, 60000, &async), "");
+  EXPECT_DOUBLE_EQ(async.learning_rate, 0.001);
+  EXPECT_EQ(async.lr_decay.decay_steps, 600);
+  options.scale_lr_with_replicas = false;  // --lr given
+  EXPECT_EQ(SetShardRateSchedule(options, 60000, &sync), "");
+  EXPECT_DOUBLE_EQ(sync.learning_rate, 0.001);
+}
+
 TEST(LocalDeviceNamesTest, ListsTheCpusOfTheLocalTaskInOrder) {
   const std::vector<std::string> names = LocalDeviceNames({{"CPU", 3}, {"GPU", 0}});
   EXPECT_EQ(names, (std::vector<std::string>{"/job:localhost/replica:0/task:0/device:CPU:0",
