@@ -170,12 +170,15 @@ struct ModelRef {
   std::string label;
 };
 
+bool AllDigits(const std::string& text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+}
+
 // A decimal number as export writes version directories: digits only, no sign, no
 // leading zero, no fraction, at most 18 digits (so it fits an int64).
 bool IsPlainPositiveNumber(const std::string& text) {
-  if (text.empty() || text.size() > 18 || text[0] < '1' || text[0] > '9') return false;
-  return std::all_of(text.begin(), text.end(),
-                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+  return !text.empty() && text.size() <= 18 && text[0] != '0' && AllDigits(text);
 }
 
 StatusOr<ModelRef> ModelRefFrom(const httplib::Request& req) {
@@ -395,9 +398,7 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
       // where it should.
       const std::string declared = req.get_header_value("Content-Length");
       if (!declared.empty() &&
-          (declared.size() > 19 || !std::all_of(declared.begin(), declared.end(), [](char c) {
-            return std::isdigit(static_cast<unsigned char>(c)) != 0;
-          }))) {
+          (declared.size() > 19 || !AllDigits(declared))) {
         res.status = 400;
         res.set_content(
             ErrorJson("Content-Length '" + declared + "' is not a byte count").dump(),
