@@ -290,6 +290,7 @@ StatusOr<std::string> Saver::Save(Session* session, const std::string& dir, int6
 StatusOr<std::string> WriteCheckpointTensors(
     const std::string& dir, int64_t global_step,
     const std::vector<std::pair<std::string, Tensor>>& tensors, int max_to_keep) {
+  AF_RETURN_IF_ERROR(CheckCheckpointStep(global_step).WithContext("saving into '" + dir + "'"));
   AF_ASSIGN_OR_RETURN(std::optional<uint64_t> crash_after, CrashAfterBytes());
   AF_RETURN_IF_ERROR(checkpoint_file::CreateDirectories(dir));
   const std::string basename = CheckpointBasename(global_step);

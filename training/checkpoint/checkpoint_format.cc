@@ -114,6 +114,14 @@ uint32_t Crc32(const void* data, size_t size, uint32_t crc) {
   return ~crc;
 }
 
+Status CheckCheckpointStep(int64_t global_step) {
+  if (global_step < 0 || global_step > kMaxCheckpointStep) {
+    return InvalidArgument("\"global_step\" " + std::to_string(global_step) +
+                           " is outside [0, 2^62]: a checkpoint's step counts the updates made");
+  }
+  return Status::OK();
+}
+
 std::string CheckpointBasename(int64_t global_step) {
   return "ckpt-" + std::to_string(global_step);
 }
@@ -182,6 +190,19 @@ StatusOr<CheckpointManifest> ParseManifest(std::string_view text, const std::str
     return InvalidArgument(path + ": \"global_step\" must be an integer");
   }
   manifest.global_step = json["global_step"].get<int64_t>();
+  AF_RETURN_IF_ERROR(CheckCheckpointStep(manifest.global_step).WithContext(path));
+  // A manifest named "ckpt-<step>.json" (as Save names them) holds that step.
+  const size_t slash = path.find_last_of('/');
+  std::string_view file = std::string_view(path).substr(slash == std::string::npos ? 0 : slash + 1);
+  const std::string_view suffix = kCheckpointManifestSuffix;
+  if (file.size() > suffix.size() && file.substr(file.size() - suffix.size()) == suffix) {
+    std::optional<int64_t> named = ParseCheckpointBasename(file.substr(0, file.size() - suffix.size()));
+    if (named && *named != manifest.global_step) {
+      return InvalidArgument(path + ": \"global_step\" " + std::to_string(manifest.global_step) +
+                             " does not match the file's name (step " + std::to_string(*named) +
+                             ")");
+    }
+  }
   if (!json.contains("tensors") || !json["tensors"].is_array()) {
     return InvalidArgument(path + ": \"tensors\" must be a list");
   }

@@ -39,6 +39,9 @@ inline constexpr char kCheckpointFormat[] = "actorflow.checkpoint/1";
 inline constexpr char kCheckpointDataSuffix[] = ".data";
 inline constexpr char kCheckpointManifestSuffix[] = ".json";
 inline constexpr char kLatestCheckpointFile[] = "latest";
+// A checkpoint's global step lies in [0, kMaxCheckpointStep]: a step restored from
+// it is counted on from there, and 2^62 leaves room to count without overflow.
+inline constexpr int64_t kMaxCheckpointStep = int64_t{1} << 62;
 
 // CRC-32 (zlib's) of `size` bytes, continuing from `crc` (the CRC of the bytes
 // before them; 0 to start): Crc32("123456789", 9) == 0xCBF43926.
@@ -58,6 +61,9 @@ struct CheckpointManifest {
   int64_t global_step = 0;
   std::vector<CheckpointEntry> tensors;  // names unique
 };
+
+// InvalidArgument naming the step unless 0 <= global_step <= kMaxCheckpointStep.
+Status CheckCheckpointStep(int64_t global_step);
 
 // "ckpt-<step>" and its inverse (nullopt for any other name, e.g. a temporary
 // file's: only "ckpt-" followed by an optional '-' and decimal digits).

@@ -121,6 +121,12 @@ TEST(ManifestTest, InconsistentManifestsAreInvalidArgumentNamingTheFileAndTensor
       {head + R"({"name": "w", "dtype": "float32", "shape": [2], "size": 8, "checksum": 0}]})",
        "has no \"offset\""},
       {head + entry + "," + entry + "]}", "tensor 'w' appears twice"},
+      {R"({"format": "actorflow.checkpoint/1", "global_step": -5, "tensors": []})",
+       "\"global_step\" -5 is outside [0, 2^62]"},
+      {R"({"format": "actorflow.checkpoint/1", "global_step": 9223372036854775807, "tensors": []})",
+       "\"global_step\" 9223372036854775807 is outside"},
+      {R"({"format": "actorflow.checkpoint/1", "global_step": 2, "tensors": []})",
+       "\"global_step\" 2 does not match the file's name (step 1)"},
       {head + entry + "," +
            R"({"name": "v", "dtype": "int32", "shape": [], "offset": 4, "size": 4, "checksum": 0}]})",
        "'w' and 'v' overlap"},

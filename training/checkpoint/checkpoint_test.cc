@@ -319,6 +319,19 @@ TEST(SaverTest, SavingAStepTwiceIsAlreadyExistsAndKeepsTheFirstCheckpoint) {
   EXPECT_TRUE(ReadCheckpoint(dir).ok());
 }
 
+TEST(SaverTest, AStepOutsideZeroToTwoToThe62IsRefusedAndWritesNothing) {
+  Model m;
+  BuildAW(&m, Tensor::Scalar(1.0f));
+  std::string dir = NewTempDir();
+  for (int64_t step : {int64_t{-5}, kMaxCheckpointStep + 1}) {
+    auto saved = m.saver->Save(m.session.get(), dir, step);
+    EXPECT_EQ(saved.status().code(), Code::kInvalidArgument) << saved.status();
+    EXPECT_THAT(saved.status().message(), HasSubstr(std::to_string(step))) << saved.status();
+  }
+  EXPECT_EQ(ListDir(dir), Names{});
+  EXPECT_TRUE(m.saver->Save(m.session.get(), dir, kMaxCheckpointStep).ok());
+}
+
 TEST(SaverTest, SavingUninitializedVariablesFailsAndAddsNoCheckpoint) {
   Model m;
   BuildAW(&m, Tensor::Scalar(1.0f), /*init=*/false);
