@@ -32,15 +32,21 @@ class EntryReader {
     return entry_.at(key);
   }
 
+  // A time: "..._s" keys in seconds, "...ms" keys in milliseconds; either at most
+  // kMaxFaultPlanSeconds.
   Status Number(const char* key, double* out, bool* present = nullptr) {
     if (present != nullptr) *present = Has(key);
     if (!Has(key)) return Status::OK();
     const json& v = At(key);
     if (!v.is_number()) return InvalidArgument(where_ + "." + key + " must be a number");
     *out = v.get<double>();
-    if (!std::isfinite(*out) || *out < 0) {
-      return InvalidArgument(where_ + "." + key + " must be a finite number >= 0, not " +
-                             v.dump());
+    const std::string_view name(key);
+    const bool in_ms = name.size() >= 2 && name.substr(name.size() - 2) == "ms";
+    const double max = in_ms ? kMaxFaultPlanSeconds * 1000 : kMaxFaultPlanSeconds;
+    if (!std::isfinite(*out) || *out < 0 || *out > max) {
+      return InvalidArgument(where_ + "." + key + " must be a number in [0, " +
+                             json(max).dump() + "] (" + (in_ms ? "milliseconds" : "seconds") +
+                             "), not " + v.dump());
     }
     return Status::OK();
   }
@@ -330,6 +336,10 @@ StatusOr<FaultPlan> ParseFaultPlan(std::string_view json_text, const ClusterSpec
   }
   const json& faults = doc.at("faults");
   if (!faults.is_array()) return InvalidArgument(source + ": \"faults\" must be a list");
+  if (faults.size() > kMaxFaults) {
+    return InvalidArgument(source + ": " + std::to_string(faults.size()) + " faults; a plan holds at most " +
+                           std::to_string(kMaxFaults) + " (each message is checked against every one)");
+  }
   FaultPlan plan;
   for (size_t i = 0; i < faults.size(); ++i) {
     AF_ASSIGN_OR_RETURN(Fault f,

@@ -40,7 +40,8 @@
 // Errors (InvalidArgument, naming "faults[i]" and the field): malformed JSON (line and
 // column), a missing or repeated action, an unknown key, a task or job not in the
 // cluster, a wildcard where one task is needed, a probability outside [0, 1], a
-// negative time, step or delay, "every" below 1, an empty or overlapping partition, a
+// negative time, step or delay, a time above kMaxFaultPlanSeconds (a delay in ms above
+// it times 1000), more than kMaxFaults entries, "every" below 1, an empty or overlapping partition, a
 // window whose end is not after its start, an unknown message kind.
 #ifndef ACTORFLOW_ACTORS_SIM_FAULT_PLAN_H_
 #define ACTORFLOW_ACTORS_SIM_FAULT_PLAN_H_
@@ -55,6 +56,11 @@
 #include "placement/cluster_spec.h"
 
 namespace actorflow {
+
+// A plan's bounds: its entries (every message is matched against each), and its
+// times (a window, a kill time, a delay): at most about 11.6 days of virtual time.
+inline constexpr size_t kMaxFaults = 10000;
+inline constexpr double kMaxFaultPlanSeconds = 1e6;
 
 // The message kinds a MATCH may name, besides "*".
 inline constexpr const char* kMessageKinds[] = {"step", "tensor",     "push", "pull",

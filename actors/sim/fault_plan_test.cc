@@ -134,7 +134,15 @@ TEST(FaultPlanTest, RefusesValuesOutOfRange) {
               HasSubstr("pick one"));
   EXPECT_THAT(ErrorOf(R"({"faults": [{"delay": {}}]})"), HasSubstr("needs \"ms\""));
   EXPECT_THAT(ErrorOf(R"({"faults": [{"delay": {}, "ms": -1}]})"),
-              HasSubstr("ms must be a finite number >= 0"));
+              HasSubstr("ms must be a number in [0, 1000000000.0] (milliseconds), not -1"));
+  EXPECT_THAT(ErrorOf(R"({"faults": [{"delay": {}, "ms": 1e300}]})"),
+              HasSubstr("ms must be a number in [0, 1000000000.0] (milliseconds), not 1e+300"));
+  EXPECT_THAT(ErrorOf(R"({"faults": [{"drop": {}, "until_s": 1000001}]})"),
+              HasSubstr("until_s must be a number in [0, 1000000.0] (seconds)"));
+  EXPECT_THAT(ErrorOf(R"({"faults": [{"kill": "/job:ps/task:0", "at_s": 2e6}]})"),
+              HasSubstr("at_s must be a number in [0, 1000000.0]"));
+  ASSERT_OK(ParseFaultPlan(R"({"faults": [{"delay": {}, "ms": 1e9, "until_s": 1e6}]})", Cluster())
+                .status());
   EXPECT_THAT(ErrorOf(R"({"faults": [{"kill": "/job:ps/task:0"}]})"),
               HasSubstr("exactly one of \"at_step\" and \"at_s\""));
   EXPECT_THAT(ErrorOf(R"({"faults": [{"kill": "/job:ps/task:0", "at_step": 1, "at_s": 1}]})"),
@@ -143,6 +151,15 @@ TEST(FaultPlanTest, RefusesValuesOutOfRange) {
               HasSubstr("at_step must be an integer >= 0"));
   EXPECT_THAT(ErrorOf(R"({"faults": [{"drop": {}, "from_s": 3, "until_s": 2}]})"),
               HasSubstr("until_s (2.000000) must be after from_s (3.000000)"));
+}
+
+TEST(FaultPlanTest, RefusesAPlanOfMoreThanKMaxFaultsEntries) {
+  std::string entries;
+  for (size_t i = 0; i < kMaxFaults; ++i) entries += std::string(i ? "," : "") + R"({"drop": {}})";
+  ASSERT_OK_AND_ASSIGN(FaultPlan plan, ParseFaultPlan("{\"faults\": [" + entries + "]}", Cluster()));
+  EXPECT_EQ(plan.faults.size(), kMaxFaults);
+  EXPECT_THAT(ErrorOf("{\"faults\": [" + entries + R"(,{"drop": {}}]})"),
+              HasSubstr("10001 faults; a plan holds at most 10000"));
 }
 
 TEST(FaultPlanTest, RefusesBadPartitions) {

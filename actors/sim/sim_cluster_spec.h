@@ -33,9 +33,9 @@ struct SimClusterShape {
 // false for anything else.
 bool ParseSmallCount(std::string_view digits, int* count);
 
-// Reads "sim:ps=P,worker=W[,devices=D][,JOB=N...]". InvalidArgument naming the part
-// for: a missing "sim:" prefix, an entry that is not "key=count", a repeated or bad job
-// name, a count that is not an integer, no worker ("a simulated cluster needs at least
+// Reads "sim:ps=P,worker=W[,devices=D]" (in any order). InvalidArgument naming the part
+// for: a missing "sim:" prefix, an entry that is not "key=count", a repeated job, a key
+// other than ps, worker and devices, a count that is not an integer, no worker ("a simulated cluster needs at least
 // one worker"), no ps task, a count above kMaxSimTasksPerJob, devices outside
 // 1..kMaxSimDevicesPerTask.
 StatusOr<SimClusterShape> ParseSimClusterSpec(std::string_view text);

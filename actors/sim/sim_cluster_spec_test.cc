@@ -18,10 +18,10 @@ TEST(SimClusterSpecTest, ReadsJobsAndDevices) {
   EXPECT_EQ(shape.TotalTasks(), 505);
   EXPECT_EQ(shape.TotalDevices(), 1010);
 
-  ASSERT_OK_AND_ASSIGN(SimClusterShape small, ParseSimClusterSpec("sim:worker=2,ps=1,chief=1"));
+  ASSERT_OK_AND_ASSIGN(SimClusterShape small, ParseSimClusterSpec("sim:worker=2,ps=1"));
   EXPECT_EQ(small.devices_per_task, 1);
   ASSERT_OK_AND_ASSIGN(ClusterSpec spec, small.ToClusterSpec());
-  EXPECT_EQ(spec.jobs(), (std::vector<std::string>{"chief", "ps", "worker"}));
+  EXPECT_EQ(spec.jobs(), (std::vector<std::string>{"ps", "worker"}));
   EXPECT_EQ(spec.num_tasks("worker"), 2);
   ASSERT_OK_AND_ASSIGN(TaskAddress address, spec.Address({"worker", 1}));
   EXPECT_EQ(address.ToString(), "worker-1.sim:1");
@@ -44,8 +44,9 @@ TEST(SimClusterSpecTest, RefusesBadSpecsNamingThePart) {
       {"sim:ps=1,worker=2,devices=0", "devices must be in 1..64, not 0"},
       {"sim:ps=1,worker=2,devices=1,devices=2", "devices given twice"},
       {"sim:ps=1,worker=100001", "at most 100000"},
-      {"sim:ps=1,worker=2,9lives=1", "'9lives' is not a job name"},
-      {"sim:ps=1,worker=2,chief=0", "job 'chief' has 0 tasks"},
+      {"sim:ps=1,worker=2,9lives=1", "unknown key '9lives'"},
+      {"sim:ps=1,worker=2,evil=3", "unknown key 'evil' (a simulated cluster takes ps=P, worker=W"},
+      {"sim:ps=1,workers=2", "unknown key 'workers'"},
       {"sim:", "needs at least one worker"},
   };
   for (const Case& c : cases) {
