@@ -24,6 +24,7 @@ StatusOr<int64_t> CheckedByteSize(DType dtype, const Shape& shape) {
 
 Status CheckRepresentableShape(const Shape& shape, DType dtype) {
   if (shape.unknown_rank()) return Status::OK();
+  AF_RETURN_IF_ERROR(shape.CheckRankLimit());
   int64_t known = 1;
   bool overflowed = false;
   for (int64_t d : shape.dims()) {

@@ -98,5 +98,20 @@ TEST(CheckRepresentableShapeTest, RefusesNegativeDimsAndKnownDimsThatOverflow) {
   EXPECT_THAT(bytes.message(), HasSubstr("bytes of float32"));
 }
 
+TEST(CheckRankLimitTest, RefusesMoreThanKMaxRankDimsGivingTheRankNotTheShape) {
+  const Shape at_limit(std::vector<int64_t>(Shape::kMaxRank, 1));
+  EXPECT_OK(at_limit.CheckedNumElements().status());
+  EXPECT_OK(CheckRepresentableShape(at_limit, DType::kFloat32));
+  const Shape deep(std::vector<int64_t>(100000, 1));
+  for (const Status& s : {deep.CheckedNumElements().status(),
+                          CheckedByteSize(DType::kFloat32, deep).status(),
+                          CheckRepresentableShape(deep, DType::kFloat32)}) {
+    EXPECT_EQ(s.code(), Code::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr("a shape of rank 100000 has more dimensions than a tensor "
+                                       "may have (at most 254)"));
+    EXPECT_LT(s.message().size(), 200u);
+  }
+}
+
 }  // namespace
 }  // namespace actorflow

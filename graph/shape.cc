@@ -21,8 +21,17 @@ int64_t Shape::num_elements() const {
   return static_cast<int64_t>(n);
 }
 
+Status Shape::CheckRankLimit() const {
+  if (unknown_rank_ || rank() <= kMaxRank) return Status::OK();
+  // Not the whole shape: its text would be as long as the input that made it.
+  return InvalidArgument("a shape of rank " + std::to_string(rank()) +
+                         " has more dimensions than a tensor may have (at most " +
+                         std::to_string(kMaxRank) + ")");
+}
+
 StatusOr<int64_t> Shape::CheckedNumElements() const {
   if (unknown_rank_) return InvalidArgument("shape " + ToString() + " has an unknown rank");
+  AF_RETURN_IF_ERROR(CheckRankLimit());
   int64_t n = 1;
   bool overflowed = false;
   for (int64_t d : dims_) {

@@ -16,6 +16,9 @@ namespace actorflow {
 class Shape {
  public:
   static constexpr int64_t kUnknownDim = -1;
+  // The most dimensions a shape from outside may have (TensorFlow's limit too): more
+  // is refused by CheckedNumElements and CheckRepresentableShape, never allocated.
+  static constexpr int kMaxRank = 254;
 
   Shape() = default;  // a scalar: rank 0, known
   Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
@@ -36,9 +39,11 @@ class Shape {
   // CheckedNumElements); a shape from outside goes through CheckedNumElements first.
   int64_t num_elements() const;
   // Product of the dimensions, refusing shapes no tensor can have: InvalidArgument
-  // when the rank or a dim is unknown, a dim is negative, or the product does not fit
+  // when the rank is unknown or above kMaxRank, a dim is unknown, a dim is negative, or the product does not fit
   // in int64 (graph/checked_size.h has the byte count).
   StatusOr<int64_t> CheckedNumElements() const;
+  // InvalidArgument giving the rank when it is above kMaxRank; OK otherwise.
+  Status CheckRankLimit() const;
   // True when some fully defined shape could match both (unknowns match anything).
   bool IsCompatibleWith(const Shape& other) const;
   // The more specific of two compatible shapes (unknowns filled from the other).

@@ -143,6 +143,11 @@ TEST(TensorFromJson, NamesWhatIsWrong) {
                                    "unknown key \"dims\""));
   EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "int32", "shape": [-1], "data": [1]})",
                                    "shape dimension 0 is -1"));
+  std::string deep_shape = "1";
+  for (int i = 1; i < 100000; ++i) deep_shape += ",1";
+  EXPECT_TRUE(TensorRejectedSaying(
+      R"({"dtype": "int32", "shape": [)" + deep_shape + R"(], "data": [1]})",
+      "a shape of rank 100000 has more dimensions than a tensor may have (at most 254)"));
   EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "int32", "shape": [], "data": 1})",
                                    "\"data\" must be a flat list"));
   EXPECT_TRUE(TensorRejectedSaying(R"({"dtype": "int32", "shape": [2], "data": [1, 2.5]})",
