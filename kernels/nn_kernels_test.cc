@@ -1,6 +1,7 @@
 // CPU neural-network kernels (MatMul, BiasAdd, activations, Softmax, LogSoftmax, the
 // softmax cross-entropies) against the reference kernels, in float32 and float64.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,6 +84,18 @@ TEST_P(NnKernelTest, ActivationsMatchReference) {
     EXPECT_TRUE(MatchesReference(
         {op, {}, {MakeTensor(dtype(), Shape{6}, {-100.0, -20.0, 0.0, 1e-8, 20.0, 100.0})}}));
   }
+}
+
+TEST_P(NnKernelTest, ReluPassesNaNThroughAndInfinitiesAsTheyAre) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  auto run = RunKernel({"Relu", {}, {MakeTensor(dtype(), Shape{4}, {nan, inf, -inf, -2.0})}});
+  ASSERT_TRUE(run.ok() && run->status.ok());
+  const Tensor& y = run->outputs[0];
+  EXPECT_TRUE(std::isnan(y.ElementAsDouble(0)));  // not a confident 0
+  EXPECT_EQ(y.ElementAsDouble(1), inf);
+  EXPECT_EQ(y.ElementAsDouble(2), 0.0);
+  EXPECT_EQ(y.ElementAsDouble(3), 0.0);
 }
 
 // ---- Softmax, LogSoftmax ---------------------------------------------------------

@@ -152,6 +152,17 @@ TEST(ServeCliTest, IrisExportedFromTrainingAnswersAsPredictDoesAndACorruptVersio
   ASSERT_EQ(r.code, 200) << r;
   EXPECT_EQ(r.body.at("outputs").at("class_ids"), classes);
 
+  // Finite inputs that overflow float inside the model: no class is made up from the
+  // NaN scores; the error names the instance, and the server goes on answering.
+  json overflowing = json::array({rows[0], json::array({3e38, 3e38, -3e38, 3e38})});
+  r = server->Post("/v1/models/iris:predict", json({{"instances", overflowing}}).dump());
+  EXPECT_EQ(r.code, 400) << r;
+  EXPECT_THAT(r.body.dump(), HasSubstr("instance 1: ")) << r;
+  EXPECT_THAT(r.body.dump(), HasSubstr("overflowed float")) << r;
+  r = server->Post("/v1/models/iris:predict", json({{"instances", json::array({rows[0]})}}).dump());
+  ASSERT_EQ(r.code, 200) << r;
+  EXPECT_EQ(r.body.at("predictions").at(0).at("class_ids"), classes[0]);
+
   // :classify with features by name: per example every label with its score, the
   // highest one predict's class.
   json examples = json::array();

@@ -18,7 +18,8 @@ namespace {
 
 template <typename T>
 struct ReluOp {
-  T operator()(T a) const { return a > T(0) ? a : T(0); }
+  // NaN passes through (as TensorFlow's): a NaN input must not turn into a confident 0.
+  T operator()(T a) const { return a < T(0) ? T(0) : a; }
 };
 // exp(-a) overflows to inf for very negative a, which correctly gives 0.
 template <typename T>

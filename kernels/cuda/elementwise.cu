@@ -18,7 +18,7 @@ __device__ __forceinline__ T ApplyUnary(UnaryOp op, T x) {
     case UnaryOp::kSqrt: return sqrt(x);
     case UnaryOp::kSquare: return x * x;
     case UnaryOp::kAbs: return fabs(x);
-    case UnaryOp::kRelu: return x > T(0) ? x : T(0);
+    case UnaryOp::kRelu: return x < T(0) ? T(0) : x;  // NaN passes through
     case UnaryOp::kSigmoid: return T(1) / (T(1) + exp(-x));
     case UnaryOp::kTanh: return tanh(x);
   }

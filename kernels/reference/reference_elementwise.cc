@@ -27,7 +27,7 @@ double UnaryDouble(const std::string& op, double x) {
   if (op == "Sqrt") return std::sqrt(x);
   if (op == "Square") return x * x;
   if (op == "Abs") return std::fabs(x);
-  if (op == "Relu") return x > 0.0 ? x : 0.0;
+  if (op == "Relu") return x < 0.0 ? 0.0 : x;  // NaN passes through
   if (op == "Sigmoid") return 1.0 / (1.0 + std::exp(-x));
   if (op == "Tanh") return std::tanh(x);
   return std::nan("");

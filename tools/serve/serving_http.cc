@@ -308,6 +308,7 @@ struct ServingHttpServer::Impl {
       if (api == "predict") {
         AF_ASSIGN_OR_RETURN(PredictBody parsed, ParsePredictBody(body, *signature));
         AF_ASSIGN_OR_RETURN(auto outputs, models->Run(served, *signature, std::move(parsed.inputs)));
+        AF_RETURN_IF_ERROR(CheckFiniteOutputs(outputs));
         nlohmann::json response = PredictResponseJson(outputs, parsed.row_format);
         if (response.contains("error")) return Internal(response["error"].get<std::string>());
         SendJson(res, 200, response);
@@ -317,6 +318,7 @@ struct ServingHttpServer::Impl {
           servable.manifest.classifier ? &*servable.manifest.classifier : nullptr;
       AF_ASSIGN_OR_RETURN(auto inputs, ParseExamplesBody(body, *signature, classifier));
       AF_ASSIGN_OR_RETURN(auto outputs, models->Run(served, *signature, std::move(inputs)));
+      AF_RETURN_IF_ERROR(CheckFiniteOutputs(outputs));
       if (api == "classify") {
         auto scores = outputs.find("scores");
         if (scores == outputs.end()) {

@@ -316,6 +316,21 @@ StatusOr<PredictBody> ParsePredictBody(const Json& body, const SignatureDef& sig
   return parsed;
 }
 
+Status CheckFiniteOutputs(const std::map<std::string, Tensor>& outputs) {
+  for (const auto& [key, tensor] : outputs) {
+    if (!Readable(tensor) || tensor.NumElements() == 0) continue;
+    const int64_t rows = tensor.shape().rank() >= 1 ? tensor.dim(0) : 0;
+    Status finite = CheckFinite(tensor, "output '" + key + "'", rows, "instance");
+    if (!finite.ok()) {
+      return InvalidArgument(
+          finite.message().substr(0, finite.message().find(" is not a finite number")) +
+          ": the model's arithmetic overflowed float on these inputs (values far outside "
+          "what it was trained on?); no prediction is given for them");
+    }
+  }
+  return Status::OK();
+}
+
 Json PredictResponseJson(const std::map<std::string, Tensor>& outputs, bool row_format) {
   Json response = Json::object();
   if (!row_format) {

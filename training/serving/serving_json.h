@@ -71,6 +71,12 @@ StatusOr<std::string> PeekSignatureName(const nlohmann::json& body);
 // An output without a readable host buffer is written as null.
 nlohmann::json PredictResponseJson(const std::map<std::string, Tensor>& outputs, bool row_format);
 
+// InvalidArgument naming the output and the instance (its row, when the output has
+// rows) of the first NaN or infinity in a float output: inputs that are finite can
+// still overflow inside the model (3e38 times a weight), and a class id computed from
+// NaN scores is no prediction. OK for finite outputs and those of other dtypes.
+Status CheckFiniteOutputs(const std::map<std::string, Tensor>& outputs);
+
 // :classify / :regress bodies (TF Serving's shapes):
 //   {"signature_name"?: S, "context"?: {feature: value}, "examples": [{feature: value}, ...]}
 // For a classifier export (`classifier` not null) the signature's single input

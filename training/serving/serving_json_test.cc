@@ -330,6 +330,22 @@ TEST(PredictResponseJsonTest, SeveralOutputsRowFormatIsAnObjectPerExample) {
             R"({"class_ids":0,"probabilities":[0.75,0.25]}]})");
 }
 
+TEST(CheckFiniteOutputsTest, NamesTheOutputAndTheInstanceOfTheFirstNonFiniteValue) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::map<std::string, Tensor> outputs;
+  outputs["class_ids"] = Tensor::FromVector<int64_t>({1, 0});
+  outputs["probabilities"] = Tensor::FromVector<float>({0.01f, 0.99f, 0.75f, 0.25f}, Shape{2, 2});
+  EXPECT_OK(CheckFiniteOutputs(outputs));
+  outputs["probabilities"] = Tensor::FromVector<float>({0.01f, 0.99f, nan, nan}, Shape{2, 2});
+  Status s = CheckFiniteOutputs(outputs);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("output 'probabilities', instance 1: nan: the model's "
+                                     "arithmetic overflowed float"));
+  outputs.erase("probabilities");
+  outputs["total"] = Tensor::Scalar<double>(-std::numeric_limits<double>::infinity());
+  EXPECT_THAT(CheckFiniteOutputs(outputs).message(), HasSubstr("output 'total': -inf: "));
+}
+
 TEST(PredictResponseJsonTest, ColumnarFormatWritesWholeTensors) {
   std::map<std::string, Tensor> outputs;
   outputs["probabilities"] = Tensor::FromVector<float>({0.01f, 0.99f, 0.75f, 0.25f}, Shape{2, 2});
