@@ -1,5 +1,11 @@
 #include "kernels/file_access.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 #include <utility>
@@ -91,6 +97,36 @@ std::string FileAccessPolicy::Describe() const {
 StatusOr<std::string> ResolveFilePath(const FileAccessPolicy* policy, const std::string& path) {
   if (policy == nullptr) return path;
   return policy->Resolve(path);
+}
+
+namespace {
+
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+StatusOr<int> OpenRegularFileForReading(const std::string& resolved, const std::string& shown) {
+  const int fd = ::open(resolved.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    return NotFound(shown + ": cannot open the file to read (" + std::strerror(errno) + ")");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const std::string kind = ::fstat(fd, &st) != 0 ? "not readable" : FileKind(st.st_mode);
+    ::close(fd);
+    return InvalidArgument(shown + " is " + kind + ", not a regular file: readers open regular "
+                           "files only (one with no writer would wait forever)");
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
 }
 
 }  // namespace actorflow

@@ -56,6 +56,14 @@ class FileAccessPolicy {
 // Resolves `path` under `policy`; a null policy allows every path unchanged.
 StatusOr<std::string> ResolveFilePath(const FileAccessPolicy* policy, const std::string& path);
 
+// Opens `resolved` (what ResolveFilePath returned) for reading without ever blocking:
+// the open itself is non-blocking, so a FIFO with no writer or a device cannot wedge
+// the kernel's thread, and anything but a regular file is refused (InvalidArgument
+// naming `shown`, the path as the graph gave it, and what the file is). Returns the
+// descriptor, blocking again for reads (a regular file's reads do not wait on anyone),
+// owned by the caller; NotFound naming `shown` when it cannot be opened.
+StatusOr<int> OpenRegularFileForReading(const std::string& resolved, const std::string& shown);
+
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_KERNELS_FILE_ACCESS_H_

@@ -8,7 +8,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <vector>
 
@@ -212,6 +218,37 @@ TEST(CsvReaderFileAccessTest, AParseErrorNamesFileLineAndColumnButNeverQuotesThe
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
   EXPECT_THAT(s.message(), HasSubstr(f.inside + ":1:3: field 2 is not a float32 number"));
   EXPECT_THAT(s.message(), Not(HasSubstr("TOPSECRET")));
+}
+
+TEST(CsvReaderFileAccessTest, AFifoOrADirectoryIsRefusedWithoutBlockingTheReader) {
+  DataRootFixture f;
+  const std::string fifo = f.root + "/sub/pipe.csv";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto policy = FileAccessPolicy::UnderRoot(f.root);
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  // A FIFO without a writer: a blocking open() would never return. Bounded: if the
+  // reader does block, opening the write end releases it and the test fails.
+  auto read = std::async(std::launch::async, [&] { return ReadOneRecord("sub/pipe.csv", &*policy); });
+  if (read.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    const int writer = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (writer >= 0) ::close(writer);
+    FAIL() << "the reader blocked opening a FIFO";
+  }
+  Status s = read.get();
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("sub/pipe.csv is a FIFO, not a regular file"));
+  EXPECT_THAT(s.message(), HasSubstr("node 'read'"));
+
+  s = ReadOneRecord("sub", &*policy);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("sub is a directory, not a regular file"));
+  // A regular file still reads, and a missing one is NotFound naming it.
+  std::vector<float> row;
+  ASSERT_TRUE(ReadOneRecord("sub/data.csv", &*policy, &row).ok());
+  EXPECT_EQ(row, (std::vector<float>{1, 2}));
+  s = ReadOneRecord("sub/missing.csv", &*policy);
+  EXPECT_EQ(s.code(), Code::kNotFound) << s;
+  EXPECT_THAT(s.message(), HasSubstr("sub/missing.csv: cannot open the file to read"));
 }
 
 }  // namespace

@@ -11,11 +11,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <deque>
-#include <fstream>
+#include <istream>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <ext/stdio_filebuf.h>
 
 #include "kernels/cpu/queue_kernel_util.h"
 #include "kernels/file_access.h"
@@ -32,7 +34,10 @@ class CsvReaderState : public Resource {
 
   std::mutex mu;
   std::deque<int32_t> files;  // handed out by the filename queue, not opened yet
-  std::ifstream in;
+  // The open file: a buffer over a descriptor OpenRegularFileForReading gave (it
+  // closes it), read through `in`.
+  std::unique_ptr<__gnu_cxx::stdio_filebuf<char>> file;
+  std::istream in{nullptr};
   bool open = false;
   std::string path;
   int64_t line_number = 0;
@@ -121,7 +126,8 @@ class CsvReaderReadKernel : public Kernel {
           break;
         }
         if (state->open) {
-          state->in.close();
+          state->in.rdbuf(nullptr);
+          state->file.reset();  // closes the descriptor
           state->open = false;
         }
         if (state->files.empty()) break;
@@ -166,8 +172,9 @@ class CsvReaderReadKernel : public Kernel {
     }
     state.path = filenames_[index];
     AF_ASSIGN_OR_RETURN(const std::string allowed, ResolveFilePath(files, state.path));
-    state.in = std::ifstream(allowed);
-    if (!state.in.is_open()) return NotFound(state.path + ": cannot open the file to read");
+    AF_ASSIGN_OR_RETURN(const int fd, OpenRegularFileForReading(allowed, state.path));
+    state.file = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(fd, std::ios::in);
+    state.in.rdbuf(state.file.get());  // also clears the stream's state
     state.open = true;
     state.line_number = 0;
     std::string skipped;
