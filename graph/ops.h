@@ -380,12 +380,14 @@ Output QueueSize(const Scope& scope, const Queue& queue);
 // The next line of the files that `filename_queue` (elements int32 [] indexing
 // `filenames`) hands out, decoded as CSV into one scalar per record_types entry
 // (float32, float64, int32, int64): TensorFlow's TextLineReader + decode_csv. The
-// reader runs on the filename queue's device; its position is kept there under
-// the node's name. OutOfRange once the filename queue is closed and exhausted.
+// reader runs on the filename queue's device; its position is kept there, private to
+// the session, or under `shared_name` for every session that names it (TensorFlow
+// 1's resource semantics). OutOfRange once the filename queue is closed and exhausted.
 std::vector<Output> CsvReaderRead(const Scope& scope, const std::vector<std::string>& filenames,
                                   const Queue& filename_queue,
                                   const std::vector<DType>& record_types,
-                                  int64_t skip_header_lines = 0);
+                                  int64_t skip_header_lines = 0,
+                                  const std::string& shared_name = "");
 
 }  // namespace actorflow
 

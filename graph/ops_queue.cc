@@ -23,8 +23,11 @@
 // CsvReaderRead() -> one scalar per record_types entry: the next line of the files
 //   named by the filename queue (queue_container/queue_name, elements int32 [] =
 //   indices into `filenames`), decoded as CSV. skip_header_lines: int (0) per file;
-//   the reader's position is a resource named container/shared_name (default: the
-//   node's name). OutOfRange when the filename queue is closed and exhausted.
+//   the reader's position is a resource named container/shared_name, shared by every
+//   session that names it; without a shared_name it is the session's own (keyed by
+//   the node's name within the session: on a server, another client's reader of the
+//   same name has its own position). OutOfRange when the filename queue is closed and
+//   exhausted.
 // All are stateful.
 //
 // The builder functions are in graph/queue_ops.cc.

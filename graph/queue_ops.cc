@@ -143,7 +143,7 @@ Output QueueSize(const Scope& scope, const Queue& queue) {
 std::vector<Output> CsvReaderRead(const Scope& scope, const std::vector<std::string>& filenames,
                                   const Queue& filename_queue,
                                   const std::vector<DType>& record_types,
-                                  int64_t skip_header_lines) {
+                                  int64_t skip_header_lines, const std::string& shared_name) {
   StatusOr<Scope> on = OnQueue(scope, filename_queue, "CsvReaderRead");
   if (!on.ok()) {
     scope.UpdateStatus(on.status());
@@ -155,6 +155,7 @@ std::vector<Output> CsvReaderRead(const Scope& scope, const std::vector<std::str
   attrs["queue_name"] = filename_queue.shared_name;
   attrs["record_types"] = DTypeNames(record_types);
   attrs["skip_header_lines"] = skip_header_lines;
+  if (!shared_name.empty()) attrs["shared_name"] = shared_name;
   return Outputs(on->AddNode("CsvReaderRead", {}, std::move(attrs)));
 }
 

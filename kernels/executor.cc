@@ -106,6 +106,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
         ctx->set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
         ctx->set_queues(args_.queues);
         ctx->set_file_access(args_.file_access);
+        ctx->set_session_scope(args_.session_scope);
         auto self = shared_from_this();
         try {
           info.kernel->ComputeAsync(ctx.get(), [self, i, ctx, start_us]() {
@@ -127,6 +128,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
         ctx.set_runtime(args_.rendezvous, args_.scheduler, executor_->spec().device_name);
         ctx.set_queues(args_.queues);
         ctx.set_file_access(args_.file_access);
+        ctx.set_session_scope(args_.session_scope);
         try {
           info.kernel->Compute(&ctx);
         } catch (...) {

@@ -85,6 +85,8 @@ struct StepArgs {
   // Where kernels may open files named by the graph (kernels/file_access.h); nullptr:
   // anywhere. Must outlive the step.
   const FileAccessPolicy* file_access = nullptr;
+  // KernelContext::session_scope of the step's kernels.
+  uint64_t session_scope = 0;
 };
 
 class StepState;

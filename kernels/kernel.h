@@ -117,6 +117,11 @@ class KernelContext {
   // graphs. A server always sets one.
   const FileAccessPolicy* file_access() const { return file_access_; }
   void set_file_access(const FileAccessPolicy* policy) { file_access_ = policy; }
+  // The session whose graph the kernel runs for, on a device shared by sessions (the
+  // master's scope); 0 where the resource manager is the session's own. Resources
+  // private to a session live in SessionContainer(session_scope()).
+  uint64_t session_scope() const { return session_scope_; }
+  void set_session_scope(uint64_t scope) { session_scope_ = scope; }
   // The full name of the device running the kernel ("" when none was set).
   const std::string& device_name() const {
     static const std::string kNone;
@@ -141,6 +146,7 @@ class KernelContext {
   AsyncScheduler* scheduler_ = nullptr;
   QueueService* queues_ = nullptr;
   const FileAccessPolicy* file_access_ = nullptr;
+  uint64_t session_scope_ = 0;
   const std::string* device_name_ = nullptr;
   Status status_;
 };

@@ -42,16 +42,19 @@ uint64_t ResourceManager::NextEpoch() {
 
 void ResourceManager::Clear(const std::vector<std::string>& containers) {
   std::lock_guard<std::mutex> lock(mu_);
-  epoch_.store(NextEpoch(), std::memory_order_release);
   if (containers.empty()) {
+    epoch_.store(NextEpoch(), std::memory_order_release);
     containers_.clear();
     resources_.clear();
     return;
   }
+  bool dropped_variables = false;
   for (const std::string& c : containers) {
-    containers_.erase(c);
+    dropped_variables = containers_.erase(c) > 0 || dropped_variables;
     resources_.erase(c);
   }
+  // Only a dropped variable invalidates what VariableLookupCache holds.
+  if (dropped_variables) epoch_.store(NextEpoch(), std::memory_order_release);
 }
 
 std::vector<std::string> ResourceManager::VariableNames(const std::string& container) const {
@@ -91,6 +94,10 @@ StatusOr<std::shared_ptr<VariableResource>> VariableLookupCache::Get(ResourceMan
   // never a stale hit.
   entries_[slot] = Entry{epoch, *variable};
   return variable;
+}
+
+std::string SessionContainer(uint64_t session_scope) {
+  return session_scope == 0 ? std::string() : "_session_" + std::to_string(session_scope);
 }
 
 }  // namespace actorflow

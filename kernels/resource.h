@@ -101,6 +101,13 @@ class ResourceManager {
   std::map<std::string, std::map<std::string, std::shared_ptr<Resource>>> resources_;
 };
 
+// The container of the resources private to one session (a reader whose graph names
+// no shared_name; TensorFlow 1's resources without a shared_name are the same): a
+// server's devices outlive sessions and serve many at once, so such a resource is
+// keyed by the session, and dropped when the session's last partition goes.
+// `session_scope` 0 (a DirectSession, whose manager is its own) gives "".
+std::string SessionContainer(uint64_t session_scope);
+
 // The variable that a Variable node stands for: its "container" attr, and its
 // "shared_name" attr or else the node's name. Created (uninitialized) on first use.
 StatusOr<std::shared_ptr<VariableResource>> VariableForNode(ResourceManager* resources,

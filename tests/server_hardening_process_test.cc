@@ -110,6 +110,64 @@ TEST(ServerHardeningProcessTest, FileOpsReadOnlyUnderTheDataRoot) {
   }
 }
 
+// Two clients' graphs with a reader of the same name on one server: without a
+// shared_name each reads its own files from its own position; with one they share it.
+TEST(ServerHardeningProcessTest, AReaderIsPrivateToItsSessionUnlessItNamesASharedName) {
+  ScopedTempDir dir("reader_scope");
+  ASSERT_TRUE(dir.ok());
+  const std::string root = dir.File("root");
+  fs::create_directories(root);
+  ASSERT_TRUE(WriteTestFile(root + "/a.csv", "1,2\n3,4\n5,6\n"));
+  ASSERT_TRUE(WriteTestFile(root + "/b.csv", "7,8\n9,10\n"));
+  auto server = StartServer({"--data-root", root});
+  ASSERT_NE(server, nullptr);
+  const std::string target = server->Target("worker", 0);
+
+  struct Client {
+    Scope root = Scope::NewRootScope();
+    std::vector<Output> read;
+    std::unique_ptr<Session> session;
+    // The next record, or {} after an error (reported).
+    std::vector<float> Next() {
+      std::vector<Tensor> out;
+      Status s = session->Run({}, {read[0].name(), read[1].name()}, {}, &out);
+      EXPECT_TRUE(s.ok()) << s;
+      if (!s.ok()) return {};
+      return {out[0].data<float>()[0], out[1].data<float>()[0]};
+    }
+  };
+  auto client = [&](const std::string& file, const std::string& queue,
+                    const std::string& shared_name) {
+    auto c = std::make_unique<Client>();
+    Queue files = FIFOQueue(c->root.WithOpName(queue), {DType::kInt32}, {Shape{}}, 10);
+    QueueEnqueue(c->root.WithOpName("enqueue"), files,
+                 {Const(c->root.WithOpName("first"), int32_t{0})});
+    c->read = CsvReaderRead(c->root.WithOpName("read"), {file}, files,
+                            {DType::kFloat32, DType::kFloat32}, 0, shared_name);
+    EXPECT_TRUE(c->root.ok()) << c->root.status();
+    c->session = Open(c->root.graph(), target);
+    if (c->session != nullptr) EXPECT_TRUE(c->session->Run({}, {}, {"enqueue"}, nullptr).ok());
+    return c;
+  };
+  auto first = client("a.csv", "files_a", "");
+  auto second = client("b.csv", "files_b", "");
+  ASSERT_TRUE(first->session != nullptr && second->session != nullptr);
+  EXPECT_EQ(first->Next(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(second->Next(), (std::vector<float>{7, 8})) << "not the first client's next line";
+  EXPECT_EQ(first->Next(), (std::vector<float>{3, 4})) << "its own position, kept";
+  EXPECT_EQ(second->Next(), (std::vector<float>{9, 10}));
+  // A session that closes drops its reader; a new one starts from the file's top.
+  EXPECT_TRUE(first->session->Close().ok());
+  first = client("a.csv", "files_a2", "");
+  EXPECT_EQ(first->Next(), (std::vector<float>{1, 2}));
+
+  // Named alike, shared: one position over the file, whichever client reads.
+  auto shared_one = client("a.csv", "files_s", "lines");
+  auto shared_two = client("a.csv", "files_t", "lines");
+  EXPECT_EQ(shared_one->Next(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(shared_two->Next(), (std::vector<float>{3, 4}));
+}
+
 TEST(ServerHardeningProcessTest, WithoutADataRootFileOpsAreRefusedSayingHowToAllowThem) {
   auto server = StartServer({});
   ASSERT_NE(server, nullptr);

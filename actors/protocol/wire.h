@@ -57,7 +57,8 @@ typename Inspector::result_type inspect(Inspector& f, PartitionRegistration& x) 
     x.partition = std::move(p);
     return caf::none;
   });
-  return f(caf::meta::type_name("actorflow.PartitionRegistration"), x.partition_id, device,
+  return f(caf::meta::type_name("actorflow.PartitionRegistration"), x.partition_id,
+           x.session_scope, device,
            graph_json, feeds, feed_inputs, fetches, targets, x.peers, load);
 }
 

@@ -20,6 +20,7 @@ namespace {
 // A registered partition: its graph, kernels and executor.
 struct PartitionExec {
   std::shared_ptr<const DevicePartition> partition;
+  uint64_t session_scope = 0;  // of the master that registered it
   std::vector<std::unique_ptr<Kernel>> kernels;
   std::unique_ptr<Executor> executor;
 };
@@ -53,6 +54,9 @@ struct DeviceState {
   std::unique_ptr<DeviceQueueClient> queues;
   std::unordered_map<std::string, DevicePeer> peers;  // by device name
   std::unordered_map<uint64_t, std::shared_ptr<PartitionExec>> partitions;
+  // Registered partitions by session scope: a session's private resources go with
+  // its last one (a closed session deregisters them all).
+  std::unordered_map<uint64_t, int> partitions_per_session;
 
   // Rendezvous: tensors that arrived before their Recv, and Recvs waiting for one.
   std::map<std::string, Tensor> inbox;
@@ -289,6 +293,7 @@ void RunPartition(DeviceSelf self, RunPartitionRequest& req, DeviceState::Active
   args.scheduler = st.runtime.get();
   args.queues = st.queues.get();
   args.file_access = st.config.file_access.get();
+  args.session_scope = exec->session_scope;
   const int64_t step = req.step_id;
   // The slot exists before the step starts: a step may end inside RunAsync.
   st.active_steps[step] = std::move(answer);
@@ -351,12 +356,27 @@ DeviceActor::behavior_type DeviceBehavior(DeviceSelf self, DeviceConfig config) 
         self->state.AddPeers(self, reg.peers);
         auto built = BuildPartition(self->state.config, reg.partition);
         if (!built.ok()) return built.status();
-        self->state.partitions[reg.partition_id] = *built;
+        (*built)->session_scope = reg.session_scope;
+        auto& slot = self->state.partitions[reg.partition_id];
+        if (slot == nullptr) ++self->state.partitions_per_session[reg.session_scope];
+        slot = *built;
         return Status::OK();
       },
       [self](deregister_atom, const std::vector<uint64_t>& ids) -> Status {
         // A step still running keeps its executor alive through its own reference.
-        for (uint64_t id : ids) self->state.partitions.erase(id);
+        DeviceState& st = self->state;
+        for (uint64_t id : ids) {
+          auto it = st.partitions.find(id);
+          if (it == st.partitions.end()) continue;
+          const uint64_t scope = it->second->session_scope;
+          st.partitions.erase(it);
+          auto count = st.partitions_per_session.find(scope);
+          if (count == st.partitions_per_session.end() || --count->second > 0) continue;
+          st.partitions_per_session.erase(count);
+          if (scope != 0 && st.config.resources != nullptr) {
+            st.config.resources->Clear({SessionContainer(scope)});
+          }
+        }
         return Status::OK();
       },
       [self](run_atom, RunPartitionRequest& req) -> caf::result<RunPartitionResult> {

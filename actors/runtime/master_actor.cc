@@ -553,6 +553,7 @@ MasterActor::behavior_type MasterBehavior(MasterSelf self, MasterConfig config) 
   // Ids unique on every device this master shares with others (actors/runtime/step_ids.h).
   self->state.ordinal =
       TaskOrdinal(self->state.config.cluster.get(), self->state.config.local_task);
+  self->state.session_scope = NextPartitionId(self->state.ordinal);
   self->state.graph = self->state.config.owned_graph ? self->state.config.owned_graph.get()
                                                      : self->state.config.graph;
   for (const DeviceActor& d : self->state.config.device_actors) self->monitor(d);

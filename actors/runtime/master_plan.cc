@@ -167,6 +167,7 @@ StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterSelf self, const StepRequest& re
   for (size_t i = 0; i < partitions.size(); ++i) {
     PartitionRegistration reg;
     reg.partition_id = plan->parts[i].partition_id;
+    reg.session_scope = st.session_scope;
     reg.partition = std::make_shared<DevicePartition>(std::move(partitions[i]));
     reg.peers = known;
     std::weak_ptr<Plan> weak = plan;

@@ -94,6 +94,9 @@ struct MasterState {
   std::map<caf::actor_addr, Registered> registered;
   // TaskOrdinal of the master's task, for its step and partition ids.
   uint32_t ordinal = 0;
+  // This session's KernelContext::session_scope on every device: unique among the
+  // sessions of every process (an id drawn like a partition id).
+  uint64_t session_scope = 0;
   bool closed = false;
   bool heartbeat_ticking = false;
   // The step_deadline_atom timer: armed for `deadline_check_at`; a message with an

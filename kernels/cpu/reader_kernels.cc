@@ -88,9 +88,8 @@ class CsvReaderReadKernel : public Kernel {
                         node.attr<std::string>("queue_name")},
         skip_header_lines_(node.attr<int64_t>("skip_header_lines")),
         container_(node.attr<std::string>("container")),
-        shared_name_(node.attr<std::string>("shared_name").empty()
-                         ? node.name()
-                         : node.attr<std::string>("shared_name")) {
+        shared_(!node.attr<std::string>("shared_name").empty()),
+        shared_name_(shared_ ? node.attr<std::string>("shared_name") : node.name()) {
     parsed_ = ParseComponentAttrs(node, "record_types", &types_, nullptr);
   }
   bool IsAsync() const override { return true; }
@@ -102,8 +101,13 @@ class CsvReaderReadKernel : public Kernel {
     if (ctx->resources() == nullptr) {
       return FailAndDone(ctx, Internal("no ResourceManager to hold the reader"), done);
     }
+    // Without a shared_name the reader's position belongs to this session (as in
+    // TensorFlow 1): another client's graph with a reader of the same name on the same
+    // server starts its own files, never inside this one's.
+    const bool private_to_session = !shared_ && ctx->session_scope() != 0;
     auto state = ctx->resources()->LookupOrCreate<CsvReaderState>(
-        container_, shared_name_,
+        private_to_session ? SessionContainer(ctx->session_scope()) : container_,
+        private_to_session ? container_ + "/" + shared_name_ : shared_name_,
         [this]() -> std::shared_ptr<Resource> { return std::make_shared<CsvReaderState>(shared_name_); });
     if (!state.ok()) return FailAndDone(ctx, state.status(), done);
     Read(ctx, *state, std::move(done));
@@ -222,6 +226,7 @@ class CsvReaderReadKernel : public Kernel {
   QueueRef filename_queue_;
   int64_t skip_header_lines_;
   std::string container_;
+  bool shared_;  // a shared_name was given: shared across sessions by it
   std::string shared_name_;
   std::vector<DType> types_;
   Status parsed_;
