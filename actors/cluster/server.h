@@ -38,6 +38,10 @@ inline constexpr int64_t kDefaultBulkMinBytes = int64_t{256} << 10;
 
 struct ServerOptions {
   ClusterSpec cluster;
+  // When set, SpawnTaskActors uses this spec instead of `cluster`, shared rather than
+  // copied: a simulated cluster of W tasks would otherwise hold W copies of a W-task
+  // spec (memory quadratic in W).
+  std::shared_ptr<const ClusterSpec> shared_cluster;
   TaskId task;
   int cpus = 1;
   // Bind to this port instead of the spec's (0 = any free port; LocalCluster).

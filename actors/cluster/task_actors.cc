@@ -201,7 +201,12 @@ TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& optio
                            ConnectorActor task_directory, TaskBulkChannel bulk) {
   TaskActors task;
   task.task_name = ClusterSpec::TaskName(options.task);
-  task.SetCluster(options.cluster);
+  if (options.shared_cluster != nullptr) {
+    std::lock_guard<std::mutex> lock(*task.cluster_mu);
+    *task.cluster = options.shared_cluster;
+  } else {
+    task.SetCluster(options.cluster);
+  }
   FrontState init;
   init.task_name = task.task_name;
   init.cluster_mu = task.cluster_mu;

@@ -5,9 +5,16 @@
 namespace actorflow {
 namespace {
 
+// At most the first 20 of `xs`, then how many more: a message about thousands of
+// workers stays short.
 std::string ListOf(const std::set<int>& xs) {
+  constexpr size_t kShown = 20;
   std::string out;
-  for (int x : xs) out += (out.empty() ? "" : ", ") + std::to_string(x);
+  size_t shown = 0;
+  for (int x : xs) {
+    if (shown++ == kShown) return out + " and " + std::to_string(xs.size() - kShown) + " more";
+    out += (out.empty() ? "" : ", ") + std::to_string(x);
+  }
   return out;
 }
 
@@ -463,9 +470,11 @@ void ParameterShardState::ReleaseSsp(Replies* out) {
 }
 
 Status ParameterShardState::SyncCoverage() const {
-  std::set<int> gone = lost_;
-  gone.insert(left_.begin(), left_.end());
-  const int live = config_.total_replicas - static_cast<int>(gone.size());
+  // lost_ and left_ are disjoint (Leave moves a worker from one to the other,
+  // WorkerLost ignores one that left): counted, not merged, since every worker that
+  // leaves asks this again.
+  const int live =
+      config_.total_replicas - static_cast<int>(lost_.size()) - static_cast<int>(left_.size());
   if (live >= config_.replicas_to_aggregate) return Status::OK();
   std::string why;
   if (!lost_.empty()) why += "lost: worker " + ListOf(lost_);
@@ -479,6 +488,7 @@ Status ParameterShardState::SyncCoverage() const {
 
 void ParameterShardState::CheckSyncCoverage(Replies* out) {
   if (config_.mode != UpdateMode::kSync) return;
+  if (parked_pushes_.empty() && pending_.empty()) return;  // no one to tell
   Status coverage = SyncCoverage();
   if (coverage.ok()) return;
   for (const auto& [id, parked] : parked_pushes_) {

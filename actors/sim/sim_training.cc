@@ -189,7 +189,7 @@ StatusOr<SimTrainingReport> SimulatedCluster::TrainDataParallel(const SimTrainin
     // Done when no driver runs and none is due back at a virtual time (a restart at
     // a global step the finished run never reaches is not waited for).
     bool all_done = true;
-    for (int w = 0; w < workers; ++w) {
+    for (int w = 0; w < workers && all_done; ++w) {
       if (driving[w] && !run->workers[w].finished) all_done = false;
     }
     for (size_t i = 0; i < fault_done.size() && all_done; ++i) {

@@ -19,6 +19,7 @@ StatusOr<std::unique_ptr<SimulatedCluster>> SimulatedCluster::Start(const Option
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   AF_ASSIGN_OR_RETURN(impl->cluster, options.shape.ToClusterSpec());
+  impl->shared_cluster = std::make_shared<const ClusterSpec>(impl->cluster);
   caf::actor_system_config& cfg = impl->cfg;
   cfg.set("scheduler.policy", caf::atom("testing"));
   cfg.set("logger.console", caf::atom("none"));

@@ -34,6 +34,8 @@ struct SimulatedCluster::Impl {
 
   Options options;
   ClusterSpec cluster;
+  // The same spec, shared by every task's actors (one copy, not one per task).
+  std::shared_ptr<const ClusterSpec> shared_cluster;
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> system;
   caf::scheduler::test_coordinator* sched = nullptr;
@@ -90,7 +92,7 @@ struct SimulatedCluster::Impl {
 
   void Spawn(TaskSlot& slot) {
     ServerOptions server;
-    server.cluster = cluster;
+    server.shared_cluster = shared_cluster;
     server.task = slot.id;
     server.cpus = options.shape.devices_per_task;
     slot.actors = SpawnTaskActors(*system, server, slot.directory);
