@@ -1,8 +1,11 @@
 // An `actorflow server` process against hostile or broken peers: random bytes, an
 // HTTP request, forged BASP headers (4 GiB announced, an unknown operation), a
 // message just over --max-message-bytes and one of a kind it does not know, a frame
-// cut off, a silent connection, a flood of connections and more open connections
-// than --max-connections; and clients over --max-graph-nodes and --max-tensor-bytes.
+// cut off, a silent connection, a flood of connections, connections that stall
+// before their handshake (closed after --handshake-timeout-ms; at --max-connections
+// the oldest gives way to a new peer) and more CAF peers than --max-connections (the
+// next one is told the limit); and clients over --max-graph-nodes and
+// --max-tensor-bytes.
 //
 // After each: the server still runs, runs a step for a legitimate client
 // (`actorflow run --target`), names the peer and the limit on stderr where it
@@ -52,6 +55,11 @@ using ::testing::HasSubstr;
 constexpr int64_t kMaxMessageBytes = 1 << 20;
 constexpr int kMaxConnections = 8;
 constexpr milliseconds kWait{10000};
+// Longer than any test's waits: only the test that starts its own server with a
+// short timeout sees connections closed for it.
+constexpr int64_t kHandshakeTimeoutMs = 60000;
+// What a stalled stranger sends: part of a BASP header (27 of its 32 bytes).
+const std::string kPartialHeader(27, '\x01');
 // Resident memory may grow this much over idle: 10% (allocator caches and the
 // lazily touched pages of a step differ from run to run by a few hundred KiB).
 int64_t RssSlackKiB(int64_t idle_kib) { return idle_kib / 10; }
@@ -81,6 +89,19 @@ std::string ChainGraph(int n) {
   return json + "]}";
 }
 
+// Reads the server's refusal lines until one contains `what` (true, the line in
+// *line) or kWait passed.
+bool WaitForRefusalSaying(ChildProcess* server, const std::string& what, std::string* line) {
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (true) {
+    const auto left =
+        std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    if (!server->WaitForErrLine("actorflow transport: refused", left, line)) return false;
+    if (line->find(what) != std::string::npos) return true;
+  }
+}
+
 class HostileInputTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -90,6 +111,7 @@ class HostileInputTest : public ::testing::Test {
     options.dir = TmpDir();
     options.server_args = {"--max-message-bytes", std::to_string(kMaxMessageBytes),
                            "--max-connections",   std::to_string(kMaxConnections),
+                           "--handshake-timeout-ms", std::to_string(kHandshakeTimeoutMs),
                            "--max-graph-nodes",   "5",
                            "--max-tensor-bytes",  "1024"};
     auto cluster = ProcessCluster::Start(std::move(options));
@@ -266,28 +288,33 @@ TEST_F(HostileInputTest, AThousandConnectionsOpenedAndClosedAtOnce) {
   EXPECT_TRUE(Healthy("1000 connections"));
 }
 
-TEST_F(HostileInputTest, ConnectionsBeyondMaxConnectionsAreClosedAndOthersServedAfter) {
-  std::vector<std::unique_ptr<RawConnection>> held;
+// Raw peers that stall inside their first header fill --max-connections: a real
+// client still gets in, because a new connection takes the slot of the oldest one
+// that has gone kHandshakeGraceMs without a handshake (a busy refusal before that
+// makes the client retry).
+TEST_F(HostileInputTest, StalledConnectionsAtMaxConnectionsGiveWayToARealClient) {
+  std::vector<std::unique_ptr<RawConnection>> stalled;
   for (int i = 0; i < kMaxConnections; ++i) {
-    held.push_back(Connect());
-    ASSERT_NE(held.back(), nullptr);
-    ASSERT_TRUE(held.back()->WaitForGreeting(kWait)) << "connection " << i;
+    stalled.push_back(Connect());
+    ASSERT_NE(stalled.back(), nullptr);
+    ASSERT_TRUE(stalled.back()->WaitForGreeting(kWait)) << "connection " << i;
+    ASSERT_TRUE(stalled.back()->Send(kPartialHeader));
   }
-  auto extra = Connect();
-  ASSERT_NE(extra, nullptr);
-  EXPECT_FALSE(extra->WaitForGreeting(kWait));
-  EXPECT_TRUE(RefusalLogged(extra->LocalAddress(), "--max-connections 8"));
-  held.clear();
-  // The server counts a connection until it has read its end: wait (bounded) until
-  // it greets a new one again.
-  const auto deadline = std::chrono::steady_clock::now() + kWait;
-  bool greeted = false;
-  while (!greeted && std::chrono::steady_clock::now() < deadline) {
-    auto probe = Connect();
-    greeted = probe != nullptr && probe->WaitForGreeting(kWait);
-  }
-  ASSERT_TRUE(greeted);
-  EXPECT_TRUE(Healthy("more connections than --max-connections"));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(RunsALegitStep());
+  std::cerr << "a legitimate step with " << kMaxConnections << " stalled connections open took "
+            << std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - start)
+                   .count()
+            << " ms\n";
+  // The oldest stalled one was closed for it, and the server said why.
+  EXPECT_TRUE(stalled.front()->WaitForClose(kWait));
+  std::string line;
+  ASSERT_TRUE(WaitForRefusalSaying(server_, "its slot goes to a new connection", &line))
+      << server_->err();
+  EXPECT_THAT(line, HasSubstr(stalled.front()->LocalAddress()));
+  EXPECT_THAT(line, HasSubstr("--max-connections 8"));
+  stalled.clear();
+  EXPECT_TRUE(Healthy("stalled connections at --max-connections"));
 }
 
 // A CAF client in this process: what a peer that completed BASP's handshake can send.
@@ -377,6 +404,59 @@ TEST_F(HostileInputTest, AFeedOverMaxTensorBytesIsResourceExhaustedNamingTheFlag
   EXPECT_THAT(r->err(), HasSubstr("ResourceExhausted"));
   EXPECT_THAT(r->err(), HasSubstr("feed 'x' has 1200 bytes, over --max-tensor-bytes 1024"));
   EXPECT_TRUE(Healthy("a feed over --max-tensor-bytes"));
+}
+
+// CAF peers that completed their handshake fill --max-connections: the next one is
+// refused, and its ConnectToServer names the limit, not a failed handshake.
+TEST_F(HostileInputTest, APeerBeyondMaxConnectionsOfRealPeersIsToldTheLimit) {
+  std::vector<std::unique_ptr<CafClient>> peers;
+  for (int i = 0; i < kMaxConnections; ++i) {
+    peers.push_back(std::make_unique<CafClient>(port_));
+    ASSERT_TRUE(peers.back()->connected()) << "peer " << i;
+  }
+  caf::actor_system_config cfg;
+  ConfigureClusterTransport(cfg);
+  cfg.set("logger.console", caf::atom("none"));
+  auto system = std::make_unique<caf::actor_system>(cfg);
+  auto front = ConnectToServer(*system, "127.0.0.1", static_cast<uint16_t>(port_),
+                               milliseconds(1500), "the server");
+  EXPECT_EQ(front.status().code(), Code::kUnavailable) << front.status();
+  EXPECT_THAT(front.status().message(),
+              HasSubstr("it refused the connection: it has --max-connections connections open"));
+  ShutDownClusterSystem(system);
+  EXPECT_TRUE(RefusalLogged("127.0.0.1:", "--max-connections 8 allows"));
+  // Every peer still talks to the server.
+  for (auto& peer : peers) EXPECT_TRUE(peer->Pings());
+  peers.clear();
+  EXPECT_TRUE(Healthy("a peer beyond --max-connections"));
+}
+
+// A connection that sends part of a header and stalls is closed once
+// --handshake-timeout-ms has passed, and the server says so naming it.
+TEST(HandshakeTimeoutTest, AConnectionStalledBeforeItsHandshakeIsClosedAfterTheTimeout) {
+  ProcessClusterOptions options;
+  options.binary = ActorflowBinary();
+  options.shape = {{"worker", 1}};
+  options.dir = TmpDir();
+  options.server_args = {"--handshake-timeout-ms", "1000"};
+  auto cluster = ProcessCluster::Start(std::move(options));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ChildProcess* server = (*cluster)->process("worker", 0);
+  const int port = std::stoi((*cluster)->Address("worker", 0).substr(10));
+  for (const std::string& sent : {kPartialHeader, std::string()}) {
+    auto stalled = RawConnection::Open(port, kWait);
+    ASSERT_NE(stalled, nullptr);
+    ASSERT_TRUE(stalled->WaitForGreeting(kWait));
+    if (!sent.empty()) {
+      ASSERT_TRUE(stalled->Send(sent));
+    }
+    EXPECT_TRUE(stalled->WaitForClose(kWait)) << sent.size() << " bytes sent";
+    std::string line;
+    ASSERT_TRUE(WaitForRefusalSaying(server, "no handshake within --handshake-timeout-ms 1000",
+                                     &line))
+        << server->err();
+    EXPECT_THAT(line, HasSubstr(stalled->LocalAddress()));
+  }
 }
 
 }  // namespace

@@ -198,7 +198,12 @@ Subcommand AddServerSubcommand(CLI::App* parent) {
                   "message is allocated (its pending requests fail)")
       ->capture_default_str();
   app->add_option("--max-connections", options->transport.max_connections,
-                  "Accepted connections beyond this many open ones are closed at once")
+                  "Accepted connections beyond this many open ones are closed at once (or "
+                  "take the slot of the oldest one still without a handshake after 500 ms)")
+      ->capture_default_str();
+  app->add_option("--handshake-timeout-ms", options->transport.handshake_timeout_ms,
+                  "An accepted connection that has not completed CAF's handshake within this "
+                  "long is closed")
       ->capture_default_str();
   app->add_option("--max-graph-nodes", options->requests.max_graph_nodes,
                   "A session over a graph with more nodes is refused (ResourceExhausted)")

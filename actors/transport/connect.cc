@@ -15,6 +15,7 @@
 #endif
 
 #include "actors/transport/cluster_transport.h"
+#include "actors/transport/guarded_transport.h"
 #include "actors/protocol/messages.h"
 #include "placement/cluster_spec.h"
 
@@ -112,6 +113,14 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
       return Status(Code::kPermissionDenied, where + " closed the connection during the handshake: is "
                               "transport security (--tls-cert/--tls-key/--tls-ca) set the "
                               "same on both sides, with certificates of the same CA?");
+    }
+    if (!timed_out && front.error() == caf::sec::malformed_basp_message &&
+        TakeBusyRefusal(port)) {
+      // The server is at --max-connections: a slot may free up, so retry.
+      last_error = "it refused the connection: it has --max-connections connections open";
+      std::this_thread::sleep_until(std::min(deadline, std::chrono::steady_clock::now() + backoff));
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+      continue;
     }
     if (!timed_out && (front.error() == caf::sec::malformed_basp_message ||
                        front.error() == caf::sec::unexpected_actor_messaging_interface)) {

@@ -2,16 +2,22 @@
 
 #include <sys/resource.h>
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -31,6 +37,26 @@ namespace net = caf::io::network;
 // with nothing but the actor system.
 constexpr const char kMaxMessageBytesKey[] = "actorflow.max-message-bytes";
 constexpr const char kMaxConnectionsKey[] = "actorflow.max-connections";
+constexpr const char kHandshakeTimeoutKey[] = "actorflow.handshake-timeout-ms";
+
+using Clock = std::chrono::steady_clock;
+
+// What a task writes, in place of CAF's first header, to a connection it refuses
+// because --max-connections are open: 32 bytes that no BASP header starts with
+// (BASP refuses them as malformed), which the connecting side's transport
+// recognizes and reports as the cause (TakeBusyRefusal) instead of the generic
+// "closed during the handshake".
+constexpr char kBusyFrame[32] = "\x7f" "actorflow: at max-connections";
+static_assert(sizeof(kBusyFrame) == caf::io::basp::header_size, "one BASP header");
+
+// Ports of servers that refused this process as busy, until connect reads them.
+std::mutex busy_mu;
+std::map<uint16_t, int> busy_refusals;
+
+uint16_t PeerPortOf(net::native_socket fd) {
+  auto port = net::remote_port_of_fd(fd);
+  return port ? *port : 0;
+}
 
 // A header whose operation byte BASP knows no message type for: BASP refuses it as
 // malformed and closes the connection.
@@ -100,9 +126,14 @@ std::string DescribeFirstFrame(const char* data) {
   return std::string("its first byte is ") + hex;
 }
 
-// Accepted connections of one backend that are open now.
-struct ConnectionCount {
+class GuardedScribe;
+
+// Accepted connections of one backend: how many are open now, and those still
+// without a completed handshake, oldest first. `awaiting` is touched only on the
+// multiplexer's thread (where scribes are made, read, closed and destroyed).
+struct AcceptedConnections {
   std::atomic<int64_t> open{0};
+  std::list<std::pair<GuardedScribe*, Clock::time_point>> awaiting;
 };
 
 // A connection (CAF scribe) whose reads are bounded: see the header.
@@ -110,12 +141,33 @@ class GuardedScribe : public net::scribe_impl {
  public:
   // `accepted` counts this connection while it lives (null: an outgoing one).
   GuardedScribe(net::default_multiplexer& mx, net::native_socket fd, const TransportLimits& limits,
-                std::shared_ptr<ConnectionCount> accepted)
-      : scribe_impl(mx, fd), limits_(limits), peer_(PeerOf(fd)), accepted_(std::move(accepted)) {
-    if (accepted_) ++accepted_->open;
+                std::shared_ptr<AcceptedConnections> accepted)
+      : scribe_impl(mx, fd),
+        limits_(limits),
+        peer_(PeerOf(fd)),
+        peer_port_(PeerPortOf(fd)),
+        accepted_(std::move(accepted)) {
+    if (accepted_) {
+      ++accepted_->open;
+      awaiting_ = accepted_->awaiting.insert(accepted_->awaiting.end(), {this, Clock::now()});
+      in_awaiting_ = true;
+    }
   }
   ~GuardedScribe() override {
-    if (accepted_) --accepted_->open;
+    if (accepted_) {
+      HandshakeEnded();
+      --accepted_->open;
+    }
+  }
+
+
+  // Closes the connection (on the multiplexer's thread), logging `why` for its peer.
+  void CloseNow(const std::string& why) {
+    HandshakeEnded();
+    if (detached()) return;
+    LogRefusal(peer_, why);
+    caf::intrusive_ptr<GuardedScribe> keep{this};
+    io_failure(&stream_.backend(), net::operation::read);
   }
 
   // BASP asks for exactly the payload length a header announced. A size over the
@@ -123,6 +175,8 @@ class GuardedScribe : public net::scribe_impl {
   // allocated) and the connection is closed once BASP's handler has returned.
   void configure_read(caf::io::receive_policy::config config) override {
     const bool handshake_payload = consuming_ && frames_ == 1;
+    // A handshake without payload: BASP asks for the next header right away.
+    if (handshake_payload && config.second == caf::io::basp::header_size) HandshakeEnded();
     const int64_t limit = handshake_payload
                               ? std::min(kMaxHandshakeBytes, limits_.max_message_bytes)
                               : limits_.max_message_bytes;
@@ -142,8 +196,14 @@ class GuardedScribe : public net::scribe_impl {
 
   bool consume(caf::execution_unit* ctx, const void* buf, size_t num_bytes) override {
     ++frames_;
-    if (frames_ == 1 && num_bytes == caf::io::basp::header_size &&
-        !LooksLikeHandshake(rd_buf().data())) {
+    if (frames_ == 2) HandshakeEnded();  // its header and its payload arrived
+    if (frames_ == 1 && num_bytes == caf::io::basp::header_size && accepted_ == nullptr &&
+        std::memcmp(rd_buf().data(), kBusyFrame, sizeof(kBusyFrame)) == 0) {
+      // A server refusing this connection because it is at --max-connections.
+      std::lock_guard<std::mutex> lock(busy_mu);
+      ++busy_refusals[peer_port_];
+    } else if (frames_ == 1 && num_bytes == caf::io::basp::header_size &&
+               !LooksLikeHandshake(rd_buf().data())) {
       LogRefusal(peer_, "its first frame is not a BASP handshake (" +
                             DescribeFirstFrame(rd_buf().data()) + ")");
       // Let BASP refuse it as malformed: it closes the connection and tells a
@@ -173,9 +233,19 @@ class GuardedScribe : public net::scribe_impl {
     });
   }
 
+  // Leaves the accepted connections that await their handshake (once).
+  void HandshakeEnded() {
+    if (!in_awaiting_) return;
+    accepted_->awaiting.erase(awaiting_);
+    in_awaiting_ = false;
+  }
+
   const TransportLimits limits_;
   const std::string peer_;  // read at accept/connect time: a closed socket has none
-  std::shared_ptr<ConnectionCount> accepted_;
+  const uint16_t peer_port_;
+  std::shared_ptr<AcceptedConnections> accepted_;
+  std::list<std::pair<GuardedScribe*, Clock::time_point>>::iterator awaiting_;
+  bool in_awaiting_ = false;
   int64_t frames_ = 0;      // reads handed to BASP so far (the first is a header)
   bool consuming_ = false;  // inside BASP's handler of a read
   bool refused_ = false;
@@ -185,7 +255,7 @@ class GuardedScribe : public net::scribe_impl {
 class GuardedDoorman : public net::doorman_impl {
  public:
   GuardedDoorman(net::default_multiplexer& mx, net::native_socket fd, const TransportLimits& limits,
-                 std::shared_ptr<ConnectionCount> accepted)
+                 std::shared_ptr<AcceptedConnections> accepted)
       : doorman_impl(mx, fd), limits_(limits), accepted_(std::move(accepted)) {}
 
   // doorman_impl::new_connection, with the limit and a counted scribe.
@@ -194,10 +264,13 @@ class GuardedDoorman : public net::doorman_impl {
     auto& mx = acceptor_.backend();
     const net::native_socket fd = acceptor_.accepted_socket();
     const int64_t open = accepted_->open.load();
-    if (open >= limits_.max_connections) {
+    if (open >= limits_.max_connections && !EvictAStalledConnection()) {
       LogRefusal(PeerOf(fd), std::to_string(open) + " connections are open, the most " +
                                  "--max-connections " + std::to_string(limits_.max_connections) +
                                  " allows");
+      // Tell a CAF peer why (it reports the limit, not a failed handshake); a fresh
+      // socket's send buffer takes 32 bytes without blocking.
+      (void)::send(fd, kBusyFrame, sizeof(kBusyFrame), MSG_NOSIGNAL | MSG_DONTWAIT);
       net::close_socket(fd);
       return true;  // go on accepting
     }
@@ -208,14 +281,86 @@ class GuardedDoorman : public net::doorman_impl {
   }
 
  private:
+  // Closes the oldest accepted connection that has gone kHandshakeGraceMs without
+  // completing its handshake, if any: a stalled stranger gives way to a new peer.
+  bool EvictAStalledConnection() {
+    if (accepted_->awaiting.empty()) return false;
+    const auto [scribe, since] = accepted_->awaiting.front();
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count();
+    if (waited < kHandshakeGraceMs) return false;
+    scribe->CloseNow("no handshake after " + std::to_string(waited) +
+                     " ms while --max-connections " + std::to_string(limits_.max_connections) +
+                     " were open: its slot goes to a new connection");
+    return true;
+  }
+
   const TransportLimits limits_;
-  std::shared_ptr<ConnectionCount> accepted_;
+  std::shared_ptr<AcceptedConnections> accepted_;
+};
+
+// Closes accepted connections that have not completed their handshake within
+// --handshake-timeout-ms: a thread that wakes a few times per timeout and posts the
+// check to the multiplexer, whose thread alone touches the connections. Started with
+// the first listener (a process that only connects needs none).
+class HandshakeReaper {
+ public:
+  HandshakeReaper(net::default_multiplexer& mx, std::shared_ptr<AcceptedConnections> accepted,
+                  int64_t timeout_ms)
+      : mx_(mx), accepted_(std::move(accepted)), timeout_ms_(timeout_ms) {}
+  ~HandshakeReaper() { Stop(); }
+
+  void Start() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (thread_.joinable() || stopping_) return;
+    thread_ = std::thread([this] { Loop(); });
+  }
+
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    const auto period = std::chrono::milliseconds(std::clamp<int64_t>(timeout_ms_ / 4, 10, 1000));
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!wake_.wait_for(lock, period, [this] { return stopping_; })) {
+      std::shared_ptr<AcceptedConnections> accepted = accepted_;
+      const int64_t timeout_ms = timeout_ms_;
+      mx_.post([accepted, timeout_ms] { CloseExpired(*accepted, timeout_ms); });
+    }
+  }
+
+  // On the multiplexer's thread.
+  static void CloseExpired(AcceptedConnections& accepted, int64_t timeout_ms) {
+    const auto now = Clock::now();
+    while (!accepted.awaiting.empty()) {
+      const auto [scribe, since] = accepted.awaiting.front();
+      if (now - since < std::chrono::milliseconds(timeout_ms)) break;
+      scribe->CloseNow("no handshake within --handshake-timeout-ms " +
+                       std::to_string(timeout_ms));  // leaves `awaiting`
+    }
+  }
+
+  net::default_multiplexer& mx_;
+  const std::shared_ptr<AcceptedConnections> accepted_;
+  const int64_t timeout_ms_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
 };
 
 TransportLimits LimitsFrom(const caf::actor_system_config& cfg) {
   TransportLimits limits;
   limits.max_message_bytes = caf::get_or(cfg, kMaxMessageBytesKey, limits.max_message_bytes);
   limits.max_connections = caf::get_or(cfg, kMaxConnectionsKey, limits.max_connections);
+  limits.handshake_timeout_ms = caf::get_or(cfg, kHandshakeTimeoutKey, limits.handshake_timeout_ms);
   return limits;
 }
 
@@ -225,7 +370,10 @@ class GuardedMultiplexer : public net::default_multiplexer {
   explicit GuardedMultiplexer(caf::actor_system* sys)
       : default_multiplexer(sys),
         limits_(LimitsFrom(sys->config())),
-        spin_(caf::get_or(sys->config(), kSchedulerSpinUsKey, int64_t{0})) {}
+        spin_(caf::get_or(sys->config(), kSchedulerSpinUsKey, int64_t{0})),
+        reaper_(*this, accepted_, limits_.handshake_timeout_ms) {}
+  // The reaper stops before the multiplexer it posts to goes.
+  ~GuardedMultiplexer() override { reaper_.Stop(); }
 
   // CAF's loop blocks in epoll_wait as soon as no event is ready, so every message
   // of a request/reply exchange costs a wake-up of this thread. After an event this
@@ -246,13 +394,15 @@ class GuardedMultiplexer : public net::default_multiplexer {
   }
 
   caf::io::doorman_ptr new_doorman(net::native_socket fd) override {
+    reaper_.Start();
     return caf::make_counted<GuardedDoorman>(*this, fd, limits_, accepted_);
   }
 
  private:
   const TransportLimits limits_;
   const std::chrono::microseconds spin_;
-  std::shared_ptr<ConnectionCount> accepted_ = std::make_shared<ConnectionCount>();
+  std::shared_ptr<AcceptedConnections> accepted_ = std::make_shared<AcceptedConnections>();
+  HandshakeReaper reaper_;  // after accepted_, which it shares
 };
 
 // Accepting fails with EMFILE before the connection limit is reached when the
@@ -275,8 +425,17 @@ void MakeRoomForConnections(int64_t max_connections) {
 void LoadGuardedMiddleman(caf::actor_system_config& cfg, const TransportLimits& limits) {
   caf::put(cfg.content, kMaxMessageBytesKey, limits.max_message_bytes);
   caf::put(cfg.content, kMaxConnectionsKey, limits.max_connections);
+  caf::put(cfg.content, kHandshakeTimeoutKey, limits.handshake_timeout_ms);
   MakeRoomForConnections(limits.max_connections);
   cfg.load<caf::io::middleman, GuardedMultiplexer>();
+}
+
+bool TakeBusyRefusal(uint16_t port) {
+  std::lock_guard<std::mutex> lock(busy_mu);
+  auto it = busy_refusals.find(port);
+  if (it == busy_refusals.end()) return false;
+  if (--it->second == 0) busy_refusals.erase(it);
+  return true;
 }
 
 }  // namespace actorflow

@@ -12,8 +12,15 @@
 //     connection's state as for any closed connection;
 //   - recognise a first frame that is no BASP handshake (random bytes, an HTTP
 //     request, a TLS hello) and make BASP refuse it as malformed;
-//   - close accepted connections beyond TransportLimits::max_connections open ones
-//     at once, and go on accepting.
+//   - close accepted connections that have not completed CAF's handshake within
+//     TransportLimits::handshake_timeout_ms (a thread wakes a few times per timeout
+//     and posts the check to the multiplexer);
+//   - with TransportLimits::max_connections open, give a new connection the slot of
+//     the oldest one still without a handshake after kHandshakeGraceMs (closing
+//     that one), or else close the new one at once, after writing it kBusyFrame: a
+//     32-byte frame BASP refuses as malformed and the connecting side's transport
+//     records, so that its ConnectToServer names the limit (TakeBusyRefusal) rather
+//     than a failed handshake; and go on accepting.
 // Each refusal is one line on stderr naming the peer and the limit, "actorflow
 // transport: refused 127.0.0.1:40312: ...", at most 10 a second (a flood prints a
 // count of the lines it did not print).
@@ -29,6 +36,8 @@
 #ifndef ACTORFLOW_ACTORS_TRANSPORT_GUARDED_TRANSPORT_H_
 #define ACTORFLOW_ACTORS_TRANSPORT_GUARDED_TRANSPORT_H_
 
+#include <cstdint>
+
 #include <caf/fwd.hpp>
 
 #include "actors/transport/server_limits.h"
@@ -39,6 +48,12 @@ namespace actorflow {
 // the process's soft limit of open files (up to the hard one) so that
 // max_connections fit.
 void LoadGuardedMiddleman(caf::actor_system_config& cfg, const TransportLimits& limits);
+
+// Whether a server at `port` refused one of this process's connections because it
+// had --max-connections open (the refusal is consumed). Keyed by port alone: a
+// connect that fails asks at once, so two servers sharing a port number at the same
+// moment is the only confusion.
+bool TakeBusyRefusal(uint16_t port);
 
 }  // namespace actorflow
 

@@ -13,6 +13,7 @@ Status CheckPositive(const char* flag, int64_t value) {
 Status ValidateLimits(const TransportLimits& transport, const RequestLimits& requests) {
   AF_RETURN_IF_ERROR(CheckPositive("--max-message-bytes", transport.max_message_bytes));
   AF_RETURN_IF_ERROR(CheckPositive("--max-connections", transport.max_connections));
+  AF_RETURN_IF_ERROR(CheckPositive("--handshake-timeout-ms", transport.handshake_timeout_ms));
   AF_RETURN_IF_ERROR(CheckPositive("--max-graph-nodes", requests.max_graph_nodes));
   return CheckPositive("--max-tensor-bytes", requests.max_tensor_bytes);
 }

@@ -37,12 +37,24 @@ inline constexpr int64_t kDefaultMaxGraphNodes = 1000000;
 // more in its first message is not a CAF node; refusing it before the handshake
 // bounds what a stranger can make a task allocate to this much per connection.
 inline constexpr int64_t kMaxHandshakeBytes = int64_t{64} << 10;
+// An accepted connection must complete CAF's handshake within this long: a CAF
+// peer does in milliseconds; one that sends part of a header and stalls (or
+// nothing) would otherwise hold its slot for good.
+inline constexpr int64_t kDefaultHandshakeTimeoutMs = 10000;
+// With --max-connections connections open, a new one takes the slot of the oldest
+// that has not completed its handshake after this long (a stalled stranger), so
+// that stalled connections cannot keep a real client out.
+inline constexpr int64_t kHandshakeGraceMs = 500;
 
 struct TransportLimits {
   // A message (BASP payload) announced with more bytes closes its connection.
   int64_t max_message_bytes = kDefaultMaxMessageBytes;
-  // Connections accepted beyond this many open ones are closed at once.
+  // Connections accepted beyond this many open ones are closed at once, unless one
+  // of them has gone kHandshakeGraceMs without completing its handshake: that one
+  // is closed instead.
   int64_t max_connections = kDefaultMaxConnections;
+  // An accepted connection without a completed handshake after this long is closed.
+  int64_t handshake_timeout_ms = kDefaultHandshakeTimeoutMs;
 };
 
 struct RequestLimits {
