@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -310,6 +311,136 @@ std::string StatusLineOfRawRequest(int port, const std::string& request) {
   close(fd);
   const size_t end = answer.find("\r\n");
   return end == std::string::npos ? "" : answer.substr(0, end);
+}
+
+// A raw client connection to 127.0.0.1:port that sends what the test says when it
+// says so (a slow or stalled client).
+class RawHttpClient {
+ public:
+  explicit RawHttpClient(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~RawHttpClient() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool connected() const { return connected_; }
+  bool Send(const std::string& bytes) {
+    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+  // The response's status line once it arrived within `wait`; "" otherwise.
+  std::string StatusLine(std::chrono::milliseconds wait) {
+    const auto give_up = std::chrono::steady_clock::now() + wait;
+    while (answer_.find("\r\n") == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          give_up - std::chrono::steady_clock::now());
+      pollfd p{fd_, POLLIN, 0};
+      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+      char buffer[512];
+      const ssize_t n = recv(fd_, buffer, sizeof(buffer), 0);
+      if (n <= 0) break;
+      answer_.append(buffer, static_cast<size_t>(n));
+    }
+    const size_t end = answer_.find("\r\n");
+    return end == std::string::npos ? "" : answer_.substr(0, end);
+  }
+  const std::string& answer() const { return answer_; }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+  std::string answer_;
+};
+
+// Headers announcing a 1 MB body, and its first byte: what a client dripping its
+// body sends first.
+const std::string kDripStart =
+    "POST /v1/models/hpt:predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000000\r\n\r\n{";
+
+// Clients that send their body a byte at a time hold a thread each, not the
+// server: with 2 warm threads and 20 such clients, a request is answered at once.
+TEST(ServeCliTest, SlowClientsHoldOnlyTheirOwnConnectionsAndAnotherRequestIsAnsweredAtOnce) {
+  const std::string dir = TestDir("slow_clients");
+  const std::string base = dir + "/models/hpt";
+  ExportAffine(dir, base, 1, "0.5", "2");
+  auto server = ServeProcess::Start(
+      {"--model-name", "hpt", "--model-base-path", base, "--http-threads", "2"});
+  ASSERT_NE(server, nullptr);
+  std::vector<std::unique_ptr<RawHttpClient>> drips;
+  for (int i = 0; i < 20; ++i) {
+    drips.push_back(std::make_unique<RawHttpClient>(server->port()));
+    ASSERT_TRUE(drips.back()->connected());
+    ASSERT_TRUE(drips.back()->Send(kDripStart));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const Reply good = server->Post(kPredict, kBody12);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  std::cerr << "a request beside 20 dripping clients took " << took.count() << " ms\n";
+  EXPECT_EQ(good.code, 200) << good;
+  EXPECT_EQ(good.body, kHalfPlusTwoOf12) << good;
+  // Not behind the drips: a pool of 2 threads would free one only when a drip's 5 s
+  // read timeout ends it.
+  EXPECT_LT(took.count(), 3000);
+  // The drips are still being read, not answered.
+  EXPECT_EQ(drips.front()->StatusLine(std::chrono::milliseconds(100)), "");
+}
+
+// Beyond --max-connections open connections, a request gets 503 naming the flag;
+// once they close, requests are served again.
+TEST(ServeCliTest, RequestsBeyondMaxConnectionsGet503NamingTheFlag) {
+  const std::string dir = TestDir("max_connections");
+  const std::string base = dir + "/models/hpt";
+  ExportAffine(dir, base, 1, "0.5", "2");
+  auto server = ServeProcess::Start({"--model-name", "hpt", "--model-base-path", base,
+                                     "--http-threads", "2", "--max-connections", "4"});
+  ASSERT_NE(server, nullptr);
+  std::vector<std::unique_ptr<RawHttpClient>> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(std::make_unique<RawHttpClient>(server->port()));
+    ASSERT_TRUE(held.back()->connected() && held.back()->Send(kDripStart));
+  }
+  // The server starts serving a connection when it accepts it: wait (bounded) until
+  // the fifth one is refused.
+  Reply refused;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    refused = server->Post(kPredict, kBody12);
+  } while (refused.code == 200 && std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(refused.code, 503) << refused;
+  EXPECT_THAT(refused.body.dump(), HasSubstr("the most --max-connections 4 allows")) << refused;
+  held.clear();
+  Reply good;
+  do {
+    good = server->Post(kPredict, kBody12);
+  } while (good.code == 503 && std::chrono::steady_clock::now() < deadline + std::chrono::seconds(10));
+  EXPECT_EQ(good.code, 200) << good;
+}
+
+// A body that keeps trickling in is cut off at --body-timeout-ms with 408.
+TEST(ServeCliTest, ABodyNotReceivedWithinTheBodyTimeoutGets408) {
+  const std::string dir = TestDir("body_timeout");
+  const std::string base = dir + "/models/hpt";
+  ExportAffine(dir, base, 1, "0.5", "2");
+  auto server = ServeProcess::Start({"--model-name", "hpt", "--model-base-path", base,
+                                     "--body-timeout-ms", "1000"});
+  ASSERT_NE(server, nullptr);
+  RawHttpClient drip(server->port());
+  ASSERT_TRUE(drip.connected() && drip.Send(kDripStart));
+  const auto start = std::chrono::steady_clock::now();
+  std::string status;
+  // A byte every 200 ms (each wait bounded), until the server answers or 10 s pass.
+  while (status.empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(10)) {
+    status = drip.StatusLine(std::chrono::milliseconds(200));
+    if (status.empty()) drip.Send(" ");
+  }
+  EXPECT_THAT(status, HasSubstr(" 408 ")) << drip.answer();
+  EXPECT_THAT(drip.answer(), HasSubstr("--body-timeout-ms 1000"));
+  const Reply good = server->Post(kPredict, kBody12);
+  EXPECT_EQ(good.code, 200) << good;
 }
 
 TEST(ServeCliTest, AContentLengthThatIsNotAByteCountIsABadRequest) {

@@ -36,6 +36,8 @@ struct ServeCommandOptions {
   int64_t max_in_flight_per_replica = 128;
   int64_t max_body_bytes = 64 << 20;
   int http_threads = 128;
+  int64_t max_connections = 1024;
+  int64_t body_timeout_ms = 30000;
   int64_t timeout_ms = 30000;
   std::string cluster;
   std::string job = "worker";
@@ -104,8 +106,11 @@ StatusOr<ServeOptions> ResolveServeOptions(const ServeCommandOptions& o) {
     return InvalidArgument("serve --rest-api-port: " + std::to_string(o.rest_api_port) +
                            " is not a port (0..65535; 0 takes any free one)");
   }
-  if (o.max_body_bytes < 1 || o.http_threads < 1) {
-    return InvalidArgument("serve: --max-body-bytes and --http-threads need values >= 1");
+  if (o.max_body_bytes < 1 || o.http_threads < 1 || o.max_connections < 1 ||
+      o.body_timeout_ms < 1) {
+    return InvalidArgument(
+        "serve: --max-body-bytes, --http-threads, --max-connections and --body-timeout-ms need "
+        "values >= 1");
   }
   return options;
 }
@@ -137,6 +142,8 @@ int Serve(const ServeCommandOptions& o) {
   http.host = o.host;
   http.port = o.rest_api_port;
   http.threads = o.http_threads;
+  http.max_connections = o.max_connections;
+  http.body_timeout_ms = o.body_timeout_ms;
   http.max_body_bytes = o.max_body_bytes;
   auto rest = ServingHttpServer::Start(server->get(), http);
   if (!rest.ok()) return ReportError(std::cerr, rest.status(), kExitRuntimeError);
@@ -229,7 +236,14 @@ Subcommand AddServeSubcommand(CLI::App* parent) {
       ->capture_default_str();
   app->add_option("--max-body-bytes", o->max_body_bytes, "Larger request bodies get 413")
       ->capture_default_str();
-  app->add_option("--http-threads", o->http_threads, "Connections served at once")
+  app->add_option("--http-threads", o->http_threads,
+                  "HTTP threads kept warm (every open connection has a thread of its own)")
+      ->capture_default_str();
+  app->add_option("--max-connections", o->max_connections,
+                  "Requests on connections beyond this many open ones get 503")
+      ->capture_default_str();
+  app->add_option("--body-timeout-ms", o->body_timeout_ms,
+                  "A request body not received within this long gets 408")
       ->capture_default_str();
   AddTimeoutMsOption(app, &o->timeout_ms)->capture_default_str();
   app->add_option("--cluster", o->cluster, "Cluster spec file (replicas on its worker tasks)");

@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/tensor_json.h"
+#include "tools/serve/connection_threads.h"
 #include "training/serving/serving_json.h"
 
 namespace actorflow {
@@ -257,6 +259,8 @@ struct ServingHttpServer::Impl {
   HttpMetrics metrics;
   std::thread thread;
   int port = 0;
+  // The server's task queue while it listens (httplib owns and deletes it).
+  std::atomic<ConnectionThreads*> connections{nullptr};
 
   // Runs one API call and records it: `api` is "predict", "classify", "regress",
   // "status" or "metadata".
@@ -363,8 +367,28 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
   impl->options = options;
   Impl* raw = impl.get();
   httplib::Server& svr = impl->server;
-  const int threads = options.threads;
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const size_t threads = static_cast<size_t>(options.threads);
+  // A thread per open connection: slow clients hold only their own (see
+  // connection_threads.h); 64 beyond --max-connections answer the 503s.
+  const size_t max_threads = static_cast<size_t>(options.max_connections) + 64;
+  svr.new_task_queue = [raw, threads, max_threads] {
+    auto* queue = new ConnectionThreads(threads, max_threads);
+    raw->connections.store(queue);
+    return queue;
+  };
+  svr.set_pre_routing_handler([raw, max = options.max_connections](const httplib::Request&,
+                                                                    httplib::Response& res) {
+    ConnectionThreads* queue = raw->connections.load();
+    const int64_t open = queue != nullptr ? queue->active() : 0;
+    if (open <= max) return httplib::Server::HandlerResponse::Unhandled;
+    res.status = 503;
+    res.set_header("Connection", "close");
+    res.set_content(ErrorJson(std::to_string(open) + " connections are open, the most "
+                              "--max-connections " + std::to_string(max) + " allows")
+                        .dump(),
+                    "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   svr.set_keep_alive_max_count(1 << 30);
   svr.set_keep_alive_timeout(options.keep_alive_timeout_seconds);
   svr.set_read_timeout(5, 0);
@@ -389,11 +413,15 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
     // The body is read here rather than by httplib, which refuses a body sent as
     // application/x-www-form-urlencoded (curl -d's and urllib's default) beyond 8 KiB:
     // the API takes JSON whatever the Content-Type says, up to --max-body-bytes.
-    svr.Post(model + ":" + name, [raw, name, max = options.max_body_bytes](
+    svr.Post(model + ":" + name, [raw, name, max = options.max_body_bytes,
+                                  body_timeout_ms = options.body_timeout_ms](
                                      const httplib::Request& req, httplib::Response& res,
                                      const httplib::ContentReader& read) {
       std::string body;
       bool too_large = false;
+      bool too_slow = false;
+      const auto body_deadline =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(body_timeout_ms);
       // A declared length that is not a byte count is the client's error (400), not an
       // oversized body. One over the limit is refused (413) once httplib has drained
       // what the client sends of it, so that the connection's next request starts
@@ -407,11 +435,24 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
             "application/json");
         return;
       }
+      // A body that trickles in is cut off at its deadline (a client that sends
+      // nothing at all is cut off by the 5 s read timeout).
       const bool read_whole = read([&](const char* data, size_t length) {
         too_large = body.size() + length > static_cast<size_t>(max);
-        if (!too_large) body.append(data, length);
-        return !too_large;
+        too_slow = std::chrono::steady_clock::now() > body_deadline;
+        if (!too_large && !too_slow) body.append(data, length);
+        return !too_large && !too_slow;
       });
+      if (too_slow) {
+        res.status = 408;
+        res.set_header("Connection", "close");
+        res.set_content(ErrorJson("request body not received within --body-timeout-ms " +
+                                  std::to_string(body_timeout_ms) + " (" +
+                                  std::to_string(body.size()) + " bytes arrived)")
+                            .dump(),
+                        "application/json");
+        return;
+      }
       // httplib refuses a declared length over the limit before reading any of it.
       if (!read_whole && !declared.empty() &&
           std::strtoull(declared.c_str(), nullptr, 10) > static_cast<uint64_t>(max)) {

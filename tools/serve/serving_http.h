@@ -10,8 +10,9 @@
 //
 // Errors are {"error": "..."} with 400 (malformed JSON, wrong fields, shapes or
 // dtypes), 404 (unknown model, version, label, signature or path), 413 (a body over
-// max_body_bytes), 503 (overloaded, or no version available), 504 (past the request
-// deadline), 500 otherwise. A request's failure never affects another's.
+// max_body_bytes), 408 (a body not received within body_timeout_ms), 503
+// (overloaded, more than max_connections connections open, or no version available),
+// 504 (past the request deadline), 500 otherwise. A request's failure never affects another's.
 //
 // Thread safety: the server answers from its own thread pool until destroyed; the
 // ModelServer must outlive it.
@@ -31,8 +32,14 @@ namespace cli {
 struct HttpOptions {
   std::string host = "0.0.0.0";
   int port = 8501;              // 0: any free port
-  int threads = 128;            // connections served at once (keep-alive holds one each)
+  int threads = 128;            // threads kept warm (each open connection has its own)
+  // Requests on connections beyond this many open ones get 503 and their connection
+  // closed (a thread of its own answers each, up to 64 more).
+  int64_t max_connections = 1024;
   int64_t max_body_bytes = 64 << 20;
+  // A request body not received within this long (from its headers on) gets 408:
+  // a client sending a byte a second holds its connection no longer.
+  int64_t body_timeout_ms = 30000;
   int keep_alive_timeout_seconds = 2;
 };
 
