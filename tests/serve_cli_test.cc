@@ -456,6 +456,12 @@ TEST(ServeCliTest, AContentLengthThatIsNotAByteCountIsABadRequest) {
               HasSubstr(" 400 "));
   EXPECT_THAT(StatusLineOfRawRequest(server->port(), head + "Content-Length: 12x\r\n\r\n"),
               HasSubstr(" 400 "));
+  // Over --max-body-bytes: answered at once (not after waiting for the body) and
+  // the connection closed.
+  RawHttpClient huge(server->port());
+  ASSERT_TRUE(huge.connected() && huge.Send(head + "Content-Length: 100000000000\r\n\r\n{"));
+  EXPECT_THAT(huge.StatusLine(std::chrono::milliseconds(2000)), HasSubstr(" 413 "));
+  EXPECT_THAT(huge.answer(), HasSubstr("Connection: close"));
   const Reply good = server->Post(kPredict, kBody12);
   EXPECT_EQ(good.code, 200) << good;
   EXPECT_EQ(good.body, kHalfPlusTwoOf12) << good;

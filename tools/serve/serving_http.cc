@@ -435,6 +435,20 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
             "application/json");
         return;
       }
+      // A declared length over the limit is answered at once, without waiting for
+      // the body (httplib would drain it first), and the connection closed: what the
+      // client still sends of it is not read as a next request.
+      if (!declared.empty() &&
+          std::strtoull(declared.c_str(), nullptr, 10) > static_cast<uint64_t>(max)) {
+        res.status = 413;
+        res.set_header("Connection", "close");
+        res.set_content(ErrorJson("request body of " + declared +
+                                  " bytes is larger than the limit of " + std::to_string(max) +
+                                  " bytes (--max-body-bytes)")
+                            .dump(),
+                        "application/json");
+        return;
+      }
       // A body that trickles in is cut off at its deadline (a client that sends
       // nothing at all is cut off by the 5 s read timeout).
       const bool read_whole = read([&](const char* data, size_t length) {
