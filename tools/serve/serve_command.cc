@@ -38,6 +38,7 @@ struct ServeCommandOptions {
   int http_threads = 128;
   int64_t max_connections = 1024;
   int64_t body_timeout_ms = 30000;
+  int64_t max_instances = 100000;
   int64_t timeout_ms = 30000;
   std::string cluster;
   std::string job = "worker";
@@ -107,10 +108,10 @@ StatusOr<ServeOptions> ResolveServeOptions(const ServeCommandOptions& o) {
                            " is not a port (0..65535; 0 takes any free one)");
   }
   if (o.max_body_bytes < 1 || o.http_threads < 1 || o.max_connections < 1 ||
-      o.body_timeout_ms < 1) {
+      o.body_timeout_ms < 1 || o.max_instances < 1) {
     return InvalidArgument(
-        "serve: --max-body-bytes, --http-threads, --max-connections and --body-timeout-ms need "
-        "values >= 1");
+        "serve: --max-body-bytes, --http-threads, --max-connections, --body-timeout-ms and "
+        "--max-instances need values >= 1");
   }
   return options;
 }
@@ -144,6 +145,7 @@ int Serve(const ServeCommandOptions& o) {
   http.threads = o.http_threads;
   http.max_connections = o.max_connections;
   http.body_timeout_ms = o.body_timeout_ms;
+  http.max_instances = o.max_instances;
   http.max_body_bytes = o.max_body_bytes;
   auto rest = ServingHttpServer::Start(server->get(), http);
   if (!rest.ok()) return ReportError(std::cerr, rest.status(), kExitRuntimeError);
@@ -241,6 +243,9 @@ Subcommand AddServeSubcommand(CLI::App* parent) {
       ->capture_default_str();
   app->add_option("--max-connections", o->max_connections,
                   "Requests on connections beyond this many open ones get 503")
+      ->capture_default_str();
+  app->add_option("--max-instances", o->max_instances,
+                  "A request with more instances (or examples) gets 413 before it is parsed")
       ->capture_default_str();
   app->add_option("--body-timeout-ms", o->body_timeout_ms,
                   "A request body not received within this long gets 408")

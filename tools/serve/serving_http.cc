@@ -414,7 +414,8 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
     // application/x-www-form-urlencoded (curl -d's and urllib's default) beyond 8 KiB:
     // the API takes JSON whatever the Content-Type says, up to --max-body-bytes.
     svr.Post(model + ":" + name, [raw, name, max = options.max_body_bytes,
-                                  body_timeout_ms = options.body_timeout_ms](
+                                  body_timeout_ms = options.body_timeout_ms,
+                                  max_instances = options.max_instances](
                                      const httplib::Request& req, httplib::Response& res,
                                      const httplib::ContentReader& read) {
       std::string body;
@@ -478,6 +479,18 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
             ErrorJson("request body larger than the limit of " + std::to_string(max) + " bytes")
                 .dump(),
             "application/json");
+        return;
+      }
+      // Rows over the limit are refused before the body is parsed (see
+      // CountRequestRows): memory follows the rows.
+      const int64_t rows = CountRequestRows(body);
+      if (rows > max_instances) {
+        res.status = 413;
+        res.set_content(ErrorJson("request has " + std::to_string(rows) +
+                                  " instances, over --max-instances " +
+                                  std::to_string(max_instances))
+                            .dump(),
+                        "application/json");
         return;
       }
       raw->Handle(req, res, name, body);

@@ -37,6 +37,8 @@ struct HttpOptions {
   // closed (a thread of its own answers each, up to 64 more).
   int64_t max_connections = 1024;
   int64_t max_body_bytes = 64 << 20;
+  // A request with more rows (instances, examples) gets 413 before it is parsed.
+  int64_t max_instances = 100000;
   // A request body not received within this long (from its headers on) gets 408:
   // a client sending a byte a second holds its connection no longer.
   int64_t body_timeout_ms = 30000;

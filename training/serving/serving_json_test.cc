@@ -54,6 +54,22 @@ Status ParseError(const char* body, const SignatureDef& sig) {
 
 // ---- :predict requests ----
 
+TEST(CountRequestRowsTest, CountsInstancesExamplesAndInputsWithoutParsingTheValues) {
+  EXPECT_EQ(CountRequestRows(R"({"instances": [1.0, 2.0, 5.0]})"), 3);
+  EXPECT_EQ(CountRequestRows(R"({"signature_name": "s", "instances": [[1, 2], [3, 4]]})"), 2);
+  EXPECT_EQ(CountRequestRows(R"({"instances": [{"x": [1, 2, 3]}, {"x": [4, 5, 6]}]})"), 2);
+  EXPECT_EQ(CountRequestRows(R"({"inputs": [[1, 2], [3, 4], [5, 6]]})"), 3);
+  EXPECT_EQ(CountRequestRows(R"({"inputs": {"x": [[1], [2]], "y": [1, 2, 3, 4]}})"), 4);
+  EXPECT_EQ(CountRequestRows(R"({"inputs": {"x": 7}})"), 0);
+  EXPECT_EQ(CountRequestRows(R"({"examples": [{"a": 1}, {"a": 2}], "context": {"b": [1, 2, 3]}})"), 2);
+  EXPECT_EQ(CountRequestRows(R"({"instances": [1.0, 2.0)"), -1);
+  EXPECT_EQ(CountRequestRows("not json"), -1);
+  // A nested list inside an instance is one row, however long.
+  std::string deep = R"({"instances": [[)";
+  for (int i = 0; i < 10000; ++i) deep += (i ? ",1" : "1");
+  EXPECT_EQ(CountRequestRows(deep + "]]}"), 1);
+}
+
 TEST(ParsePredictBodyTest, HalfPlusTwoInstancesStackIntoOneVector) {
   ASSERT_OK_AND_ASSIGN(PredictBody body,
                        ParsePredictBody(J(R"({"instances": [1.0, 2.0, 5.0]})"), HalfPlusTwo()));
