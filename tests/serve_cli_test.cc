@@ -436,6 +436,21 @@ TEST(ServeCliTest, RequestsBeyondMaxConnectionsGet503NamingTheFlag) {
   EXPECT_EQ(good.code, 200) << good;
 }
 
+// The peak resident memory (VmHWM) of process `pid` in KiB; -1 when unknown.
+int64_t PeakResidentKiB(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      int64_t kib = -1;
+      status >> kib;
+      return kib;
+    }
+    status.ignore(1 << 10, '\n');
+  }
+  return -1;
+}
+
 // A request over --max-instances is refused before it is parsed: a body of 2.9
 // million Iris instances (52 MB) leaves the server's peak memory a small multiple of
 // the body, not the 2.8 GB parsing and answering it took.
@@ -451,6 +466,18 @@ TEST(ServeCliTest, ARequestOverMaxInstancesIsRefusedBeforeItIsParsed) {
   Reply r = server->Post(kPredict, big + "]}");
   EXPECT_EQ(r.code, 413) << r;
   EXPECT_THAT(r.body.dump(), HasSubstr("request has 1001 instances, over --max-instances 1000"));
+  // 60 MB of instances: refused with the server's peak memory under 4x the body.
+  std::string huge = R"({"instances": [1.0)";
+  huge.reserve(61u << 20);
+  while (huge.size() < (60u << 20)) huge += ",1.0";
+  huge += "]}";
+  r = server->Post(kPredict, huge);
+  EXPECT_EQ(r.code, 413) << r;
+  const int64_t peak_kib = PeakResidentKiB(server->child().pid());
+  std::cerr << "peak memory after a " << (huge.size() >> 20) << " MiB request: " << (peak_kib >> 10)
+            << " MiB\n";
+  EXPECT_GT(peak_kib, 0);
+  EXPECT_LT(peak_kib, 4 * static_cast<int64_t>(huge.size() >> 10));
   std::string fits = R"({"instances": [1.0)";
   for (int i = 1; i < 1000; ++i) fits += ", 1.0";
   r = server->Post(kPredict, fits + "]}");
