@@ -9,6 +9,8 @@
 //
 // Every wait is bounded; no sleeps, no fixed ports.
 
+#include <sys/stat.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -166,6 +168,27 @@ TEST(ServerHardeningProcessTest, AReaderIsPrivateToItsSessionUnlessItNamesAShare
   auto shared_two = client("a.csv", "files_t", "lines");
   EXPECT_EQ(shared_one->Next(), (std::vector<float>{1, 2}));
   EXPECT_EQ(shared_two->Next(), (std::vector<float>{3, 4}));
+}
+
+// A FIFO under the data root (no writer: a blocking open would never return) is
+// refused at once naming it, and the server goes on serving.
+TEST(ServerHardeningProcessTest, AFifoUnderTheDataRootIsRefusedAndTheServerGoesOnServing) {
+  ScopedTempDir dir("fifo_root");
+  ASSERT_TRUE(dir.ok());
+  const std::string root = dir.File("root");
+  fs::create_directories(root);
+  ASSERT_EQ(::mkfifo((root + "/pipe.csv").c_str(), 0600), 0);
+  ASSERT_TRUE(WriteTestFile(root + "/points.csv", "1.5,2.5\n"));
+  auto server = StartServer({"--data-root", root});
+  ASSERT_NE(server, nullptr);
+  const std::string target = server->Target("worker", 0);
+  Status refused = ReadFirstRecordOnServer(target, "pipe.csv");
+  EXPECT_EQ(refused.code(), Code::kInvalidArgument) << refused;
+  EXPECT_THAT(refused.message(), HasSubstr("pipe.csv is a FIFO, not a regular file"));
+  std::vector<float> row;
+  Status inside = ReadFirstRecordOnServer(target, "points.csv", &row);
+  ASSERT_TRUE(inside.ok()) << inside;
+  EXPECT_EQ(row, (std::vector<float>{1.5f, 2.5f}));
 }
 
 TEST(ServerHardeningProcessTest, WithoutADataRootFileOpsAreRefusedSayingHowToAllowThem) {
