@@ -7,6 +7,19 @@
 
 namespace actorflow {
 
+std::string ParameterShardState::MissingPushers() const {
+  constexpr int kShown = 20;
+  std::string list;
+  int missing = 0;
+  for (int w = 0; w < config_.total_replicas; ++w) {
+    if (!IsLive(w) || pending_.count(w) > 0) continue;
+    if (++missing <= kShown) list += (list.empty() ? "" : ", ") + std::to_string(w);
+  }
+  if (missing == 0) return "";
+  if (missing > kShown) list += " and " + std::to_string(missing - kShown) + " more";
+  return "; none from worker" + std::string(missing > 1 ? "s " : " ") + list;
+}
+
 void ParameterShardState::Expire(int64_t now, Replies* out) {
   for (auto it = parked_pulls_.begin(); it != parked_pulls_.end();) {
     if (it->second.deadline > now) {
@@ -77,7 +90,8 @@ void ParameterShardState::Expire(int64_t now, Replies* out) {
     std::string why = config_.mode == UpdateMode::kSync
                           ? std::to_string(pending_.size()) + " of " +
                                 std::to_string(config_.replicas_to_aggregate) +
-                                " gradients for version " + std::to_string(version_) + " arrived"
+                                " gradients for version " + std::to_string(version_) +
+                                " arrived" + MissingPushers()
                           : "it is " + std::to_string(clocks_[p.worker] - slowest) +
                                 " pushes ahead of the slowest live worker (bound " +
                                 std::to_string(config_.staleness_bound) + ")";

@@ -236,6 +236,9 @@ class ParameterShardState {
   void RecordMembershipChange(const char* kind, int worker);
   std::string PausedReason() const;
   bool IsLive(int worker) const;
+  // "; none from workers 1, 3" naming the live workers whose gradient for the
+  // current sync version has not arrived ("" when none is missing).
+  std::string MissingPushers() const;
   int64_t MinLiveClock() const;  // -1 when no worker is live
 
   std::string name_;

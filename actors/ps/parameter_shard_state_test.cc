@@ -260,7 +260,8 @@ TEST(ParameterShardStateTest, AParkedSyncPushPastItsDeadlineSaysWhatItWaitedFor)
   s->Expire(50, &out);
   ASSERT_EQ(out.pushes.size(), 1u);
   EXPECT_EQ(out.pushes[0].status.code(), Code::kDeadlineExceeded);
-  EXPECT_THAT(out.pushes[0].status.message(), ::testing::HasSubstr("1 of 3 gradients for version 0"));
+  EXPECT_THAT(out.pushes[0].status.message(),
+              ::testing::HasSubstr("1 of 3 gradients for version 0 arrived; none from workers 1, 2"));
 }
 
 TEST(ParameterShardStateTest, ASyncPushAnsweredPastItsDeadlineIsNotAppliedLater) {
