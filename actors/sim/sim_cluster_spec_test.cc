@@ -67,7 +67,7 @@ TEST(SimClusterSpecTest, EstimatesMemoryAndRefusesWhatDoesNotFit) {
   EXPECT_EQ(refused.code(), Code::kResourceExhausted);
   EXPECT_THAT(refused.message(), AllOf(HasSubstr("505 tasks and 1010 devices"),
                                        HasSubstr("needs an estimated"),
-                                       HasSubstr("256 KiB per device")));
+                                       HasSubstr("64 KiB per device")));
   // A model of 1 GiB on 1010 devices needs terabytes: refused on any machine.
   EXPECT_EQ(CheckSimulationFits(shape, int64_t{1} << 30).code(), Code::kResourceExhausted);
 }
