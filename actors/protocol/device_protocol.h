@@ -42,11 +42,11 @@ struct DevicePeer;
 // every master that shares the device (actors/runtime/step_ids.h).
 struct PartitionRegistration {
   uint64_t partition_id = 0;
+  std::shared_ptr<const DevicePartition> partition;
+  std::vector<DevicePeer> peers;
   // The registering master's session (KernelContext::session_scope): resources
   // private to it are dropped with its last partition on the device.
   uint64_t session_scope = 0;
-  std::shared_ptr<const DevicePartition> partition;
-  std::vector<DevicePeer> peers;
 };
 
 struct RunPartitionRequest {
