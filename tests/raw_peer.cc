@@ -129,18 +129,27 @@ std::string BaspHeader(uint8_t operation, uint32_t payload_len, uint64_t operati
   return header;
 }
 
-int64_t ResidentKiB(pid_t pid) {
+namespace {
+
+// The KiB value of the line of /proc/PID/status that starts with `key` ("VmRSS:").
+int64_t StatusKiB(pid_t pid, const std::string& key) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) != 0) continue;
-    std::istringstream fields(line.substr(6));
+    if (line.rfind(key, 0) != 0) continue;
+    std::istringstream fields(line.substr(key.size()));
     int64_t kib = -1;
     fields >> kib;
     return kib;
   }
   return -1;
 }
+
+}  // namespace
+
+int64_t ResidentKiB(pid_t pid) { return StatusKiB(pid, "VmRSS:"); }
+
+int64_t PeakResidentKiB(pid_t pid) { return StatusKiB(pid, "VmHWM:"); }
 
 }  // namespace subprocess
 }  // namespace actorflow

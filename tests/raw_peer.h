@@ -57,6 +57,8 @@ std::string BaspHeader(uint8_t operation, uint32_t payload_len, uint64_t operati
 
 // VmRSS of process `pid` in KiB (from /proc/PID/status); -1 when it cannot be read.
 int64_t ResidentKiB(pid_t pid);
+// VmHWM (the peak of VmRSS) of process `pid` in KiB; -1 when it cannot be read.
+int64_t PeakResidentKiB(pid_t pid);
 
 }  // namespace subprocess
 }  // namespace actorflow

@@ -20,6 +20,7 @@
 
 #include "graph/tensor_json.h"
 #include "tools/serve/connection_threads.h"
+#include "training/serving/request_rows.h"
 #include "training/serving/serving_json.h"
 
 namespace actorflow {

@@ -54,12 +54,16 @@ Status CheckShape(const std::string& key, const TensorInfo& info, const Tensor& 
                          DTypeName(info.dtype) + "), got " + ShapeString(tensor.shape()));
 }
 
-// Serving refuses NaN and infinities in float inputs (TensorFromJsonValue accepts the
-// strings "nan"/"inf" for feeds). `rows` > 0 splits the elements into that many
-// examples, named "<noun> i" in the message; otherwise `culprit` names the value.
+// What an input's NaN or infinity is told: serving refuses them in float inputs
+// (TensorFromJsonValue accepts the strings "nan"/"inf" for feeds).
+constexpr char kNotFiniteInput[] = " is not a finite number (serving accepts finite numbers only)";
+
+// InvalidArgument "<culprit>[, <noun> i]: <nan|inf|-inf><why>" for the first NaN or
+// infinity of a float tensor. `rows` > 0 splits the elements into that many
+// examples, named "<noun> i"; otherwise `culprit` names the value.
 template <typename T>
 Status CheckFiniteTyped(const Tensor& tensor, const std::string& culprit, int64_t rows,
-                        const char* noun) {
+                        const char* noun, const char* why) {
   const T* values = tensor.data<T>();
   const int64_t n = tensor.NumElements();
   for (int64_t i = 0; i < n; ++i) {
@@ -67,19 +71,18 @@ Status CheckFiniteTyped(const Tensor& tensor, const std::string& culprit, int64_
     const char* spelled = std::isnan(values[i]) ? "nan" : (values[i] > 0 ? "inf" : "-inf");
     std::string where = culprit;
     if (rows > 0) where += ", " + std::string(noun) + " " + std::to_string(i / (n / rows));
-    return InvalidArgument(where + ": " + spelled +
-                           " is not a finite number (serving accepts finite numbers only)");
+    return InvalidArgument(where + ": " + spelled + why);
   }
   return Status::OK();
 }
 
 Status CheckFinite(const Tensor& tensor, const std::string& culprit, int64_t rows,
-                   const char* noun) {
+                   const char* noun, const char* why = kNotFiniteInput) {
   if (tensor.dtype() == DType::kFloat32) {
-    return CheckFiniteTyped<float>(tensor, culprit, rows, noun);
+    return CheckFiniteTyped<float>(tensor, culprit, rows, noun, why);
   }
   if (tensor.dtype() == DType::kFloat64) {
-    return CheckFiniteTyped<double>(tensor, culprit, rows, noun);
+    return CheckFiniteTyped<double>(tensor, culprit, rows, noun, why);
   }
   return Status::OK();
 }
@@ -316,96 +319,14 @@ StatusOr<PredictBody> ParsePredictBody(const Json& body, const SignatureDef& sig
   return parsed;
 }
 
-namespace {
-
-// Counts the rows of a request body (see CountRequestRows) as nlohmann's SAX parser
-// walks it: depth 1 is the body object, depth 2 its values.
-class RowCounter : public nlohmann::json_sax<Json> {
- public:
-  int64_t rows() const { return rows_; }
-
-  bool null() override { return Value(); }
-  bool boolean(bool) override { return Value(); }
-  bool number_integer(number_integer_t) override { return Value(); }
-  bool number_unsigned(number_unsigned_t) override { return Value(); }
-  bool number_float(number_float_t, const string_t&) override { return Value(); }
-  bool string(string_t&) override { return Value(); }
-  bool binary(binary_t&) override { return Value(); }
-  bool start_object(std::size_t) override { return Open(false); }
-  bool end_object() override { return Close(); }
-  bool start_array(std::size_t) override { return Open(true); }
-  bool end_array() override { return Close(); }
-  bool key(string_t& key) override {
-    if (depth_ == 1) {
-      top_key_ = key == "instances" || key == "examples" || key == "inputs" ? key : "";
-    }
-    return true;
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
-    return false;
-  }
-
- private:
-  // Whether the container or value now starting is a row: an element of the counted
-  // top-level list, or of a list under "inputs" given as an object.
-  void CountElement() {
-    if (top_key_.empty()) return;
-    if (depth_ == 2 && top_is_array_) ++current_;
-    if (depth_ == 3 && top_key_ == "inputs" && !top_is_array_ && in_key_array_) ++current_;
-  }
-  bool Value() {
-    CountElement();
-    return true;
-  }
-  bool Open(bool array) {
-    CountElement();
-    ++depth_;
-    if (depth_ == 2) {
-      top_is_array_ = array;
-      current_ = 0;
-    }
-    if (depth_ == 3) {
-      in_key_array_ = array;
-      if (top_key_ == "inputs" && !top_is_array_) current_ = 0;
-    }
-    return true;
-  }
-  bool Close() {
-    if (depth_ == 2 || (depth_ == 3 && top_key_ == "inputs" && !top_is_array_)) {
-      rows_ = std::max(rows_, current_);
-    }
-    --depth_;
-    return true;
-  }
-
-  int depth_ = 0;
-  std::string top_key_;     // the counted key being read ("" for others)
-  bool top_is_array_ = false;
-  bool in_key_array_ = false;
-  int64_t current_ = 0;
-  int64_t rows_ = 0;
-};
-
-}  // namespace
-
-int64_t CountRequestRows(std::string_view body) {
-  RowCounter counter;
-  // The same depth limit as ParseJsonText is not needed: the counter keeps no stack.
-  if (!Json::sax_parse(body.begin(), body.end(), &counter)) return -1;
-  return counter.rows();
-}
-
 Status CheckFiniteOutputs(const std::map<std::string, Tensor>& outputs) {
   for (const auto& [key, tensor] : outputs) {
     if (!Readable(tensor) || tensor.NumElements() == 0) continue;
     const int64_t rows = tensor.shape().rank() >= 1 ? tensor.dim(0) : 0;
-    Status finite = CheckFinite(tensor, "output '" + key + "'", rows, "instance");
-    if (!finite.ok()) {
-      return InvalidArgument(
-          finite.message().substr(0, finite.message().find(" is not a finite number")) +
-          ": the model's arithmetic overflowed float on these inputs (values far outside "
-          "what it was trained on?); no prediction is given for them");
-    }
+    AF_RETURN_IF_ERROR(CheckFinite(tensor, "output '" + key + "'", rows, "instance",
+                                   ": the model's arithmetic overflowed float on these inputs "
+                                   "(values far outside what it was trained on?); no "
+                                   "prediction is given for them"));
   }
   return Status::OK();
 }

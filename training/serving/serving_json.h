@@ -61,15 +61,6 @@ struct PredictBody {
 // fit the input's shape ("input 'x': expected shape [-1, 4] (float32), got [2, 3]").
 StatusOr<PredictBody> ParsePredictBody(const nlohmann::json& body, const SignatureDef& signature);
 
-// The rows a :predict, :classify or :regress body asks for, counted without building
-// its document (a SAX pass that allocates nothing per value): the elements of
-// "instances", of "examples", of "inputs" when it is a list, or the most elements
-// of any of its keys' lists when it is an object. -1 when the body is not valid JSON
-// (ParseJsonText then says where). A server refuses a body over its row limit
-// before parsing it: a request's memory (the parsed document, the model's
-// activations, the response) grows with its rows, not with its bytes.
-int64_t CountRequestRows(std::string_view body);
-
 // The "signature_name" of a body ("" when absent). InvalidArgument when it is not a
 // string, or when the body is not a JSON object.
 StatusOr<std::string> PeekSignatureName(const nlohmann::json& body);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/status_testing.h"
+#include "training/serving/request_rows.h"
 
 namespace actorflow {
 namespace {
