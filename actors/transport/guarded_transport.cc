@@ -134,6 +134,8 @@ class GuardedScribe;
 struct AcceptedConnections {
   std::atomic<int64_t> open{0};
   std::list<std::pair<GuardedScribe*, Clock::time_point>> awaiting;
+  // awaiting.size(), for the reaper's thread: an idle task posts it nothing.
+  std::atomic<int64_t> awaiting_count{0};
 };
 
 // A connection (CAF scribe) whose reads are bounded: see the header.
@@ -150,6 +152,7 @@ class GuardedScribe : public net::scribe_impl {
     if (accepted_) {
       ++accepted_->open;
       awaiting_ = accepted_->awaiting.insert(accepted_->awaiting.end(), {this, Clock::now()});
+      ++accepted_->awaiting_count;
       in_awaiting_ = true;
     }
   }
@@ -237,6 +240,7 @@ class GuardedScribe : public net::scribe_impl {
   void HandshakeEnded() {
     if (!in_awaiting_) return;
     accepted_->awaiting.erase(awaiting_);
+    --accepted_->awaiting_count;
     in_awaiting_ = false;
   }
 
@@ -330,6 +334,7 @@ class HandshakeReaper {
     const auto period = std::chrono::milliseconds(std::clamp<int64_t>(timeout_ms_ / 4, 10, 1000));
     std::unique_lock<std::mutex> lock(mu_);
     while (!wake_.wait_for(lock, period, [this] { return stopping_; })) {
+      if (accepted_->awaiting_count.load() == 0) continue;
       std::shared_ptr<AcceptedConnections> accepted = accepted_;
       const int64_t timeout_ms = timeout_ms_;
       mx_.post([accepted, timeout_ms] { CloseExpired(*accepted, timeout_ms); });
