@@ -1,5 +1,6 @@
 #include "tools/serve/connection_threads.h"
 
+#include <algorithm>
 #include <thread>
 #include <utility>
 
