@@ -159,7 +159,18 @@ int main(int argc, char** argv) {
   config.optimizer = "adam";
   config.learning_rate = 0.01;
   ok &= Seed(dir, "shard_config", config);
-  ok &= Seed(dir, "shard_push_args", ShardPushArgs{1, 7, 3, {"w"}, {f32}, true});
+  // Worker 1's push of "w" (sequence 7, on version 3), asking for the values back or not.
+  auto push_args = [&f32](bool return_values) {
+    ShardPushArgs args;
+    args.worker = 1;
+    args.sequence = 7;
+    args.base_version = 3;
+    args.names = {"w"};
+    args.gradients = {f32};
+    args.return_values = return_values;
+    return args;
+  };
+  ok &= Seed(dir, "shard_push_args", push_args(true));
   ShardPullReply pull;
   pull.id = 4;
   pull.version = 9;
@@ -194,7 +205,7 @@ int main(int argc, char** argv) {
   ok &= SeedMessage(dir, "msg_run", caf::make_message(run_atom::value, RunPartitionRequest{5, 12, {f32, i64}, false, true}));
   ok &= SeedMessage(dir, "msg_tensor", caf::make_message(tensor_atom::value, TensorDelivery{5, "edge;0;y", flags}));
   ok &= SeedMessage(dir, "msg_abort", caf::make_message(abort_atom::value, AbortRequest{5, Cancelled("x")}));
-  ok &= SeedMessage(dir, "msg_push", caf::make_message(shard_push_atom::value, ShardPushArgs{1, 7, 3, {"w"}, {f32}, false}, int64_t{100}));
+  ok &= SeedMessage(dir, "msg_push", caf::make_message(shard_push_atom::value, push_args(false), int64_t{100}));
   ok &= SeedMessage(dir, "msg_pull", caf::make_message(shard_pull_atom::value, int64_t{3}, int64_t{100}));
   ok &= SeedMessage(dir, "msg_result", caf::make_message(step_result));
   std::printf("wrote %d seeds to %s\n", written, dir.c_str());
