@@ -39,8 +39,8 @@ class Shape {
   // CheckedNumElements); a shape from outside goes through CheckedNumElements first.
   int64_t num_elements() const;
   // Product of the dimensions, refusing shapes no tensor can have: InvalidArgument
-  // when the rank is unknown or above kMaxRank, a dim is unknown, a dim is negative, or the product does not fit
-  // in int64 (graph/checked_size.h has the byte count).
+  // when the rank is unknown or above kMaxRank, a dim is unknown or negative, or the
+  // product does not fit in int64 (graph/checked_size.h has the byte count).
   StatusOr<int64_t> CheckedNumElements() const;
   // InvalidArgument giving the rank when it is above kMaxRank; OK otherwise.
   Status CheckRankLimit() const;

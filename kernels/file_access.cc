@@ -118,8 +118,9 @@ StatusOr<int> OpenRegularFileForReading(const std::string& resolved, const std::
     return NotFound(shown + ": cannot open the file to read (" + std::strerror(errno) + ")");
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const std::string kind = ::fstat(fd, &st) != 0 ? "not readable" : FileKind(st.st_mode);
+  const bool stated = ::fstat(fd, &st) == 0;
+  if (!stated || !S_ISREG(st.st_mode)) {
+    const std::string kind = stated ? FileKind(st.st_mode) : "not readable";
     ::close(fd);
     return InvalidArgument(shown + " is " + kind + ", not a regular file: readers open regular "
                            "files only (one with no writer would wait forever)");

@@ -193,8 +193,12 @@ Status TakeRemoteStep(RemoteStep step, const RequestLimits& limits, StepRequest*
 }
 
 void TaskActors::SetCluster(const ClusterSpec& spec) {
+  SetCluster(std::make_shared<const ClusterSpec>(spec));
+}
+
+void TaskActors::SetCluster(std::shared_ptr<const ClusterSpec> spec) {
   std::lock_guard<std::mutex> lock(*cluster_mu);
-  *cluster = std::make_shared<const ClusterSpec>(spec);
+  *cluster = std::move(spec);
 }
 
 TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& options,
@@ -202,8 +206,7 @@ TaskActors SpawnTaskActors(caf::actor_system& system, const ServerOptions& optio
   TaskActors task;
   task.task_name = ClusterSpec::TaskName(options.task);
   if (options.shared_cluster != nullptr) {
-    std::lock_guard<std::mutex> lock(*task.cluster_mu);
-    *task.cluster = options.shared_cluster;
+    task.SetCluster(options.shared_cluster);
   } else {
     task.SetCluster(options.cluster);
   }

@@ -36,6 +36,8 @@ struct TaskActors {
       std::make_shared<std::shared_ptr<const ClusterSpec>>();
 
   void SetCluster(const ClusterSpec& spec);
+  // The same without a copy: `spec` may be shared with other tasks' actors.
+  void SetCluster(std::shared_ptr<const ClusterSpec> spec);
 };
 
 // Spawns `options.task`'s devices (options.cpus CPUs, supervised as

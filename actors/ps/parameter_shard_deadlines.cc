@@ -7,19 +7,6 @@
 
 namespace actorflow {
 
-std::string ParameterShardState::MissingPushers() const {
-  constexpr int kShown = 20;
-  std::string list;
-  int missing = 0;
-  for (int w = 0; w < config_.total_replicas; ++w) {
-    if (!IsLive(w) || pending_.count(w) > 0) continue;
-    if (++missing <= kShown) list += (list.empty() ? "" : ", ") + std::to_string(w);
-  }
-  if (missing == 0) return "";
-  if (missing > kShown) list += " and " + std::to_string(missing - kShown) + " more";
-  return "; none from worker" + std::string(missing > 1 ? "s " : " ") + list;
-}
-
 void ParameterShardState::Expire(int64_t now, Replies* out) {
   for (auto it = parked_pulls_.begin(); it != parked_pulls_.end();) {
     if (it->second.deadline > now) {

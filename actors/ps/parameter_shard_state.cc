@@ -469,6 +469,15 @@ void ParameterShardState::ReleaseSsp(Replies* out) {
   }
 }
 
+std::string ParameterShardState::MissingPushers() const {
+  std::set<int> missing;
+  for (int w = 0; w < config_.total_replicas; ++w) {
+    if (IsLive(w) && pending_.count(w) == 0) missing.insert(w);
+  }
+  if (missing.empty()) return "";
+  return "; none from worker" + std::string(missing.size() > 1 ? "s " : " ") + ListOf(missing);
+}
+
 Status ParameterShardState::SyncCoverage() const {
   // lost_ and left_ are disjoint (Leave moves a worker from one to the other,
   // WorkerLost ignores one that left): counted, not merged, since every worker that
