@@ -483,8 +483,12 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
         return;
       }
       // Rows over the limit are refused before the body is parsed (see
-      // CountRequestRows): memory follows the rows.
-      const int64_t rows = CountRequestRows(body);
+      // CountRequestRows): memory follows the rows. Every row takes at least 2 bytes
+      // ("1,"), so a body too short to hold more rows than the limit is not counted
+      // (no second pass over the common small request).
+      const int64_t rows = static_cast<int64_t>(body.size() + 1) / 2 > max_instances
+                               ? CountRequestRows(body)
+                               : 0;
       if (rows > max_instances) {
         res.status = 413;
         res.set_content(ErrorJson("request has " + std::to_string(rows) +
