@@ -141,12 +141,17 @@ TEST_F(DataParallelTest, SyncWithABackupWorkerGoesOnWhenAWorkerIsLost) {
   options.epochs = 5;
   auto job = Job(options);
   DataParallelJob* raw = job.get();
+  // Stopped when worker 0 is at its second step: workers 0 and 1 alone complete every
+  // version, so worker 2's own progress is no trigger (its thread started late once
+  // and found the run already done).
   job->set_progress([raw](const WorkerProgress& p) {
-    if (p.worker == 2 && p.step == 2) raw->StopWorker(2);
+    if (p.worker == 0 && p.step == 2) raw->StopWorker(2);
   });
   auto result = job->Run();
   ASSERT_TRUE(result.ok()) << result.status();
-  EXPECT_EQ(result->workers_lost, std::vector<int>{2});
+  EXPECT_EQ(result->workers_lost, std::vector<int>{2})
+      << "worker 2: " << result->workers[2].status << " after " << result->workers[2].steps
+      << " steps";
   EXPECT_EQ(result->stats.updates_applied, SyncTargetGlobalStep(options, 120));
   EXPECT_TRUE(result->workers[0].status.ok()) << result->workers[0].status;
   EXPECT_TRUE(result->workers[1].status.ok()) << result->workers[1].status;
