@@ -331,9 +331,12 @@ Output Size(const Scope& scope, const Input& x, DType out_type = DType::kInt32);
 
 // --- Queues and readers ---------------------------------------------------------------
 // TensorFlow's queues (implemented in graph/queue_ops.cc). A queue lives in the task
-// that runs its node, shared there by (container, shared_name); the functions below
-// place every op on the queue node's device (its requested device, colocated), so a
-// queue pinned to /job:ps/task:0 is used from any worker's graph. Running any of them
+// that runs its node. With a shared_name it is shared there by (container,
+// shared_name) among every session that names it; without one it is the session's
+// own, as in TensorFlow 1 (another client's queue node of the same name makes another
+// queue, and the queue goes when the session does). The functions below place every
+// op on the queue node's device (its requested device, colocated), so a queue pinned
+// to /job:ps/task:0 with a shared_name is used from any worker's graph. Running any of them
 // runs the queue node first (a control dependency), which creates the queue on first
 // use. Waiting (full queue, empty queue) happens inside the queue actor, never in a
 // thread; timeout_ms > 0 bounds one op's wait (DeadlineExceeded, the queue stays
@@ -352,7 +355,8 @@ struct Queue {
   bool valid() const { return node != nullptr; }
 };
 
-// capacity -1 = unbounded; shared_name "" = the node's name. `shapes`: empty, or one
+// capacity -1 = unbounded; shared_name "" = the session's own queue, named by the
+// node's name within the session. `shapes`: empty, or one
 // per component (fully defined ones let DequeueMany stack any elements).
 Queue FIFOQueue(const Scope& scope, const std::vector<DType>& dtypes,
                 const std::vector<Shape>& shapes, int64_t capacity,

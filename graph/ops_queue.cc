@@ -4,13 +4,16 @@
 //
 // A queue is named by (container, shared_name) within the task that runs its ops:
 // queue ops must be placed on the queue's task (the builder functions colocate them
-// with the queue's node). Elements are lists of components, one dtype each.
+// with the queue's node). A queue node without a shared_name makes a queue private to
+// the session, named by the node's name (the other ops name it so; they look for the
+// session's own queue of that name first, then a shared one). Elements are lists of
+// components, one dtype each.
 //
 // FIFOQueue / RandomShuffleQueue() -> (nothing): creates the queue on first run, or
 //   checks that the existing one has the same parameters.
 //   component_types: string list of dtype names; shapes: optional string list, one
 //   per component, in Shape::ToString form ("[4]", "[]"); capacity: int (-1 =
-//   unbounded); shared_name "" = the node's name; RandomShuffleQueue adds
+//   unbounded); shared_name "" = the session's own, by the node's name; RandomShuffleQueue adds
 //   min_after_dequeue and seed (ints, 0).
 // QueueEnqueue(c0, c1, ...) / QueueEnqueueMany(c0 [n,...], c1 [n,...], ...):
 //   waits while the queue is full. timeout_ms: int (0 = the session's

@@ -25,7 +25,7 @@ Queue MakeQueue(const Scope& scope, const std::string& op, const std::vector<DTy
                 const std::string& container) {
   attrs["component_types"] = DTypeNames(dtypes);
   if (!shapes.empty()) attrs["shapes"] = ShapeStrings(shapes);
-  attrs["shared_name"] = shared_name;  // "" = the node's own name, as in TensorFlow
+  attrs["shared_name"] = shared_name;  // "": the session's own queue, as in TensorFlow 1
   attrs["container"] = container;
   const Node* node = scope.AddNode(op, {}, std::move(attrs));
   if (node == nullptr) return {};

@@ -3,7 +3,11 @@
 // which talks to queue actors) and absent (nullptr) in DirectSession.
 //
 // A queue is named by (container, name) within one task: every device of the task
-// that runs a queue op with that name reaches the same queue. A queue is created by
+// that runs a queue op with that name reaches the same queue. A queue private to a
+// session (its node has no shared_name) lives in the session's container
+// (SessionContainer) under QueueRef::PrivateQueueName, and is looked for there first
+// (QueueRef::SessionKey); the device stops it when the session's last partition
+// goes. A queue is created by
 // running its FIFOQueue/RandomShuffleQueue node (EnsureQueue); the other ops find it
 // or fail with NotFound naming it and the task.
 //
@@ -67,7 +71,21 @@ struct QueueSpec {
 struct QueueRef {
   std::string container;
   std::string name;
+  // The running session's container (SessionContainer), where a queue private to the
+  // session (one made by a queue node without a shared_name) is looked for before
+  // the shared one; "" = the shared one only.
+  std::string session_container;
   std::string Key() const { return container + "/" + name; }
+  // Where the session's own queue of this name would be: "" without a session.
+  std::string SessionKey() const {
+    return session_container.empty() ? std::string()
+                                     : session_container + "/" + PrivateQueueName(container, name);
+  }
+  // A private queue's name within its session's container: the user's container
+  // kept in it, so that "c"/"q" and ""/"q" stay apart.
+  static std::string PrivateQueueName(const std::string& container, const std::string& name) {
+    return container.empty() ? name : container + "/" + name;
+  }
 };
 
 class QueueService {

@@ -148,7 +148,9 @@ TEST(ServerHardeningProcessTest, AReaderIsPrivateToItsSessionUnlessItNamesAShare
                             {DType::kFloat32, DType::kFloat32}, 0, shared_name);
     EXPECT_TRUE(c->root.ok()) << c->root.status();
     c->session = Open(c->root.graph(), target);
-    if (c->session != nullptr) EXPECT_TRUE(c->session->Run({}, {}, {"enqueue"}, nullptr).ok());
+    if (c->session != nullptr) {
+      EXPECT_TRUE(c->session->Run({}, {}, {"enqueue"}, nullptr).ok());
+    }
     return c;
   };
   auto first = client("a.csv", "files_a", "");

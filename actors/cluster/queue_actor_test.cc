@@ -18,14 +18,16 @@ namespace actorflow {
 namespace {
 
 
-// A float32 [] queue of capacity 2, with enqueue of a fed value and dequeues with
-// and without a 100 ms timeout, on `device` ("" = default).
+// A float32 [] queue "q" of capacity 2, with enqueue of a fed value and dequeues with
+// and without a 100 ms timeout, on `device` ("" = default); the session's own queue
+// unless `shared_name` is given.
 struct QueueGraph {
   Scope root = Scope::NewRootScope();
   Queue queue;
-  explicit QueueGraph(const std::string& device = "", int64_t capacity = 2) {
+  explicit QueueGraph(const std::string& device = "", int64_t capacity = 2,
+                      const std::string& shared_name = "") {
     Scope on = device.empty() ? root : root.WithDevice(device);
-    queue = FIFOQueue(on.WithOpName("q"), {DType::kFloat32}, {Shape{}}, capacity);
+    queue = FIFOQueue(on.WithOpName("q"), {DType::kFloat32}, {Shape{}}, capacity, shared_name);
     Scope client = device.empty() ? root : root.WithDevice("/job:worker/task:0");
     auto x = Placeholder(client.WithOpName("x"), DType::kFloat32, Shape{});
     QueueEnqueue(root.WithOpName("enqueue"), queue, {x});
@@ -224,8 +226,8 @@ TEST(QueueActorTest, QueueOnPsTaskWorksAcrossProcesses) {
 TEST(QueueActorTest, TwoClientsShareAQueueByName) {
   auto cluster = LocalCluster::Start({{"ps", 1}, {"worker", 2}});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
-  QueueGraph producer_graph("/job:ps/task:0");
-  QueueGraph consumer_graph("/job:ps/task:0");
+  QueueGraph producer_graph("/job:ps/task:0", 2, "shared_q");
+  QueueGraph consumer_graph("/job:ps/task:0", 2, "shared_q");
   SessionOptions p, c;
   p.target = *(*cluster)->Target("worker", 0);
   c.target = *(*cluster)->Target("worker", 1);
@@ -236,6 +238,40 @@ TEST(QueueActorTest, TwoClientsShareAQueueByName) {
   StatusOr<float> v = Dequeue(consumer->get());
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(*v, 7.f);
+}
+
+// Without a shared_name each session has its own queue (TensorFlow 1): another
+// client's queue node of the same name on the same task neither sees nor takes this
+// one's elements, and a session's queue goes when the session does.
+TEST(QueueActorTest, QueuesWithoutASharedNameArePrivateToTheirSession) {
+  auto cluster = LocalCluster::Start({{"ps", 1}, {"worker", 2}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  QueueGraph first_graph("/job:ps/task:0");
+  QueueGraph second_graph("/job:ps/task:0");
+  SessionOptions a, b;
+  a.target = *(*cluster)->Target("worker", 0);
+  b.target = *(*cluster)->Target("worker", 1);
+  auto first = NewSession(first_graph.graph(), a);
+  auto second = NewSession(second_graph.graph(), b);
+  ASSERT_TRUE(first.ok() && second.ok());
+  ASSERT_TRUE(Enqueue(first->get(), 7.f).ok());
+  EXPECT_EQ(Size(first->get()), 1);
+  EXPECT_EQ(Size(second->get()), 0) << "the second client sees the first one's queue";
+  StatusOr<float> none = Dequeue(second->get(), "value_100ms");
+  EXPECT_EQ(none.status().code(), Code::kDeadlineExceeded) << none.status();
+  ASSERT_TRUE(Enqueue(second->get(), 8.f).ok());
+  StatusOr<float> mine = Dequeue(first->get());
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  EXPECT_EQ(*mine, 7.f);
+  ASSERT_TRUE(Enqueue(first->get(), 9.f).ok());
+  ASSERT_TRUE((*first)->Close().ok());
+  first->reset();
+  auto again = NewSession(first_graph.graph(), a);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(Size(again->get()), 0) << "a closed session's queue outlived it";
+  StatusOr<float> theirs = Dequeue(second->get());
+  ASSERT_TRUE(theirs.ok()) << theirs.status();
+  EXPECT_EQ(*theirs, 8.f);
 }
 
 TEST(QueueActorTest, ClientsWithDifferentGraphsShareThePsDevice) {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "actors/runtime/device_queue_client.h"
+#include "actors/runtime/queue_actor.h"
 #include "actors/protocol/messages.h"
 #include "graph/prune.h"
 #include "graph/steady_clock.h"
@@ -373,8 +374,11 @@ DeviceActor::behavior_type DeviceBehavior(DeviceSelf self, DeviceConfig config) 
           auto count = st.partitions_per_session.find(scope);
           if (count == st.partitions_per_session.end() || --count->second > 0) continue;
           st.partitions_per_session.erase(count);
-          if (scope != 0 && st.config.resources != nullptr) {
-            st.config.resources->Clear({SessionContainer(scope)});
+          if (scope == 0) continue;
+          // The session's own readers and queues go with its last partition here.
+          if (st.config.resources != nullptr) st.config.resources->Clear({SessionContainer(scope)});
+          if (st.config.services != nullptr) {
+            ClearQueues(*st.config.services, {SessionContainer(scope)});
           }
         }
         return Status::OK();

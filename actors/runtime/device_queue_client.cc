@@ -18,6 +18,12 @@ DeviceQueueClient::DeviceQueueClient(DeviceActor::pointer self,
 StatusOr<QueueActor> DeviceQueueClient::Find(const QueueRef& queue) const {
   if (services_) {
     std::lock_guard<std::mutex> lock(services_->mu);
+    // The session's own queue of that name first, then the shared one.
+    const std::string session_key = queue.SessionKey();
+    if (!session_key.empty()) {
+      auto it = services_->queues.find(session_key);
+      if (it != services_->queues.end()) return it->second;
+    }
     auto it = services_->queues.find(queue.Key());
     if (it != services_->queues.end()) return it->second;
   }

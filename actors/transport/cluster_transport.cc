@@ -13,14 +13,10 @@ namespace actorflow {
 
 void ConfigureClusterTransport(caf::actor_system_config& cfg, const TransportLimits& limits) {
   const TlsConfig tls = TransportSecurity();
-  // Over TLS, CAF's OpenSSL module makes its own connections (so the limits do not
-  // apply there); with a CA (or a cluster secret) their peers are authenticated by
-  // mutual TLS before BASP reads a byte from them.
-  if (tls.enabled()) {
-    cfg.load<caf::io::middleman>();
-  } else {
-    LoadGuardedMiddleman(cfg, limits);
-  }
+  // Over TLS as well: the connections are made by the guarded backend
+  // (PublishOnTransport); with a CA (or a cluster secret) their peers are
+  // authenticated by mutual TLS before BASP reads a byte from them.
+  LoadGuardedMiddleman(cfg, limits);
   // Notice a dead peer's connection within seconds rather than never.
   cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
   if (tls.enabled()) {

@@ -12,14 +12,15 @@
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>
 
+#include "actors/transport/guarded_transport.h"
 #include "actors/transport/server_limits.h"
 
 namespace actorflow {
 
 // Loads the middleman (and, with TLS, CAF's OpenSSL module with the process's
 // certificate, key and CA), the 1 s BASP heartbeat, and the wire's message types.
-// Over plain TCP the middleman's backend enforces `limits` on what peers send
-// (actors/transport/guarded_transport.h).
+// The middleman's backend enforces `limits` on connections and what peers send, over
+// plain TCP and TLS alike (actors/transport/guarded_transport.h).
 void ConfigureClusterTransport(caf::actor_system_config& cfg,
                                const TransportLimits& limits = TransportLimits());
 
@@ -30,7 +31,8 @@ caf::expected<uint16_t> PublishOnTransport(const Handle& actor, uint16_t port,
                                            const std::string& host) {
   caf::actor_system& system = actor.home_system();
   if (system.has_openssl_manager()) {
-    return caf::openssl::publish(actor, port, host.c_str(), /*reuse=*/true);
+    return PublishOverGuardedTls(system, caf::actor_cast<caf::strong_actor_ptr>(actor),
+                                 system.message_types(actor), port, host);
   }
   return system.middleman().publish(actor, port, host.c_str(), /*reuse=*/true);
 }
@@ -40,7 +42,12 @@ caf::expected<uint16_t> PublishOnTransport(const Handle& actor, uint16_t port,
 template <class Handle>
 caf::expected<Handle> ConnectOnTransport(caf::actor_system& system, const std::string& host,
                                          uint16_t port) {
-  if (system.has_openssl_manager()) return caf::openssl::remote_actor<Handle>(system, host, port);
+  if (system.has_openssl_manager()) {
+    auto found = ConnectOverGuardedTls(system, system.message_types(caf::detail::type_list<Handle>{}),
+                                       host, port);
+    if (!found) return std::move(found.error());
+    return caf::actor_cast<Handle>(std::move(*found));
+  }
   return system.middleman().remote_actor<Handle>(host, port);
 }
 

@@ -106,6 +106,14 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
       }
       return *front;
     }
+    if (!timed_out && TakeBusyRefusal(port)) {
+      // The server is at --max-connections (over TCP BASP reports a malformed
+      // header, over TLS a disconnect): a slot may free up, so retry.
+      last_error = "it refused the connection: it has --max-connections connections open";
+      std::this_thread::sleep_until(std::min(deadline, std::chrono::steady_clock::now() + backoff));
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+      continue;
+    }
     if (!timed_out && front.error() == caf::sec::disconnect_during_handshake) {
       // The peer accepted and then hung up before CAF's handshake: a TLS peer that
       // refused this process's certificate (or its lack of one), or a plain peer
@@ -113,14 +121,6 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
       return Status(Code::kPermissionDenied, where + " closed the connection during the handshake: is "
                               "transport security (--tls-cert/--tls-key/--tls-ca) set the "
                               "same on both sides, with certificates of the same CA?");
-    }
-    if (!timed_out && front.error() == caf::sec::malformed_basp_message &&
-        TakeBusyRefusal(port)) {
-      // The server is at --max-connections: a slot may free up, so retry.
-      last_error = "it refused the connection: it has --max-connections connections open";
-      std::this_thread::sleep_until(std::min(deadline, std::chrono::steady_clock::now() + backoff));
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
-      continue;
     }
     if (!timed_out && (front.error() == caf::sec::malformed_basp_message ||
                        front.error() == caf::sec::unexpected_actor_messaging_interface)) {

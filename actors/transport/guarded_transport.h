@@ -1,5 +1,6 @@
-// CAF's middleman over plain TCP, guarded against hostile or broken peers: the
-// transport of every actor system that does not use TLS (actors/transport/cluster_transport.h).
+// CAF's middleman, guarded against hostile or broken peers: the transport of every
+// actor system of this process (actors/transport/cluster_transport.h), over plain TCP
+// or TLS.
 //
 // CAF's BASP reads a 32-byte header and then exactly the payload length the header
 // announces, into a buffer it allocates (and zero-fills) first: an announced 4 GiB
@@ -25,18 +26,21 @@
 // transport: refused 127.0.0.1:40312: ...", at most 10 a second (a flood prints a
 // count of the lines it did not print).
 //
-// Assumes every connection of the actor system speaks BASP (actorflow starts no
-// other CAF broker). With TLS (caf::openssl) this backend is not used: CAF's OpenSSL
-// module makes its own scribes, and its peers are authenticated by the TLS handshake
-// (mutual TLS) before BASP reads a byte from them.
+// Over TLS the same holds for TLS connections (guarded_tls.cc): the handshake timed
+// out is TLS's and BASP's together, a connection over the limit gets kBusyFrame in
+// place of a TLS hello, and the rest is read decrypted. Their peers are
+// authenticated by the TLS handshake (mutual TLS) before BASP reads a byte.
 //
-// Includes only CAF's forward declarations. Thread safety: LoadGuardedMiddleman is
-// called on a config before its actor system starts; the backend runs on the
-// middleman's thread.
+// Assumes every connection of the actor system speaks BASP (actorflow starts no
+// other CAF broker). Includes only CAF's forward declarations. Thread safety:
+// LoadGuardedMiddleman is called on a config before its actor system starts; the
+// backend runs on the middleman's thread.
 #ifndef ACTORFLOW_ACTORS_TRANSPORT_GUARDED_TRANSPORT_H_
 #define ACTORFLOW_ACTORS_TRANSPORT_GUARDED_TRANSPORT_H_
 
 #include <cstdint>
+#include <set>
+#include <string>
 
 #include <caf/fwd.hpp>
 
@@ -54,6 +58,17 @@ void LoadGuardedMiddleman(caf::actor_system_config& cfg, const TransportLimits& 
 // connect that fails asks at once, so two servers sharing a port number at the same
 // moment is the only confusion.
 bool TakeBusyRefusal(uint16_t port);
+
+// With TLS (the system loads caf::openssl::manager and LoadGuardedMiddleman's
+// backend): caf::openssl::publish and remote_actor, through guarded connections.
+// `interface` is the actor's (or the expected handle's) message types. Blocking.
+caf::expected<uint16_t> PublishOverGuardedTls(caf::actor_system& sys,
+                                              const caf::strong_actor_ptr& whom,
+                                              std::set<std::string> interface, uint16_t port,
+                                              const std::string& host);
+caf::expected<caf::strong_actor_ptr> ConnectOverGuardedTls(
+    caf::actor_system& sys, const std::set<std::string>& interface, const std::string& host,
+    uint16_t port);
 
 }  // namespace actorflow
 

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "kernels/resource.h"
+
 namespace actorflow {
 namespace {
 
@@ -34,7 +36,13 @@ StatusOr<Shape> ParseShape(const std::string& text) {
 }  // namespace
 
 QueueRef QueueRefOf(const Node& node) {
-  return QueueRef{node.attr<std::string>("container"), node.attr<std::string>("shared_name")};
+  return QueueRef{node.attr<std::string>("container"), node.attr<std::string>("shared_name"),
+                  std::string()};
+}
+
+QueueRef InSession(QueueRef queue, const KernelContext& ctx) {
+  queue.session_container = SessionContainer(ctx.session_scope());
+  return queue;
 }
 
 Status ParseComponentAttrs(const Node& node, const std::string& types_attr,

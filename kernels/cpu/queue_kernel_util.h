@@ -17,6 +17,9 @@ namespace actorflow {
 
 // The queue named by the node's "container" and "shared_name" attrs.
 QueueRef QueueRefOf(const Node& node);
+// `queue` as the running step sees it: looked for first among the queues private to
+// its session (KernelContext::session_scope, 0 = none).
+QueueRef InSession(QueueRef queue, const KernelContext& ctx);
 
 // Parses the dtype names of attr `types_attr` and, when present, the "shapes" attr
 // (Shape::ToString form: "[4]", "[?,2]", "[]", "<unknown>"). Shape inference already

@@ -12,6 +12,7 @@
 #include "kernels/cpu/queue_kernel_util.h"
 #include "kernels/kernel.h"
 #include "kernels/queue_service.h"
+#include "kernels/resource.h"
 
 namespace actorflow {
 namespace {
@@ -24,7 +25,8 @@ class CreateQueueKernel : public Kernel {
                                                    : QueueSpec::Kind::kFifo;
     spec_.container = node.attr<std::string>("container");
     spec_.name = node.attr<std::string>("shared_name");
-    if (spec_.name.empty()) spec_.name = node.name();
+    private_ = spec_.name.empty();
+    if (private_) spec_.name = node.name();
     spec_.capacity = node.attr<int64_t>("capacity");
     if (spec_.kind == QueueSpec::Kind::kRandomShuffle) {
       spec_.min_after_dequeue = node.attr<int64_t>("min_after_dequeue");
@@ -37,7 +39,15 @@ class CreateQueueKernel : public Kernel {
   void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
     if (!parsed_.ok()) return FailAndDone(ctx, parsed_, done);
     if (ctx->queues() == nullptr) return FailAndDone(ctx, NoQueueService(node()), done);
-    ctx->queues()->EnsureQueue(ctx->step_id(), spec_, [ctx, done](const Status& s) {
+    QueueSpec spec = spec_;
+    if (private_ && ctx->session_scope() != 0) {
+      // Without a shared_name the queue is the session's own (TensorFlow 1): another
+      // client's graph with a queue node of the same name on this task has its own,
+      // and the queue goes when the session does.
+      spec.name = QueueRef::PrivateQueueName(spec.container, spec.name);
+      spec.container = SessionContainer(ctx->session_scope());
+    }
+    ctx->queues()->EnsureQueue(ctx->step_id(), spec, [ctx, done](const Status& s) {
       if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
       done();
     });
@@ -45,6 +55,7 @@ class CreateQueueKernel : public Kernel {
 
  private:
   QueueSpec spec_;
+  bool private_ = false;  // no shared_name: the session's own queue
   Status parsed_;
 };
 
@@ -62,7 +73,7 @@ class EnqueueKernel : public Kernel {
     std::vector<Tensor> components;
     components.reserve(ctx->num_inputs());
     for (int i = 0; i < ctx->num_inputs(); ++i) components.push_back(ctx->input(i));
-    ctx->queues()->Enqueue(ctx->step_id(), queue_, std::move(components), many_, timeout_ms_,
+    ctx->queues()->Enqueue(ctx->step_id(), InSession(queue_, *ctx), std::move(components), many_, timeout_ms_,
                            [ctx, done](const Status& s) {
                              if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
                              done();
@@ -87,7 +98,7 @@ class DequeueKernel : public Kernel {
   void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
     if (ctx->queues() == nullptr) return FailAndDone(ctx, NoQueueService(node()), done);
     ctx->queues()->Dequeue(
-        ctx->step_id(), queue_, n_, timeout_ms_,
+        ctx->step_id(), InSession(queue_, *ctx), n_, timeout_ms_,
         [ctx, done](const Status& s, std::vector<Tensor> components) {
           if (!s.ok()) {
             ctx->SetStatus(s.WithContext(ctx->node().Describe()));
@@ -114,7 +125,7 @@ class CloseKernel : public Kernel {
   void Compute(KernelContext*) override {}
   void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
     if (ctx->queues() == nullptr) return FailAndDone(ctx, NoQueueService(node()), done);
-    ctx->queues()->Close(ctx->step_id(), queue_, cancel_, [ctx, done](const Status& s) {
+    ctx->queues()->Close(ctx->step_id(), InSession(queue_, *ctx), cancel_, [ctx, done](const Status& s) {
       if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
       done();
     });
@@ -132,7 +143,7 @@ class SizeKernel : public Kernel {
   void Compute(KernelContext*) override {}
   void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
     if (ctx->queues() == nullptr) return FailAndDone(ctx, NoQueueService(node()), done);
-    ctx->queues()->Size(ctx->step_id(), queue_, [ctx, done](const Status& s, int64_t size) {
+    ctx->queues()->Size(ctx->step_id(), InSession(queue_, *ctx), [ctx, done](const Status& s, int64_t size) {
       if (!s.ok()) {
         ctx->SetStatus(s.WithContext(ctx->node().Describe()));
       } else {

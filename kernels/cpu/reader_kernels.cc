@@ -146,7 +146,7 @@ class CsvReaderReadKernel : public Kernel {
     if (finished) return done();
     // No file left: wait for the filename queue (OutOfRange once it is closed and empty).
     ctx->queues()->Dequeue(
-        ctx->step_id(), filename_queue_, -1, 0,
+        ctx->step_id(), InSession(filename_queue_, *ctx), -1, 0,
         [this, ctx, state, done](const Status& s, std::vector<Tensor> components) {
           if (!s.ok()) return FailAndDone(ctx, s, done);
           if (components.size() != 1 || components[0].dtype() != DType::kInt32 ||
