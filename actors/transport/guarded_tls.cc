@@ -4,7 +4,7 @@
 //
 // CAF's OpenSSL module makes its connections in its own middleman actor, which
 // knows nothing of these limits. This process publishes and connects through
-// another middleman actor instead (one per actor system, in its registry), whose
+// another middleman actor instead (one per actor system), whose
 // listeners and connections are the guarded backend's; the module itself is still
 // loaded, for the TLS context it configures (certificate, key, CA).
 #include <sys/socket.h>
