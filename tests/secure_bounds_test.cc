@@ -67,8 +67,9 @@ int64_t MsLeft(std::chrono::steady_clock::time_point deadline) {
 // it, and then sends nothing more: a peer stalled in the middle of TLS's handshake.
 class StalledTlsPeer {
  public:
-  // Null when no connection is made or the server does not answer within `timeout`.
-  static std::unique_ptr<StalledTlsPeer> Open(int port, milliseconds timeout) {
+  // Null when no connection is made or the server does not answer within `timeout`
+  // (*why says what happened).
+  static std::unique_ptr<StalledTlsPeer> Open(int port, milliseconds timeout, std::string* why) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0) return nullptr;
@@ -77,22 +78,44 @@ class StalledTlsPeer {
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(port));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return nullptr;
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      *why = "connect: errno " + std::to_string(errno);
+      return nullptr;
+    }
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-    SSL* ssl = SSL_new(ctx);
-    SSL_set_fd(ssl, fd);
-    const int sent = SSL_connect(ssl);  // writes the hello; wants the server's answer
-    const bool waiting = sent < 0 && SSL_get_error(ssl, sent) == SSL_ERROR_WANT_READ;
-    SSL_free(ssl);  // leaves the socket open and silent
-    SSL_CTX_free(ctx);
-    if (!waiting) return nullptr;
+    // The hello is made into memory and sent as bytes, so that nothing of the
+    // server's answer is ever read: the handshake cannot go on by itself.
+    const std::string hello = ClientHello();
+    if (hello.empty() || ::send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) !=
+                             static_cast<ssize_t>(hello.size())) {
+      *why = "no hello could be sent";
+      return nullptr;
+    }
     pollfd p{fd, POLLIN, 0};
     const int64_t left = MsLeft(deadline);
-    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) != 1) return nullptr;
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) != 1) {
+      *why = "no answer to the hello";
+      return nullptr;
+    }
     return peer;
   }
   ~StalledTlsPeer() { ::close(fd_); }
+
+  // A TLS client's first flight (its hello), as OpenSSL makes it.
+  static std::string ClientHello() {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+    SSL* ssl = SSL_new(ctx);
+    BIO* in = BIO_new(BIO_s_mem());
+    BIO* out = BIO_new(BIO_s_mem());
+    SSL_set_bio(ssl, in, out);  // the SSL owns both
+    SSL_connect(ssl);           // writes the hello to `out`, then wants to read
+    char* data = nullptr;
+    const long size = BIO_get_mem_data(out, &data);
+    std::string hello = size > 0 ? std::string(data, static_cast<size_t>(size)) : std::string();
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    return hello;
+  }
 
   // "127.0.0.1:PORT" of this end: what the server names as the peer.
   std::string LocalAddress() const {
@@ -205,8 +228,9 @@ TEST_F(SecureBoundsTest, StalledTlsPeersAtMaxConnectionsGiveWayToARealClient) {
   StartServer(/*handshake_timeout_ms=*/60000);
   std::vector<std::unique_ptr<StalledTlsPeer>> stalled;
   for (int i = 0; i < kMaxConnections; ++i) {
-    stalled.push_back(StalledTlsPeer::Open(port_, kWait));
-    ASSERT_NE(stalled.back(), nullptr) << "stalled peer " << i;
+    std::string why;
+    stalled.push_back(StalledTlsPeer::Open(port_, kWait, &why));
+    ASSERT_NE(stalled.back(), nullptr) << "stalled peer " << i << ": " << why;
   }
   const auto start = std::chrono::steady_clock::now();
   TlsClient client(port_, kWait);
@@ -233,8 +257,9 @@ TEST_F(SecureBoundsTest, StalledTlsPeersAtMaxConnectionsGiveWayToARealClient) {
 // --handshake-timeout-ms has passed, and the server names it.
 TEST_F(SecureBoundsTest, APeerStalledInTheTlsHandshakeIsClosedAfterTheTimeout) {
   StartServer(/*handshake_timeout_ms=*/1000);
-  auto stalled = StalledTlsPeer::Open(port_, kWait);
-  ASSERT_NE(stalled, nullptr);
+  std::string why;
+  auto stalled = StalledTlsPeer::Open(port_, kWait, &why);
+  ASSERT_NE(stalled, nullptr) << why;
   EXPECT_TRUE(stalled->WaitForClose(kWait));
   std::string line;
   ASSERT_TRUE(

@@ -32,32 +32,68 @@ namespace actorflow {
 namespace guarded {
 namespace {
 
-// CAF's OpenSSL session as the policy of a stream.
+class TlsScribe;
+
+// CAF's OpenSSL session as the policy of a stream. An accepted connection's session
+// is started by the peer's first bytes, and its owner told of the first bytes that
+// TLS hands on (see TlsScribe).
 class TlsPolicy {
  public:
-  explicit TlsPolicy(caf::openssl::session_ptr session) : session_(std::move(session)) {}
+  // `session`: an outgoing connection's, started already; null for an accepted one,
+  // whose `owner` is told when the peer has spoken through TLS.
+  TlsPolicy(caf::openssl::session_ptr session, TlsScribe* owner)
+      : session_(std::move(session)), waiting_owner_(session_ == nullptr ? owner : nullptr) {}
 
   net::rw_state read_some(size_t& result, net::native_socket fd, void* buf, size_t len) {
-    return session_->read_some(result, fd, buf, len);
+    if (session_ == nullptr && !StartAcceptedSession(fd)) return net::rw_state::failure;
+    const net::rw_state state = session_->read_some(result, fd, buf, len);
+    if (waiting_owner_ != nullptr && state == net::rw_state::success && result > 0) {
+      TlsScribe* owner = waiting_owner_;
+      waiting_owner_ = nullptr;
+      PeerSpoke(owner);
+    }
+    return state;
   }
   net::rw_state write_some(size_t& result, net::native_socket fd, const void* buf, size_t len) {
+    if (session_ == nullptr) {  // not asked: nothing is written before the peer spoke
+      result = 0;
+      return net::rw_state::indeterminate;
+    }
     return session_->write_some(result, fd, buf, len);
   }
   bool must_read_more(net::native_socket fd, size_t threshold) {
-    return session_->must_read_more(fd, threshold);
+    return session_ != nullptr && session_->must_read_more(fd, threshold);
   }
 
  private:
+  bool StartAcceptedSession(net::native_socket fd);
+  static void PeerSpoke(TlsScribe* owner);
+
   caf::openssl::session_ptr session_;
+  TlsScribe* waiting_owner_;  // an accepted connection's until its peer spoke
 };
 
 // A connection over TLS: what caf::io::network::scribe_impl is for TCP, with the
 // stream in `stream_` (GuardedScribe's contract).
+//
+// An accepted connection has no TLS session until its peer's first bytes arrive, and
+// writes nothing of its own (BASP's first message) until TLS hands on the peer's
+// first bytes, which comes after TLS's handshake (TLS writes its own part of the
+// handshake as it reads the peer's). A peer that connects and stays silent, or
+// stops inside TLS's handshake, then costs neither a TLS context (CAF makes one per
+// session, loading the certificate files) nor the multiplexer's time: CAF's TLS
+// stream, holding data to write while TLS's handshake waits for the peer, is woken by
+// every writable socket. This relies on a CAF 0.17 client writing its BASP handshake
+// without waiting for the server's, as every actorflow process does.
 class TlsScribe : public caf::io::scribe {
  public:
+  // `session`: an outgoing connection's; null for an accepted one.
   TlsScribe(net::default_multiplexer& mx, net::native_socket fd,
-            caf::openssl::session_ptr session)
-      : scribe(net::conn_hdl_from_socket(fd)), stream_(mx, fd, std::move(session)) {}
+            caf::openssl::session_ptr session, caf::actor_system& system)
+      : scribe(net::conn_hdl_from_socket(fd)),
+        system_(system),
+        waiting_for_peer_(session == nullptr),
+        stream_(mx, fd, std::move(session), this) {}
 
   void configure_read(caf::io::receive_policy::config config) override {
     stream_.configure_read(config);
@@ -70,7 +106,13 @@ class TlsScribe : public caf::io::scribe {
     stream_.graceful_shutdown();
     detach(&stream_.backend(), false);
   }
-  void flush() override { stream_.flush(this); }
+  void flush() override {
+    if (waiting_for_peer_) {
+      flush_pending_ = true;  // the data waits in the stream's buffer
+      return;
+    }
+    stream_.flush(this);
+  }
   std::string addr() const override {
     auto addr = net::remote_addr_of_fd(stream_.fd());
     return addr ? *addr : std::string();
@@ -82,20 +124,46 @@ class TlsScribe : public caf::io::scribe {
   void add_to_loop() override { stream_.activate(this); }
   void remove_from_loop() override { stream_.passivate(); }
 
- protected:
-  net::stream_impl<TlsPolicy> stream_;
+  caf::actor_system& system_of_connection() { return system_; }
+
+  // The accepted peer spoke through TLS: what BASP wrote meanwhile goes.
+  void PeerSpoke() {
+    waiting_for_peer_ = false;
+    if (flush_pending_) {
+      flush_pending_ = false;
+      stream_.flush(this);
+    }
+  }
 
  private:
   void Launch() {
     launched_ = true;
     stream_.start(this);
-    // An empty write schedules the stream while TLS's own handshake still has to
-    // write (SSL_accept / SSL_connect), before BASP has anything to send.
-    stream_.force_empty_write(this);
+    // An outgoing connection: an empty write schedules the stream while TLS's own
+    // handshake still has to write (SSL_connect), before BASP has anything to send.
+    if (!waiting_for_peer_) stream_.force_empty_write(this);
   }
 
+  caf::actor_system& system_;
+  bool waiting_for_peer_;
+  bool flush_pending_ = false;
   bool launched_ = false;
+
+ protected:
+  net::stream_impl<TlsPolicy> stream_;
 };
+
+bool TlsPolicy::StartAcceptedSession(net::native_socket fd) {
+  session_ = caf::openssl::make_session(waiting_owner_->system_of_connection(), fd,
+                                        /*from_accepted_socket=*/true);
+  if (session_ == nullptr) {
+    LogRefusal(PeerOf(fd), "its first bytes start no TLS session (a peer without TLS, or gone)");
+    return false;
+  }
+  return true;
+}
+
+void TlsPolicy::PeerSpoke(TlsScribe* owner) { owner->PeerSpoke(); }
 
 // A guarded listener whose connections are TLS sessions.
 class GuardedTlsDoorman : public GuardedDoorman {
@@ -103,17 +171,11 @@ class GuardedTlsDoorman : public GuardedDoorman {
   using GuardedDoorman::GuardedDoorman;
 
  protected:
+  // The session starts with the peer's first bytes (TlsScribe).
   caf::io::scribe_ptr MakeScribe(net::default_multiplexer& mx, net::native_socket fd) override {
     (void)net::nonblocking(fd, true);
-    caf::openssl::session_ptr session =
-        caf::openssl::make_session(parent()->system(), fd, /*from_accepted_socket=*/true);
-    if (session == nullptr) {
-      LogRefusal(PeerOf(fd), "no TLS session could be started for it");
-      net::close_socket(fd);
-      return nullptr;
-    }
-    return caf::make_counted<GuardedScribe<TlsScribe>>(limits_, accepted_, mx, fd,
-                                                       std::move(session));
+    return caf::make_counted<GuardedScribe<TlsScribe>>(limits_, accepted_, mx, fd, nullptr,
+                                                       parent()->system());
   }
 };
 
@@ -164,7 +226,7 @@ class GuardedTlsMiddlemanActor : public caf::io::middleman_actor_impl {
       return caf::sec::cannot_connect_to_node;
     }
     return caf::io::scribe_ptr{caf::make_counted<GuardedScribe<TlsScribe>>(
-        backend->limits(), nullptr, *backend, *fd, std::move(session))};
+        backend->limits(), nullptr, *backend, *fd, std::move(session), system())};
   }
 
   caf::expected<caf::io::doorman_ptr> open(uint16_t port, const char* addr, bool reuse) override {
