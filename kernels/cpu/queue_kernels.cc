@@ -73,8 +73,8 @@ class EnqueueKernel : public Kernel {
     std::vector<Tensor> components;
     components.reserve(ctx->num_inputs());
     for (int i = 0; i < ctx->num_inputs(); ++i) components.push_back(ctx->input(i));
-    ctx->queues()->Enqueue(ctx->step_id(), InSession(queue_, *ctx), std::move(components), many_, timeout_ms_,
-                           [ctx, done](const Status& s) {
+    ctx->queues()->Enqueue(ctx->step_id(), InSession(queue_, *ctx), std::move(components), many_,
+                           timeout_ms_, [ctx, done](const Status& s) {
                              if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
                              done();
                            });
@@ -125,10 +125,11 @@ class CloseKernel : public Kernel {
   void Compute(KernelContext*) override {}
   void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
     if (ctx->queues() == nullptr) return FailAndDone(ctx, NoQueueService(node()), done);
-    ctx->queues()->Close(ctx->step_id(), InSession(queue_, *ctx), cancel_, [ctx, done](const Status& s) {
-      if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
-      done();
-    });
+    ctx->queues()->Close(ctx->step_id(), InSession(queue_, *ctx), cancel_,
+                         [ctx, done](const Status& s) {
+                           if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
+                           done();
+                         });
   }
 
  private:
@@ -143,14 +144,15 @@ class SizeKernel : public Kernel {
   void Compute(KernelContext*) override {}
   void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
     if (ctx->queues() == nullptr) return FailAndDone(ctx, NoQueueService(node()), done);
-    ctx->queues()->Size(ctx->step_id(), InSession(queue_, *ctx), [ctx, done](const Status& s, int64_t size) {
-      if (!s.ok()) {
-        ctx->SetStatus(s.WithContext(ctx->node().Describe()));
-      } else {
-        ctx->set_output(0, Tensor::Scalar(static_cast<int32_t>(size)));
-      }
-      done();
-    });
+    ctx->queues()->Size(ctx->step_id(), InSession(queue_, *ctx),
+                        [ctx, done](const Status& s, int64_t size) {
+                          if (!s.ok()) {
+                            ctx->SetStatus(s.WithContext(ctx->node().Describe()));
+                          } else {
+                            ctx->set_output(0, Tensor::Scalar(static_cast<int32_t>(size)));
+                          }
+                          done();
+                        });
   }
 
  private:
