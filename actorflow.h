@@ -16,7 +16,8 @@
 //
 // What is here, by layer:
 //   errors and values   Status/StatusOr, DType, Shape, Tensor
-//   graph building      Graph, Scope, the op functions, Gradients
+//   graph building      Graph, Scope, the op functions (sparse ones: Gather, Scatter*,
+//                       SparseApply*), Gradients (dense or IndexedSlices)
 //   running             Session, SessionOptions, RunOptions, RunMetadata, NewSession,
 //                       ClientSession
 //   clusters            ClusterSpec, Server, LocalCluster (targets actorflow://host:port),
@@ -34,6 +35,7 @@
 #include "graph/ops.h"
 #include "graph/scope.h"
 #include "graph/shape.h"
+#include "graph/sparse_ops.h"
 #include "graph/status.h"
 #include "graph/tensor.h"
 #include "graph/types.h"

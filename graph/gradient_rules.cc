@@ -419,6 +419,8 @@ const std::map<std::string, GradientFn>& RuleTable() {
       {"AvgPool", AvgPoolGradRule},
       {"FusedBatchNorm", gradient_rules_internal::FusedBatchNormGradRule},
       {"Dropout", gradient_rules_internal::DropoutGradRule},
+      {"Gather", gradient_rules_internal::GatherGradRule},
+      {"UnsortedSegmentSum", gradient_rules_internal::UnsortedSegmentSumGradRule},
       {"SoftmaxCrossEntropyWithLogits", SoftmaxCrossEntropyGrad},
       {"SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxCrossEntropyGrad},
       {"Sum", SumGrad},

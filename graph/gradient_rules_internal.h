@@ -6,10 +6,13 @@
 #ifndef ACTORFLOW_GRAPH_GRADIENT_RULES_INTERNAL_H_
 #define ACTORFLOW_GRAPH_GRADIENT_RULES_INTERNAL_H_
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
 #include "graph/scope.h"
+#include "graph/sparse_ops.h"
 #include "graph/status.h"
 
 namespace actorflow {
@@ -20,6 +23,20 @@ Status FusedBatchNormGradRule(const Scope& s, const Node& op, const std::vector<
                               std::vector<Output>* dx);
 Status DropoutGradRule(const Scope& s, const Node& op, const std::vector<Output>& dy,
                        std::vector<Output>* dx);
+
+// graph/gradient_rules_sparse.cc: Gather (dense: its row gradient made dense) and
+// UnsortedSegmentSum.
+Status GatherGradRule(const Scope& s, const Node& op, const std::vector<Output>& dy,
+                      std::vector<Output>* dx);
+Status UnsortedSegmentSumGradRule(const Scope& s, const Node& op,
+                                  const std::vector<Output>& dy, std::vector<Output>* dx);
+
+// A rule whose gradient of input 0 is IndexedSlices (the rows it touches) and whose
+// other inputs get none: `dy` is the gradient of output 0.
+using SparseGradientFn = std::function<Status(const Scope& s, const Node& op,
+                                              const Output& dy, IndexedSlices* dx0)>;
+// Gather's rule, or nullptr for an op without a sparse rule.
+const SparseGradientFn* FindSparseGradientFn(const std::string& op);
 
 }  // namespace gradient_rules_internal
 }  // namespace actorflow

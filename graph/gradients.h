@@ -30,11 +30,13 @@
 
 #include "graph/graph.h"
 #include "graph/scope.h"
+#include "graph/sparse_ops.h"
 #include "graph/status.h"
 
 namespace actorflow {
 
-// Adds nodes computing d(sum of ys)/d(x) for each x. grad_ys (optional) are the
+// Adds nodes computing d(sum of ys)/d(x) for each x, every one dense (a Gather's
+// row gradient made dense; GradientsWithSlices keeps it sparse). grad_ys (optional) are the
 // initial gradients of ys (default OnesLike(y)). For an x that no y depends on,
 // the returned Output is invalid (node == nullptr), like TensorFlow's None.
 //
@@ -47,6 +49,28 @@ namespace actorflow {
 StatusOr<std::vector<Output>> Gradients(const Scope& scope, const std::vector<Output>& ys,
                                         const std::vector<Output>& xs,
                                         const std::vector<Output>& grad_ys = {});
+
+// The gradient of one x, as GradientsWithSlices returns it: dense (an Output of x's
+// dtype and runtime shape) or, for a tensor that reaches the ys only through the
+// params of Gather ops (and Identity), IndexedSlices naming the rows of x it touches.
+// At most one of the two is valid; neither when no y depends on x.
+struct Gradient {
+  Output dense;
+  IndexedSlices slices;
+  bool valid() const { return dense.valid() || slices.valid(); }
+  bool sparse() const { return slices.valid(); }
+};
+
+// Gradients() that keeps row gradients sparse, as TensorFlow 1.x's IndexedSlices: the
+// gradient of a Gather's params is the gathered rows' gradient with their ids, never
+// a dense tensor of the params' shape. Slices pass through Identity; several slices
+// reaching one tensor are concatenated (rows and ids, ids as int64 when their dtypes
+// differ). Where slices meet a dense gradient, or reach an input of any other op, they
+// are made dense (DenseFromSlices) and summed. Same arguments and errors as Gradients().
+StatusOr<std::vector<Gradient>> GradientsWithSlices(const Scope& scope,
+                                                    const std::vector<Output>& ys,
+                                                    const std::vector<Output>& xs,
+                                                    const std::vector<Output>& grad_ys = {});
 
 // A backward rule. `op` is the forward node; grad_outputs has one entry per output of
 // op, the gradient of the sum of ys with respect to that output (an invalid Output

@@ -1,6 +1,8 @@
 #include "kernels/cpu/variable_update.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 #include <string>
 #include <utility>
 
@@ -23,7 +25,7 @@ Status CheckAssign(const VariableResource& var, const Tensor& value, bool valida
 StatusOr<LockedVariables> LockApplyVariables(ResourceManager* resources, const Node& node,
                                              int grad_input, DType dtype,
                                              const std::function<const Tensor&(int)>& input,
-                                             VariableLookupCache* cache) {
+                                             VariableLookupCache* cache, int indices_input) {
   // The op set declares the refs as inputs 0..num_refs-1.
   const int num_refs = static_cast<int>(node.op_def().ref_inputs.size());
   LockedVariables locked;
@@ -35,7 +37,7 @@ StatusOr<LockedVariables> LockApplyVariables(ResourceManager* resources, const N
     vars.push_back(std::move(var));
   }
   for (int i = num_refs; i < node.num_inputs(); ++i) {
-    if (i != grad_input && input(i).rank() != 0) {
+    if (i != grad_input && i != indices_input && input(i).rank() != 0) {
       return InvalidArgument("input " + std::to_string(i) + " ('" + node.input(i).ToString() +
                              "') must be a scalar, got shape " + input(i).shape().ToString());
     }
@@ -64,6 +66,26 @@ StatusOr<LockedVariables> LockApplyVariables(ResourceManager* resources, const N
     }
   }
   const Tensor& grad = input(grad_input);
+  if (indices_input >= 0) {
+    const Tensor& indices = input(indices_input);
+    if (indices.rank() != 1 ||
+        (indices.dtype() != DType::kInt32 && indices.dtype() != DType::kInt64)) {
+      return InvalidArgument("indices must be an int32 or int64 vector, got " +
+                             indices.DebugString());
+    }
+    std::vector<int64_t> rows = var_shape.dims();
+    if (rows.empty()) {
+      return InvalidArgument("variable '" + vars[0]->name() + "' is a scalar: it has no rows");
+    }
+    rows[0] = indices.dim(0);
+    if (grad.shape() != Shape(rows)) {
+      return InvalidArgument("gradient of shape " + grad.shape().ToString() + " for " +
+                             std::to_string(indices.dim(0)) + " rows of variable '" +
+                             vars[0]->name() + "' of shape " + var_shape.ToString() +
+                             ": expected " + Shape(rows).ToString());
+    }
+    return locked;
+  }
   if (grad.shape() != var_shape) {
     return InvalidArgument("gradient of shape " + grad.shape().ToString() + " for variable '" +
                            vars[0]->name() + "' of shape " + var_shape.ToString());

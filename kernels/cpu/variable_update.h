@@ -44,10 +44,13 @@ struct LockedVariables {
 // the input but not the node (the caller adds it): FailedPrecondition
 // (UninitializedVariable), InvalidArgument otherwise; on error nothing stays locked.
 // `cache`, when given, keeps the ref inputs' variables between calls (by input index).
+// A SparseApply* node passes `indices_input` >= 0: its row ids, an int32/int64 [n]
+// tensor, and a gradient of the rows, [n, var[1:]], instead of the variable's shape.
 StatusOr<LockedVariables> LockApplyVariables(ResourceManager* resources, const Node& node,
                                              int grad_input, DType dtype,
                                              const std::function<const Tensor&(int)>& input,
-                                             VariableLookupCache* cache = nullptr);
+                                             VariableLookupCache* cache = nullptr,
+                                             int indices_input = -1);
 
 }  // namespace actorflow
 

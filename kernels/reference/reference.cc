@@ -14,6 +14,7 @@ const reference::RefTable& Table() {
     reference::AddNnOps(t);
     reference::AddConvOps(t);
     reference::AddNormOps(t);
+    reference::AddSparseOps(t);
     return t;
   }();
   return *table;

@@ -39,6 +39,7 @@ void AddArrayOps(RefTable* table);
 void AddNnOps(RefTable* table);
 void AddConvOps(RefTable* table);  // reference_conv.cc
 void AddNormOps(RefTable* table);  // reference_norm.cc
+void AddSparseOps(RefTable* table);  // reference_sparse.cc
 
 // --- Indexing ---------------------------------------------------------------------
 

@@ -88,11 +88,24 @@ StatusOr<Output> Optimizer::GetOrCreateNonSlot(Graph* graph, const std::string& 
 
 StatusOr<Output> Optimizer::ApplyGradients(const Scope& scope, const GradsAndVars& grads_and_vars,
                                            Output global_step) {
+  GradientsAndVars pairs;
+  for (const auto& [grad, var] : grads_and_vars) pairs.emplace_back(Gradient{grad, {}}, var);
+  return ApplyGradientsGated(scope, pairs, global_step, {});
+}
+
+StatusOr<Output> Optimizer::ApplyGradientsWithSlices(const Scope& scope,
+                                                     const GradientsAndVars& grads_and_vars,
+                                                     Output global_step) {
   return ApplyGradientsGated(scope, grads_and_vars, global_step, {});
 }
 
+StatusOr<Output> Optimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                                        const Output& var) {
+  return ApplyDense(scope, DenseFromSlices(scope.NewSubScope("dense_gradient"), grad), var);
+}
+
 StatusOr<Output> Optimizer::ApplyGradientsGated(const Scope& scope,
-                                                const GradsAndVars& grads_and_vars,
+                                                const GradientsAndVars& grads_and_vars,
                                                 Output global_step,
                                                 const std::vector<Output>& gates) {
   if (!scope.ok()) return scope.status();
@@ -122,13 +135,19 @@ StatusOr<Output> Optimizer::ApplyGradientsGated(const Scope& scope,
     if (!grad.valid()) {
       return InvalidArgument(where + "no gradient for variable '" + var.node->name() + "'");
     }
-    if (grad.dtype() != var.dtype()) {
-      return InvalidArgument(where + "the gradient '" + grad.name() + "' has dtype " +
-                             DTypeName(grad.dtype()) + " but variable '" + var.node->name() +
+    const Output& values = grad.sparse() ? grad.slices.values : grad.dense;
+    if (values.dtype() != var.dtype()) {
+      return InvalidArgument(where + "the gradient '" + values.name() + "' has dtype " +
+                             DTypeName(values.dtype()) + " but variable '" + var.node->name() +
                              "' has dtype " + DTypeName(var.dtype()));
     }
+    if (grad.sparse() && !grad.slices.indices.valid()) {
+      return InvalidArgument(where + "the sparse gradient of variable '" + var.node->name() +
+                             "' has no indices");
+    }
     vars.push_back(var);
-    all_gates.push_back(grad);
+    all_gates.push_back(values);
+    if (grad.sparse()) all_gates.push_back(grad.slices.indices);
   }
   if (global_step.valid() &&
       (global_step.node->op() != "Variable" || !IsInteger(global_step.dtype()))) {
@@ -163,7 +182,9 @@ StatusOr<Output> Optimizer::ApplyGradientsGated(const Scope& scope,
     const Scope update_scope =
         BesideVariable(optimizer_scope.NewSubScope("update_" + var.node->name()), var)
             .WithControlDependencies({gate});
-    AF_ASSIGN_OR_RETURN(Output update, ApplyDense(update_scope, grad, var));
+    AF_ASSIGN_OR_RETURN(Output update, grad.sparse()
+                                           ? ApplySparse(update_scope, grad.slices, var)
+                                           : ApplyDense(update_scope, grad.dense, var));
     if (!scope.ok()) return scope.status();
     updates.push_back(update);
   }
@@ -229,8 +250,9 @@ StatusOr<Output> Optimizer::Minimize(const Scope& scope, Output loss, Output glo
   for (const Output& var : var_list) {
     if (!var.valid()) return InvalidArgument(where + "var_list holds an invalid Output");
   }
-  AF_ASSIGN_OR_RETURN(std::vector<Output> grads, Gradients(scope, {loss}, var_list));
-  GradsAndVars pairs;
+  AF_ASSIGN_OR_RETURN(std::vector<Gradient> grads,
+                      GradientsWithSlices(scope, {loss}, var_list));
+  GradientsAndVars pairs;
   for (size_t i = 0; i < var_list.size(); ++i) {
     if (grads[i].valid()) pairs.emplace_back(grads[i], var_list[i]);
   }

@@ -51,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "graph/gradients.h"
 #include "graph/graph.h"
 #include "graph/scope.h"
 #include "graph/status.h"
@@ -63,6 +64,8 @@ class Optimizer {
  public:
   // (gradient, variable): the gradient has the variable's dtype and shape.
   using GradsAndVars = std::vector<std::pair<Output, Output>>;
+  // (gradient, variable) with gradients dense or sparse (GradientsWithSlices).
+  using GradientsAndVars = std::vector<std::pair<Gradient, Output>>;
 
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
@@ -78,11 +81,18 @@ class Optimizer {
   // a gradient of another dtype; builder errors naming the node.
   StatusOr<Output> ApplyGradients(const Scope& scope, const GradsAndVars& grads_and_vars,
                                   Output global_step);
+  // The same with gradients that may be IndexedSlices: a variable with a sparse
+  // gradient gets a sparse update that touches only its gradient's rows and their
+  // slots (SparseApply*; Momentum, without one, applies the slices made dense).
+  StatusOr<Output> ApplyGradientsWithSlices(const Scope& scope,
+                                            const GradientsAndVars& grads_and_vars,
+                                            Output global_step);
 
   // Gradients of `loss` (a float tensor; a non-scalar loss is summed) with respect
   // to `var_list` (default: every variable in the graph's
-  // kTrainableVariablesCollection), then ApplyGradients. Variables the loss does not
-  // depend on are skipped. Errors: InvalidArgument when there is no variable to
+  // kTrainableVariablesCollection), then ApplyGradientsWithSlices: a variable read
+  // only through Gather (an embedding table) gets a sparse update of the rows the
+  // step read. Variables the loss does not depend on are skipped. Errors: InvalidArgument when there is no variable to
   // optimize or none has a gradient; Gradients' errors.
   StatusOr<Output> Minimize(const Scope& scope, Output loss, Output global_step,
                             std::vector<Output> var_list = {});
@@ -111,6 +121,9 @@ class Optimizer {
   // the gating control dependencies); returns the Apply op's output.
   virtual StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
                                       const Output& var) = 0;
+  // The same for a sparse gradient; by default ApplyDense of the slices made dense.
+  virtual StatusOr<Output> ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                                       const Output& var);
   // Ops to run after every update (scope carries control dependencies on all of
   // them); returns the ops the train op waits for besides the updates.
   virtual StatusOr<std::vector<Output>> Finish(const Scope& scope);
@@ -135,7 +148,7 @@ class Optimizer {
 
  private:
   // ApplyGradients, with every update also waiting for `gates` (Minimize's loss).
-  StatusOr<Output> ApplyGradientsGated(const Scope& scope, const GradsAndVars& grads_and_vars,
+  StatusOr<Output> ApplyGradientsGated(const Scope& scope, const GradientsAndVars& grads_and_vars,
                                        Output global_step, const std::vector<Output>& gates);
   // A variable this optimizer created: a node name in a graph.
   StatusOr<Output> FindCreated(const Graph& graph, const std::string& key) const;
@@ -155,6 +168,8 @@ class GradientDescentOptimizer : public Optimizer {
 
  protected:
   StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad, const Output& var) override;
+  StatusOr<Output> ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                               const Output& var) override;
 
  private:
   double learning_rate_;
@@ -187,6 +202,9 @@ class AdamOptimizer : public Optimizer {
  protected:
   Status Prepare(const Scope& scope, const std::vector<Output>& vars) override;
   StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad, const Output& var) override;
+  // Lazy Adam: only the gradient's rows of var, m and v change.
+  StatusOr<Output> ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                               const Output& var) override;
   StatusOr<std::vector<Output>> Finish(const Scope& scope) override;
 
  private:
@@ -211,6 +229,8 @@ class AdagradOptimizer : public Optimizer {
 
  protected:
   StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad, const Output& var) override;
+  StatusOr<Output> ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                               const Output& var) override;
 
  private:
   double learning_rate_;

@@ -1,5 +1,6 @@
 // The concrete optimizers (their update ops and state) and MakeOptimizer.
 #include "graph/ops.h"
+#include "graph/sparse_ops.h"
 #include "training/optimizers/optimizer.h"
 
 namespace actorflow {
@@ -12,6 +13,13 @@ GradientDescentOptimizer::GradientDescentOptimizer(double learning_rate)
 StatusOr<Output> GradientDescentOptimizer::ApplyDense(const Scope& scope, const Output& grad,
                                                       const Output& var) {
   return ApplyGradientDescent(scope, var, LearningRate(scope, var.dtype(), learning_rate_), grad);
+}
+
+StatusOr<Output> GradientDescentOptimizer::ApplySparse(const Scope& scope,
+                                                       const IndexedSlices& grad,
+                                                       const Output& var) {
+  return SparseApplyGradientDescent(scope, var, LearningRate(scope, var.dtype(), learning_rate_),
+                                    grad.values, grad.indices);
 }
 
 // --- Momentum ----------------------------------------------------------------------
@@ -68,6 +76,18 @@ StatusOr<Output> AdamOptimizer::ApplyDense(const Scope& scope, const Output& gra
                    ScalarOf(dtype, beta2_), ScalarOf(dtype, epsilon_), grad);
 }
 
+StatusOr<Output> AdamOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                                            const Output& var) {
+  AF_ASSIGN_OR_RETURN(Output m, GetOrCreateSlot(scope.graph(), var, "Adam_m", 0.0));
+  AF_ASSIGN_OR_RETURN(Output v, GetOrCreateSlot(scope.graph(), var, "Adam_v", 0.0));
+  const DType dtype = var.dtype();
+  const BetaPowers& powers = powers_.at(dtype);
+  return SparseApplyAdam(scope, var, m, v, powers.beta1_power, powers.beta2_power,
+                         LearningRate(scope, dtype, learning_rate_), ScalarOf(dtype, beta1_),
+                         ScalarOf(dtype, beta2_), ScalarOf(dtype, epsilon_), grad.values,
+                         grad.indices);
+}
+
 // After every update of the step: beta1_power *= beta1, beta2_power *= beta2. The
 // scope's control dependencies make the reads of the powers follow the updates.
 StatusOr<std::vector<Output>> AdamOptimizer::Finish(const Scope& scope) {
@@ -95,6 +115,14 @@ StatusOr<Output> AdagradOptimizer::ApplyDense(const Scope& scope, const Output& 
   AF_ASSIGN_OR_RETURN(Output accum,
                       GetOrCreateSlot(scope.graph(), var, "Adagrad", initial_accumulator_value_));
   return ApplyAdagrad(scope, var, accum, LearningRate(scope, var.dtype(), learning_rate_), grad);
+}
+
+StatusOr<Output> AdagradOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                                               const Output& var) {
+  AF_ASSIGN_OR_RETURN(Output accum,
+                      GetOrCreateSlot(scope.graph(), var, "Adagrad", initial_accumulator_value_));
+  return SparseApplyAdagrad(scope, var, accum, LearningRate(scope, var.dtype(), learning_rate_),
+                            grad.values, grad.indices);
 }
 
 // --- MakeOptimizer ----------------------------------------------------------------------

@@ -1,0 +1,200 @@
+// The op set's sparse family: row gathers and segment sums (Gather, Unique,
+// UnsortedSegmentSum), in-place row writes into variables (ScatterAdd, ScatterSub,
+// ScatterUpdate) and the optimizer updates that touch only given rows
+// (SparseApplyGradientDescent, SparseApplyAdagrad, SparseApplyAdam). graph/sparse_ops.h
+// documents what each op promises.
+//
+// Row ids are int32 or int64. A row id's range is only known at run time, so the
+// kernels, not inference, reject ids outside [0, rows).
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graph/op_registry.h"
+#include "graph/op_set_internal.h"
+
+namespace actorflow {
+namespace op_set_internal {
+namespace {
+
+// indices.shape + x.shape[1:] (x of rank >= 1): the shape of the rows of x that
+// `indices` name; unknown rank when either rank is.
+Shape RowsShape(const Shape& indices, const Shape& x) {
+  if (indices.unknown_rank() || x.unknown_rank()) return Shape::UnknownRank();
+  std::vector<int64_t> dims = indices.dims();
+  dims.insert(dims.end(), x.dims().begin() + 1, x.dims().end());
+  return Shape(std::move(dims));
+}
+
+// params [N, ...] (any dtype), indices (int) -> params' dtype [indices..., params[1:]].
+Status InferGather(InferenceContext& ctx) {
+  AF_RETURN_IF_ERROR(CheckRank("params (input 0)", ctx.input_shape(0), 1, -1));
+  AF_RETURN_IF_ERROR(CheckDType("indices (input 1)", ctx.input_dtype(1), Allowed::kIndex));
+  ctx.set_output(0, ctx.input_dtype(0), RowsShape(ctx.input_shape(1), ctx.input_shape(0)));
+  return Status::OK();
+}
+
+// x (int [n]) -> y (x's dtype [?]), idx (out_idx [n]).
+Status InferUnique(InferenceContext& ctx) {
+  AF_RETURN_IF_ERROR(CheckDType("x (input 0)", ctx.input_dtype(0), Allowed::kIndex));
+  AF_RETURN_IF_ERROR(CheckRank("x (input 0)", ctx.input_shape(0), 1, 1));
+  const DType out_idx = ctx.attr<DType>("out_idx");
+  AF_RETURN_IF_ERROR(CheckDType("attr 'out_idx'", out_idx, Allowed::kIndex));
+  ctx.set_output(0, ctx.input_dtype(0), Shape{Shape::kUnknownDim});
+  const Shape& x = ctx.input_shape(0);
+  ctx.set_output(1, out_idx, Shape{x.unknown_rank() ? Shape::kUnknownDim : x.dim(0)});
+  return Status::OK();
+}
+
+// data [ids..., rest...] (numeric), segment_ids (int, a prefix of data's shape),
+// num_segments (int scalar) -> data's dtype [num_segments, rest...].
+Status InferUnsortedSegmentSum(InferenceContext& ctx) {
+  AF_RETURN_IF_ERROR(CheckDType("data (input 0)", ctx.input_dtype(0), Allowed::kNumeric));
+  AF_RETURN_IF_ERROR(CheckDType("segment_ids (input 1)", ctx.input_dtype(1), Allowed::kIndex));
+  AF_RETURN_IF_ERROR(CheckDType("num_segments (input 2)", ctx.input_dtype(2), Allowed::kIndex));
+  AF_RETURN_IF_ERROR(CheckRank("num_segments (input 2)", ctx.input_shape(2), 0, 0));
+  const Shape& data = ctx.input_shape(0);
+  const Shape& ids = ctx.input_shape(1);
+  int64_t segments = Shape::kUnknownDim;
+  if (const Tensor* n = ctx.input_constant(2)) {
+    segments = n->dtype() == DType::kInt32 ? n->data<int32_t>()[0] : n->data<int64_t>()[0];
+    if (segments < 0) {
+      return InvalidArgument("num_segments (input 2) is " + std::to_string(segments) +
+                             ": it must be >= 0");
+    }
+  }
+  if (data.unknown_rank() || ids.unknown_rank()) {
+    ctx.set_output(0, ctx.input_dtype(0), Shape::UnknownRank());
+    return Status::OK();
+  }
+  if (ids.rank() > data.rank()) {
+    return InvalidArgument("segment_ids (input 1) " + ids.ToString() + " must be a prefix of "
+                           "data's shape " + data.ToString());
+  }
+  for (int i = 0; i < ids.rank(); ++i) {
+    if (ids.dim(i) >= 0 && data.dim(i) >= 0 && ids.dim(i) != data.dim(i)) {
+      return InvalidArgument("segment_ids (input 1) " + ids.ToString() + " must be a prefix "
+                             "of data's shape " + data.ToString());
+    }
+  }
+  std::vector<int64_t> dims = {segments};
+  dims.insert(dims.end(), data.dims().begin() + ids.rank(), data.dims().end());
+  ctx.set_output(0, ctx.input_dtype(0), Shape(std::move(dims)));
+  return Status::OK();
+}
+
+// ref (a Variable [N, ...]), indices (int), updates [indices..., ref[1:]] of ref's
+// dtype -> ref's new value.
+Status InferScatter(InferenceContext& ctx) {
+  AF_RETURN_IF_ERROR(CheckRank("ref (input 0)", ctx.input_shape(0), 1, -1));
+  AF_RETURN_IF_ERROR(CheckDType("indices (input 1)", ctx.input_dtype(1), Allowed::kIndex));
+  if (ctx.input_dtype(2) != ctx.input_dtype(0)) {
+    return InvalidArgument(std::string("updates (input 2) has dtype ") +
+                           DTypeName(ctx.input_dtype(2)) + " but ref has dtype " +
+                           DTypeName(ctx.input_dtype(0)));
+  }
+  const Shape want = RowsShape(ctx.input_shape(1), ctx.input_shape(0));
+  if (!want.IsCompatibleWith(ctx.input_shape(2))) {
+    return InvalidArgument("updates (input 2) has shape " + ctx.input_shape(2).ToString() +
+                           " but indices " + ctx.input_shape(1).ToString() + " of ref " +
+                           ctx.input_shape(0).ToString() + " need " + want.ToString());
+  }
+  ctx.set_output(0, ctx.input_dtype(0), ctx.input_shape(0));
+  return Status::OK();
+}
+
+OpDef ScatterOp(std::string name) {
+  OpDef def = Stateful(MakeOp(std::move(name), 3, 1, {}, InferScatter));
+  def.ref_inputs = {0};
+  return def;
+}
+
+// Where the inputs of a SparseApply op sit: refs first (the variable, then its
+// slots), then scalar hyper-parameters, the gradient rows and their 1-D indices last.
+struct SparseApplyLayout {
+  std::vector<std::string> input_names;  // one per input, for error messages
+  int num_refs = 1;
+  int grad_input = 0;
+};
+
+// Every input but the indices has the variable's float dtype; the slots have its
+// shape; grad is [n, var[1:]] for indices [n]; hyper-parameters are scalars.
+InferenceFn InferSparseApply(SparseApplyLayout layout) {
+  return [layout](InferenceContext& ctx) -> Status {
+    const int indices_input = ctx.num_inputs() - 1;
+    auto named = [&](int i) { return layout.input_names[i] + " (input " + std::to_string(i) + ")"; };
+    AF_RETURN_IF_ERROR(CheckDType(named(0), ctx.input_dtype(0), Allowed::kFloating));
+    AF_RETURN_IF_ERROR(CheckRank(named(0), ctx.input_shape(0), 1, -1));
+    AF_RETURN_IF_ERROR(CheckDType(named(indices_input), ctx.input_dtype(indices_input),
+                                  Allowed::kIndex));
+    AF_RETURN_IF_ERROR(CheckRank(named(indices_input), ctx.input_shape(indices_input), 1, 1));
+    Shape var_shape = ctx.input_shape(0);
+    for (int i = 1; i < indices_input; ++i) {
+      if (ctx.input_dtype(i) != ctx.input_dtype(0)) {
+        return InvalidArgument(named(i) + " has dtype " + DTypeName(ctx.input_dtype(i)) +
+                               " but var has dtype " + DTypeName(ctx.input_dtype(0)) +
+                               ": every input but the indices must have the variable's dtype");
+      }
+      if (i < layout.num_refs) {
+        if (!var_shape.IsCompatibleWith(ctx.input_shape(i))) {
+          return InvalidArgument(named(i) + " has shape " + ctx.input_shape(i).ToString() +
+                                 " but var has shape " + var_shape.ToString());
+        }
+        var_shape = var_shape.MergeWith(ctx.input_shape(i));
+      } else if (i != layout.grad_input) {
+        AF_RETURN_IF_ERROR(CheckRank(named(i), ctx.input_shape(i), 0, 0));
+      }
+    }
+    const Shape want = RowsShape(ctx.input_shape(indices_input), var_shape);
+    if (!want.IsCompatibleWith(ctx.input_shape(layout.grad_input))) {
+      return InvalidArgument(named(layout.grad_input) + " has shape " +
+                             ctx.input_shape(layout.grad_input).ToString() + " but indices " +
+                             ctx.input_shape(indices_input).ToString() + " of var " +
+                             var_shape.ToString() + " need " + want.ToString());
+    }
+    ctx.set_output(0, ctx.input_dtype(0), var_shape);
+    return Status::OK();
+  };
+}
+
+OpDef SparseApplyOp(std::string name, SparseApplyLayout layout) {
+  const int num_inputs = static_cast<int>(layout.input_names.size());
+  std::vector<int> refs;
+  for (int i = 0; i < layout.num_refs; ++i) refs.push_back(i);
+  OpDef def = Stateful(MakeOp(std::move(name), num_inputs, 1, {},
+                              InferSparseApply(std::move(layout))));
+  def.ref_inputs = std::move(refs);
+  return def;
+}
+
+std::vector<OpDef> SparseOpSet() {
+  using T = AttrType;
+  std::vector<OpDef> ops;
+  ops.push_back(MakeOp("Gather", 2, 1, {}, InferGather));
+  ops.push_back(
+      MakeOp("Unique", 1, 2, {Default("out_idx", T::kType, DType::kInt32)}, InferUnique));
+  ops.push_back(MakeOp("UnsortedSegmentSum", 3, 1, {}, InferUnsortedSegmentSum));
+  for (const char* name : {"ScatterAdd", "ScatterSub", "ScatterUpdate"}) {
+    ops.push_back(ScatterOp(name));
+  }
+  ops.push_back(SparseApplyOp("SparseApplyGradientDescent",
+                              {{"var", "alpha", "grad", "indices"}, 1, 2}));
+  ops.push_back(SparseApplyOp("SparseApplyAdagrad",
+                              {{"var", "accum", "lr", "grad", "indices"}, 2, 3}));
+  ops.push_back(SparseApplyOp("SparseApplyAdam",
+                              {{"var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1",
+                                "beta2", "epsilon", "grad", "indices"},
+                               3,
+                               9}));
+  return ops;
+}
+
+[[maybe_unused]] const bool kSparseOpsRegistered = [] {
+  for (OpDef& def : SparseOpSet()) OpRegistration registration(std::move(def));
+  return true;
+}();
+
+}  // namespace
+}  // namespace op_set_internal
+}  // namespace actorflow

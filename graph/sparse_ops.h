@@ -1,0 +1,91 @@
+// Sparse and embedding ops: gathering rows of a table, summing rows by id, writing
+// rows of a variable in place, and the optimizer updates that touch only given rows
+// (TensorFlow 1.x's Gather, Unique, UnsortedSegmentSum, Scatter* and SparseApply*),
+// with IndexedSlices, the gradient that names the rows it touches.
+//
+//   auto table = Variable(root.WithOpName("emb"), Shape{100000, 64}, DType::kFloat32);
+//   auto rows = Gather(root, table, ids);                  // [batch, 64]
+//   ...
+//   auto grads = GradientsWithSlices(root, {loss}, {table}); // IndexedSlices of table
+//   SparseApplyGradientDescent(root, table, 0.1f, grads->at(0).slices.values,
+//                              grads->at(0).slices.indices);
+//
+// Row ids are int32 or int64 tensors. The kernels reject an id outside [0, rows) with
+// InvalidArgument naming the node and the id, before anything is read or written.
+// Repeated ids add up wherever rows are summed (UnsortedSegmentSum, ScatterAdd,
+// ScatterSub, the gradient of Gather and every SparseApply op).
+//
+// Thread safety: as Scope (one building thread per graph).
+#ifndef ACTORFLOW_GRAPH_SPARSE_OPS_H_
+#define ACTORFLOW_GRAPH_SPARSE_OPS_H_
+
+#include "graph/graph.h"
+#include "graph/scope.h"
+#include "graph/types.h"
+
+namespace actorflow {
+
+// The gradient of a tensor of shape dense_shape that is zero outside the rows it
+// names: dense[indices[i], ...] += values[i, ...] for each i (repeated ids add).
+// values [n, dense_shape[1:]] of the tensor's dtype; indices int32/int64 [n];
+// dense_shape int64 [rank] (at run time). Invalid (no node) when empty.
+struct IndexedSlices {
+  Output values;
+  Output indices;
+  Output dense_shape;
+  bool valid() const { return values.valid(); }
+};
+
+// params [N, d...] (any dtype), indices [i...] -> [i..., d...] with
+// out[i..., :] = params[indices[i...], :]. Its gradient with respect to params is
+// IndexedSlices (graph/gradients.h); indices get none.
+Output Gather(const Scope& scope, const Input& params, const Input& indices);
+
+// The distinct values of x (int32/int64 [n]) in order of first occurrence, y [k], and
+// for each element of x its position in y, idx [n] of out_idx: y[idx[i]] == x[i].
+struct UniqueResult {
+  Output y;
+  Output idx;
+};
+UniqueResult Unique(const Scope& scope, const Input& x, DType out_idx = DType::kInt32);
+
+// data [ids..., d...] (numeric), segment_ids [ids...] (int), num_segments (int
+// scalar) -> [num_segments, d...]: out[s] = the sum of data's rows whose id is s
+// (zeros where none is). Ids outside [0, num_segments) are an InvalidArgument.
+Output UnsortedSegmentSum(const Scope& scope, const Input& data, const Input& segment_ids,
+                          const Input& num_segments);
+
+// The dense tensor of `slices`: UnsortedSegmentSum of its rows into dense_shape[0].
+Output DenseFromSlices(const Scope& scope, const IndexedSlices& slices);
+
+// In-place row writes into the Variable `ref` [N, d...]: updates has shape
+// [indices..., d...] and ref's dtype. ScatterAdd/ScatterSub add/subtract every row
+// (repeated ids accumulate); ScatterUpdate writes them (of repeated ids, the last
+// row wins). Each returns ref's new value. Stateful.
+Output ScatterAdd(const Scope& scope, const Input& ref, const Input& indices,
+                  const Input& updates);
+Output ScatterSub(const Scope& scope, const Input& ref, const Input& indices,
+                  const Input& updates);
+Output ScatterUpdate(const Scope& scope, const Input& ref, const Input& indices,
+                     const Input& updates);
+
+// Optimizer updates of the rows `indices` [n] (int) of a Variable `var` [N, d...]
+// and of its slots, with grad [n, d...] the rows' gradient; hyper-parameters are
+// scalars of var's float dtype (see ApplyGradientDescent etc. in graph/ops.h). Rows
+// with a repeated id are summed first, so each touched row gets exactly the update
+// the dense Apply op would give it for the dense gradient DenseFromSlices(grad,
+// indices); every other row of var and of its slots stays bit-identical (Adam is
+// TensorFlow's lazy Adam: untouched rows' moments do not decay). Each returns var's
+// new value. Stateful.
+Output SparseApplyGradientDescent(const Scope& scope, const Input& var, const Input& alpha,
+                                  const Input& grad, const Input& indices);
+Output SparseApplyAdagrad(const Scope& scope, const Input& var, const Input& accum,
+                          const Input& lr, const Input& grad, const Input& indices);
+Output SparseApplyAdam(const Scope& scope, const Input& var, const Input& m, const Input& v,
+                       const Input& beta1_power, const Input& beta2_power, const Input& lr,
+                       const Input& beta1, const Input& beta2, const Input& epsilon,
+                       const Input& grad, const Input& indices);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_GRAPH_SPARSE_OPS_H_
