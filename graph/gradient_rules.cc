@@ -421,6 +421,7 @@ const std::map<std::string, GradientFn>& RuleTable() {
       {"Dropout", gradient_rules_internal::DropoutGradRule},
       {"Gather", gradient_rules_internal::GatherGradRule},
       {"UnsortedSegmentSum", gradient_rules_internal::UnsortedSegmentSumGradRule},
+      {"DynamicStitch", gradient_rules_internal::DynamicStitchGradRule},
       {"SoftmaxCrossEntropyWithLogits", SoftmaxCrossEntropyGrad},
       {"SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxCrossEntropyGrad},
       {"Sum", SumGrad},

@@ -24,12 +24,14 @@ Status FusedBatchNormGradRule(const Scope& s, const Node& op, const std::vector<
 Status DropoutGradRule(const Scope& s, const Node& op, const std::vector<Output>& dy,
                        std::vector<Output>* dx);
 
-// graph/gradient_rules_sparse.cc: Gather (dense: its row gradient made dense) and
-// UnsortedSegmentSum.
+// graph/gradient_rules_sparse.cc: Gather (dense: its row gradient made dense),
+// UnsortedSegmentSum and DynamicStitch.
 Status GatherGradRule(const Scope& s, const Node& op, const std::vector<Output>& dy,
                       std::vector<Output>* dx);
 Status UnsortedSegmentSumGradRule(const Scope& s, const Node& op,
                                   const std::vector<Output>& dy, std::vector<Output>* dx);
+Status DynamicStitchGradRule(const Scope& s, const Node& op, const std::vector<Output>& dy,
+                             std::vector<Output>* dx);
 
 // A rule whose gradient of input 0 is IndexedSlices (the rows it touches) and whose
 // other inputs get none: `dy` is the gradient of output 0.

@@ -57,6 +57,15 @@ Status UnsortedSegmentSumGradRule(const Scope& s, const Node& op,
   return Status::OK();
 }
 
+// merged[indices_i[j]] = data_i[j]: d data_i = g's rows at indices_i; the indices get
+// none.
+Status DynamicStitchGradRule(const Scope& s, const Node& op, const std::vector<Output>& dy,
+                             std::vector<Output>* dx) {
+  const int n = op.num_inputs() / 2;
+  for (int i = 0; i < n; ++i) (*dx)[n + i] = Gather(s, dy[0], In(op, i));
+  return Status::OK();
+}
+
 const SparseGradientFn* FindSparseGradientFn(const std::string& op) {
   static const SparseGradientFn* gather = new SparseGradientFn(GatherSlicesRule);
   return op == "Gather" ? gather : nullptr;

@@ -1,11 +1,12 @@
 // The op set's sparse family: row gathers and segment sums (Gather, Unique,
-// UnsortedSegmentSum), in-place row writes into variables (ScatterAdd, ScatterSub,
+// UnsortedSegmentSum, DynamicStitch, PartitionRowIds), in-place row writes into variables (ScatterAdd, ScatterSub,
 // ScatterUpdate) and the optimizer updates that touch only given rows
 // (SparseApplyGradientDescent, SparseApplyAdagrad, SparseApplyAdam). graph/sparse_ops.h
 // documents what each op promises.
 //
 // Row ids are int32 or int64. A row id's range is only known at run time, so the
 // kernels, not inference, reject ids outside [0, rows).
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -81,6 +82,67 @@ Status InferUnsortedSegmentSum(InferenceContext& ctx) {
   std::vector<int64_t> dims = {segments};
   dims.insert(dims.end(), data.dims().begin() + ids.rank(), data.dims().end());
   ctx.set_output(0, ctx.input_dtype(0), Shape(std::move(dims)));
+  return Status::OK();
+}
+
+// indices_0..N-1 (int), data_0..N-1 (one dtype, data_i [indices_i..., d...]) ->
+// [?, d...].
+Status InferDynamicStitch(InferenceContext& ctx) {
+  const int n = ctx.num_inputs() / 2;
+  if (ctx.num_inputs() % 2 != 0 || n < 1) {
+    return InvalidArgument("DynamicStitch takes N index tensors then N data tensors, got " +
+                           std::to_string(ctx.num_inputs()) + " inputs");
+  }
+  Shape rows = Shape::UnknownRank();
+  for (int i = 0; i < n; ++i) {
+    AF_RETURN_IF_ERROR(CheckDType("indices (input " + std::to_string(i) + ")",
+                                  ctx.input_dtype(i), Allowed::kIndex));
+    if (ctx.input_dtype(n + i) != ctx.input_dtype(n)) {
+      return InvalidArgument("data (input " + std::to_string(n + i) + ") has dtype " +
+                             DTypeName(ctx.input_dtype(n + i)) + " but data (input " +
+                             std::to_string(n) + ") has " + DTypeName(ctx.input_dtype(n)));
+    }
+    const Shape& ids = ctx.input_shape(i);
+    const Shape& data = ctx.input_shape(n + i);
+    if (ids.unknown_rank() || data.unknown_rank()) continue;
+    if (ids.rank() > data.rank()) {
+      return InvalidArgument("data (input " + std::to_string(n + i) + ") " + data.ToString() +
+                             " must start with the shape of its indices " + ids.ToString());
+    }
+    std::vector<int64_t> dims = {Shape::kUnknownDim};
+    dims.insert(dims.end(), data.dims().begin() + ids.rank(), data.dims().end());
+    const Shape candidate(dims);
+    if (!rows.IsCompatibleWith(candidate)) {
+      return InvalidArgument("data (input " + std::to_string(n + i) + ") has rows of shape " +
+                             candidate.ToString() + ", unlike the others' " + rows.ToString());
+    }
+    rows = rows.MergeWith(candidate);
+  }
+  ctx.set_output(0, ctx.input_dtype(n), rows);
+  return Status::OK();
+}
+
+constexpr int64_t kMaxParts = 65536;
+
+// ids (int, any shape) -> for each part p: local ids (ids' dtype [?]) and positions
+// (int32 [?]) of the ids that part p holds.
+Status InferPartitionRowIds(InferenceContext& ctx) {
+  AF_RETURN_IF_ERROR(CheckDType("ids (input 0)", ctx.input_dtype(0), Allowed::kIndex));
+  const int64_t rows = ctx.attr<int64_t>("num_rows");
+  const int64_t parts = ctx.attr<int64_t>("num_parts");
+  const std::string& strategy = ctx.attr<std::string>("strategy");
+  if (parts < 1 || rows < parts || parts > kMaxParts) {
+    return InvalidArgument("num_parts " + std::to_string(parts) + " for num_rows " +
+                           std::to_string(rows) + ": use 1 <= num_parts <= num_rows and "
+                           "at most " + std::to_string(kMaxParts) + " parts");
+  }
+  if (strategy != "mod" && strategy != "div") {
+    return InvalidArgument("strategy '" + strategy + "': use \"mod\" or \"div\"");
+  }
+  for (int64_t p = 0; p < parts; ++p) {
+    ctx.set_output(static_cast<int>(2 * p), ctx.input_dtype(0), Shape{Shape::kUnknownDim});
+    ctx.set_output(static_cast<int>(2 * p + 1), DType::kInt32, Shape{Shape::kUnknownDim});
+  }
   return Status::OK();
 }
 
@@ -175,6 +237,19 @@ std::vector<OpDef> SparseOpSet() {
   ops.push_back(
       MakeOp("Unique", 1, 2, {Default("out_idx", T::kType, DType::kInt32)}, InferUnique));
   ops.push_back(MakeOp("UnsortedSegmentSum", 3, 1, {}, InferUnsortedSegmentSum));
+  OpDef stitch = MakeOp("DynamicStitch", -1, 1, {}, InferDynamicStitch);
+  stitch.min_inputs = 2;
+  ops.push_back(std::move(stitch));
+  OpDef partition = MakeOp("PartitionRowIds", 1, 0,
+                           {Required("num_rows", T::kInt), Required("num_parts", T::kInt),
+                            Required("strategy", T::kString)},
+                           InferPartitionRowIds);
+  partition.num_outputs_fn = [](const AttrMap& attrs) {
+    auto it = attrs.find("num_parts");
+    if (it == attrs.end() || !it->second.Is<int64_t>()) return 0;
+    return static_cast<int>(2 * std::min(it->second.Get<int64_t>(), kMaxParts));
+  };
+  ops.push_back(std::move(partition));
   for (const char* name : {"ScatterAdd", "ScatterSub", "ScatterUpdate"}) {
     ops.push_back(ScatterOp(name));
   }

@@ -19,6 +19,10 @@
 #ifndef ACTORFLOW_GRAPH_SPARSE_OPS_H_
 #define ACTORFLOW_GRAPH_SPARSE_OPS_H_
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "graph/graph.h"
 #include "graph/scope.h"
 #include "graph/types.h"
@@ -54,6 +58,47 @@ UniqueResult Unique(const Scope& scope, const Input& x, DType out_idx = DType::k
 // (zeros where none is). Ids outside [0, num_segments) are an InvalidArgument.
 Output UnsortedSegmentSum(const Scope& scope, const Input& data, const Input& segment_ids,
                           const Input& num_segments);
+
+// merged[indices[i][j...], d...] = data[i][j..., d...]: indices[i] (int) and data[i]
+// ([indices[i]..., d...], one dtype) interleaved back into one tensor of max id + 1
+// rows (a later pair wins a repeated id; rows no id names are zeros). The gradient of
+// data[i] is Gather(grad, indices[i]).
+Output DynamicStitch(const Scope& scope, const std::vector<Output>& indices,
+                     const std::vector<Output>& data);
+
+// Where the rows of a table of num_rows rows split into num_parts parts live, for the
+// ids (int, any shape, flattened): for each part p the row ids within the part
+// (local_ids[p], ids' dtype) and the ids' positions (positions[p], int32). Strategy
+// "mod": id lives in part id % num_parts at row id / num_parts; "div": the parts hold
+// contiguous runs of rows, as even as possible, the first num_rows % num_parts parts
+// one row larger (PartitionSizes, training/optimizers/partitioned_variable.h). Ids
+// outside [0, num_rows) are an InvalidArgument naming the id.
+struct PartitionedRowIds {
+  std::vector<Output> local_ids;
+  std::vector<Output> positions;
+};
+PartitionedRowIds PartitionRowIds(const Scope& scope, const Input& ids, int64_t num_rows,
+                                  int64_t num_parts, const std::string& strategy);
+
+// TensorFlow 1.x's embedding_lookup: the rows `ids` (int, any shape) of a table stored
+// as `params`, one Variable or the parts of a partitioned one (along dimension 0, in
+// order; see PartitionRowIds for "mod" and "div"), -> [ids..., d...]. Each distinct id
+// is read once (Unique), by a Gather beside its part: on a cluster only the rows a
+// batch needs leave a ps task, and their gradient (summed by id on the caller's
+// device) goes back as IndexedSlices, so an optimizer updates only those rows there.
+// Parts must have static shapes, the sizes the strategy gives them. With "mod", a
+// checkpoint of the parts restores only into as many parts; "div" into any number.
+Output EmbeddingLookup(const Scope& scope, const std::vector<Output>& params, const Input& ids,
+                       const std::string& partition_strategy = "mod");
+
+// TensorFlow 1.x's embedding_lookup_sparse for multi-valued features: example
+// segment_ids[i] (int [n], in [0, num_segments)) holds feature id ids[i] (int [n]);
+// each example's embeddings are combined: "sum", "mean" (sum / count) or "sqrtn"
+// (sum / sqrt(count)). -> [num_segments, d]; an example with no ids gets zeros.
+Output EmbeddingLookupSparse(const Scope& scope, const std::vector<Output>& params,
+                             const Input& ids, const Input& segment_ids,
+                             const Input& num_segments, const std::string& combiner,
+                             const std::string& partition_strategy = "mod");
 
 // The dense tensor of `slices`: UnsortedSegmentSum of its rows into dense_shape[0].
 Output DenseFromSlices(const Scope& scope, const IndexedSlices& slices);

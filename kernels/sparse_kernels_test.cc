@@ -103,6 +103,46 @@ TEST(UnsortedSegmentSumKernelErrorTest, AnIdOutsideTheSegmentsIsNamed) {
                         Code::kInvalidArgument, "segment_ids[1] = -3"));
 }
 
+TEST(DynamicStitchKernelTest, MatchesReferenceForEveryDTypeAndIdShape) {
+  RandomTensors random(13);
+  for (DType dtype : kAllDTypes) {
+    for (DType index : kIntDTypes) {
+      EXPECT_TRUE(MatchesReference(
+          {"DynamicStitch", {},
+           {Ids(index, {2}, {0, 3}), Ids(index, {3}, {1, 2, 4}),
+            random.Uniform(dtype, Shape{2, 2}, -9, 9), random.Uniform(dtype, Shape{3, 2}, -9, 9)}}));
+      // Repeated ids (the later input wins), a gap (zeros), grids of ids.
+      EXPECT_TRUE(MatchesReference(
+          {"DynamicStitch", {},
+           {Ids(index, {2, 2}, {0, 5, 2, 2}), Ids(index, {1}, {0}),
+            random.Uniform(dtype, Shape{2, 2, 3}, -9, 9), random.Uniform(dtype, Shape{1, 3}, -9, 9)}}));
+      EXPECT_TRUE(MatchesReference(
+          {"DynamicStitch", {}, {Ids(index, {0}, {}), random.Uniform(dtype, Shape{0, 4}, -9, 9)}}));
+    }
+  }
+  EXPECT_TRUE(FailsWith({"DynamicStitch", {},
+                         {Ids(DType::kInt32, {2}, {0, -2}), MakeTensor(DType::kFloat32, {2}, {1, 2})}},
+                        Code::kInvalidArgument, "indices 0[1] = -2 is negative"));
+}
+
+TEST(PartitionRowIdsKernelTest, MatchesReferenceForModAndDiv) {
+  for (DType index : kIntDTypes) {
+    const Tensor ids = Ids(index, {9}, {0, 9, 3, 4, 7, 3, 8, 1, 6});
+    for (const char* strategy : {"mod", "div"}) {
+      for (int64_t parts : {1, 3, 4, 10}) {
+        const AttrMap attrs = {
+            {"num_rows", int64_t{10}}, {"num_parts", parts}, {"strategy", std::string(strategy)}};
+        EXPECT_TRUE(MatchesReference({"PartitionRowIds", attrs, {ids}}))
+            << strategy << " into " << parts;
+      }
+    }
+    const AttrMap attrs = {
+        {"num_rows", int64_t{10}}, {"num_parts", int64_t{3}}, {"strategy", std::string("div")}};
+    EXPECT_TRUE(FailsWith({"PartitionRowIds", attrs, {Ids(index, {2}, {3, 10})}},
+                          Code::kInvalidArgument, "ids[1] = 10 is not in [0, 10)"));
+  }
+}
+
 // --- Gradients -------------------------------------------------------------------
 
 using gradient_check::GradientsMatch;
@@ -129,6 +169,19 @@ TEST(SparseGradientCheckTest, GatherOfRowsRepeatedIdsAndIdGrids) {
                                  return Gather(s, x[0], c.ids);
                                }));
   }
+}
+
+TEST(SparseGradientCheckTest, DynamicStitchOfRowsWithAGap) {
+  Rng rng(23);
+  const std::vector<Tensor> inputs = {rng.Uniform(Shape{2, 3}), rng.Uniform(Shape{3, 3})};
+  EXPECT_TRUE(GradientsMatch("DynamicStitch " + ShapesOf(inputs), inputs,
+                             [](const Scope& s, const std::vector<Output>& x) {
+                               return DynamicStitch(
+                                   s,
+                                   {Const(s, Tensor::FromVector<int32_t>({0, 5})),
+                                    Const(s, Tensor::FromVector<int32_t>({1, 3, 2}))},
+                                   x);
+                             }));
 }
 
 TEST(SparseGradientCheckTest, UnsortedSegmentSumOfRowsAndGrids) {

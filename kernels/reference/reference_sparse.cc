@@ -1,6 +1,8 @@
-// Reference sparse ops: Gather, Unique and UnsortedSegmentSum, element by element
+// Reference sparse ops: Gather, Unique, UnsortedSegmentSum, DynamicStitch and
+// PartitionRowIds, element by element
 // through multi-indices (the stateful Scatter*/SparseApply* ops are checked against
 // the dense ops instead, in kernels/sparse_update_kernels_test.cc).
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -121,12 +123,102 @@ StatusOr<std::vector<Tensor>> UnsortedSegmentSum(const RefCall& call) {
   return std::vector<Tensor>{out};
 }
 
+// indices_0..N-1, data_0..N-1 -> merged[indices_i[j...], d...] = data_i[j..., d...],
+// max id + 1 rows, later pairs winning, zeros elsewhere.
+StatusOr<std::vector<Tensor>> DynamicStitch(const RefCall& call) {
+  const int n = static_cast<int>(call.inputs.size()) / 2;
+  if (n < 1 || call.inputs.size() % 2 != 0) {
+    return InvalidArgument("DynamicStitch: needs N indices then N data tensors");
+  }
+  const Tensor& first = call.inputs[n];
+  const int first_rank = call.inputs[0].rank();
+  if (first.rank() < first_rank) return InvalidArgument("DynamicStitch: data 0 too small");
+  std::vector<int64_t> row(first.shape().dims().begin() + first_rank, first.shape().dims().end());
+  int64_t rows = 0;
+  for (int i = 0; i < n; ++i) {
+    const Tensor& ids = call.inputs[i];
+    AF_RETURN_IF_ERROR(CheckDType(call, ids, kIndexDTypes, "indices"));
+    std::vector<int64_t> want = ids.shape().dims();
+    want.insert(want.end(), row.begin(), row.end());
+    if (call.inputs[n + i].shape() != Shape(want) || call.inputs[n + i].dtype() != first.dtype()) {
+      return InvalidArgument("DynamicStitch: data " + std::to_string(i) + " does not match");
+    }
+    for (int64_t j = 0; j < ids.NumElements(); ++j) {
+      const int64_t id = GetInt(ids, j);
+      if (id < 0) return InvalidArgument("DynamicStitch: negative index");
+      rows = std::max(rows, id + 1);
+    }
+  }
+  std::vector<int64_t> dims = {rows};
+  dims.insert(dims.end(), row.begin(), row.end());
+  Tensor out(first.dtype(), Shape(dims));
+  for (int64_t i = 0; i < out.NumElements(); ++i) SetInt(&out, i, 0);
+  for (int i = 0; i < n; ++i) {
+    const Tensor& ids = call.inputs[i];
+    const Tensor& data = call.inputs[n + i];
+    const int r = ids.rank();
+    ForEachIndex(data.shape(), [&](const std::vector<int64_t>& j, int64_t flat) {
+      const std::vector<int64_t> id_index(j.begin(), j.begin() + r);
+      std::vector<int64_t> to = {GetInt(ids, Ravel(id_index, ids.shape()))};
+      to.insert(to.end(), j.begin() + r, j.end());
+      CopyElement(data, flat, &out, Ravel(to, out.shape()));
+    });
+  }
+  return std::vector<Tensor>{out};
+}
+
+// ids -> per part p: local ids, positions (see graph/sparse_ops.h). "div" found by
+// walking the parts' row ranges.
+StatusOr<std::vector<Tensor>> PartitionRowIds(const RefCall& call) {
+  AF_RETURN_IF_ERROR(CheckNumInputs(call, 1));
+  const Tensor& ids = call.inputs[0];
+  AF_RETURN_IF_ERROR(CheckDType(call, ids, kIndexDTypes, "ids"));
+  AF_ASSIGN_OR_RETURN(int64_t rows, GetAttr<int64_t>(call, "num_rows"));
+  AF_ASSIGN_OR_RETURN(int64_t parts, GetAttr<int64_t>(call, "num_parts"));
+  AF_ASSIGN_OR_RETURN(std::string strategy, GetAttr<std::string>(call, "strategy"));
+  if (parts < 1 || parts > rows) return InvalidArgument("PartitionRowIds: bad num_parts");
+  std::vector<int64_t> first_row = {0};  // div: part p holds [first_row[p], first_row[p+1])
+  for (int64_t p = 0; p < parts; ++p) {
+    first_row.push_back(first_row.back() + rows / parts + (p < rows % parts ? 1 : 0));
+  }
+  std::vector<std::vector<int64_t>> local(parts);
+  std::vector<std::vector<int64_t>> positions(parts);
+  for (int64_t i = 0; i < ids.NumElements(); ++i) {
+    const int64_t id = GetInt(ids, i);
+    if (id < 0 || id >= rows) return IdOutside(call, "ids", i, id, rows);
+    int64_t part = 0;
+    if (strategy == "mod") {
+      part = id % parts;
+      local[part].push_back(id / parts);
+    } else {
+      while (id >= first_row[part + 1]) ++part;
+      local[part].push_back(id - first_row[part]);
+    }
+    positions[part].push_back(i);
+  }
+  std::vector<Tensor> out;
+  for (int64_t p = 0; p < parts; ++p) {
+    const int64_t n = static_cast<int64_t>(local[p].size());
+    Tensor l(ids.dtype(), Shape{n});
+    Tensor pos(DType::kInt32, Shape{n});
+    for (int64_t k = 0; k < n; ++k) {
+      SetInt(&l, k, local[p][k]);
+      SetInt(&pos, k, positions[p][k]);
+    }
+    out.push_back(l);
+    out.push_back(pos);
+  }
+  return out;
+}
+
 }  // namespace
 
 void AddSparseOps(RefTable* table) {
   (*table)["Gather"] = Gather;
   (*table)["Unique"] = Unique;
   (*table)["UnsortedSegmentSum"] = UnsortedSegmentSum;
+  (*table)["DynamicStitch"] = DynamicStitch;
+  (*table)["PartitionRowIds"] = PartitionRowIds;
 }
 
 }  // namespace reference
