@@ -35,6 +35,7 @@
 #include "graph/ops.h"
 #include "graph/scope.h"
 #include "graph/shape.h"
+#include "graph/sampled_ops.h"
 #include "graph/sparse_ops.h"
 #include "graph/status.h"
 #include "graph/tensor.h"

@@ -146,6 +146,39 @@ Status InferPartitionRowIds(InferenceContext& ctx) {
   return Status::OK();
 }
 
+// true_classes (int64 [batch, num_true]) -> sampled (int64 [num_sampled]),
+// true_expected_count (float32 [batch, num_true]), sampled_expected_count (float32
+// [num_sampled]).
+Status InferLogUniformCandidateSampler(InferenceContext& ctx) {
+  if (ctx.input_dtype(0) != DType::kInt64) {
+    return InvalidArgument(std::string("true_classes (input 0) must be int64, got ") +
+                           DTypeName(ctx.input_dtype(0)));
+  }
+  AF_RETURN_IF_ERROR(CheckRank("true_classes (input 0)", ctx.input_shape(0), 2, 2));
+  const int64_t num_true = ctx.attr<int64_t>("num_true");
+  const int64_t num_sampled = ctx.attr<int64_t>("num_sampled");
+  const int64_t range_max = ctx.attr<int64_t>("range_max");
+  if (num_true < 1 || num_sampled < 1 || range_max < 1) {
+    return InvalidArgument("num_true, num_sampled and range_max must be >= 1, got " +
+                           std::to_string(num_true) + ", " + std::to_string(num_sampled) +
+                           ", " + std::to_string(range_max));
+  }
+  if (ctx.attr<bool>("unique") && num_sampled > range_max) {
+    return InvalidArgument("num_sampled " + std::to_string(num_sampled) +
+                           " unique candidates from range_max " + std::to_string(range_max) +
+                           ": there are not that many");
+  }
+  Shape true_shape = ctx.input_shape(0);
+  if (!true_shape.unknown_rank() && true_shape.dim(1) >= 0 && true_shape.dim(1) != num_true) {
+    return InvalidArgument("true_classes (input 0) " + true_shape.ToString() + " has not " +
+                           std::to_string(num_true) + " columns (num_true)");
+  }
+  ctx.set_output(0, DType::kInt64, Shape{num_sampled});
+  ctx.set_output(1, DType::kFloat32, true_shape);
+  ctx.set_output(2, DType::kFloat32, Shape{num_sampled});
+  return Status::OK();
+}
+
 // ref (a Variable [N, ...]), indices (int), updates [indices..., ref[1:]] of ref's
 // dtype -> ref's new value.
 Status InferScatter(InferenceContext& ctx) {
@@ -250,6 +283,11 @@ std::vector<OpDef> SparseOpSet() {
     return static_cast<int>(2 * std::min(it->second.Get<int64_t>(), kMaxParts));
   };
   ops.push_back(std::move(partition));
+  ops.push_back(Stateful(MakeOp("LogUniformCandidateSampler", 1, 3,
+                                {Required("num_true", T::kInt), Required("num_sampled", T::kInt),
+                                 Required("unique", T::kBool), Required("range_max", T::kInt),
+                                 Default("seed", T::kInt, int64_t{0})},
+                                InferLogUniformCandidateSampler)));
   for (const char* name : {"ScatterAdd", "ScatterSub", "ScatterUpdate"}) {
     ops.push_back(ScatterOp(name));
   }

@@ -20,6 +20,7 @@
 #include "tools/train/train_datasets.h"
 #include "tools/train/train_flags.h"
 #include "tools/train/train_summaries.h"
+#include "tools/train/word2vec_command.h"
 #include "placement/device_name.h"
 #include "training/estimators/dnn_classifier.h"
 #include "training/estimators/model_parallel.h"
@@ -202,6 +203,10 @@ int TrainCommand(const TrainCommandOptions& options, std::ostream& out, std::ost
                  bool interactive) {
   // Under --json stdout holds the result line alone.
   std::ostream& progress = options.json ? err : out;
+  if (options.model == "word2vec") {
+    return RunChecked(out, err, [&]() { return CheckWord2VecFlags(options); },
+                      [&]() { return TrainWord2VecCommand(options, out, progress); });
+  }
   return RunChecked(out, err, [&]() { return CheckFlags(options); },
                     [&]() { return Train(options, out, progress, err, interactive); });
 }
@@ -229,7 +234,8 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
   app->add_option("--devices", options->devices,
                   "Devices of the local session: cpu=N[,gpu=M] (default: 1 CPU, every GPU)");
   app->add_option("--model", options->model,
-                  "Network: mlp, cnn (square images, e.g. 8x8 digits) or rnn (rows as time steps)")
+                  "Network: mlp, cnn (square images, e.g. 8x8 digits), rnn (rows as time "
+                  "steps) or word2vec (--text)")
       ->capture_default_str();
   app->add_option("--split", options->split,
                   "Model parallelism over --devices: none, layer, vertical (mlp) or towers (cnn)")

@@ -123,6 +123,13 @@ struct TrainCommandOptions {
   // "tfrecord". With a dataset, every epoch ends with an evaluation on the test set.
   std::string dataset;
   std::string data_dir;
+  // --model word2vec (tools/train/word2vec_command.h): the text file or directory and
+  // the model's sizes.
+  std::string text_path;
+  int64_t vocab_size = 50000;
+  int64_t embedding_dim = 128;
+  int64_t num_sampled = 64;
+  int64_t skip_window = 1;
   std::string data_format = "idx";
   // With --data-format tfrecord: a record whose data fails its CRC (or a file cut
   // short) is skipped and counted on stderr instead of failing the run.

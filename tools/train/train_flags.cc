@@ -48,6 +48,20 @@ void AddModelAndDataFlags(CLI::App* app, TrainCommandOptions* options) {
       ->capture_default_str();
   app->add_flag("--skip-corrupt-records", options->skip_corrupt_records,
                 "With --data-format tfrecord: skip and count damaged records instead of failing");
+  app->add_option("--text", options->text_path,
+                  "--model word2vec: a text file or a directory of them (e.g. "
+                  "/usr/share/games/fortunes)");
+  app->add_option("--vocab-size", options->vocab_size,
+                  "--model word2vec: words kept, UNK included")
+      ->capture_default_str();
+  app->add_option("--embedding-dim", options->embedding_dim, "--model word2vec: embedding size")
+      ->capture_default_str();
+  app->add_option("--num-sampled", options->num_sampled,
+                  "--model word2vec: NCE negative words per batch")
+      ->capture_default_str();
+  app->add_option("--skip-window", options->skip_window,
+                  "--model word2vec: context words on each side of a center word")
+      ->capture_default_str();
   app->add_flag("--augment", options->augment,
                 "Random left-right flips and crops of the training images (with --dataset)");
 }
@@ -69,6 +83,10 @@ bool DefaultsOfModel(const std::string& model, ModelFlagDefaults* defaults) {
   }
   if (model == "convnet" || model == "convnet-bn") {
     *defaults = {"1024", "adam", 0.001, 100, 10};
+    return true;
+  }
+  if (model == "word2vec") {  // TensorFlow's basic word2vec: SGD at rate 1, batch 128
+    *defaults = {mlp.hidden, "sgd", 1.0, 128, 0};
     return true;
   }
   return false;
@@ -100,6 +118,8 @@ void ApplyModelDefaults(const std::function<bool(const std::string& flag)>& give
   if (!given("--batch")) options->batch = defaults.batch;
   if (!given("--lr-decay")) options->lr_decay = defaults.lr_decay;
   if (!given("--epochs") && !given("--steps")) options->epochs = defaults.epochs;
+  // word2vec's workers train between-graph, asynchronously.
+  if (options->model == "word2vec" && !given("--mode")) options->mode = "async";
 }
 
 StatusOr<std::vector<int64_t>> ParseHiddenUnits(const std::string& text, const std::string& name) {

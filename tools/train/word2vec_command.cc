@@ -1,0 +1,121 @@
+#include "tools/train/word2vec_command.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/cluster/local_cluster.h"
+#include "actors/cluster/session_factory.h"
+#include "tools/cli/cli_common.h"
+#include "training/estimators/word2vec.h"
+
+namespace actorflow {
+namespace cli {
+namespace {
+
+Word2VecOptions OptionsOf(const TrainCommandOptions& flags) {
+  Word2VecOptions o;
+  o.vocab_size = flags.vocab_size;
+  o.embedding_dim = flags.embedding_dim;
+  o.num_sampled = flags.num_sampled;
+  o.skip_window = flags.skip_window;
+  o.batch = flags.batch;
+  o.steps = flags.steps;
+  o.optimizer = flags.optimizer;
+  o.learning_rate = flags.learning_rate;
+  o.seed = flags.seed;
+  o.timeout_ms = flags.timeout_ms;
+  return o;
+}
+
+void PrintResult(const Word2VecResult& r, int64_t vocab, std::ostream& out, bool json) {
+  if (json) {
+    nlohmann::ordered_json j;
+    j["model"] = "word2vec";
+    j["loss"] = r.loss;
+    j["first_loss"] = r.first_loss;
+    j["bytes_pushed_per_step"] = r.bytes_pushed_per_step;
+    j["bytes_pulled_per_step"] = r.bytes_pulled_per_step;
+    j["dense_bytes_per_step"] = r.dense_bytes_per_step;
+    j["rows_touched_per_step"] = r.rows_touched_per_step;
+    j["nearest"] = r.nearest;
+    j["steps"] = r.steps;
+    j["seconds"] = r.seconds;
+    j["words_per_second"] = r.words_per_second;
+    j["vocab_size"] = vocab;
+    out << j.dump() << "\n";
+    return;
+  }
+  for (const auto& [word, neighbours] : r.nearest) {
+    out << "nearest to " << word << ":";
+    for (const std::string& n : neighbours) out << " " << n;
+    out << "\n";
+  }
+  out << "bytes per step: " << r.bytes_pulled_per_step << " pulled, " << r.bytes_pushed_per_step
+      << " pushed (dense: " << r.dense_bytes_per_step << "); " << r.rows_touched_per_step
+      << " rows touched\n";
+  out << "loss " << r.loss << " (first 100 steps: " << r.first_loss << ") after " << r.steps
+      << " steps, " << r.words_per_second << " words/s\n";
+}
+
+}  // namespace
+
+Status CheckWord2VecFlags(const TrainCommandOptions& flags) {
+  if (flags.text_path.empty()) {
+    return InvalidArgument("--model word2vec needs --text FILE (a text file or a directory of "
+                           "them, e.g. /usr/share/games/fortunes)");
+  }
+  Word2VecOptions o = OptionsOf(flags);
+  if (!flags.cluster.empty()) {
+    if (flags.cluster.rfind("local:", 0) != 0) {
+      return InvalidArgument("--model word2vec --cluster " + flags.cluster +
+                             ": only a local cluster (local:ps=P,worker=W) for now");
+    }
+    if (flags.mode != "async") {
+      return InvalidArgument("--model word2vec --mode " + flags.mode +
+                             ": its workers train between-graph asynchronously (--mode async)");
+    }
+    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(flags.cluster));
+    if (shape.count("ps") == 0 || shape.count("worker") == 0) {
+      return InvalidArgument("--cluster " + flags.cluster + ": needs ps and worker jobs, e.g. "
+                             "local:ps=1,worker=2");
+    }
+    o.num_ps = shape.at("ps");
+    o.num_workers = shape.at("worker");
+  }
+  const Status valid = ValidateWord2VecOptions(o);
+  if (!valid.ok()) return InvalidArgument("--model word2vec: " + valid.message());
+  return Status::OK();
+}
+
+Status TrainWord2VecCommand(const TrainCommandOptions& flags, std::ostream& out,
+                            std::ostream& progress) {
+  Word2VecOptions o = OptionsOf(flags);
+  AF_ASSIGN_OR_RETURN(Corpus corpus,
+                      ReadCorpus(ResolveUserPath(flags.text_path), o.vocab_size));
+  progress << "word2vec: " << corpus.ids.size() << " words, vocabulary of "
+           << corpus.words.size() << "\n";
+  std::unique_ptr<LocalCluster> cluster;
+  WorkerSessionFactory sessions = [](const Graph* graph, int) {
+    return NewSession(graph, SessionOptions());
+  };
+  if (!flags.cluster.empty()) {
+    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(flags.cluster));
+    o.num_ps = shape.at("ps");
+    o.num_workers = shape.at("worker");
+    AF_ASSIGN_OR_RETURN(cluster, LocalCluster::Start(shape));
+    sessions = [&cluster](const Graph* graph, int worker) -> StatusOr<std::unique_ptr<Session>> {
+      SessionOptions options;
+      AF_ASSIGN_OR_RETURN(options.target, cluster->Target("worker", worker));
+      return NewSession(graph, options);
+    };
+  }
+  AF_ASSIGN_OR_RETURN(Word2VecResult result, TrainWord2Vec(o, corpus, sessions));
+  PrintResult(result, static_cast<int64_t>(corpus.words.size()), out, flags.json);
+  return Status::OK();
+}
+
+}  // namespace cli
+}  // namespace actorflow
