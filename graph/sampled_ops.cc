@@ -24,7 +24,8 @@ Output SigmoidCrossEntropyWithLogits(const Scope& scope, const Input& logits,
                                      const Input& targets) {
   const Output x = Identity(scope, logits);
   const Output z = Identity(scope, targets);
-  const Output softplus_part = Log(scope, Add(scope, 1.0f, Exp(scope, Neg(scope, Abs(scope, x)))));
+  const Output e = Exp(scope, Neg(scope, Abs(scope, x)));
+  const Output softplus_part = Log(scope, Add(scope, OnesLike(scope, e), e));  // x's dtype
   return Add(scope, Sub(scope, Relu(scope, x), Mul(scope, x, z)), softplus_part);
 }
 
