@@ -143,7 +143,7 @@ void BuildUpdates(const Scope& root, DType dtype, const RuleCase& rc,
   std::vector<Output> inits;
   std::map<std::string, Output> vars;
   for (const std::string side : {"a", "b"}) {
-    for (const std::string slot : [&] {
+    for (const std::string& slot : [&] {
            std::vector<std::string> names = {""};
            for (const std::string& s : rc.slots) names.push_back("_" + s);
            return names;

@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
-#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/row_ids.h"
 #include "kernels/kernel.h"
@@ -18,17 +18,6 @@
 namespace actorflow {
 namespace cpu {
 namespace {
-
-// a + b; integers wrap around (two's complement) instead of overflowing.
-template <typename T>
-T WrappingAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
 
 // Inputs: params [N, d...], indices [i...] (int). Output: [i..., d...].
 template <typename T>
@@ -132,7 +121,7 @@ class UnsortedSegmentSumKernel : public Kernel {
     for (size_t i = 0; i < ids.size(); ++i) {
       T* to = dst + ids[i] * row;
       const T* from = src + i * row;
-      for (int64_t j = 0; j < row; ++j) to[j] = WrappingAdd(to[j], from[j]);
+      for (int64_t j = 0; j < row; ++j) to[j] = WrapAdd(to[j], from[j]);
     }
   }
 };

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "graph/types.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/row_ids.h"
 #include "kernels/cpu/variable_update.h"
@@ -33,13 +34,7 @@ enum class ScatterMode { kAdd, kSub, kUpdate };
 template <typename T>
 T Combine(ScatterMode mode, T a, T b) {
   if (mode == ScatterMode::kUpdate) return b;
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(mode == ScatterMode::kAdd ? static_cast<U>(a) + static_cast<U>(b)
-                                                    : static_cast<U>(a) - static_cast<U>(b));
-  } else {
-    return mode == ScatterMode::kAdd ? a + b : a - b;
-  }
+  return mode == ScatterMode::kAdd ? WrapAdd(a, b) : WrapSub(a, b);
 }
 
 // Inputs: ref (Variable [N, d...]), indices [i...] (the kernel's dtype), updates

@@ -104,7 +104,9 @@ TEST_P(SparseOptimizerTest, AStepChangesOnlyTheRowsItReads) {
   for (size_t k = 0; k < GetParam().slots.size(); ++k) {
     const std::vector<float> slot = Fetch("table/" + GetParam().slots[k]);
     for (int r = 0; r < kRows; ++r) {
-      if (!read.count(r)) EXPECT_EQ(slot[r], slots_before[k][r]) << GetParam().slots[k] << " " << r;
+      if (!read.count(r)) {
+        EXPECT_EQ(slot[r], slots_before[k][r]) << GetParam().slots[k] << " " << r;
+      }
     }
   }
 }
