@@ -272,6 +272,12 @@ Output ApplyAdagrad(const Scope& scope, const Input& var, const Input& accum, co
   return Single(scope, "ApplyAdagrad", {var, accum, lr, grad});
 }
 
+Output ApplyFtrl(const Scope& scope, const Input& var, const Input& accum, const Input& linear,
+                 const Input& grad, const Input& lr, const Input& l1, const Input& l2,
+                 const Input& lr_power) {
+  return Single(scope, "ApplyFtrl", {var, accum, linear, grad, lr, l1, l2, lr_power});
+}
+
 // --- Gradient helper ops -----------------------------------------------------------
 
 Output ReluGrad(const Scope& scope, const Input& dy, const Input& x) {

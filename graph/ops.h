@@ -298,6 +298,12 @@ Output ApplyAdam(const Scope& scope, const Input& var, const Input& m, const Inp
 // accum += grad^2; var -= lr * grad / sqrt(accum).
 Output ApplyAdagrad(const Scope& scope, const Input& var, const Input& accum, const Input& lr,
                     const Input& grad);
+// FTRL-proximal (TensorFlow's ApplyFtrl; FtrlUpdate in kernels/optimizer_rules.h):
+// accum' = accum + grad^2; linear += grad - (accum'^-p - accum^-p) / lr * var;
+// var = |linear| > l1 ? (sign(linear) l1 - linear) / (accum'^-p / lr + 2 l2) : 0.
+Output ApplyFtrl(const Scope& scope, const Input& var, const Input& accum, const Input& linear,
+                 const Input& grad, const Input& lr, const Input& l1, const Input& l2,
+                 const Input& lr_power);
 
 // --- Gradient helper ops -----------------------------------------------------------
 // What the backward rules (graph/gradient_rules.cc) build; see graph/gradients.h.

@@ -206,18 +206,21 @@ OpDef ScatterOp(std::string name) {
 }
 
 // Where the inputs of a SparseApply op sit: refs first (the variable, then its
-// slots), then scalar hyper-parameters, the gradient rows and their 1-D indices last.
+// slots), then scalar hyper-parameters, the gradient rows and their 1-D indices
+// (last, unless indices_input says where).
 struct SparseApplyLayout {
   std::vector<std::string> input_names;  // one per input, for error messages
   int num_refs = 1;
   int grad_input = 0;
+  int indices_input = -1;  // -1: the last input
 };
 
 // Every input but the indices has the variable's float dtype; the slots have its
 // shape; grad is [n, var[1:]] for indices [n]; hyper-parameters are scalars.
 InferenceFn InferSparseApply(SparseApplyLayout layout) {
   return [layout](InferenceContext& ctx) -> Status {
-    const int indices_input = ctx.num_inputs() - 1;
+    const int indices_input =
+        layout.indices_input >= 0 ? layout.indices_input : ctx.num_inputs() - 1;
     auto named = [&](int i) { return layout.input_names[i] + " (input " + std::to_string(i) + ")"; };
     AF_RETURN_IF_ERROR(CheckDType(named(0), ctx.input_dtype(0), Allowed::kFloating));
     AF_RETURN_IF_ERROR(CheckRank(named(0), ctx.input_shape(0), 1, -1));
@@ -225,7 +228,8 @@ InferenceFn InferSparseApply(SparseApplyLayout layout) {
                                   Allowed::kIndex));
     AF_RETURN_IF_ERROR(CheckRank(named(indices_input), ctx.input_shape(indices_input), 1, 1));
     Shape var_shape = ctx.input_shape(0);
-    for (int i = 1; i < indices_input; ++i) {
+    for (int i = 1; i < ctx.num_inputs(); ++i) {
+      if (i == indices_input) continue;
       if (ctx.input_dtype(i) != ctx.input_dtype(0)) {
         return InvalidArgument(named(i) + " has dtype " + DTypeName(ctx.input_dtype(i)) +
                                " but var has dtype " + DTypeName(ctx.input_dtype(0)) +
@@ -300,6 +304,13 @@ std::vector<OpDef> SparseOpSet() {
                                 "beta2", "epsilon", "grad", "indices"},
                                3,
                                9}));
+  // TensorFlow's order: the indices follow the gradient.
+  ops.push_back(SparseApplyOp("SparseApplyFtrl",
+                              {{"var", "accum", "linear", "grad", "indices", "lr", "l1", "l2",
+                                "lr_power"},
+                               3,
+                               3,
+                               4}));
   return ops;
 }
 

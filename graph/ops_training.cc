@@ -92,6 +92,11 @@ std::vector<OpDef> TrainingOpSet() {
                             {}));
   // accum += grad^2; var -= lr * grad / sqrt(accum)
   ops.push_back(MakeApplyOp("ApplyAdagrad", {{"var", "accum", "lr", "grad"}, 2, {2}, 3}, {}));
+  // FTRL-proximal (kernels/optimizer_rules.h, FtrlUpdate); TensorFlow's input order.
+  ops.push_back(MakeApplyOp(
+      "ApplyFtrl",
+      {{"var", "accum", "linear", "grad", "lr", "l1", "l2", "lr_power"}, 3, {4, 5, 6, 7}, 3},
+      {}));
   return ops;
 }
 

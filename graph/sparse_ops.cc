@@ -214,4 +214,11 @@ Output SparseApplyAdam(const Scope& scope, const Input& var, const Input& m, con
                 {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, indices});
 }
 
+Output SparseApplyFtrl(const Scope& scope, const Input& var, const Input& accum,
+                       const Input& linear, const Input& grad, const Input& indices,
+                       const Input& lr, const Input& l1, const Input& l2, const Input& lr_power) {
+  return Single(scope, "SparseApplyFtrl",
+                {var, accum, linear, grad, indices, lr, l1, l2, lr_power});
+}
+
 }  // namespace actorflow

@@ -130,6 +130,10 @@ Output SparseApplyAdam(const Scope& scope, const Input& var, const Input& m, con
                        const Input& beta1_power, const Input& beta2_power, const Input& lr,
                        const Input& beta1, const Input& beta2, const Input& epsilon,
                        const Input& grad, const Input& indices);
+// TensorFlow's input order (the indices after the gradient); see ApplyFtrl.
+Output SparseApplyFtrl(const Scope& scope, const Input& var, const Input& accum,
+                       const Input& linear, const Input& grad, const Input& indices,
+                       const Input& lr, const Input& l1, const Input& l2, const Input& lr_power);
 
 }  // namespace actorflow
 

@@ -215,6 +215,35 @@ AF_HOST_DEVICE inline void AdagradUpdate(T& var, T& accum, T grad, T lr) {
   var -= lr * grad / OptimizerSqrt(acc);
 }
 
+// FTRL-proximal (McMahan et al.; TensorFlow's ApplyFtrl) with learning-rate power p
+// (-0.5: the usual 1/sqrt schedule):
+//   accum' = accum + grad^2
+//   linear += grad - (accum'^-p - accum^-p) / lr * var
+//   var = |linear| > l1 ? (sign(linear) * l1 - linear) / (accum'^-p / lr + 2 * l2) : 0
+template <typename T>
+struct FtrlParams {
+  T lr;
+  T l1;
+  T l2;
+  T lr_power;
+};
+
+// Host only (std::pow): the CUDA kernels have no FTRL update.
+template <typename T>
+inline T FtrlPower(T accum, T lr_power) {
+  return lr_power == T(-0.5) ? OptimizerSqrt(accum) : std::pow(accum, -lr_power);
+}
+
+template <typename T>
+inline void FtrlUpdate(T& var, T& accum, T& linear, T grad, const FtrlParams<T>& p) {
+  const T new_accum = accum + grad * grad;
+  const T new_power = FtrlPower(new_accum, p.lr_power);
+  linear += grad - (new_power - FtrlPower(accum, p.lr_power)) / p.lr * var;
+  const T shrunk = (linear > T(0) ? p.l1 : -p.l1) - linear;
+  var = (linear > p.l1 || linear < -p.l1) ? shrunk / (new_power / p.lr + T(2) * p.l2) : T(0);
+  accum = new_accum;
+}
+
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_KERNELS_OPTIMIZER_RULES_H_

@@ -114,7 +114,7 @@ constexpr int64_t kCols = 3;
 const std::vector<std::vector<int64_t>> kStepIds = {{4, 1, 4, 0}, {0, 4, 1, 1}};
 const std::set<int64_t> kTouched = {0, 1, 4};
 
-enum class Rule { kGradientDescent, kAdagrad, kAdam };
+enum class Rule { kGradientDescent, kAdagrad, kAdam, kFtrl };
 
 struct RuleCase {
   Rule rule;
@@ -125,7 +125,8 @@ struct RuleCase {
 
 const std::vector<RuleCase> kRules = {{Rule::kGradientDescent, "GradientDescent", {}, 0.0},
                                       {Rule::kAdagrad, "Adagrad", {"accum"}, 0.1},
-                                      {Rule::kAdam, "Adam", {"m", "v"}, 0.0}};
+                                      {Rule::kAdam, "Adam", {"m", "v"}, 0.0},
+                                      {Rule::kFtrl, "Ftrl", {"accum", "linear"}, 0.1}};
 
 class SparseApplyTest : public ::testing::TestWithParam<DType> {};
 
@@ -177,6 +178,13 @@ void BuildUpdates(const Scope& root, DType dtype, const RuleCase& rc,
                 scalar(0.01), scalar(0.9), scalar(0.999), scalar(1e-8), dense);
       SparseApplyAdam(sp, vars["b"], vars["b_m"], vars["b_v"], scalar(0.9), scalar(0.999),
                       scalar(0.01), scalar(0.9), scalar(0.999), scalar(1e-8), grad, ids);
+      break;
+    case Rule::kFtrl:
+      // l1 = 0.05 zeroes some weights, l2 = 0.01 shrinks the others.
+      ApplyFtrl(d, vars["a"], vars["a_accum"], vars["a_linear"], dense, scalar(0.5),
+                scalar(0.05), scalar(0.01), scalar(-0.5));
+      SparseApplyFtrl(sp, vars["b"], vars["b_accum"], vars["b_linear"], grad, ids, scalar(0.5),
+                      scalar(0.05), scalar(0.01), scalar(-0.5));
       break;
   }
 }

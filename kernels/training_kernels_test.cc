@@ -224,6 +224,37 @@ TEST_P(TrainingKernelsTest, AdamFollowsTheBiasCorrectedUpdate) {
   }
 }
 
+// The FTRL-proximal rule written out in double, independently of FtrlUpdate.
+TEST_P(TrainingKernelsTest, FtrlFollowsTheProximalRuleAndL1ZeroesSmallWeights) {
+  ApplyGraph g(dtype(), {"accum", "linear"}, 0.1);
+  const double lr = 0.5, l1 = 0.3, l2 = 0.01;
+  ApplyFtrl(g.root().WithOpName("apply"), g.var(), g.slot(0), g.slot(1), g.grad(), g.S(lr),
+            g.S(l1), g.S(l2), g.S(-0.5));
+  g.StartSession();
+  ASSERT_TRUE(g.Init().ok());
+  std::vector<double> var = kInitialVar, accum(4, 0.1), linear(4, 0.1);
+  int zeros = 0;
+  for (size_t step = 0; step < kGrads.size(); ++step) {
+    for (int i = 0; i < 4; ++i) {
+      const double gr = kGrads[step][i];
+      const double next = accum[i] + gr * gr;
+      linear[i] += gr - (std::sqrt(next) - std::sqrt(accum[i])) / lr * var[i];
+      const double quadratic = std::sqrt(next) / lr + 2 * l2;
+      var[i] = std::fabs(linear[i]) > l1
+                   ? ((linear[i] > 0 ? l1 : -l1) - linear[i]) / quadratic
+                   : 0.0;
+      accum[i] = next;
+      zeros += var[i] == 0.0;
+    }
+    auto out = g.Step("apply", kGrads[step]);
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectNear(var, ToDoubles(*out), "output of step " + std::to_string(step + 1));
+  }
+  EXPECT_GT(zeros, 0) << "l1 zeroed no weight: the case does not test the shrinkage";
+  ExpectNear(linear, g.Fetch("linear"), "linear");
+  ExpectNear(accum, g.Fetch("accum"), "accum");
+}
+
 TEST_P(TrainingKernelsTest, AdagradScalesByTheAccumulatedSquares) {
   ApplyGraph g(dtype(), {"accum"}, 0.1);
   ApplyAdagrad(g.root().WithOpName("apply"), g.var(), g.slot(0), g.S(0.5), g.grad());

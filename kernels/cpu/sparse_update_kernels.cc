@@ -1,7 +1,7 @@
 // CPU kernels of the sparse in-place updates (graph/sparse_ops.h): ScatterAdd,
 // ScatterSub and ScatterUpdate (registered by their ids' dtype, int32 and int64, for
 // float32, float64, int32 and int64 variables) and SparseApplyGradientDescent,
-// SparseApplyAdagrad and SparseApplyAdam (float32, float64).
+// SparseApplyAdagrad, SparseApplyAdam and SparseApplyFtrl (float32, float64).
 //
 // Each locks its variables as the dense Apply kernels do (LockApplyVariables,
 // kernels/cpu/variable_update.h), checks every id before touching a row, and writes
@@ -117,11 +117,15 @@ struct SparseApplyArgs {
 template <typename T>
 class SparseApplyKernel : public Kernel {
  public:
-  SparseApplyKernel(const Node& node, int grad_input) : Kernel(node), grad_input_(grad_input) {}
+  // `indices_input` -1: the last input.
+  SparseApplyKernel(const Node& node, int grad_input, int indices_input = -1)
+      : Kernel(node),
+        grad_input_(grad_input),
+        indices_input_(indices_input >= 0 ? indices_input : node.num_inputs() - 1) {}
 
   void Compute(KernelContext* ctx) final {
     const Node& node = ctx->node();
-    const int indices_input = node.num_inputs() - 1;
+    const int indices_input = indices_input_;
     StatusOr<LockedVariables> locked = LockApplyVariables(
         ctx->resources(), node, grad_input_, DTypeOf<T>::value,
         [ctx](int i) -> const Tensor& { return ctx->input(i); }, &variables_, indices_input);
@@ -163,6 +167,7 @@ class SparseApplyKernel : public Kernel {
 
  private:
   int grad_input_;
+  int indices_input_;
   VariableLookupCache variables_;
 };
 
@@ -222,6 +227,27 @@ class SparseApplyAdamKernel : public SparseApplyKernel<T> {
   }
 };
 
+// Inputs: var, accum, linear, grad, indices, lr, l1, l2, lr_power.
+template <typename T>
+class SparseApplyFtrlKernel : public SparseApplyKernel<T> {
+ public:
+  explicit SparseApplyFtrlKernel(const Node& node) : SparseApplyKernel<T>(node, 3, 4) {}
+
+ protected:
+  void Update(const KernelContext& ctx, const SparseApplyArgs<T>& args) override {
+    const FtrlParams<T> params{this->Scalar(ctx, 5), this->Scalar(ctx, 6), this->Scalar(ctx, 7),
+                               this->Scalar(ctx, 8)};
+    T* var = args.refs[0];
+    T* accum = args.refs[1];
+    T* linear = args.refs[2];
+    this->ForEachRow(args, [&](int64_t at, const T* g) {
+      for (int64_t j = 0; j < args.row; ++j) {
+        FtrlUpdate(var[at + j], accum[at + j], linear[at + j], g[j], params);
+      }
+    });
+  }
+};
+
 const CpuKernelRegistrations<ScatterAddKernel, int32_t, int64_t> reg_scatter_add("ScatterAdd");
 const CpuKernelRegistrations<ScatterSubKernel, int32_t, int64_t> reg_scatter_sub("ScatterSub");
 const CpuKernelRegistrations<ScatterUpdateKernel, int32_t, int64_t> reg_scatter_update(
@@ -232,6 +258,8 @@ const CpuKernelRegistrations<SparseApplyAdagradKernel, float, double> reg_sparse
     "SparseApplyAdagrad");
 const CpuKernelRegistrations<SparseApplyAdamKernel, float, double> reg_sparse_apply_adam(
     "SparseApplyAdam");
+const CpuKernelRegistrations<SparseApplyFtrlKernel, float, double> reg_sparse_apply_ftrl(
+    "SparseApplyFtrl");
 
 }  // namespace
 }  // namespace cpu

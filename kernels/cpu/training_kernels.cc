@@ -1,5 +1,5 @@
 // CPU kernels of the training ops (ApplyGradientDescent, ApplyMomentum, ApplyAdam,
-// ApplyAdagrad) for float32 and float64.
+// ApplyAdagrad, ApplyFtrl) for float32 and float64.
 //
 // Each kernel updates its variable and slot variables in place. The variables are
 // reached through the node's ref inputs (Variable nodes) and locked for the whole
@@ -144,6 +144,24 @@ class ApplyAdagradKernel : public ApplyKernel<T> {
   }
 };
 
+// Inputs: var, accum, linear, grad, lr, l1, l2, lr_power.
+template <typename T>
+class ApplyFtrlKernel : public ApplyKernel<T> {
+ public:
+  explicit ApplyFtrlKernel(const Node& node) : ApplyKernel<T>(node, 3) {}
+
+ protected:
+  void Update(const KernelContext& ctx, const ApplyArgs<T>& args) override {
+    const FtrlParams<T> params{this->Scalar(ctx, 4), this->Scalar(ctx, 5), this->Scalar(ctx, 6),
+                               this->Scalar(ctx, 7)};
+    T* var = args.refs[0];
+    T* accum = args.refs[1];
+    T* linear = args.refs[2];
+    const T* grad = args.grad;
+    for (int64_t i = 0; i < args.n; ++i) FtrlUpdate(var[i], accum[i], linear[i], grad[i], params);
+  }
+};
+
 const cpu::CpuKernelRegistrations<ApplyGradientDescentKernel, float, double>
     reg_apply_gradient_descent("ApplyGradientDescent");
 const cpu::CpuKernelRegistrations<ApplyMomentumKernel, float, double> reg_apply_momentum(
@@ -151,6 +169,7 @@ const cpu::CpuKernelRegistrations<ApplyMomentumKernel, float, double> reg_apply_
 const cpu::CpuKernelRegistrations<ApplyAdamKernel, float, double> reg_apply_adam("ApplyAdam");
 const cpu::CpuKernelRegistrations<ApplyAdagradKernel, float, double> reg_apply_adagrad(
     "ApplyAdagrad");
+const cpu::CpuKernelRegistrations<ApplyFtrlKernel, float, double> reg_apply_ftrl("ApplyFtrl");
 
 }  // namespace
 }  // namespace actorflow

@@ -237,6 +237,36 @@ class AdagradOptimizer : public Optimizer {
   double initial_accumulator_value_;
 };
 
+// FTRL-proximal (TensorFlow's FtrlOptimizer, ApplyFtrl): per-coordinate rates from
+// the accumulated squared gradients, with L1 and L2 shrinkage (l1 > 0 makes weights
+// exactly 0). Slots "Ftrl" (the accumulator, initially initial_accumulator_value > 0)
+// and "Ftrl_1" (the linear term, initially 0); sparse gradients update only their
+// rows (SparseApplyFtrl). Graph training only: the parameter shards do not know it.
+class FtrlOptimizer : public Optimizer {
+ public:
+  explicit FtrlOptimizer(double learning_rate, double learning_rate_power = -0.5,
+                         double initial_accumulator_value = 0.1, double l1 = 0.0,
+                         double l2 = 0.0);
+
+ protected:
+  StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad, const Output& var) override;
+  StatusOr<Output> ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                               const Output& var) override;
+
+ private:
+  struct Slots {
+    Output accum;
+    Output linear;
+  };
+  StatusOr<Slots> GetSlots(const Scope& scope, const Output& var);
+
+  double learning_rate_;
+  double learning_rate_power_;
+  double initial_accumulator_value_;
+  double l1_;
+  double l2_;
+};
+
 // "sgd", "momentum", "adam" or "adagrad" (OptimizerKindName) with the given learning
 // rate and the default hyper-parameters of kernels/optimizer_rules.h, the ones the
 // parameter shards use. InvalidArgument naming an unknown optimizer (listing the

@@ -125,6 +125,43 @@ StatusOr<Output> AdagradOptimizer::ApplySparse(const Scope& scope, const Indexed
                             grad.values, grad.indices);
 }
 
+// --- Ftrl ----------------------------------------------------------------------------
+
+FtrlOptimizer::FtrlOptimizer(double learning_rate, double learning_rate_power,
+                             double initial_accumulator_value, double l1, double l2)
+    : Optimizer("Ftrl"),
+      learning_rate_(learning_rate),
+      learning_rate_power_(learning_rate_power),
+      initial_accumulator_value_(initial_accumulator_value),
+      l1_(l1),
+      l2_(l2) {}
+
+StatusOr<FtrlOptimizer::Slots> FtrlOptimizer::GetSlots(const Scope& scope, const Output& var) {
+  Slots slots;
+  AF_ASSIGN_OR_RETURN(slots.accum,
+                      GetOrCreateSlot(scope.graph(), var, "Ftrl", initial_accumulator_value_));
+  AF_ASSIGN_OR_RETURN(slots.linear, GetOrCreateSlot(scope.graph(), var, "Ftrl_1", 0.0));
+  return slots;
+}
+
+StatusOr<Output> FtrlOptimizer::ApplyDense(const Scope& scope, const Output& grad,
+                                           const Output& var) {
+  AF_ASSIGN_OR_RETURN(Slots slots, GetSlots(scope, var));
+  const DType dtype = var.dtype();
+  return ApplyFtrl(scope, var, slots.accum, slots.linear, grad,
+                   LearningRate(scope, dtype, learning_rate_), ScalarOf(dtype, l1_),
+                   ScalarOf(dtype, l2_), ScalarOf(dtype, learning_rate_power_));
+}
+
+StatusOr<Output> FtrlOptimizer::ApplySparse(const Scope& scope, const IndexedSlices& grad,
+                                            const Output& var) {
+  AF_ASSIGN_OR_RETURN(Slots slots, GetSlots(scope, var));
+  const DType dtype = var.dtype();
+  return SparseApplyFtrl(scope, var, slots.accum, slots.linear, grad.values, grad.indices,
+                         LearningRate(scope, dtype, learning_rate_), ScalarOf(dtype, l1_),
+                         ScalarOf(dtype, l2_), ScalarOf(dtype, learning_rate_power_));
+}
+
 // --- MakeOptimizer ----------------------------------------------------------------------
 
 StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const std::string& name, double learning_rate) {

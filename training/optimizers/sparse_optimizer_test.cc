@@ -134,6 +134,8 @@ INSTANTIATE_TEST_SUITE_P(
                    "SparseApplyAdagrad", {"Adagrad"}},
         SparseCase{"Adam", [] { return std::make_unique<AdamOptimizer>(0.05); },
                    "SparseApplyAdam", {"Adam_m", "Adam_v"}},
+        SparseCase{"Ftrl", [] { return std::make_unique<FtrlOptimizer>(0.5); },
+                   "SparseApplyFtrl", {"Ftrl", "Ftrl_1"}},
         // Momentum has no sparse update: the slices are made dense.
         SparseCase{"Momentum", [] { return std::make_unique<MomentumOptimizer>(0.2, 0.5); },
                    "ApplyMomentum", {}}),
