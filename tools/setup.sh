@@ -21,6 +21,8 @@ packages=(
   # training/data/idx_file: gzipped IDX files, and Fashion-MNIST to train on.
   zlib1g-dev
   dataset-fashion-mnist
+  # train --model word2vec: English text to train on (/usr/share/games/fortunes).
+  fortunes
   chromium
   # tests/secure_cluster_test: certificates for mutual TLS.
   openssl
