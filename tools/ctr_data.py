@@ -9,6 +9,7 @@ Each row is one impression; every column is an integer (categorical ids) or a fl
     user      id in [0, 10 000)      Zipf-distributed (exponent 1.1): a few users
     item      id in [0, 100 000)     are most of the traffic, as in click logs
     site      id in [0, 1 000 000)
+    category  id in [0, 100)         the item's category (a fixed function of item)
     hour      0..23                  uniform
     price     float in [0, 1)        uniform
     clicked   0 or 1                 the label
@@ -16,12 +17,14 @@ Ids are ranked by popularity after a fixed random permutation, so id order says
 nothing about frequency.
 
 The planted model (its parameters drawn from --seed):
-    logit = bias + u[user] + i[item] + s[site] + x[(user mod 97, item mod 89)]
-            + h[hour] + 1.5 * (price - 0.5)
+    logit = bias + u[user] + i[item] + s[site] + x[(category, hour)] + h[hour]
+            + 1.5 * (price - 0.5)
     P(clicked) = 1 / (1 + exp(-logit))
-with u, i, s, x and h independent normal weights (standard deviations 0.6, 0.6, 0.3,
-0.8 and 0.3; the crossed term x makes a linear model without the cross weaker) and
-bias -1 (about 30 % clicks). clicked is drawn from P(clicked). planted.json holds
+with u, i, s, x and h independent normal weights (standard deviations 0.5, 0.5, 0.3,
+0.8 and 0.3; the crossed term x, over category x hour, is what a linear model needs
+a crossed column for) and bias -1 (about 30 % clicks). Only the 1 000 most popular
+users, 2 000 items and 2 000 sites have a weight; every other id weighs 0, so the
+planted model is learnable from enough rows (a few million). clicked is drawn from P(clicked). planted.json holds
 {"auc": the test set's AUC of P(clicked) itself (the best any model can reach on
 these rows), "rows", "seed", "train_rows", "test_rows", "click_rate", "columns",
 "label", "vocabulary_sizes"}.
@@ -35,13 +38,15 @@ import math
 import os
 import random
 
-USERS, ITEMS, SITES = 10_000, 100_000, 1_000_000
-CROSS_A, CROSS_B = 97, 89
+USERS, ITEMS, SITES, CATEGORIES = 10_000, 100_000, 1_000_000, 100
+# Only the most popular ids carry a preference (the rest weigh 0), so that a model can
+# learn the whole planted model from enough rows.
+HEAD_USERS, HEAD_ITEMS, HEAD_SITES = 1_000, 2_000, 2_000
 
 
 def zipf_sampler(rng, n, exponent=1.1):
-    """Draws ids in [0, n) with P(rank r) ~ 1 / (r + 1)^exponent, ranks mapped to ids
-    by a random permutation. Returns a function of no arguments."""
+    """Draws (id, rank) with ids in [0, n), P(rank r) ~ 1 / (r + 1)^exponent, ranks
+    mapped to ids by a random permutation. Returns a function of no arguments."""
     cumulative, total = [], 0.0
     for r in range(n):
         total += 1.0 / (r + 1) ** exponent
@@ -50,15 +55,19 @@ def zipf_sampler(rng, n, exponent=1.1):
     rng.shuffle(ids)
 
     def draw():
-        return ids[min(n - 1, bisect.bisect_left(cumulative, rng.random() * total))]
+        rank = min(n - 1, bisect.bisect_left(cumulative, rng.random() * total))
+        return ids[rank], rank
     return draw
 
 
-def lazy_normal(rng, stddev):
-    """A weight per id, drawn the first time the id is seen (ids are many)."""
+def lazy_normal(rng, stddev, head=None):
+    """A weight per key, drawn the first time the key is seen (keys are many); with
+    `head`, only ranks below it have one (the others weigh 0)."""
     weights = {}
 
-    def weight(key):
+    def weight(key, rank=0):
+        if head is not None and rank >= head:
+            return 0.0
         if key not in weights:
             weights[key] = rng.gauss(0.0, stddev)
         return weights[key]
@@ -95,27 +104,31 @@ def main():
         parser.error("--rows must be at least 10")
     rng = random.Random(args.seed)
     user, item, site = (zipf_sampler(rng, n) for n in (USERS, ITEMS, SITES))
-    u, i, s = lazy_normal(rng, 0.6), lazy_normal(rng, 0.6), lazy_normal(rng, 0.3)
+    u = lazy_normal(rng, 0.5, head=HEAD_USERS)
+    i = lazy_normal(rng, 0.5, head=HEAD_ITEMS)
+    s = lazy_normal(rng, 0.3, head=HEAD_SITES)
     x = lazy_normal(rng, 0.8)
     h = [rng.gauss(0.0, 0.3) for _ in range(24)]
+    category_of = [rng.randrange(CATEGORIES) for _ in range(ITEMS)]
 
     os.makedirs(args.out, exist_ok=True)
     train_rows = args.rows * 8 // 10
-    header = "user,item,site,hour,price,clicked\n"
+    header = "user,item,site,category,hour,price,clicked\n"
     test_scores, test_labels, clicks = [], [], 0
     with open(os.path.join(args.out, "train.csv"), "w") as train, \
             open(os.path.join(args.out, "test.csv"), "w") as test:
         train.write(header)
         test.write(header)
         for row in range(args.rows):
-            a, b, c = user(), item(), site()
+            (a, rank_a), (b, rank_b), (c, rank_c) = user(), item(), site()
+            category = category_of[b]
             hour, price = rng.randrange(24), rng.random()
-            logit = (-1.0 + u(a) + i(b) + s(c) + x((a % CROSS_A, b % CROSS_B)) + h[hour]
-                     + 1.5 * (price - 0.5))
+            logit = (-1.0 + u(a, rank_a) + i(b, rank_b) + s(c, rank_c) + x((category, hour))
+                     + h[hour] + 1.5 * (price - 0.5))
             p = 1.0 / (1.0 + math.exp(-logit))
             clicked = 1 if rng.random() < p else 0
             clicks += clicked
-            line = "%d,%d,%d,%d,%.6f,%d\n" % (a, b, c, hour, price, clicked)
+            line = "%d,%d,%d,%d,%d,%.6f,%d\n" % (a, b, c, category, hour, price, clicked)
             if row < train_rows:
                 train.write(line)
             else:
@@ -129,9 +142,10 @@ def main():
         "train_rows": train_rows,
         "test_rows": args.rows - train_rows,
         "click_rate": clicks / args.rows,
-        "columns": ["user", "item", "site", "hour", "price"],
+        "columns": ["user", "item", "site", "category", "hour", "price"],
         "label": "clicked",
-        "vocabulary_sizes": {"user": USERS, "item": ITEMS, "site": SITES, "hour": 24},
+        "vocabulary_sizes": {"user": USERS, "item": ITEMS, "site": SITES,
+                             "category": CATEGORIES, "hour": 24},
     }
     with open(os.path.join(args.out, "planted.json"), "w") as out:
         json.dump(planted, out, indent=1)

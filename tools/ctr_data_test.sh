@@ -30,13 +30,15 @@ rows = {}
 for name in ("train", "test"):
     with open("%s/%s.csv" % (out, name)) as f:
         reader = csv.reader(f)
-        assert next(reader) == ["user", "item", "site", "hour", "price", "clicked"]
+        assert next(reader) == ["user", "item", "site", "category", "hour", "price", "clicked"]
         rows[name] = list(reader)
 assert len(rows["train"]) == 2400 and len(rows["test"]) == 600, {k: len(v) for k, v in rows.items()}
 assert planted["train_rows"] == 2400 and planted["test_rows"] == 600
 for r in rows["train"] + rows["test"]:
-    user, item, site, hour, price, clicked = int(r[0]), int(r[1]), int(r[2]), int(r[3]), float(r[4]), int(r[5])
+    user, item, site, category, hour = int(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])
+    price, clicked = float(r[5]), int(r[6])
     assert 0 <= user < 10000 and 0 <= item < 100000 and 0 <= site < 1000000, r
+    assert 0 <= category < 100, r
     assert 0 <= hour < 24 and 0 <= price < 1 and clicked in (0, 1), r
 users = [int(r[0]) for r in rows["train"]]
 top = max(set(users), key=users.count)

@@ -89,6 +89,10 @@ bool DefaultsOfModel(const std::string& model, ModelFlagDefaults* defaults) {
     *defaults = {mlp.hidden, "sgd", 1.0, 128, 0};
     return true;
   }
+  if (model == "wide-deep") {  // --lr: the wide part's FTRL rate; two passes
+    *defaults = {"64,32", "ftrl", 2.0, 256, 2};
+    return true;
+  }
   return false;
 }
 
@@ -118,8 +122,10 @@ void ApplyModelDefaults(const std::function<bool(const std::string& flag)>& give
   if (!given("--batch")) options->batch = defaults.batch;
   if (!given("--lr-decay")) options->lr_decay = defaults.lr_decay;
   if (!given("--epochs") && !given("--steps")) options->epochs = defaults.epochs;
-  // word2vec's workers train between-graph, asynchronously.
-  if (options->model == "word2vec" && !given("--mode")) options->mode = "async";
+  // word2vec's and wide & deep's workers train between-graph, asynchronously.
+  if ((options->model == "word2vec" || options->model == "wide-deep") && !given("--mode")) {
+    options->mode = "async";
+  }
 }
 
 StatusOr<std::vector<int64_t>> ParseHiddenUnits(const std::string& text, const std::string& name) {

@@ -33,6 +33,7 @@
 #include "graph/graph.h"
 #include "graph/status.h"
 #include "kernels/session.h"
+#include "training/estimators/worker_sessions.h"
 
 namespace actorflow {
 
@@ -74,10 +75,6 @@ struct Corpus {
 StatusOr<Corpus> ReadCorpus(const std::string& path, int64_t vocab_size);
 // The same from text in memory.
 StatusOr<Corpus> CorpusFromText(const std::string& text, int64_t vocab_size);
-
-// Opens worker `worker`'s session over its graph (a local session when num_ps is 0).
-using WorkerSessionFactory =
-    std::function<StatusOr<std::unique_ptr<Session>>(const Graph* graph, int worker)>;
 
 struct Word2VecResult {
   double first_loss = 0;  // mean NCE loss of the first 100 steps (of each worker, averaged)

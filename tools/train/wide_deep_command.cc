@@ -1,0 +1,107 @@
+#include "tools/train/wide_deep_command.h"
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/cluster/local_cluster.h"
+#include "actors/cluster/session_factory.h"
+#include "tools/cli/cli_common.h"
+#include "tools/train/train_flags.h"
+#include "training/estimators/wide_deep.h"
+
+namespace actorflow {
+namespace cli {
+namespace {
+
+// The cluster's shape, {0 ps, 1 worker} without --cluster.
+StatusOr<std::pair<int, int>> ClusterShape(const TrainCommandOptions& flags) {
+  if (flags.cluster.empty()) return std::make_pair(0, 1);
+  if (flags.cluster.rfind("local:", 0) != 0) {
+    return InvalidArgument("--model wide-deep --cluster " + flags.cluster +
+                           ": only a local cluster (local:ps=P,worker=W) for now");
+  }
+  if (flags.mode != "async") {
+    return InvalidArgument("--model wide-deep --mode " + flags.mode +
+                           ": its workers train between-graph asynchronously (--mode async)");
+  }
+  AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(flags.cluster));
+  if (shape.count("ps") == 0 || shape.count("worker") == 0) {
+    return InvalidArgument("--cluster " + flags.cluster +
+                           ": needs ps and worker jobs, e.g. local:ps=2,worker=2");
+  }
+  return std::make_pair(shape.at("ps"), shape.at("worker"));
+}
+
+StatusOr<WideDeepOptions> OptionsOf(const TrainCommandOptions& flags) {
+  AF_ASSIGN_OR_RETURN(WideDeepOptions o, CtrDataColumns());
+  AF_ASSIGN_OR_RETURN(o.hidden_units, ParseHiddenUnits(flags.hidden, "--hidden"));
+  o.linear_learning_rate = flags.learning_rate;
+  o.batch = flags.batch;
+  o.epochs = flags.epochs > 0 ? flags.epochs : 1;
+  o.seed = flags.seed;
+  o.timeout_ms = flags.timeout_ms;
+  AF_ASSIGN_OR_RETURN(auto shape, ClusterShape(flags));
+  o.num_ps = shape.first;
+  o.num_workers = shape.second;
+  return o;
+}
+
+}  // namespace
+
+Status CheckWideDeepFlags(const TrainCommandOptions& flags) {
+  if (flags.train_path.empty() || flags.test_path.empty()) {
+    return InvalidArgument("--model wide-deep needs --train and --test (CSV files written by "
+                           "tools/ctr_data.py)");
+  }
+  return OptionsOf(flags).status();
+}
+
+Status TrainWideDeepCommand(const TrainCommandOptions& flags, std::ostream& out,
+                            std::ostream& progress) {
+  AF_ASSIGN_OR_RETURN(WideDeepOptions o, OptionsOf(flags));
+  CsvOptions csv;
+  csv.label_column = flags.label;
+  AF_ASSIGN_OR_RETURN(CsvData train, LoadCsv(ResolveUserPath(flags.train_path), csv));
+  AF_ASSIGN_OR_RETURN(CsvData test, LoadCsv(ResolveUserPath(flags.test_path), csv));
+  progress << "wide & deep: " << train.features.dim(0) << " training rows, "
+           << test.features.dim(0) << " test rows\n";
+  std::unique_ptr<LocalCluster> cluster;
+  WorkerSessionFactory sessions = [](const Graph* graph, int) {
+    return NewSession(graph, SessionOptions());
+  };
+  if (o.num_ps > 0) {
+    AF_ASSIGN_OR_RETURN(cluster, LocalCluster::Start({{"ps", o.num_ps}, {"worker", o.num_workers}}));
+    sessions = [&cluster](const Graph* graph, int worker) -> StatusOr<std::unique_ptr<Session>> {
+      SessionOptions options;
+      AF_ASSIGN_OR_RETURN(options.target, cluster->Target("worker", worker));
+      return NewSession(graph, options);
+    };
+  }
+  AF_ASSIGN_OR_RETURN(WideDeepResult r, TrainWideDeep(o, train, test, sessions));
+  if (flags.json) {
+    nlohmann::ordered_json j;
+    j["model"] = "wide-deep";
+    j["auc"] = r.auc;
+    j["accuracy"] = r.accuracy;
+    j["loss"] = r.loss;
+    j["steps"] = r.steps;
+    j["seconds"] = r.seconds;
+    j["bytes_pulled_per_step"] = r.bytes_pulled_per_step;
+    j["bytes_pushed_per_step"] = r.bytes_pushed_per_step;
+    j["dense_bytes_per_step"] = r.dense_bytes_per_step;
+    j["rows_touched_per_step"] = r.rows_touched_per_step;
+    out << j.dump() << "\n";
+    return Status::OK();
+  }
+  out << "bytes per step: " << r.bytes_pulled_per_step << " pulled, " << r.bytes_pushed_per_step
+      << " pushed (dense: " << r.dense_bytes_per_step << "); " << r.rows_touched_per_step
+      << " rows touched\n";
+  out << "test auc " << r.auc << ", accuracy " << r.accuracy << ", loss " << r.loss << " after "
+      << r.steps << " steps\n";
+  return Status::OK();
+}
+
+}  // namespace cli
+}  // namespace actorflow

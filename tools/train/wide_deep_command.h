@@ -1,0 +1,35 @@
+// `actorflow train --model wide-deep`: the wide & deep classifier
+// (training/estimators/wide_deep.h) on CSV files of tools/ctr_data.py's layout (user,
+// item, site, category, hour, price and a 0/1 label), in one process or between-graph
+// on a local cluster.
+//
+//   actorflow train --model wide-deep --train DIR/train.csv --test DIR/test.csv
+//       [--label clicked] [--epochs 2] [--batch 256] [--lr 2] [--hidden 64,32]
+//       [--seed N] [--cluster local:ps=P,worker=W [--mode async]] [--json]
+//
+// --lr is the wide part's FTRL rate (the deep part trains by Adagrad at 0.05). The
+// result: the test AUC, accuracy and mean logistic loss; with --json one line holding
+// "model", "auc", "accuracy", "loss", "steps", "seconds", "bytes_pulled_per_step",
+// "bytes_pushed_per_step", "dense_bytes_per_step" and "rows_touched_per_step".
+#ifndef ACTORFLOW_TOOLS_TRAIN_WIDE_DEEP_COMMAND_H_
+#define ACTORFLOW_TOOLS_TRAIN_WIDE_DEEP_COMMAND_H_
+
+#include <ostream>
+
+#include "graph/status.h"
+#include "tools/train/train_command.h"
+
+namespace actorflow {
+namespace cli {
+
+// What can be judged without reading the files: InvalidArgument naming the flag.
+Status CheckWideDeepFlags(const TrainCommandOptions& options);
+
+// Trains and evaluates; the result goes to `out`, progress to `progress`.
+Status TrainWideDeepCommand(const TrainCommandOptions& options, std::ostream& out,
+                            std::ostream& progress);
+
+}  // namespace cli
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_TOOLS_TRAIN_WIDE_DEEP_COMMAND_H_
