@@ -22,9 +22,8 @@ StatusOr<std::pair<int, int>> ClusterShape(const TrainCommandOptions& flags) {
     return InvalidArgument("--model wide-deep --cluster " + flags.cluster +
                            ": only a local cluster (local:ps=P,worker=W) for now");
   }
-  if (flags.mode != "async") {
-    return InvalidArgument("--model wide-deep --mode " + flags.mode +
-                           ": its workers train between-graph asynchronously (--mode async)");
+  if (flags.mode != "async" && flags.mode != "sync") {
+    return InvalidArgument("--model wide-deep --mode " + flags.mode + ": use async or sync");
   }
   AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(flags.cluster));
   if (shape.count("ps") == 0 || shape.count("worker") == 0) {
@@ -45,6 +44,7 @@ StatusOr<WideDeepOptions> OptionsOf(const TrainCommandOptions& flags) {
   AF_ASSIGN_OR_RETURN(auto shape, ClusterShape(flags));
   o.num_ps = shape.first;
   o.num_workers = shape.second;
+  o.sync = flags.mode == "sync";
   return o;
 }
 

@@ -5,9 +5,12 @@
 //
 //   actorflow train --model wide-deep --train DIR/train.csv --test DIR/test.csv
 //       [--label clicked] [--epochs 2] [--batch 256] [--lr 2] [--hidden 64,32]
-//       [--seed N] [--cluster local:ps=P,worker=W [--mode async]] [--json]
+//       [--seed N] [--cluster local:ps=P,worker=W [--mode async|sync]] [--json]
 //
-// --lr is the wide part's FTRL rate (the deep part trains by Adagrad at 0.05). The
+// --lr is the wide part's FTRL rate (the deep part trains by Adagrad at 0.05). On a
+// cluster, --mode async (the default) trains the workers between-graph, each on its
+// share of the rows; --mode sync builds a tower per worker in one graph, so every
+// step applies all workers' gradients together (WideDeepOptions::sync). The
 // result: the test AUC, accuracy and mean logistic loss; with --json one line holding
 // "model", "auc", "accuracy", "loss", "steps", "seconds", "bytes_pulled_per_step",
 // "bytes_pushed_per_step", "dense_bytes_per_step" and "rows_touched_per_step".

@@ -74,18 +74,25 @@ TEST(WideDeepCommandTest, OneProcessLearnsThePlantedInteraction) {
   EXPECT_GT(j["dense_bytes_per_step"].get<double>(), 1e7);  // the tables are large
 }
 
-TEST(WideDeepCommandTest, BetweenGraphOnALocalClusterMovesRowsOnly) {
+class WideDeepClusterTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(WideDeepClusterTest, ALocalClusterMovesRowsOnly) {
   ScopedTempDir dir("wide_deep");
   TrainCommandOptions options = WideDeep(dir);
   options.cluster = "local:ps=2,worker=2";
+  options.mode = GetParam();
   options.epochs = 1;
   const nlohmann::json j = RunJson(options);
   ASSERT_TRUE(j.is_object()) << j;
   EXPECT_GT(j["auc"].get<double>(), 0.7) << j;
+  // Async: each worker steps through its 4000 rows; sync: one step per pair of batches.
+  EXPECT_EQ(j["steps"], GetParam() == "sync" ? 16 : 32) << j;
   const double moved = j["bytes_pulled_per_step"].get<double>() + j["bytes_pushed_per_step"].get<double>();
   EXPECT_GT(moved, 0);
   EXPECT_LT(moved * 50, j["dense_bytes_per_step"].get<double>()) << j;
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, WideDeepClusterTest, ::testing::Values("async", "sync"));
 
 TEST(WideDeepCommandTest, BadFlagsAreNamed) {
   ScopedTempDir dir("wide_deep");
@@ -98,9 +105,9 @@ TEST(WideDeepCommandTest, BadFlagsAreNamed) {
       {[](TrainCommandOptions* o) { o->hidden = "0"; }, "--hidden"},
       {[](TrainCommandOptions* o) {
          o->cluster = "local:ps=1,worker=2";
-         o->mode = "sync";
+         o->mode = "ssp:2";
        },
-       "--mode async"},
+       "use async or sync"},
       {[](TrainCommandOptions* o) { o->label = "price"; }, "label '0."},
       // A feature the columns read taken as the label.
       {[](TrainCommandOptions* o) { o->label = "hour"; }, "reads feature 'hour'"},

@@ -18,7 +18,7 @@
 #include "graph/scope.h"
 #include "graph/sparse_ops.h"
 #include "placement/replica_device_setter.h"
-#include "training/estimators/layers.h"
+#include "training/estimators/layer_classes.h"
 #include "training/optimizers/optimizer.h"
 #include "training/optimizers/variables.h"
 
@@ -84,88 +84,151 @@ StatusOr<Columns> Bucketize(const WideDeepOptions& o, const CsvData& data, const
   return out;
 }
 
-std::string IdsFeed(const std::string& column) { return "ids/" + column; }
-std::string NumericFeed(const std::string& column) { return "numeric/" + column; }
+// Feeds of tower t: "tower_<t>/ids/<column>", "tower_<t>/numeric/<column>",
+// "tower_<t>/label"; its outputs "tower_<t>/probability" and "tower_<t>/loss".
+std::string TowerName(int tower) { return "tower_" + std::to_string(tower); }
+std::string IdsFeed(int tower, const std::string& column) {
+  return TowerName(tower) + "/ids/" + column;
+}
+std::string NumericFeed(int tower, const std::string& column) {
+  return TowerName(tower) + "/numeric/" + column;
+}
 
-// One worker's graph; the scope owns it.
+// A graph of one or more towers (one per worker task) over one set of variables; the
+// scope owns it.
 struct WorkerGraph {
   Scope root = Scope::NewRootScope();
   int64_t variable_elements = 0;
 };
 
-Status BuildWorkerGraph(const WideDeepOptions& o, int worker, WorkerGraph* g) {
-  Scope model = g->root;
-  if (o.num_ps > 0) {
-    ReplicaDeviceSetterOptions placement;
-    placement.ps_tasks = o.num_ps;
-    placement.worker_device = "/job:worker/task:" + std::to_string(worker);
-    AF_ASSIGN_OR_RETURN(auto device_function, ReplicaDeviceSetter(placement));
-    model = model.WithDeviceFunction(device_function);
+// The model's variables, made by the first tower that needs them.
+struct ModelVariables {
+  Output bias;
+  std::map<std::string, Output> linear;   // by column
+  std::map<std::string, Output> numeric;  // linear weights of numeric features
+  std::map<std::string, Output> embedding;
+  std::vector<std::unique_ptr<layers::Dense>> layers;  // hidden layers, then the logit
+  std::vector<Output> wide() const {
+    std::vector<Output> all = {bias};
+    for (const auto& [name, v] : linear) all.push_back(v);
+    for (const auto& [name, v] : numeric) all.push_back(v);
+    return all;
   }
-  const int64_t seed = static_cast<int64_t>(o.seed);
-  std::map<std::string, Output> ids;
-  for (const auto& [name, column] : AllCategorical(o)) {
-    ids[name] = Placeholder(model.WithOpName(IdsFeed(name)), DType::kInt32, Shape{-1});
+  std::vector<Output> deep() const {
+    std::vector<Output> all;
+    for (const auto& [name, v] : embedding) all.push_back(v);
+    for (const auto& layer : layers) all.insert(all.end(), layer->variables().begin(), layer->variables().end());
+    return all;
   }
-  std::map<std::string, Output> numeric;
-  for (const std::string& name : AllNumeric(o)) {
-    numeric[name] = Placeholder(model.WithOpName(NumericFeed(name)), DType::kFloat32, Shape{-1, 1});
-  }
-  const Output label = Placeholder(model.WithOpName("label"), DType::kFloat32, Shape{-1, 1});
+};
 
-  // Wide: one weight per id of each column, per numeric feature, and a bias.
-  std::vector<Output> wide_vars;
+Status CreateTables(const WideDeepOptions& o, const Scope& model, ModelVariables* vars) {
   const Scope wide = model.NewSubScope("linear");
-  AF_ASSIGN_OR_RETURN(Output bias, CreateVariable(wide, "bias", Tensor::FromVector<float>({0})));
-  wide_vars.push_back(bias);
-  Output wide_logit = Reshape(wide, bias, Tensor::FromVector<int32_t>({1, 1}));
+  AF_ASSIGN_OR_RETURN(vars->bias, CreateVariable(wide, "bias", Tensor::FromVector<float>({0})));
   for (const CategoricalColumn& c : o.linear_columns) {
-    AF_ASSIGN_OR_RETURN(Output w, CreateVariable(wide, c.name, Fill(wide, Shape{c.buckets, 1}, 0.0f)));
-    wide_vars.push_back(w);
-    wide_logit = Add(wide, wide_logit, EmbeddingLookup(wide, {w}, ids.at(c.name)));
+    AF_ASSIGN_OR_RETURN(vars->linear[c.name],
+                        CreateVariable(wide, c.name, Fill(wide, Shape{c.buckets, 1}, 0.0f)));
   }
   for (const std::string& name : o.linear_numeric_columns) {
-    AF_ASSIGN_OR_RETURN(Output w, CreateVariable(wide, name, Fill(wide, Shape{1, 1}, 0.0f)));
-    wide_vars.push_back(w);
-    wide_logit = Add(wide, wide_logit, MatMul(wide, numeric.at(name), w));
+    AF_ASSIGN_OR_RETURN(vars->numeric[name],
+                        CreateVariable(wide, name, Fill(wide, Shape{1, 1}, 0.0f)));
   }
-
-  // Deep: embeddings, indicators and numeric features through the hidden layers.
-  std::vector<Output> deep_vars;
   const Scope deep = model.NewSubScope("dnn");
-  std::vector<Input> inputs;
   int64_t k = 0;
   for (const EmbeddingColumn& e : o.dnn_embedding_columns) {
     const double stddev = 1.0 / std::sqrt(static_cast<double>(e.dimension));
     AF_ASSIGN_OR_RETURN(
-        Output table,
+        vars->embedding[e.categorical.name],
         CreateVariable(deep, e.categorical.name + "_embedding",
                        TruncatedNormal(deep, Shape{e.categorical.buckets, e.dimension},
-                                       DType::kFloat32, seed + 10 + k++, 0, stddev)));
-    deep_vars.push_back(table);
-    inputs.push_back(EmbeddingLookup(deep, {table}, ids.at(e.categorical.name)));
+                                       DType::kFloat32, static_cast<int64_t>(o.seed) + 10 + k++,
+                                       0, stddev)));
+  }
+  for (size_t layer = 0; layer <= o.hidden_units.size(); ++layer) {
+    layers::DenseOptions dense;
+    const bool logit = layer == o.hidden_units.size();
+    dense.units = logit ? 1 : o.hidden_units[layer];
+    dense.activation = logit ? Activation::kNone : Activation::kRelu;
+    dense.seed = static_cast<int64_t>(o.seed) + 100 + static_cast<int64_t>(layer);
+    vars->layers.push_back(std::make_unique<layers::Dense>(
+        logit ? "dnn/logits" : "dnn/hidden_" + std::to_string(layer), dense));
+  }
+  return model.status();
+}
+
+// Tower t's logit and loss, built in `tower` (its worker's device).
+StatusOr<Output> BuildTower(const WideDeepOptions& o, const Scope& tower, int t,
+                            ModelVariables* vars) {
+  std::map<std::string, Output> ids;
+  for (const auto& [name, column] : AllCategorical(o)) {
+    ids[name] = Placeholder(tower.WithOpName(IdsFeed(t, name)), DType::kInt32, Shape{-1});
+  }
+  std::map<std::string, Output> numeric;
+  for (const std::string& name : AllNumeric(o)) {
+    numeric[name] =
+        Placeholder(tower.WithOpName(NumericFeed(t, name)), DType::kFloat32, Shape{-1, 1});
+  }
+  const Output label =
+      Placeholder(tower.WithOpName(TowerName(t) + "/label"), DType::kFloat32, Shape{-1, 1});
+  const Scope s = tower.NewSubScope(TowerName(t));
+  Output wide_logit = Reshape(s, vars->bias, Tensor::FromVector<int32_t>({1, 1}));
+  for (const CategoricalColumn& c : o.linear_columns) {
+    wide_logit = Add(s, wide_logit, EmbeddingLookup(s, {vars->linear.at(c.name)}, ids.at(c.name)));
+  }
+  for (const std::string& name : o.linear_numeric_columns) {
+    wide_logit = Add(s, wide_logit, MatMul(s, numeric.at(name), vars->numeric.at(name)));
+  }
+  std::vector<Input> inputs;
+  for (const EmbeddingColumn& e : o.dnn_embedding_columns) {
+    inputs.push_back(EmbeddingLookup(s, {vars->embedding.at(e.categorical.name)},
+                                     ids.at(e.categorical.name)));
   }
   for (const IndicatorColumn& i : o.dnn_indicator_columns) {
     const int64_t n = i.categorical.buckets;
     std::vector<float> eye(n * n, 0.0f);
     for (int64_t d = 0; d < n; ++d) eye[d * n + d] = 1.0f;
-    inputs.push_back(Gather(deep, Const(deep, Tensor::FromVector(eye, Shape{n, n})),
-                            ids.at(i.categorical.name)));
+    inputs.push_back(
+        Gather(s, Const(s, Tensor::FromVector(eye, Shape{n, n})), ids.at(i.categorical.name)));
   }
   for (const std::string& name : o.dnn_numeric_columns) inputs.push_back(numeric.at(name));
-  Output h = ConcatV2(deep, inputs, 1);
-  for (size_t layer = 0; layer < o.hidden_units.size(); ++layer) {
-    AF_ASSIGN_OR_RETURN(h, Dense(deep.NewSubScope("hidden_" + std::to_string(layer)), h,
-                                 o.hidden_units[layer], Activation::kRelu,
-                                 seed + 100 + static_cast<int64_t>(layer), &deep_vars));
+  Output h = ConcatV2(s, inputs, 1);
+  for (const auto& layer : vars->layers) {
+    AF_ASSIGN_OR_RETURN(h, (*layer)(tower, h));
   }
-  AF_ASSIGN_OR_RETURN(Output deep_logit, Dense(deep.NewSubScope("logits"), h, 1, Activation::kNone,
-                                               seed + 200, &deep_vars));
+  const Output logit = Add(s, wide_logit, h);
+  Sigmoid(tower.WithOpName(TowerName(t) + "/probability"), logit);
+  return Mean(tower.WithOpName(TowerName(t) + "/loss"),
+              SigmoidCrossEntropyWithLogits(s, logit, label));
+}
 
-  const Output logit = Add(model, wide_logit, deep_logit);
-  Sigmoid(model.WithOpName("probability"), logit);
-  const Output loss =
-      Mean(model.WithOpName("loss"), SigmoidCrossEntropyWithLogits(model, logit, label));
+// A graph whose tower t runs on /job:worker/task:<workers[t]> (or beside the variables
+// in one process), trained by "train" on the mean of the towers' losses: with several
+// towers one step applies every tower's gradient at once (rows of one id summed).
+Status BuildGraph(const WideDeepOptions& o, const std::vector<int>& workers, WorkerGraph* g) {
+  ModelVariables vars;
+  std::vector<Scope> towers;
+  for (int worker : workers) {
+    Scope tower = g->root;
+    if (o.num_ps > 0) {
+      ReplicaDeviceSetterOptions placement;
+      placement.ps_tasks = o.num_ps;
+      placement.worker_device = "/job:worker/task:" + std::to_string(worker);
+      AF_ASSIGN_OR_RETURN(auto device_function, ReplicaDeviceSetter(placement));
+      tower = tower.WithDeviceFunction(device_function);
+    }
+    towers.push_back(tower);
+  }
+  AF_RETURN_IF_ERROR(CreateTables(o, towers[0], &vars));
+  Output loss;
+  for (size_t t = 0; t < towers.size(); ++t) {
+    AF_ASSIGN_OR_RETURN(Output tower_loss, BuildTower(o, towers[t], static_cast<int>(t), &vars));
+    loss = loss.valid() ? Add(towers[0], loss, tower_loss) : tower_loss;
+  }
+  const Scope& model = towers[0];
+  if (towers.size() > 1) {
+    loss = Div(model, loss, static_cast<float>(towers.size()));
+  }
+  const std::vector<Output> wide_vars = vars.wide(), deep_vars = vars.deep();
   std::vector<Output> all_vars = wide_vars;
   all_vars.insert(all_vars.end(), deep_vars.begin(), deep_vars.end());
   AF_ASSIGN_OR_RETURN(std::vector<Gradient> grads, GradientsWithSlices(model, {loss}, all_vars));
@@ -176,8 +239,8 @@ Status BuildWorkerGraph(const WideDeepOptions& o, int worker, WorkerGraph* g) {
   }
   FtrlOptimizer ftrl(o.linear_learning_rate);
   AdagradOptimizer adagrad(o.dnn_learning_rate);
-  AF_ASSIGN_OR_RETURN(Output wide_train,
-                      ftrl.ApplyGradientsWithSlices(model.NewSubScope("wide_train"), wide_pairs, Output()));
+  AF_ASSIGN_OR_RETURN(Output wide_train, ftrl.ApplyGradientsWithSlices(
+                                             model.NewSubScope("wide_train"), wide_pairs, Output()));
   AF_ASSIGN_OR_RETURN(Output deep_train, adagrad.ApplyGradientsWithSlices(
                                              model.NewSubScope("deep_train"), deep_pairs, Output()));
   NoOp(model.WithOpName("train").WithControlDependencies({wide_train, deep_train}));
@@ -186,25 +249,24 @@ Status BuildWorkerGraph(const WideDeepOptions& o, int worker, WorkerGraph* g) {
   return g->root.status();
 }
 
-FeedList BatchFeeds(const Columns& data, const std::vector<int64_t>& rows,
-                    std::vector<std::unordered_set<int32_t>>* distinct = nullptr) {
-  FeedList feeds;
+// Tower t's feeds of `rows`, appended to *feeds; the distinct ids of each column, too.
+void AddBatchFeeds(const Columns& data, const std::vector<int64_t>& rows, int t, FeedList* feeds,
+                   std::vector<std::unordered_set<int32_t>>* distinct = nullptr) {
   const int64_t n = static_cast<int64_t>(rows.size());
   for (const auto& [name, ids] : data.ids) {
     std::vector<int32_t> batch(n);
     for (int64_t i = 0; i < n; ++i) batch[i] = ids[rows[i]];
     if (distinct != nullptr) distinct->emplace_back(batch.begin(), batch.end());
-    feeds.emplace_back(IdsFeed(name), Tensor::FromVector(batch));
+    feeds->emplace_back(IdsFeed(t, name), Tensor::FromVector(batch));
   }
   for (const auto& [name, values] : data.numeric) {
     std::vector<float> batch(n);
     for (int64_t i = 0; i < n; ++i) batch[i] = values[rows[i]];
-    feeds.emplace_back(NumericFeed(name), Tensor::FromVector(batch, Shape{n, 1}));
+    feeds->emplace_back(NumericFeed(t, name), Tensor::FromVector(batch, Shape{n, 1}));
   }
   std::vector<float> labels(n);
   for (int64_t i = 0; i < n; ++i) labels[i] = data.labels[rows[i]];
-  feeds.emplace_back("label", Tensor::FromVector(labels, Shape{n, 1}));
-  return feeds;
+  feeds->emplace_back(TowerName(t) + "/label", Tensor::FromVector(labels, Shape{n, 1}));
 }
 
 struct WorkerStats {
@@ -213,37 +275,63 @@ struct WorkerStats {
   Status status;
 };
 
-void RunWorker(const WideDeepOptions& o, const Columns& train, int worker, Session* session,
-               WorkerStats* stats) {
-  const int64_t begin = train.rows * worker / o.num_workers;
-  const int64_t end = train.rows * (worker + 1) / o.num_workers;
-  std::vector<int64_t> order(end - begin);
-  std::iota(order.begin(), order.end(), begin);
-  std::mt19937_64 rng(o.seed * 7919 + static_cast<uint64_t>(worker));
+// One shard's rows in batches, reshuffled at each pass.
+class ShardBatches {
+ public:
+  ShardBatches(int64_t begin, int64_t end, int64_t batch, uint64_t seed)
+      : order_(end - begin), batch_(batch), rng_(seed) {
+    std::iota(order_.begin(), order_.end(), begin);
+  }
+  int64_t batches_per_pass() const {
+    return (static_cast<int64_t>(order_.size()) + batch_ - 1) / batch_;
+  }
+  std::vector<int64_t> Next() {
+    if (position_ == 0) std::shuffle(order_.begin(), order_.end(), rng_);
+    const size_t stop = std::min(order_.size(), position_ + static_cast<size_t>(batch_));
+    std::vector<int64_t> rows(order_.begin() + position_, order_.begin() + stop);
+    position_ = stop == order_.size() ? 0 : stop;
+    return rows;
+  }
+
+ private:
+  std::vector<int64_t> order_;
+  int64_t batch_;
+  std::mt19937_64 rng_;
+  size_t position_ = 0;
+};
+
+// Drives one session: each step feeds tower t a batch of shard shards[t].
+void RunWorker(const WideDeepOptions& o, const Columns& train, std::vector<int> shards,
+               Session* session, WorkerStats* stats) {
+  std::vector<ShardBatches> batches;
+  for (int shard : shards) {
+    batches.emplace_back(train.rows * shard / o.num_workers,
+                         train.rows * (shard + 1) / o.num_workers, o.batch,
+                         o.seed * 7919 + static_cast<uint64_t>(shard));
+  }
   RunOptions run_options;
   run_options.timeout_in_ms = o.timeout_ms;
-  for (int64_t epoch = 0; epoch < o.epochs; ++epoch) {
-    std::shuffle(order.begin(), order.end(), rng);
-    for (size_t start = 0; start < order.size(); start += static_cast<size_t>(o.batch)) {
-      const size_t stop = std::min(order.size(), start + static_cast<size_t>(o.batch));
-      const std::vector<int64_t> rows(order.begin() + start, order.begin() + stop);
-      std::vector<std::unordered_set<int32_t>> distinct;
-      const FeedList feeds = BatchFeeds(train, rows, &distinct);
-      RunMetadata meta;
-      Status s = session->Run(run_options, feeds, {}, {"train"}, nullptr, &meta);
-      if (!s.ok()) {
-        stats->status = s.WithContext("wide & deep worker " + std::to_string(worker) + " step " +
-                                      std::to_string(stats->steps));
-        return;
-      }
-      ++stats->steps;
-      for (const auto& d : distinct) stats->rows_touched += static_cast<double>(d.size());
-      for (const CrossDeviceTransfer& t : meta.transfers) {
-        const bool from_ps = t.src_device.find("/job:ps/") != std::string::npos;
-        const bool to_ps = t.dst_device.find("/job:ps/") != std::string::npos;
-        if (from_ps && !to_ps) stats->bytes_pulled += static_cast<double>(t.bytes);
-        if (to_ps && !from_ps) stats->bytes_pushed += static_cast<double>(t.bytes);
-      }
+  const int64_t steps = o.epochs * batches[0].batches_per_pass();
+  for (int64_t step = 0; step < steps; ++step) {
+    FeedList feeds;
+    std::vector<std::unordered_set<int32_t>> distinct;
+    for (size_t t = 0; t < batches.size(); ++t) {
+      AddBatchFeeds(train, batches[t].Next(), static_cast<int>(t), &feeds, &distinct);
+    }
+    RunMetadata meta;
+    Status s = session->Run(run_options, feeds, {}, {"train"}, nullptr, &meta);
+    if (!s.ok()) {
+      stats->status = s.WithContext("wide & deep worker " + std::to_string(shards[0]) +
+                                    " step " + std::to_string(step));
+      return;
+    }
+    ++stats->steps;
+    for (const auto& d : distinct) stats->rows_touched += static_cast<double>(d.size());
+    for (const CrossDeviceTransfer& t : meta.transfers) {
+      const bool from_ps = t.src_device.find("/job:ps/") != std::string::npos;
+      const bool to_ps = t.dst_device.find("/job:ps/") != std::string::npos;
+      if (from_ps && !to_ps) stats->bytes_pulled += static_cast<double>(t.bytes);
+      if (to_ps && !from_ps) stats->bytes_pushed += static_cast<double>(t.bytes);
     }
   }
 }
@@ -355,21 +443,31 @@ StatusOr<WideDeepResult> TrainWideDeep(const WideDeepOptions& o, const CsvData& 
     return InvalidArgument("wide & deep: " + std::to_string(train.rows) +
                            " training rows for " + std::to_string(o.num_workers) + " workers");
   }
+  // Async: a graph and a session per worker, each feeding its shard. Sync: one graph
+  // with a tower per worker, driven by worker 0's session.
+  std::vector<std::vector<int>> drivers;
+  if (o.sync) {
+    drivers.emplace_back();
+    for (int w = 0; w < o.num_workers; ++w) drivers.back().push_back(w);
+  } else {
+    for (int w = 0; w < o.num_workers; ++w) drivers.push_back({w});
+  }
   std::vector<std::unique_ptr<WorkerGraph>> graphs;
   std::vector<std::unique_ptr<Session>> worker_sessions;
-  for (int w = 0; w < o.num_workers; ++w) {
+  for (const std::vector<int>& towers : drivers) {
     graphs.push_back(std::make_unique<WorkerGraph>());
-    AF_RETURN_IF_ERROR(BuildWorkerGraph(o, w, graphs.back().get()));
-    AF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, sessions(graphs.back()->root.graph(), w));
+    AF_RETURN_IF_ERROR(BuildGraph(o, towers, graphs.back().get()));
+    AF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session,
+                        sessions(graphs.back()->root.graph(), towers[0]));
     worker_sessions.push_back(std::move(session));
   }
   AF_RETURN_IF_ERROR(worker_sessions[0]->Run({}, {}, {"init"}, nullptr));
-  std::vector<WorkerStats> stats(o.num_workers);
+  std::vector<WorkerStats> stats(drivers.size());
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
-  for (int w = 0; w < o.num_workers; ++w) {
-    threads.emplace_back(RunWorker, std::cref(o), std::cref(train), w, worker_sessions[w].get(),
-                         &stats[w]);
+  for (size_t d = 0; d < drivers.size(); ++d) {
+    threads.emplace_back(RunWorker, std::cref(o), std::cref(train), drivers[d],
+                         worker_sessions[d].get(), &stats[d]);
   }
   for (std::thread& t : threads) t.join();
   WideDeepResult result;
@@ -396,7 +494,12 @@ StatusOr<WideDeepResult> TrainWideDeep(const WideDeepOptions& o, const CsvData& 
     std::vector<int64_t> rows_batch;
     for (int64_t r = begin; r < std::min(test.rows, begin + kEvalBatch); ++r) rows_batch.push_back(r);
     std::vector<Tensor> out;
-    AF_RETURN_IF_ERROR(worker_sessions[0]->Run(BatchFeeds(test, rows_batch), {"probability", "loss"},
+    FeedList feeds;
+    AddBatchFeeds(test, rows_batch, 0, &feeds);
+    if (o.sync) {  // the other towers' placeholders must be fed too: an empty batch
+      for (int t = 1; t < o.num_workers; ++t) AddBatchFeeds(test, {}, t, &feeds);
+    }
+    AF_RETURN_IF_ERROR(worker_sessions[0]->Run(feeds, {"tower_0/probability", "tower_0/loss"},
                                                {}, &out));
     for (size_t i = 0; i < rows_batch.size(); ++i) {
       scores.push_back(out[0].data<float>()[i]);

@@ -13,8 +13,10 @@
 //
 // Training: `epochs` passes over the training rows in batches of `batch`, reshuffled
 // each pass (with `seed`). With num_workers W > 1 the rows are cut into W contiguous
-// shards and W workers train between-graph and asynchronously (each its own graph,
-// the variables on the ps tasks by ReplicaDeviceSetter). The labels are the CSV's
+// shards, the variables on the ps tasks (ReplicaDeviceSetter), and either W workers
+// train between-graph and asynchronously (each its own graph), or (sync) one graph
+// has a tower per worker and each step averages the W towers' losses: their row
+// gradients meet on the ps tasks, rows of one id summed. The labels are the CSV's
 // label column, 0 or 1.
 //
 // Thread safety: TrainWideDeep runs the workers on threads of its own.
@@ -46,6 +48,10 @@ struct WideDeepOptions {
   uint64_t seed = 1;
   int num_ps = 0;       // 0: one process
   int num_workers = 1;
+  // With several workers: false, between-graph and asynchronous; true, one graph with
+  // a tower per worker whose gradients every step applies at once (sparse rows summed
+  // by id), driven by worker 0.
+  bool sync = false;
   int64_t timeout_ms = 60000;
 };
 
