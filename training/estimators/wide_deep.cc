@@ -327,12 +327,7 @@ void RunWorker(const WideDeepOptions& o, const Columns& train, std::vector<int> 
     }
     ++stats->steps;
     for (const auto& d : distinct) stats->rows_touched += static_cast<double>(d.size());
-    for (const CrossDeviceTransfer& t : meta.transfers) {
-      const bool from_ps = t.src_device.find("/job:ps/") != std::string::npos;
-      const bool to_ps = t.dst_device.find("/job:ps/") != std::string::npos;
-      if (from_ps && !to_ps) stats->bytes_pulled += static_cast<double>(t.bytes);
-      if (to_ps && !from_ps) stats->bytes_pushed += static_cast<double>(t.bytes);
-    }
+    AddPsTraffic(meta, &stats->bytes_pulled, &stats->bytes_pushed);
   }
 }
 

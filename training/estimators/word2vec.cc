@@ -127,12 +127,7 @@ void RunWorker(const Word2VecOptions& o, const Corpus& corpus, int worker, int64
     std::unordered_set<int64_t> nce_rows(contexts.begin(), contexts.end());
     for (int64_t i = 0; i < out[1].NumElements(); ++i) nce_rows.insert(out[1].data<int64_t>()[i]);
     stats->rows_touched += static_cast<double>(embedding_rows.size() + nce_rows.size());
-    for (const CrossDeviceTransfer& t : meta.transfers) {
-      const bool from_ps = t.src_device.find("/job:ps/") != std::string::npos;
-      const bool to_ps = t.dst_device.find("/job:ps/") != std::string::npos;
-      if (from_ps && !to_ps) stats->bytes_pulled += static_cast<double>(t.bytes);
-      if (to_ps && !from_ps) stats->bytes_pushed += static_cast<double>(t.bytes);
-    }
+    AddPsTraffic(meta, &stats->bytes_pulled, &stats->bytes_pushed);
   }
 }
 

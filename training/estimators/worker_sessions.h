@@ -1,10 +1,12 @@
-// How between-graph trainers (word2vec, wide & deep) open each worker's session,
-// without knowing the runtime: a factory the caller gives them.
+// What the between-graph trainers (word2vec, wide & deep) share: how they open each
+// worker's session without knowing the runtime (a factory the caller gives them), and
+// how they count a step's traffic between ps tasks and workers.
 #ifndef ACTORFLOW_TRAINING_ESTIMATORS_WORKER_SESSIONS_H_
 #define ACTORFLOW_TRAINING_ESTIMATORS_WORKER_SESSIONS_H_
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "graph/graph.h"
 #include "graph/status.h"
@@ -16,6 +18,17 @@ namespace actorflow {
 // local session in one process, or a session on /job:worker/task:<worker>.
 using WorkerSessionFactory =
     std::function<StatusOr<std::unique_ptr<Session>>(const Graph* graph, int worker)>;
+
+// Adds the bytes `meta`'s step moved from ps tasks to other tasks to *pulled, and
+// from other tasks to ps tasks to *pushed.
+inline void AddPsTraffic(const RunMetadata& meta, double* pulled, double* pushed) {
+  for (const CrossDeviceTransfer& t : meta.transfers) {
+    const bool from_ps = t.src_device.find("/job:ps/") != std::string::npos;
+    const bool to_ps = t.dst_device.find("/job:ps/") != std::string::npos;
+    if (from_ps && !to_ps) *pulled += static_cast<double>(t.bytes);
+    if (to_ps && !from_ps) *pushed += static_cast<double>(t.bytes);
+  }
+}
 
 }  // namespace actorflow
 
