@@ -489,11 +489,8 @@ StatusOr<WideDeepResult> TrainWideDeep(const WideDeepOptions& o, const CsvData& 
     std::vector<int64_t> rows_batch;
     for (int64_t r = begin; r < std::min(test.rows, begin + kEvalBatch); ++r) rows_batch.push_back(r);
     std::vector<Tensor> out;
-    FeedList feeds;
+    FeedList feeds;  // tower 0 alone: the session runs only what the fetches need
     AddBatchFeeds(test, rows_batch, 0, &feeds);
-    if (o.sync) {  // the other towers' placeholders must be fed too: an empty batch
-      for (int t = 1; t < o.num_workers; ++t) AddBatchFeeds(test, {}, t, &feeds);
-    }
     AF_RETURN_IF_ERROR(worker_sessions[0]->Run(feeds, {"tower_0/probability", "tower_0/loss"},
                                                {}, &out));
     for (size_t i = 0; i < rows_batch.size(); ++i) {
