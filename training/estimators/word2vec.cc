@@ -1,14 +1,11 @@
 #include "training/estimators/word2vec.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <numeric>
-#include <set>
 #include <sstream>
 #include <thread>
 #include <unordered_set>
