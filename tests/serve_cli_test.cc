@@ -248,6 +248,41 @@ TEST(ServeCliTest, HalfPlusTwoAnswersExactlyInRowAndColumnarFormat) {
   server->Stop();
 }
 
+// A model with an embedding table: word2vec trained with --checkpoint-dir, exported
+// from that directory alone, serves word ids (int32 in the request's JSON) as their
+// unit-length embeddings.
+TEST(ServeCliTest, Word2VecFromItsCheckpointDirServesUnitEmbeddingsByWordId) {
+  const std::string dir = TestDir("word2vec");
+  std::string text;
+  for (int s = 0; s < 200; ++s) text += "alpha beta gamma delta epsilon zeta eta theta.\n";
+  WriteFile(dir + "/text.txt", text);
+  RunOk({"train", "--model", "word2vec", "--text", dir + "/text.txt", "--steps", "50",
+         "--batch", "16", "--embedding-dim", "4", "--num-sampled", "2", "--checkpoint-dir",
+         dir + "/model"});
+  const std::string base = dir + "/models/w2v";
+  EXPECT_EQ(RunOk({"export", "--checkpoint-dir", dir + "/model", "--model-base-path", base}),
+            "exported version 1 to " + base + "/1\n");
+  auto server = ServeProcess::Start({"--model-name", "w2v", "--model-base-path", base});
+  ASSERT_NE(server, nullptr);
+  const Reply r = server->Post("/v1/models/w2v:predict",
+                               R"({"instances": [{"words": 1}, {"words": 8}]})");
+  ASSERT_EQ(r.code, 200) << r;
+  const json& rows = r.body.at("predictions");
+  ASSERT_EQ(rows.size(), 2u) << r;
+  for (const json& row : rows) {
+    ASSERT_EQ(row.size(), 4u) << r;
+    double norm = 0;
+    for (const json& v : row) norm += v.get<double>() * v.get<double>();
+    EXPECT_NEAR(norm, 1.0, 1e-5) << r;
+  }
+  EXPECT_NE(rows[0], rows[1]);
+  // An id outside the vocabulary (UNK and 8 words) is refused, naming it.
+  const Reply bad = server->Post("/v1/models/w2v:predict", R"({"instances": [{"words": 9}]})");
+  EXPECT_EQ(bad.code, 400) << bad;
+  EXPECT_THAT(bad.body.dump(), HasSubstr("9")) << bad;
+  server->Stop();
+}
+
 // A bad request: where it goes, its body, the code and a piece of the error naming
 // the culprit.
 struct BadRequest {

@@ -188,7 +188,7 @@ Status Export(const ExportCommandOptions& o, std::ostream& out) {
   request.version = o.version;
   std::string written;
   if (o.graph.empty()) {
-    AF_ASSIGN_OR_RETURN(written, ExportDnnClassifier(ResolveUserPath(o.checkpoint_dir), request));
+    AF_ASSIGN_OR_RETURN(written, ExportModelDir(ResolveUserPath(o.checkpoint_dir), request));
   } else {
     AF_ASSIGN_OR_RETURN(auto inputs, NamedEndpoints(o.inputs, "--input"));
     AF_ASSIGN_OR_RETURN(auto outputs, NamedEndpoints(o.outputs, "--output"));

@@ -9,6 +9,7 @@
 #include "actors/cluster/session_factory.h"
 #include "tools/cli/cli_common.h"
 #include "tools/train/train_flags.h"
+#include "tools/train/train_summaries.h"
 #include "training/estimators/wide_deep.h"
 
 namespace actorflow {
@@ -45,6 +46,7 @@ StatusOr<WideDeepOptions> OptionsOf(const TrainCommandOptions& flags) {
   o.num_ps = shape.first;
   o.num_workers = shape.second;
   o.sync = flags.mode == "sync";
+  o.checkpoint_dir = ResolveUserPath(flags.checkpoint_dir);
   return o;
 }
 
@@ -79,7 +81,18 @@ Status TrainWideDeepCommand(const TrainCommandOptions& flags, std::ostream& out,
       return NewSession(graph, options);
     };
   }
+  TrainSummaries summaries(ResolveUserPath(flags.logdir), o.batch, o.linear_learning_rate,
+                           progress);
+  if (summaries.enabled()) {
+    o.on_step = [&summaries](int worker, int64_t step, int64_t planned, double loss) {
+      summaries.Progress(worker, step, planned, loss);
+    };
+  }
   AF_ASSIGN_OR_RETURN(WideDeepResult r, TrainWideDeep(o, train, test, sessions));
+  summaries.End(0, r.global_step,
+                {{"auc", static_cast<float>(r.auc)},
+                 {"accuracy", static_cast<float>(r.accuracy)},
+                 {"test_loss", static_cast<float>(r.loss)}});
   if (flags.json) {
     nlohmann::ordered_json j;
     j["model"] = "wide-deep";
@@ -87,6 +100,7 @@ Status TrainWideDeepCommand(const TrainCommandOptions& flags, std::ostream& out,
     j["accuracy"] = r.accuracy;
     j["loss"] = r.loss;
     j["steps"] = r.steps;
+    j["global_step"] = r.global_step;
     j["seconds"] = r.seconds;
     j["bytes_pulled_per_step"] = r.bytes_pulled_per_step;
     j["bytes_pushed_per_step"] = r.bytes_pushed_per_step;

@@ -5,15 +5,22 @@
 //
 //   actorflow train --model wide-deep --train DIR/train.csv --test DIR/test.csv
 //       [--label clicked] [--epochs 2] [--batch 256] [--lr 2] [--hidden 64,32]
-//       [--seed N] [--cluster local:ps=P,worker=W [--mode async|sync]] [--json]
+//       [--seed N] [--cluster local:ps=P,worker=W [--mode async|sync]]
+//       [--checkpoint-dir DIR] [--logdir DIR] [--json]
 //
 // --lr is the wide part's FTRL rate (the deep part trains by Adagrad at 0.05). On a
 // cluster, --mode async (the default) trains the workers between-graph, each on its
 // share of the rows; --mode sync builds a tower per worker in one graph, so every
 // step applies all workers' gradients together (WideDeepOptions::sync). The
 // result: the test AUC, accuracy and mean logistic loss; with --json one line holding
-// "model", "auc", "accuracy", "loss", "steps", "seconds", "bytes_pulled_per_step",
-// "bytes_pushed_per_step", "dense_bytes_per_step" and "rows_touched_per_step".
+// "model", "auc", "accuracy", "loss", "steps", "global_step", "seconds",
+// "bytes_pulled_per_step", "bytes_pushed_per_step", "dense_bytes_per_step" and
+// "rows_touched_per_step".
+//
+// --checkpoint-dir DIR resumes from DIR's latest checkpoint and writes one at the end
+// with the serving files (training/estimators/model_dir.h; `actorflow export
+// --checkpoint-dir DIR` serves column ids and numbers -> "probability"); --logdir DIR
+// writes each worker's loss to DIR/worker_<i>/ and the test AUC at the end.
 #ifndef ACTORFLOW_TOOLS_TRAIN_WIDE_DEEP_COMMAND_H_
 #define ACTORFLOW_TOOLS_TRAIN_WIDE_DEEP_COMMAND_H_
 

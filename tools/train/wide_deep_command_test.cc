@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -17,8 +19,12 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/test_files.h"
+#include "kernels/direct_session.h"
 #include "tools/train/train_command.h"
 #include "tools/train/train_flags.h"
+#include "training/data/csv_dataset.h"
+#include "training/estimators/wide_deep.h"
+#include "training/serving/servable.h"
 
 namespace actorflow {
 namespace cli {
@@ -93,6 +99,80 @@ TEST_P(WideDeepClusterTest, ALocalClusterMovesRowsOnly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, WideDeepClusterTest, ::testing::Values("async", "sync"));
+
+// The test rows through the exported servable: their probabilities, fed the ids the
+// columns give.
+std::vector<double> ServedProbabilities(const std::string& version_dir, const CsvData& test) {
+  auto servable = LoadServable(version_dir, 1);
+  EXPECT_TRUE(servable.ok()) << servable.status();
+  if (!servable.ok()) return {};
+  auto signature = (*servable)->Signature("");
+  auto columns = CtrDataColumns();
+  auto session = NewDirectSession((*servable)->graph.get());
+  EXPECT_TRUE(signature.ok() && columns.ok() && session.ok());
+  if (!signature.ok() || !columns.ok() || !session.ok()) return {};
+  const int64_t rows = test.features.dim(0), f = test.features.dim(1);
+  std::map<std::string, std::vector<int32_t>> ids;
+  std::map<std::string, std::vector<float>> numbers;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::map<std::string, double> values;
+    for (int64_t c = 0; c < f; ++c) values[test.feature_names[c]] = test.features.data<float>()[r * f + c];
+    for (const CategoricalColumn& column : columns->linear_columns) {
+      ids[column.name].push_back(static_cast<int32_t>(*BucketOf(column, values)));
+    }
+    numbers["price"].push_back(static_cast<float>(values["price"]));
+  }
+  FeedList feeds;
+  for (const auto& [name, info] : (*signature)->inputs) {
+    if (ids.count(name)) {
+      feeds.emplace_back(info.endpoint, Tensor::FromVector(ids[name]));
+    } else {
+      EXPECT_EQ(name, "price");
+      feeds.emplace_back(info.endpoint, Tensor::FromVector(numbers[name], Shape{rows, 1}));
+    }
+  }
+  EXPECT_EQ(feeds.size(), 7u);  // six categorical columns and price
+  std::vector<Tensor> out;
+  const Status run = (*session)->Run(feeds, {(*signature)->outputs.at("probability").endpoint},
+                                     {}, &out);
+  EXPECT_TRUE(run.ok()) << run;
+  if (!run.ok()) return {};
+  return std::vector<double>(out[0].data<float>(), out[0].data<float>() + rows);
+}
+
+// --checkpoint-dir on a sync cluster (the tables on two ps tasks): the exported
+// servable scores the test rows as the evaluation did (the same AUC), a second run
+// resumes from the checkpoint's global step, and --logdir holds worker 0's log.
+TEST(WideDeepCommandTest, ACheckpointDirExportsTheModelItEvaluated) {
+  ScopedTempDir dir("wide_deep");
+  TrainCommandOptions options = WideDeep(dir);
+  options.cluster = "local:ps=2,worker=2";
+  options.mode = "sync";
+  options.epochs = 1;
+  options.checkpoint_dir = dir.File("model");
+  options.logdir = dir.File("logs");
+  const nlohmann::json j = RunJson(options);
+  ASSERT_TRUE(j.is_object()) << j;
+  EXPECT_EQ(j["global_step"], 16);
+  EXPECT_FALSE(std::filesystem::is_empty(dir.File("logs") + "/worker_0"));
+
+  ExportRequest request;
+  request.base_path = dir.File("servables");
+  auto version_dir = ExportModelDir(dir.File("model"), request);
+  ASSERT_TRUE(version_dir.ok()) << version_dir.status();
+  CsvOptions csv;
+  csv.label_column = "clicked";
+  auto test = LoadCsv(dir.File("test.csv"), csv);
+  ASSERT_TRUE(test.ok()) << test.status();
+  const std::vector<double> scores = ServedProbabilities(*version_dir, *test);
+  ASSERT_EQ(scores.size(), 2000u);
+  std::vector<int> labels(test->labels.data<int32_t>(), test->labels.data<int32_t>() + 2000);
+  EXPECT_NEAR(AreaUnderCurve(scores, labels), j["auc"].get<double>(), 1e-6);
+
+  const nlohmann::json resumed = RunJson(options);
+  ASSERT_TRUE(resumed.is_object()) << resumed;
+  EXPECT_EQ(resumed["global_step"], 32);
+}
 
 TEST(WideDeepCommandTest, BadFlagsAreNamed) {
   ScopedTempDir dir("wide_deep");

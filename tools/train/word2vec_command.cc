@@ -9,6 +9,7 @@
 #include "actors/cluster/local_cluster.h"
 #include "actors/cluster/session_factory.h"
 #include "tools/cli/cli_common.h"
+#include "tools/train/train_summaries.h"
 #include "training/estimators/word2vec.h"
 
 namespace actorflow {
@@ -27,6 +28,7 @@ Word2VecOptions OptionsOf(const TrainCommandOptions& flags) {
   o.learning_rate = flags.learning_rate;
   o.seed = flags.seed;
   o.timeout_ms = flags.timeout_ms;
+  o.checkpoint_dir = ResolveUserPath(flags.checkpoint_dir);
   return o;
 }
 
@@ -42,6 +44,7 @@ void PrintResult(const Word2VecResult& r, int64_t vocab, std::ostream& out, bool
     j["rows_touched_per_step"] = r.rows_touched_per_step;
     j["nearest"] = r.nearest;
     j["steps"] = r.steps;
+    j["global_step"] = r.global_step;
     j["seconds"] = r.seconds;
     j["words_per_second"] = r.words_per_second;
     j["vocab_size"] = vocab;
@@ -112,7 +115,18 @@ Status TrainWord2VecCommand(const TrainCommandOptions& flags, std::ostream& out,
       return NewSession(graph, options);
     };
   }
+  TrainSummaries summaries(ResolveUserPath(flags.logdir), o.batch, o.learning_rate, progress);
+  if (summaries.enabled()) {
+    o.on_step = [&summaries](int worker, int64_t step, int64_t planned, double loss) {
+      summaries.Progress(worker, step, planned, loss);
+    };
+  }
   AF_ASSIGN_OR_RETURN(Word2VecResult result, TrainWord2Vec(o, corpus, sessions));
+  summaries.End(0, result.global_step,
+                {{"loss", static_cast<float>(result.loss)},
+                 {"words_per_second", static_cast<float>(result.words_per_second)},
+                 {"bytes_pulled_per_step", static_cast<float>(result.bytes_pulled_per_step)},
+                 {"bytes_pushed_per_step", static_cast<float>(result.bytes_pushed_per_step)}});
   PrintResult(result, static_cast<int64_t>(corpus.words.size()), out, flags.json);
   return Status::OK();
 }

@@ -4,7 +4,8 @@
 //   actorflow train --model word2vec --text FILE|DIR [--vocab-size 50000]
 //       [--embedding-dim 128] [--num-sampled 64] [--skip-window 1] [--batch 128]
 //       [--steps N] [--optimizer sgd] [--lr 1] [--seed N]
-//       [--cluster local:ps=P,worker=W [--mode async]] [--timeout-ms N] [--json]
+//       [--cluster local:ps=P,worker=W [--mode async]] [--checkpoint-dir DIR]
+//       [--logdir DIR] [--timeout-ms N] [--json]
 //
 // Defaults for flags not given: SGD at rate 1, batch 128, --mode async. With
 // --cluster local:ps=P,worker=W the W workers train asynchronously on their shards
@@ -13,7 +14,12 @@
 // frequent word's nearest words; with --json one line holding "model", "loss",
 // "first_loss", "bytes_pushed_per_step", "bytes_pulled_per_step",
 // "dense_bytes_per_step", "rows_touched_per_step", "nearest" (word -> 5 words),
-// "steps", "seconds", "words_per_second" and "vocab_size".
+// "steps", "global_step", "seconds", "words_per_second" and "vocab_size".
+//
+// --checkpoint-dir DIR resumes from DIR's latest checkpoint and writes one at the end
+// with the serving files (training/estimators/model_dir.h: `actorflow export
+// --checkpoint-dir DIR` serves word ids -> unit embeddings) and DIR/vocabulary.txt;
+// --logdir DIR writes each worker's loss to DIR/worker_<i>/ (train_summaries.h).
 #ifndef ACTORFLOW_TOOLS_TRAIN_WORD2VEC_COMMAND_H_
 #define ACTORFLOW_TOOLS_TRAIN_WORD2VEC_COMMAND_H_
 

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <filesystem>
 #include <functional>
 #include <random>
 #include <sstream>
@@ -15,8 +17,11 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/test_files.h"
+#include "kernels/direct_session.h"
 #include "tools/train/train_command.h"
 #include "tools/train/train_flags.h"
+#include "training/checkpoint/checkpoint.h"
+#include "training/serving/servable.h"
 
 namespace actorflow {
 namespace cli {
@@ -92,6 +97,57 @@ TEST(Word2VecCommandTest, BetweenGraphOnALocalClusterMovesRowsOnly) {
   // A batch of 32 touches at most 32 + 32 + 4 of the ~400 rows of each table: its
   // traffic stays well under the whole tables'.
   EXPECT_LT(4 * (pulled + pushed), j["dense_bytes_per_step"].get<double>());
+}
+
+// --checkpoint-dir on a cluster (the tables on the ps task) and --logdir: each worker
+// logs, the checkpoint holds the tables, and the exported servable maps word ids to
+// their unit-length trained embeddings.
+TEST(Word2VecCommandTest, ACheckpointDirOnAClusterExportsUnitEmbeddings) {
+  ScopedTempDir dir("w2v");
+  TrainCommandOptions options = Word2Vec(WriteText(dir));
+  options.cluster = "local:ps=1,worker=2";
+  options.steps = 100;
+  options.checkpoint_dir = dir.File("model");
+  options.logdir = dir.File("logs");
+  const nlohmann::json j = RunJson(options);
+  ASSERT_TRUE(j.is_object()) << j;
+  EXPECT_EQ(j["global_step"], 100);
+  for (const char* worker : {"worker_0", "worker_1"}) {
+    EXPECT_FALSE(std::filesystem::is_empty(dir.File("logs") + "/" + worker)) << worker;
+  }
+  auto checkpoint = ReadCheckpoint(dir.File("model"));
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  const Tensor& table = checkpoint->at("embeddings");
+  ASSERT_EQ(table.dim(1), 8);
+
+  ExportRequest request;
+  request.base_path = dir.File("servables");
+  auto version_dir = ExportModelDir(dir.File("model"), request);
+  ASSERT_TRUE(version_dir.ok()) << version_dir.status();
+  auto servable = LoadServable(*version_dir, 1);
+  ASSERT_TRUE(servable.ok()) << servable.status();
+  auto signature = (*servable)->Signature("");
+  ASSERT_TRUE(signature.ok()) << signature.status();
+  ASSERT_EQ((*signature)->inputs.count("words"), 1u);
+  ASSERT_EQ((*signature)->outputs.count("embedding"), 1u);
+  auto session = NewDirectSession((*servable)->graph.get());
+  ASSERT_TRUE(session.ok()) << session.status();
+  const std::vector<int32_t> words = {1, 2, 7};
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*session)
+                  ->Run({{(*signature)->inputs.at("words").endpoint, Tensor::FromVector(words)}},
+                        {(*signature)->outputs.at("embedding").endpoint}, {}, &out)
+                  .ok());
+  ASSERT_EQ(out[0].dim(0), 3);
+  ASSERT_EQ(out[0].dim(1), 8);
+  for (int64_t i = 0; i < 3; ++i) {
+    const float* row = table.data<float>() + words[i] * 8;
+    double norm = 0;
+    for (int c = 0; c < 8; ++c) norm += row[c] * row[c];
+    for (int c = 0; c < 8; ++c) {
+      EXPECT_NEAR(out[0].data<float>()[i * 8 + c], row[c] / std::sqrt(norm), 1e-5) << i;
+    }
+  }
 }
 
 TEST(Word2VecCommandTest, BadFlagsAreNamed) {

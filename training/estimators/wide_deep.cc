@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "graph/sparse_ops.h"
 #include "placement/replica_device_setter.h"
 #include "training/estimators/layer_classes.h"
+#include "training/estimators/model_dir.h"
 #include "training/optimizers/optimizer.h"
 #include "training/optimizers/variables.h"
 
@@ -228,6 +230,7 @@ Status BuildGraph(const WideDeepOptions& o, const std::vector<int>& workers, Wor
   if (towers.size() > 1) {
     loss = Div(model, loss, static_cast<float>(towers.size()));
   }
+  Identity(model.WithOpName("loss"), loss);
   const std::vector<Output> wide_vars = vars.wide(), deep_vars = vars.deep();
   std::vector<Output> all_vars = wide_vars;
   all_vars.insert(all_vars.end(), deep_vars.begin(), deep_vars.end());
@@ -301,13 +304,15 @@ class ShardBatches {
 };
 
 // Drives one session: each step feeds tower t a batch of shard shards[t].
+// `restored_step`: the global step resumed from, which reseeds the shuffles.
 void RunWorker(const WideDeepOptions& o, const Columns& train, std::vector<int> shards,
-               Session* session, WorkerStats* stats) {
+               int64_t restored_step, Session* session, WorkerStats* stats) {
   std::vector<ShardBatches> batches;
   for (int shard : shards) {
     batches.emplace_back(train.rows * shard / o.num_workers,
                          train.rows * (shard + 1) / o.num_workers, o.batch,
-                         o.seed * 7919 + static_cast<uint64_t>(shard));
+                         o.seed * 7919 + static_cast<uint64_t>(shard) +
+                             static_cast<uint64_t>(restored_step) * 104729);
   }
   RunOptions run_options;
   run_options.timeout_in_ms = o.timeout_ms;
@@ -319,13 +324,15 @@ void RunWorker(const WideDeepOptions& o, const Columns& train, std::vector<int> 
       AddBatchFeeds(train, batches[t].Next(), static_cast<int>(t), &feeds, &distinct);
     }
     RunMetadata meta;
-    Status s = session->Run(run_options, feeds, {}, {"train"}, nullptr, &meta);
+    std::vector<Tensor> loss;
+    Status s = session->Run(run_options, feeds, {"loss"}, {"train"}, &loss, &meta);
     if (!s.ok()) {
       stats->status = s.WithContext("wide & deep worker " + std::to_string(shards[0]) +
                                     " step " + std::to_string(step));
       return;
     }
     ++stats->steps;
+    if (o.on_step) o.on_step(shards[0], step + 1, steps, loss[0].data<float>()[0]);
     for (const auto& d : distinct) stats->rows_touched += static_cast<double>(d.size());
     AddPsTraffic(meta, &stats->bytes_pulled, &stats->bytes_pushed);
   }
@@ -449,19 +456,25 @@ StatusOr<WideDeepResult> TrainWideDeep(const WideDeepOptions& o, const CsvData& 
   }
   std::vector<std::unique_ptr<WorkerGraph>> graphs;
   std::vector<std::unique_ptr<Session>> worker_sessions;
+  std::optional<ChiefCheckpoints> checkpoints;
   for (const std::vector<int>& towers : drivers) {
     graphs.push_back(std::make_unique<WorkerGraph>());
     AF_RETURN_IF_ERROR(BuildGraph(o, towers, graphs.back().get()));
+    if (!checkpoints.has_value()) {
+      AF_ASSIGN_OR_RETURN(checkpoints,
+                          ChiefCheckpoints::Create(graphs[0]->root.graph(), o.checkpoint_dir));
+    }
     AF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session,
                         sessions(graphs.back()->root.graph(), towers[0]));
     worker_sessions.push_back(std::move(session));
   }
-  AF_RETURN_IF_ERROR(worker_sessions[0]->Run({}, {}, {"init"}, nullptr));
+  AF_ASSIGN_OR_RETURN(const int64_t restored_step,
+                      checkpoints->RestoreOrInitialize(worker_sessions[0].get(), "init"));
   std::vector<WorkerStats> stats(drivers.size());
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (size_t d = 0; d < drivers.size(); ++d) {
-    threads.emplace_back(RunWorker, std::cref(o), std::cref(train), drivers[d],
+    threads.emplace_back(RunWorker, std::cref(o), std::cref(train), drivers[d], restored_step,
                          worker_sessions[d].get(), &stats[d]);
   }
   for (std::thread& t : threads) t.join();
@@ -475,6 +488,7 @@ StatusOr<WideDeepResult> TrainWideDeep(const WideDeepOptions& o, const CsvData& 
     pushed += s.bytes_pushed;
     rows += s.rows_touched;
   }
+  result.global_step = restored_step + result.steps;
   const double steps = static_cast<double>(std::max<int64_t>(1, result.steps));
   result.bytes_pulled_per_step = pulled / steps;
   result.bytes_pushed_per_step = pushed / steps;
@@ -504,6 +518,11 @@ StatusOr<WideDeepResult> TrainWideDeep(const WideDeepOptions& o, const CsvData& 
   result.auc = AreaUnderCurve(scores, labels);
   result.accuracy = scores.empty() ? 0 : static_cast<double>(correct) / scores.size();
   result.loss = scores.empty() ? 0 : loss_sum / static_cast<double>(scores.size());
+  ServingSpec serving{"wide-deep", {}, {{"probability", TowerName(0) + "/probability"}}};
+  for (const auto& [name, column] : AllCategorical(o)) serving.inputs[name] = IdsFeed(0, name);
+  for (const std::string& name : AllNumeric(o)) serving.inputs[name] = NumericFeed(0, name);
+  AF_RETURN_IF_ERROR(checkpoints->Save(worker_sessions[0].get(), result.global_step,
+                                       *graphs[0]->root.graph(), serving));
   return result;
 }
 

@@ -19,6 +19,11 @@
 // gradients meet on the ps tasks, rows of one id summed. The labels are the CSV's
 // label column, 0 or 1.
 //
+// Serving: --checkpoint-dir's serving.json maps each categorical column's name to
+// tower 0's ids placeholder (int32 [n], the ids BucketOf gives: a hashed or crossed
+// column's client sends bucket ids), each numeric column's name to its values
+// (float [n, 1]), and "probability" to tower 0's P(label = 1) [n, 1].
+//
 // Thread safety: TrainWideDeep runs the workers on threads of its own.
 #ifndef ACTORFLOW_TRAINING_ESTIMATORS_WIDE_DEEP_H_
 #define ACTORFLOW_TRAINING_ESTIMATORS_WIDE_DEEP_H_
@@ -53,6 +58,10 @@ struct WideDeepOptions {
   // by id), driven by worker 0.
   bool sync = false;
   int64_t timeout_ms = 60000;
+  // A model directory (training/estimators/model_dir.h): training resumes from its
+  // latest checkpoint and ends with a checkpoint and the serving files. Empty: none.
+  std::string checkpoint_dir;
+  StepObserver on_step;  // may be empty; the loss is the mean over the step's towers
 };
 
 // The columns of tools/ctr_data.py's layout (user, item, site, category, hour, price):
@@ -72,6 +81,7 @@ struct WideDeepResult {
   double accuracy = 0;  // P >= 0.5 as the prediction
   double loss = 0;      // mean logistic loss on the test rows
   int64_t steps = 0;    // all workers together
+  int64_t global_step = 0;  // steps, plus those of the checkpoint resumed from
   double seconds = 0;   // training
   double bytes_pulled_per_step = 0;  // measured between ps tasks and workers
   double bytes_pushed_per_step = 0;

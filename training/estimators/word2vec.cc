@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <unordered_set>
@@ -15,6 +16,7 @@
 #include "graph/sampled_ops.h"
 #include "graph/scope.h"
 #include "graph/sparse_ops.h"
+#include "training/estimators/model_dir.h"
 #include "training/optimizers/optimizer.h"
 #include "training/optimizers/variables.h"
 
@@ -60,6 +62,14 @@ Status BuildWorkerGraph(const Word2VecOptions& o, int64_t vocab, int worker, Wor
                                     o.num_sampled, vocab, seed + 2 + worker);
   const Output loss = Mean(compute.WithOpName("loss"), nce.loss);
   Identity(compute.WithOpName("sampled"), nce.sampled);
+  if (worker == 0) {  // what serving.json names
+    const Output words = Placeholder(compute.WithOpName("serving/words"), DType::kInt32, Shape{-1});
+    const Output vectors = EmbeddingLookup(compute, {embeddings}, words);
+    const Output norms = Sqrt(compute, Maximum(compute, Sum(compute, Square(compute, vectors), 1,
+                                                            /*keep_dims=*/true),
+                                               1e-12f));
+    Div(compute.WithOpName("serving/embedding"), vectors, norms);
+  }
   AF_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                       MakeOptimizer(o.optimizer, o.learning_rate));
   AF_RETURN_IF_ERROR(optimizer->Minimize(compute.WithOpName("train"), loss).status());
@@ -71,8 +81,11 @@ Status BuildWorkerGraph(const Word2VecOptions& o, int64_t vocab, int worker, Wor
 // within the shard, in order: center c with offsets -w..-1, 1..w.
 class SkipGramPairs {
  public:
-  SkipGramPairs(const std::vector<int32_t>& ids, int64_t begin, int64_t end, int64_t window)
-      : ids_(ids), begin_(begin), length_(end - begin), window_(window) {}
+  // Starts at pair `first` (the pairs of earlier steps, when resuming).
+  SkipGramPairs(const std::vector<int32_t>& ids, int64_t begin, int64_t end, int64_t window,
+                int64_t first)
+      : ids_(ids), begin_(begin), length_(end - begin), window_(window),
+        position_((first / (2 * window)) % length_), offset_index_(first % (2 * window)) {}
 
   void Next(int32_t* center, int64_t* context) {
     const int64_t offset = offset_index_ < window_ ? offset_index_ - window_ : offset_index_ - window_ + 1;
@@ -87,8 +100,8 @@ class SkipGramPairs {
  private:
   const std::vector<int32_t>& ids_;
   int64_t begin_, length_, window_;
-  int64_t position_ = 0;
-  int64_t offset_index_ = 0;
+  int64_t position_;
+  int64_t offset_index_;
 };
 
 struct WorkerStats {
@@ -97,12 +110,13 @@ struct WorkerStats {
   Status status;
 };
 
+// Runs `steps` steps of `worker`, whose text resumes after `done_steps` earlier ones.
 void RunWorker(const Word2VecOptions& o, const Corpus& corpus, int worker, int64_t steps,
-               Session* session, WorkerStats* stats) {
+               int64_t done_steps, Session* session, WorkerStats* stats) {
   const int64_t n = static_cast<int64_t>(corpus.ids.size());
   const int64_t begin = n * worker / o.num_workers;
   const int64_t end = n * (worker + 1) / o.num_workers;
-  SkipGramPairs pairs(corpus.ids, begin, end, o.skip_window);
+  SkipGramPairs pairs(corpus.ids, begin, end, o.skip_window, done_steps * o.batch);
   RunOptions run_options;
   run_options.timeout_in_ms = o.timeout_ms;
   std::vector<int32_t> centers(o.batch);
@@ -120,6 +134,7 @@ void RunWorker(const Word2VecOptions& o, const Corpus& corpus, int worker, int64
       return;
     }
     stats->losses.push_back(out[0].data<float>()[0]);
+    if (o.on_step) o.on_step(worker, step + 1, steps, stats->losses.back());
     std::unordered_set<int64_t> embedding_rows(centers.begin(), centers.end());
     std::unordered_set<int64_t> nce_rows(contexts.begin(), contexts.end());
     for (int64_t i = 0; i < out[1].NumElements(); ++i) nce_rows.insert(out[1].data<int64_t>()[i]);
@@ -273,21 +288,27 @@ StatusOr<Word2VecResult> TrainWord2Vec(const Word2VecOptions& o, const Corpus& c
   }
   std::vector<std::unique_ptr<WorkerGraph>> graphs;
   std::vector<std::unique_ptr<Session>> worker_sessions;
+  std::optional<ChiefCheckpoints> checkpoints;
   for (int w = 0; w < o.num_workers; ++w) {
     graphs.push_back(std::make_unique<WorkerGraph>());
     AF_RETURN_IF_ERROR(BuildWorkerGraph(o, vocab, w, graphs.back().get()));
+    if (w == 0) {
+      AF_ASSIGN_OR_RETURN(checkpoints,
+                          ChiefCheckpoints::Create(graphs[0]->root.graph(), o.checkpoint_dir));
+    }
     AF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, sessions(graphs.back()->root.graph(), w));
     worker_sessions.push_back(std::move(session));
   }
-  // The chief initializes the tables before any worker trains.
-  AF_RETURN_IF_ERROR(worker_sessions[0]->Run({}, {}, {"init"}, nullptr));
+  // The chief initializes (or restores) the tables before any worker trains.
+  AF_ASSIGN_OR_RETURN(const int64_t restored_step,
+                      checkpoints->RestoreOrInitialize(worker_sessions[0].get(), "init"));
   std::vector<WorkerStats> stats(o.num_workers);
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::thread> threads;
   for (int w = 0; w < o.num_workers; ++w) {
     const int64_t steps = o.steps / o.num_workers + (w < o.steps % o.num_workers ? 1 : 0);
     threads.emplace_back(RunWorker, std::cref(o), std::cref(corpus), w, steps,
-                         worker_sessions[w].get(), &stats[w]);
+                         restored_step / o.num_workers, worker_sessions[w].get(), &stats[w]);
   }
   for (std::thread& t : threads) t.join();
   const double seconds =
@@ -315,9 +336,20 @@ StatusOr<Word2VecResult> TrainWord2Vec(const Word2VecOptions& o, const Corpus& c
                                 static_cast<double>(2 * o.embedding_dim + 1) * sizeof(float);
   result.words_per_second = steps * static_cast<double>(o.batch) /
                             static_cast<double>(2 * o.skip_window) / seconds;
+  result.global_step = restored_step + result.steps;
   std::vector<Tensor> out;
   AF_RETURN_IF_ERROR(worker_sessions[0]->Run({}, {"embeddings"}, {}, &out));
   result.nearest = NearestWords(corpus, out[0]);
+  if (!o.checkpoint_dir.empty()) {
+    ServingSpec serving{"word2vec", {{"words", "serving/words"}}, {{"embedding", "serving/embedding"}}};
+    AF_RETURN_IF_ERROR(checkpoints->Save(worker_sessions[0].get(), result.global_step,
+                                         *graphs[0]->root.graph(), serving));
+    std::string vocabulary;
+    for (size_t id = 0; id < corpus.words.size(); ++id) {
+      vocabulary += corpus.words[id] + "\t" + std::to_string(corpus.counts[id]) + "\n";
+    }
+    AF_RETURN_IF_ERROR(WriteFileByRename(o.checkpoint_dir + "/vocabulary.txt", vocabulary));
+  }
   return result;
 }
 

@@ -17,6 +17,10 @@
 // on the ps tasks), together `steps` steps: each worker runs steps / W of them, so
 // the examples seen equal a single worker's run of `steps`.
 //
+// Serving: worker 0's graph also maps "serving/words" (int32 word ids [n]) to
+// "serving/embedding" (their unit-length embeddings [n, dim]), the signature
+// --checkpoint-dir's serving.json names ("words" -> "embedding").
+//
 // Thread safety: TrainWord2Vec runs the workers on threads of its own and returns
 // when all are done; the other functions are pure.
 #ifndef ACTORFLOW_TRAINING_ESTIMATORS_WORD2VEC_H_
@@ -53,6 +57,12 @@ struct Word2VecOptions {
   int num_ps = 0;
   int num_workers = 1;
   int64_t timeout_ms = 60000;  // each step's RunOptions::timeout_in_ms
+  // A model directory (training/estimators/model_dir.h): training resumes from its
+  // latest checkpoint (the text continues where that run stopped) and ends with a
+  // checkpoint, the serving files and vocabulary.txt (word i on line i + 1, a tab,
+  // its count). Empty: none.
+  std::string checkpoint_dir;
+  StepObserver on_step;  // may be empty
 };
 
 // Checks every option; InvalidArgument naming the first bad one.
@@ -81,6 +91,7 @@ struct Word2VecResult {
   double loss = 0;        // of the last 100 steps
   std::vector<double> losses;  // worker 0's loss at each of its steps
   int64_t steps = 0;           // steps run by all workers together
+  int64_t global_step = 0;     // steps, plus those of the checkpoint resumed from
   double seconds = 0;
   double words_per_second = 0;  // center words trained per second (batch / 2 / skip_window)
   // Between the ps tasks and the workers, per step, measured (0 in one process).

@@ -7,11 +7,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "graph/test_files.h"
 #include "kernels/direct_session.h"
 
 namespace actorflow {
@@ -85,6 +89,59 @@ TEST(Word2VecTrainingTest, TheLossFallsAndNeighboursShareAFamily) {
     // The 3 nearest come from the word's own family (of 5 other words).
     for (int k = 0; k < 3; ++k) EXPECT_EQ(neighbours[k][0], word[0]) << word << " ~ " << neighbours[k];
   }
+}
+
+// A model directory: the second run resumes from the first's checkpoint (its global
+// step and its trained tables), every step is observed, the serving files and the
+// vocabulary are written, and a graph of another embedding size is refused.
+TEST(Word2VecTrainingTest, ACheckpointDirResumesAndRefusesAnotherEmbeddingSize) {
+  auto corpus = CorpusFromText(TwoFamilies(200), 100);
+  ASSERT_TRUE(corpus.ok()) << corpus.status();
+  ScopedTempDir dir("w2v_model");
+  Word2VecOptions o;
+  o.embedding_dim = 16;
+  o.num_sampled = 4;
+  o.batch = 32;
+  o.steps = 300;
+  o.learning_rate = 0.2;
+  o.checkpoint_dir = dir.path();
+  int64_t observed = 0, last_step = 0, planned = 0;
+  o.on_step = [&](int worker, int64_t step, int64_t planned_steps, double loss) {
+    EXPECT_EQ(worker, 0);
+    EXPECT_TRUE(std::isfinite(loss));
+    ++observed;
+    last_step = step;
+    planned = planned_steps;
+  };
+  const auto local = [](const Graph* graph, int) { return NewDirectSession(graph); };
+  auto first = TrainWord2Vec(o, *corpus, local);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(observed, 300);
+  EXPECT_EQ(last_step, 300);
+  EXPECT_EQ(planned, 300);
+  EXPECT_EQ(first->global_step, 300);
+  for (const char* file : {"serving.json", "serving_graph.json", "vocabulary.txt", "latest"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir.File(file))) << file;
+  }
+  std::ifstream vocabulary(dir.File("vocabulary.txt"));
+  std::string line;
+  ASSERT_TRUE(std::getline(vocabulary, line));
+  EXPECT_EQ(line, "UNK\t" + std::to_string(corpus->counts[0]));
+  ASSERT_TRUE(std::getline(vocabulary, line));
+  EXPECT_EQ(line.substr(0, line.find('\t')), corpus->words[1]);
+
+  auto second = TrainWord2Vec(o, *corpus, local);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->global_step, 600);
+  // Resumed tables start where the first run ended, not from random ones.
+  EXPECT_LT(second->first_loss, 0.8 * first->first_loss);
+  EXPECT_LT(second->first_loss, first->loss * 1.2);
+
+  o.embedding_dim = 8;
+  auto other = TrainWord2Vec(o, *corpus, local);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), Code::kInvalidArgument) << other.status();
+  EXPECT_THAT(other.status().message(), HasSubstr("embeddings"));
 }
 
 }  // namespace

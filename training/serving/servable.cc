@@ -19,6 +19,7 @@
 #include "training/checkpoint/checkpoint.h"
 #include "training/checkpoint/checkpoint_file.h"
 #include "training/estimators/dnn_model.h"
+#include "training/estimators/model_dir.h"
 #include "training/estimators/model_spec.h"
 
 namespace actorflow {
@@ -345,6 +346,24 @@ StatusOr<std::shared_ptr<const Servable>> LoadServable(const std::string& versio
   auto loaded = load();
   if (!loaded.ok()) return loaded.status().WithContext("version directory '" + version_dir + "'");
   return loaded;
+}
+
+StatusOr<std::string> ExportModelDir(const std::string& model_dir,
+                                     const ExportRequest& request) {
+  using checkpoint_file::IsRegularFile;
+  using checkpoint_file::JoinPath;
+  if (IsRegularFile(JoinPath(model_dir, "model.json"))) {
+    return ExportDnnClassifier(model_dir, request);
+  }
+  if (!IsRegularFile(JoinPath(model_dir, kServingSpecFile))) {
+    return NotFound("'" + model_dir + "' holds neither a classifier (model.json) nor a "
+                    "serving description (" + kServingSpecFile + "): is it a model directory "
+                    "written by train --checkpoint-dir?");
+  }
+  AF_ASSIGN_OR_RETURN(ServingSpec serving, ReadServingSpec(model_dir));
+  AF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph,
+                      LoadGraphFile(JoinPath(model_dir, kServingGraphFile)));
+  return ExportGraph(*graph, model_dir, serving.inputs, serving.outputs, request);
 }
 
 StatusOr<std::string> ExportDnnClassifier(const std::string& model_dir,

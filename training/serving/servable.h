@@ -150,6 +150,13 @@ struct ExportRequest {
 StatusOr<std::string> ExportDnnClassifier(const std::string& model_dir,
                                           const ExportRequest& request);
 
+// Exports the model of any directory `actorflow train --checkpoint-dir DIR` writes:
+// a DNNClassifier (model.json) as ExportDnnClassifier does, else the graph and
+// signature its serving.json names (word2vec, wide & deep:
+// training/estimators/model_dir.h) as ExportGraph does, with its latest checkpoint.
+// NotFound naming the directory when it holds neither.
+StatusOr<std::string> ExportModelDir(const std::string& model_dir, const ExportRequest& request);
+
 // Exports any graph: `inputs` and `outputs` map client names to endpoints
 // ("NAME=NODE[:k]" on the command line); the graph is pruned to what the outputs need
 // from the inputs, and its Variables take their values from `checkpoint` (a
