@@ -1,6 +1,12 @@
 #include "training/estimators/categorical_columns.h"
 
+#include <charconv>
 #include <cmath>
+#include <fstream>
+#include <map>
+#include <string>
+#include <system_error>
+#include <vector>
 
 namespace actorflow {
 namespace {
@@ -76,6 +82,43 @@ StatusOr<CategoricalColumn> CategoricalColumnWithVocabularyList(
   c.num_oov_buckets = num_oov_buckets;
   c.buckets = static_cast<int64_t>(vocabulary.size()) + num_oov_buckets;
   return c;
+}
+
+StatusOr<CategoricalColumn> CategoricalColumnWithVocabularyFile(const std::string& name,
+                                                                const std::string& path,
+                                                                int64_t num_oov_buckets) {
+  std::ifstream in(path);
+  if (!in.is_open()) {
+    return NotFound("categorical column '" + name + "': cannot read vocabulary file '" + path + "'");
+  }
+  std::vector<int64_t> vocabulary;
+  std::map<int64_t, int64_t> first_line;
+  std::string line;
+  for (int64_t number = 1; std::getline(in, line); ++number) {
+    const size_t begin = line.find_first_not_of(" \t\r");
+    if (begin == std::string::npos) continue;  // blank lines
+    const size_t end = line.find_last_not_of(" \t\r") + 1;
+    int64_t value = 0;
+    const char* first = line.data() + begin;
+    const auto [ptr, error] = std::from_chars(first, line.data() + end, value);
+    const std::string where = "vocabulary file '" + path + "' line " + std::to_string(number);
+    if (error != std::errc() || ptr != line.data() + end) {
+      return InvalidArgument("categorical column '" + name + "': " + where + ": '" +
+                             line.substr(begin, end - begin) + "' is not an integer");
+    }
+    const auto [it, inserted] = first_line.emplace(value, number);
+    if (!inserted) {
+      return InvalidArgument("categorical column '" + name + "': " + where + " repeats " +
+                             std::to_string(value) + " (first on line " +
+                             std::to_string(it->second) + ")");
+    }
+    vocabulary.push_back(value);
+  }
+  if (vocabulary.empty()) {
+    return InvalidArgument("categorical column '" + name + "': vocabulary file '" + path +
+                           "' lists no value");
+  }
+  return CategoricalColumnWithVocabularyList(name, vocabulary, num_oov_buckets);
 }
 
 StatusOr<CategoricalColumn> CrossedColumn(const std::vector<std::string>& keys,

@@ -44,6 +44,14 @@ StatusOr<CategoricalColumn> CategoricalColumnWithHashBucket(const std::string& n
 // num_oov_buckets further ids by hash (with none, it is an error naming the value).
 StatusOr<CategoricalColumn> CategoricalColumnWithVocabularyList(
     const std::string& name, const std::vector<int64_t>& vocabulary, int64_t num_oov_buckets = 1);
+// The vocabulary list read from a file (tf.feature_column's
+// categorical_column_with_vocabulary_file): one integer value per line, blank lines
+// skipped, a value's id its position. NotFound naming the file when it cannot be
+// read; InvalidArgument naming the file and line for a value that is not an integer
+// or one listed twice (and the line it was first on), or a file without values.
+StatusOr<CategoricalColumn> CategoricalColumnWithVocabularyFile(const std::string& name,
+                                                                const std::string& path,
+                                                                int64_t num_oov_buckets = 1);
 // id = a hash of the raw values of `keys` (at least 2) mod hash_bucket_size: one
 // weight per combination, what a linear model needs for an interaction.
 StatusOr<CategoricalColumn> CrossedColumn(const std::vector<std::string>& keys,

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/test_files.h"
 #include "kernels/direct_session.h"
 
 namespace actorflow {
@@ -58,10 +59,38 @@ TEST(CategoricalColumnsTest, BadColumnsAreNamed) {
   EXPECT_THAT(CategoricalColumnWithVocabularyList("color", {1, 2, 1}).status().message(),
               HasSubstr("lists 1 twice"));
   EXPECT_THAT(CrossedColumn({"a"}, 10).status().message(), HasSubstr("at least 2 keys"));
+  EXPECT_EQ(CrossedColumn({"a", "b"}, 0).status().code(), Code::kInvalidArgument);
   auto strict = CategoricalColumnWithVocabularyList("color", {1, 2}, 0);
   ASSERT_TRUE(strict.ok());
   EXPECT_THAT(BucketOf(*strict, {{"color", 3}}).status().message(),
               HasSubstr("value 3 is not in its vocabulary"));
+}
+
+TEST(CategoricalColumnsTest, AVocabularyFileListsValuesByLine) {
+  ScopedTempDir dir("vocabulary");
+  ASSERT_TRUE(WriteTestFile(dir.File("colors.txt"), "7\n\n 3 \n-2\n"));
+  auto colors = CategoricalColumnWithVocabularyFile("color", dir.File("colors.txt"), 2);
+  ASSERT_TRUE(colors.ok()) << colors.status();
+  EXPECT_EQ(colors->buckets, 5);
+  EXPECT_EQ(*BucketOf(*colors, {{"color", 7}}), 0);
+  EXPECT_EQ(*BucketOf(*colors, {{"color", 3}}), 1);
+  EXPECT_EQ(*BucketOf(*colors, {{"color", -2}}), 2);
+  const int64_t oov = *BucketOf(*colors, {{"color", 11}});
+  EXPECT_GE(oov, 3);
+  EXPECT_LT(oov, 5);
+
+  auto missing = CategoricalColumnWithVocabularyFile("color", dir.File("none.txt"));
+  EXPECT_EQ(missing.status().code(), Code::kNotFound);
+  EXPECT_THAT(missing.status().message(), HasSubstr("none.txt"));
+  ASSERT_TRUE(WriteTestFile(dir.File("twice.txt"), "1\n2\n1\n"));
+  EXPECT_THAT(CategoricalColumnWithVocabularyFile("color", dir.File("twice.txt")).status().message(),
+              HasSubstr("twice.txt' line 3 repeats 1 (first on line 1)"));
+  ASSERT_TRUE(WriteTestFile(dir.File("words.txt"), "1\nred\n"));
+  EXPECT_THAT(CategoricalColumnWithVocabularyFile("color", dir.File("words.txt")).status().message(),
+              HasSubstr("line 2: 'red' is not an integer"));
+  ASSERT_TRUE(WriteTestFile(dir.File("empty.txt"), "\n"));
+  EXPECT_THAT(CategoricalColumnWithVocabularyFile("color", dir.File("empty.txt")).status().message(),
+              HasSubstr("lists no value"));
 }
 
 TEST(AreaUnderCurveTest, RanksWithTiesCountingHalf) {
