@@ -5,9 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/cluster/local_cluster.h"
-#include "actors/cluster/session_factory.h"
 #include "tools/cli/cli_common.h"
+#include "tools/train/between_graph_cluster.h"
 #include "tools/train/train_flags.h"
 #include "tools/train/train_summaries.h"
 #include "training/estimators/wide_deep.h"
@@ -16,22 +15,9 @@ namespace actorflow {
 namespace cli {
 namespace {
 
-// The cluster's shape, {0 ps, 1 worker} without --cluster.
-StatusOr<std::pair<int, int>> ClusterShape(const TrainCommandOptions& flags) {
-  if (flags.cluster.empty()) return std::make_pair(0, 1);
-  if (flags.cluster.rfind("local:", 0) != 0) {
-    return InvalidArgument("--model wide-deep --cluster " + flags.cluster +
-                           ": only a local cluster (local:ps=P,worker=W) for now");
-  }
-  if (flags.mode != "async" && flags.mode != "sync") {
-    return InvalidArgument("--model wide-deep --mode " + flags.mode + ": use async or sync");
-  }
-  AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(flags.cluster));
-  if (shape.count("ps") == 0 || shape.count("worker") == 0) {
-    return InvalidArgument("--cluster " + flags.cluster +
-                           ": needs ps and worker jobs, e.g. local:ps=2,worker=2");
-  }
-  return std::make_pair(shape.at("ps"), shape.at("worker"));
+Status CheckMode(const TrainCommandOptions& flags) {
+  if (flags.cluster.empty() || flags.mode == "async" || flags.mode == "sync") return Status::OK();
+  return InvalidArgument("--model wide-deep --mode " + flags.mode + ": use async or sync");
 }
 
 StatusOr<WideDeepOptions> OptionsOf(const TrainCommandOptions& flags) {
@@ -42,9 +28,10 @@ StatusOr<WideDeepOptions> OptionsOf(const TrainCommandOptions& flags) {
   o.epochs = flags.epochs > 0 ? flags.epochs : 1;
   o.seed = flags.seed;
   o.timeout_ms = flags.timeout_ms;
-  AF_ASSIGN_OR_RETURN(auto shape, ClusterShape(flags));
-  o.num_ps = shape.first;
-  o.num_workers = shape.second;
+  AF_RETURN_IF_ERROR(CheckMode(flags));
+  AF_ASSIGN_OR_RETURN(BetweenGraphCluster shape, BetweenGraphShape(flags.cluster, "wide-deep"));
+  o.num_ps = shape.num_ps;
+  o.num_workers = shape.num_workers;
   o.sync = flags.mode == "sync";
   o.checkpoint_dir = ResolveUserPath(flags.checkpoint_dir);
   return o;
@@ -69,18 +56,8 @@ Status TrainWideDeepCommand(const TrainCommandOptions& flags, std::ostream& out,
   AF_ASSIGN_OR_RETURN(CsvData test, LoadCsv(ResolveUserPath(flags.test_path), csv));
   progress << "wide & deep: " << train.features.dim(0) << " training rows, "
            << test.features.dim(0) << " test rows\n";
-  std::unique_ptr<LocalCluster> cluster;
-  WorkerSessionFactory sessions = [](const Graph* graph, int) {
-    return NewSession(graph, SessionOptions());
-  };
-  if (o.num_ps > 0) {
-    AF_ASSIGN_OR_RETURN(cluster, LocalCluster::Start({{"ps", o.num_ps}, {"worker", o.num_workers}}));
-    sessions = [&cluster](const Graph* graph, int worker) -> StatusOr<std::unique_ptr<Session>> {
-      SessionOptions options;
-      AF_ASSIGN_OR_RETURN(options.target, cluster->Target("worker", worker));
-      return NewSession(graph, options);
-    };
-  }
+  AF_ASSIGN_OR_RETURN(BetweenGraphCluster cluster,
+                      OpenBetweenGraphCluster(flags.cluster, "wide-deep", flags.timeout_ms));
   TrainSummaries summaries(ResolveUserPath(flags.logdir), o.batch, o.linear_learning_rate,
                            progress);
   if (summaries.enabled()) {
@@ -88,7 +65,7 @@ Status TrainWideDeepCommand(const TrainCommandOptions& flags, std::ostream& out,
       summaries.Progress(worker, step, planned, loss);
     };
   }
-  AF_ASSIGN_OR_RETURN(WideDeepResult r, TrainWideDeep(o, train, test, sessions));
+  AF_ASSIGN_OR_RETURN(WideDeepResult r, TrainWideDeep(o, train, test, cluster.sessions));
   summaries.End(0, r.global_step,
                 {{"auc", static_cast<float>(r.auc)},
                  {"accuracy", static_cast<float>(r.accuracy)},

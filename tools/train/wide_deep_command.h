@@ -1,11 +1,12 @@
 // `actorflow train --model wide-deep`: the wide & deep classifier
 // (training/estimators/wide_deep.h) on CSV files of tools/ctr_data.py's layout (user,
 // item, site, category, hour, price and a 0/1 label), in one process or between-graph
-// on a local cluster.
+// on a cluster (tools/train/between_graph_cluster.h: local:ps=P,worker=W, or a cluster
+// file).
 //
 //   actorflow train --model wide-deep --train DIR/train.csv --test DIR/test.csv
 //       [--label clicked] [--epochs 2] [--batch 256] [--lr 2] [--hidden 64,32]
-//       [--seed N] [--cluster local:ps=P,worker=W [--mode async|sync]]
+//       [--seed N] [--cluster local:ps=P,worker=W|FILE [--mode async|sync]]
 //       [--checkpoint-dir DIR] [--logdir DIR] [--json]
 //
 // --lr is the wide part's FTRL rate (the deep part trains by Adagrad at 0.05). On a

@@ -6,9 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/cluster/local_cluster.h"
-#include "actors/cluster/session_factory.h"
 #include "tools/cli/cli_common.h"
+#include "tools/train/between_graph_cluster.h"
 #include "tools/train/train_summaries.h"
 #include "training/estimators/word2vec.h"
 
@@ -71,23 +70,13 @@ Status CheckWord2VecFlags(const TrainCommandOptions& flags) {
                            "them, e.g. /usr/share/games/fortunes)");
   }
   Word2VecOptions o = OptionsOf(flags);
-  if (!flags.cluster.empty()) {
-    if (flags.cluster.rfind("local:", 0) != 0) {
-      return InvalidArgument("--model word2vec --cluster " + flags.cluster +
-                             ": only a local cluster (local:ps=P,worker=W) for now");
-    }
-    if (flags.mode != "async") {
-      return InvalidArgument("--model word2vec --mode " + flags.mode +
-                             ": its workers train between-graph asynchronously (--mode async)");
-    }
-    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(flags.cluster));
-    if (shape.count("ps") == 0 || shape.count("worker") == 0) {
-      return InvalidArgument("--cluster " + flags.cluster + ": needs ps and worker jobs, e.g. "
-                             "local:ps=1,worker=2");
-    }
-    o.num_ps = shape.at("ps");
-    o.num_workers = shape.at("worker");
+  if (!flags.cluster.empty() && flags.mode != "async") {
+    return InvalidArgument("--model word2vec --mode " + flags.mode +
+                           ": its workers train between-graph asynchronously (--mode async)");
   }
+  AF_ASSIGN_OR_RETURN(BetweenGraphCluster shape, BetweenGraphShape(flags.cluster, "word2vec"));
+  o.num_ps = shape.num_ps;
+  o.num_workers = shape.num_workers;
   const Status valid = ValidateWord2VecOptions(o);
   if (!valid.ok()) return InvalidArgument("--model word2vec: " + valid.message());
   return Status::OK();
@@ -100,28 +89,17 @@ Status TrainWord2VecCommand(const TrainCommandOptions& flags, std::ostream& out,
                       ReadCorpus(ResolveUserPath(flags.text_path), o.vocab_size));
   progress << "word2vec: " << corpus.ids.size() << " words, vocabulary of "
            << corpus.words.size() << "\n";
-  std::unique_ptr<LocalCluster> cluster;
-  WorkerSessionFactory sessions = [](const Graph* graph, int) {
-    return NewSession(graph, SessionOptions());
-  };
-  if (!flags.cluster.empty()) {
-    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(flags.cluster));
-    o.num_ps = shape.at("ps");
-    o.num_workers = shape.at("worker");
-    AF_ASSIGN_OR_RETURN(cluster, LocalCluster::Start(shape));
-    sessions = [&cluster](const Graph* graph, int worker) -> StatusOr<std::unique_ptr<Session>> {
-      SessionOptions options;
-      AF_ASSIGN_OR_RETURN(options.target, cluster->Target("worker", worker));
-      return NewSession(graph, options);
-    };
-  }
+  AF_ASSIGN_OR_RETURN(BetweenGraphCluster cluster,
+                      OpenBetweenGraphCluster(flags.cluster, "word2vec", flags.timeout_ms));
+  o.num_ps = cluster.num_ps;
+  o.num_workers = cluster.num_workers;
   TrainSummaries summaries(ResolveUserPath(flags.logdir), o.batch, o.learning_rate, progress);
   if (summaries.enabled()) {
     o.on_step = [&summaries](int worker, int64_t step, int64_t planned, double loss) {
       summaries.Progress(worker, step, planned, loss);
     };
   }
-  AF_ASSIGN_OR_RETURN(Word2VecResult result, TrainWord2Vec(o, corpus, sessions));
+  AF_ASSIGN_OR_RETURN(Word2VecResult result, TrainWord2Vec(o, corpus, cluster.sessions));
   summaries.End(0, result.global_step,
                 {{"loss", static_cast<float>(result.loss)},
                  {"words_per_second", static_cast<float>(result.words_per_second)},

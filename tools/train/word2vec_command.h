@@ -1,15 +1,16 @@
 // `actorflow train --model word2vec`: skip-gram word2vec (training/estimators/word2vec.h)
-// on a text file or directory, in one process or between-graph on a local cluster.
+// on a text file or directory, in one process or between-graph on a cluster
+// (tools/train/between_graph_cluster.h: local:ps=P,worker=W, or a cluster file).
 //
 //   actorflow train --model word2vec --text FILE|DIR [--vocab-size 50000]
 //       [--embedding-dim 128] [--num-sampled 64] [--skip-window 1] [--batch 128]
 //       [--steps N] [--optimizer sgd] [--lr 1] [--seed N]
-//       [--cluster local:ps=P,worker=W [--mode async]] [--checkpoint-dir DIR]
+//       [--cluster local:ps=P,worker=W|FILE [--mode async]] [--checkpoint-dir DIR]
 //       [--logdir DIR] [--timeout-ms N] [--json]
 //
 // Defaults for flags not given: SGD at rate 1, batch 128, --mode async. With
-// --cluster local:ps=P,worker=W the W workers train asynchronously on their shards
-// of the text, --steps steps in all. The result (stdout): the mean NCE loss of the
+// --cluster (local:ps=P,worker=W, or a cluster file of ps and worker tasks) the W
+// workers train asynchronously on their shards of the text, --steps steps in all. The result (stdout): the mean NCE loss of the
 // last 100 steps beside that of the first 100, the traffic per step and each
 // frequent word's nearest words; with --json one line holding "model", "loss",
 // "first_loss", "bytes_pushed_per_step", "bytes_pulled_per_step",

@@ -166,7 +166,9 @@ TEST(Word2VecCommandTest, BadFlagsAreNamed) {
          o->mode = "sync";
        },
        "--mode async"},
-      {[](TrainCommandOptions* o) { o->cluster = "cluster.json"; }, "only a local cluster"},
+      {[](TrainCommandOptions* o) { o->cluster = "/nonexistent/cluster.json"; },
+       "/nonexistent/cluster.json"},
+      {[](TrainCommandOptions* o) { o->cluster = "local:worker=2"; }, "needs ps and worker"},
   };
   for (const Case& c : cases) {
     TrainCommandOptions options = Word2Vec(text);
