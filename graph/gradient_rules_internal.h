@@ -7,9 +7,11 @@
 #define ACTORFLOW_GRAPH_GRADIENT_RULES_INTERNAL_H_
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "graph/gradients.h"
 #include "graph/graph.h"
 #include "graph/scope.h"
 #include "graph/sparse_ops.h"
@@ -39,6 +41,12 @@ using SparseGradientFn = std::function<Status(const Scope& s, const Node& op,
                                               const Output& dy, IndexedSlices* dx0)>;
 // Gather's rule, or nullptr for an op without a sparse rule.
 const SparseGradientFn* FindSparseGradientFn(const std::string& op);
+
+// The sequence models' rules, each file adding its ops' rules to the table:
+// graph/gradient_rules_shape.cc, gradient_rules_math.cc and gradient_rules_rnn.cc.
+void AddShapeGradientRules(std::map<std::string, GradientFn>* table);
+void AddMathGradientRules(std::map<std::string, GradientFn>* table);
+void AddRnnGradientRules(std::map<std::string, GradientFn>* table);
 
 }  // namespace gradient_rules_internal
 }  // namespace actorflow

@@ -15,6 +15,9 @@ const reference::RefTable& Table() {
     reference::AddConvOps(t);
     reference::AddNormOps(t);
     reference::AddSparseOps(t);
+    reference::AddShapeOps(t);
+    reference::AddMathOps(t);
+    reference::AddRnnOps(t);
     return t;
   }();
   return *table;

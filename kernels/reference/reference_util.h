@@ -40,6 +40,9 @@ void AddNnOps(RefTable* table);
 void AddConvOps(RefTable* table);  // reference_conv.cc
 void AddNormOps(RefTable* table);  // reference_norm.cc
 void AddSparseOps(RefTable* table);  // reference_sparse.cc
+void AddShapeOps(RefTable* table);   // reference_shape.cc
+void AddMathOps(RefTable* table);    // reference_math.cc
+void AddRnnOps(RefTable* table);     // reference_rnn.cc
 
 // --- Indexing ---------------------------------------------------------------------
 

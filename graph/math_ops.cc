@@ -1,0 +1,3 @@
+#include "graph/math_ops.h"
+
+namespace actorflow {}  // namespace actorflow

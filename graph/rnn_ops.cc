@@ -1,0 +1,3 @@
+#include "graph/rnn_ops.h"
+
+namespace actorflow {}  // namespace actorflow

@@ -1,0 +1,3 @@
+#include "graph/shape_ops.h"
+
+namespace actorflow {}  // namespace actorflow
