@@ -1,6 +1,8 @@
 // Every backward rule of the op set, one function per differentiable op, and the
 // table that Gradients() looks them up in (see graph/gradients.h for the contract).
-// The rules of the normalization ops live in graph/gradient_rules_norm.cc.
+// The rules of the normalization ops live in graph/gradient_rules_norm.cc, those of
+// the sparse ops in gradient_rules_sparse.cc, and the sequence models' in
+// gradient_rules_shape.cc, gradient_rules_math.cc and gradient_rules_rnn.cc.
 //
 // Notation in the comments: g is the incoming gradient (the gradient of the op's
 // output), dx the gradient of input x. Binary element-wise ops broadcast, so their

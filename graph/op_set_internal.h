@@ -14,6 +14,10 @@
 //   ops_queue.cc             queues and the CSV reader
 //   ops_nn_conv.cc           Conv2D, MaxPool, AvgPool and their backward ops (NHWC)
 //   ops_nn_norm.cc           FusedBatchNorm, FusedBatchNormGrad and Dropout
+//   ops_sparse.cc            row gathers, segment sums and sparse updates (embeddings)
+//   ops_shape.cc             the sequence models' shape ops (ExpandDims, Pack, Split, ...)
+//   ops_math.cc              BatchMatMul, LayerNorm, Gelu and their backward ops
+//   ops_rnn.cc               the fused LSTM and GRU cells and their backward ops
 // The first two hold the core op set, the one that CPU and reference kernels must
 // cover (kernels/kernel_coverage_test.cc); graph/ops.h documents what each op
 // promises, and shape arithmetic lives in graph/shape_inference.h.

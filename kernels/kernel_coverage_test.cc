@@ -57,6 +57,18 @@ std::map<std::string, std::set<DType>> RequiredCpuKernels() {
                          "Transpose", "ConcatV2", "Slice"}) {
     required[op].insert(kAllDTypes.begin(), kAllDTypes.end());
   }
+  // The sequence models' ops (graph/shape_ops.h, math_ops.h, rnn_ops.h).
+  for (const char* op : {"ExpandDims", "Squeeze", "Pack", "Unpack", "Split", "Tile",
+                         "StridedSlice", "StridedSliceGrad", "MatrixBandPart"}) {
+    required[op].insert(kAllDTypes.begin(), kAllDTypes.end());
+  }
+  required["Select"].insert(DType::kBool);  // registered by cond's dtype
+  required["OneHot"].insert({DType::kInt32, DType::kInt64});
+  for (const char* op : {"BatchMatMul", "LayerNorm", "LayerNormGrad", "Gelu", "GeluGrad",
+                         "LSTMBlockCell", "LSTMBlockCellGrad", "GRUBlockCell",
+                         "GRUBlockCellGrad"}) {
+    required[op].insert({DType::kFloat32, DType::kFloat64});
+  }
   return required;
 }
 
