@@ -16,6 +16,7 @@
 #include "tools/graph_command.h"
 #include "tools/launch_command.h"
 #include "tools/plot_command.h"
+#include "tools/train/char_lm_command.h"
 #include "tools/train/predict_command.h"
 #include "tools/run_command.h"
 #include "tools/serve/serve_command.h"
@@ -45,6 +46,7 @@ std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
       AddServerSubcommand(app),
       AddTrainSubcommand(app),
       AddPredictSubcommand(app),
+      AddSampleSubcommand(app),
       AddTuneSubcommand(app),
       AddLaunchSubcommand(app),
       AddPlotSubcommand(app),

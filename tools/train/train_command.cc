@@ -21,6 +21,7 @@
 #include "tools/train/train_flags.h"
 #include "tools/train/train_summaries.h"
 #include "tools/train/wide_deep_command.h"
+#include "tools/train/char_lm_command.h"
 #include "tools/train/word2vec_command.h"
 #include "placement/device_name.h"
 #include "training/estimators/dnn_classifier.h"
@@ -208,6 +209,10 @@ int TrainCommand(const TrainCommandOptions& options, std::ostream& out, std::ost
     return RunChecked(out, err, [&]() { return CheckWideDeepFlags(options); },
                       [&]() { return TrainWideDeepCommand(options, out, progress); });
   }
+  if (options.model == "char-lstm" || options.model == "char-transformer") {
+    return RunChecked(out, err, [&]() { return CheckCharLmFlags(options); },
+                      [&]() { return TrainCharLmCommand(options, out, progress); });
+  }
   if (options.model == "word2vec") {
     return RunChecked(out, err, [&]() { return CheckWord2VecFlags(options); },
                       [&]() { return TrainWord2VecCommand(options, out, progress); });
@@ -240,7 +245,8 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
                   "Devices of the local session: cpu=N[,gpu=M] (default: 1 CPU, every GPU)");
   app->add_option("--model", options->model,
                   "Network: mlp, cnn (square images, e.g. 8x8 digits), rnn (rows as time "
-                  "steps), word2vec (--text) or wide-deep (ctr_data.py's CSV files)")
+                  "steps), word2vec (--text), wide-deep (ctr_data.py's CSV files), char-lstm or "
+                  "char-transformer (--text)")
       ->capture_default_str();
   app->add_option("--split", options->split,
                   "Model parallelism over --devices: none, layer, vertical (mlp) or towers (cnn)")

@@ -130,6 +130,13 @@ struct TrainCommandOptions {
   int64_t embedding_dim = 128;
   int64_t num_sampled = 64;
   int64_t skip_window = 1;
+  // --model char-lstm|char-transformer (tools/train/char_lm_command.h): the window
+  // length, the validation characters evaluated (0: all), and the Transformer's shape.
+  int64_t seq_len = 64;
+  int64_t eval_chars = 65536;
+  int64_t width = 128;
+  int64_t heads = 4;
+  int64_t blocks = 4;
   std::string data_format = "idx";
   // With --data-format tfrecord: a record whose data fails its CRC (or a file cut
   // short) is skipped and counted on stderr instead of failing the run.

@@ -49,8 +49,8 @@ void AddModelAndDataFlags(CLI::App* app, TrainCommandOptions* options) {
   app->add_flag("--skip-corrupt-records", options->skip_corrupt_records,
                 "With --data-format tfrecord: skip and count damaged records instead of failing");
   app->add_option("--text", options->text_path,
-                  "--model word2vec: a text file or a directory of them (e.g. "
-                  "/usr/share/games/fortunes)");
+                  "--model word2vec, char-lstm, char-transformer: a text file or a directory "
+                  "of them (e.g. /usr/share/games/fortunes)");
   app->add_option("--vocab-size", options->vocab_size,
                   "--model word2vec: words kept, UNK included")
       ->capture_default_str();
@@ -61,6 +61,18 @@ void AddModelAndDataFlags(CLI::App* app, TrainCommandOptions* options) {
       ->capture_default_str();
   app->add_option("--skip-window", options->skip_window,
                   "--model word2vec: context words on each side of a center word")
+      ->capture_default_str();
+  app->add_option("--seq-len", options->seq_len,
+                  "--model char-lstm|char-transformer: characters per training window")
+      ->capture_default_str();
+  app->add_option("--eval-chars", options->eval_chars,
+                  "--model char-lstm|char-transformer: validation characters evaluated (0: all)")
+      ->capture_default_str();
+  app->add_option("--width", options->width, "--model char-transformer: model width d")
+      ->capture_default_str();
+  app->add_option("--heads", options->heads, "--model char-transformer: attention heads")
+      ->capture_default_str();
+  app->add_option("--blocks", options->blocks, "--model char-transformer: Transformer blocks")
       ->capture_default_str();
   app->add_flag("--augment", options->augment,
                 "Random left-right flips and crops of the training images (with --dataset)");
@@ -87,6 +99,14 @@ bool DefaultsOfModel(const std::string& model, ModelFlagDefaults* defaults) {
   }
   if (model == "word2vec") {  // TensorFlow's basic word2vec: SGD at rate 1, batch 128
     *defaults = {mlp.hidden, "sgd", 1.0, 128, 0};
+    return true;
+  }
+  if (model == "char-lstm") {  // --hidden: the LSTM layers; Adam 0.002
+    *defaults = {"256,256", "adam", 0.002, 32, 0};
+    return true;
+  }
+  if (model == "char-transformer") {
+    *defaults = {mlp.hidden, "adam", 0.001, 32, 0};
     return true;
   }
   if (model == "wide-deep") {  // --lr: the wide part's FTRL rate; two passes
@@ -122,6 +142,8 @@ void ApplyModelDefaults(const std::function<bool(const std::string& flag)>& give
   if (!given("--batch")) options->batch = defaults.batch;
   if (!given("--lr-decay")) options->lr_decay = defaults.lr_decay;
   if (!given("--epochs") && !given("--steps")) options->epochs = defaults.epochs;
+  // The character models read 64-dimensional character embeddings unless told.
+  if (options->model == "char-lstm" && !given("--embedding-dim")) options->embedding_dim = 64;
   // word2vec's and wide & deep's workers train between-graph, asynchronously.
   if ((options->model == "word2vec" || options->model == "wide-deep") && !given("--mode")) {
     options->mode = "async";

@@ -1,0 +1,111 @@
+// Character language models (training/data/char_text.h's corpus): `char-lstm`
+// (an embedding, stacked LSTM layers, a dense layer to the vocabulary) and
+// `char-transformer` (an embedding plus learned positions, pre-norm causal
+// Transformer blocks, a final layer norm, a dense layer), trained by Adam on the mean
+// cross-entropy of every position of random windows, and measured in bits per
+// character on the validation split.
+//
+//   AF_ASSIGN_OR_RETURN(CharCorpus corpus, ReadCharCorpus("/usr/share/games/fortunes"));
+//   CharLmOptions options;                       // char-lstm, seq_len 64, batch 32
+//   AF_ASSIGN_OR_RETURN(CharLmResult r, TrainCharLm(options, corpus, LocalSessions()));
+//   r.bits_per_char;
+//
+// The graph (BuildCharLm) takes any batch size: "inputs" and "targets" are int32
+// [B, seq_len] character ids; "logits" [B * seq_len, vocabulary] (row b * seq_len + t
+// predicts targets[b, t]), "losses" [B * seq_len] (each position's cross-entropy in
+// nats), "loss" their mean, and "train" one Adam step on it.
+//
+// Model directory (--checkpoint-dir, training/estimators/model_dir.h): char_lm.json
+// (the model's shape and its vocabulary) beside the checkpoints; training there
+// resumes, and a directory of another model or vocabulary is refused, naming what
+// differs. SampleCharLm reads it back.
+//
+// Thread safety: the functions build their own graphs and sessions; none is shared.
+#ifndef ACTORFLOW_TRAINING_ESTIMATORS_CHAR_LM_H_
+#define ACTORFLOW_TRAINING_ESTIMATORS_CHAR_LM_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/scope.h"
+#include "graph/status.h"
+#include "training/data/char_text.h"
+#include "training/estimators/worker_sessions.h"
+
+namespace actorflow {
+
+// The model's shape: what char_lm.json records.
+struct CharLmSpec {
+  std::string model = "char-lstm";  // or "char-transformer"
+  int64_t seq_len = 64;
+  std::vector<char32_t> vocabulary;
+  int64_t embedding_dim = 64;                 // char-lstm
+  std::vector<int64_t> lstm_units = {256, 256};
+  int64_t width = 128;                        // char-transformer: d
+  int64_t heads = 4;
+  int64_t blocks = 4;
+  uint64_t seed = 1;  // of the initial weights
+
+  bool operator==(const CharLmSpec& o) const;
+  bool operator!=(const CharLmSpec& o) const { return !(*this == o); }
+};
+
+// InvalidArgument naming the first bad field (an unknown model, seq_len < 1, a
+// vocabulary of fewer than 2 characters, heads that do not divide the width, ...).
+Status ValidateCharLmSpec(const CharLmSpec& spec);
+
+// char_lm.json's text and its parse (InvalidArgument naming `path`); what differs
+// between two specs, for errors ("vocabulary: 96 characters vs 113").
+std::string CharLmSpecToJson(const CharLmSpec& spec);
+StatusOr<CharLmSpec> ParseCharLmSpec(const std::string& text, const std::string& path);
+std::string DescribeCharLmDifference(const CharLmSpec& a, const CharLmSpec& b);
+
+// Builds the graph described above into `root`; `learning_rate` > 0 adds "train".
+Status BuildCharLm(const Scope& root, const CharLmSpec& spec, double learning_rate);
+
+struct CharLmOptions {
+  CharLmSpec spec;           // its vocabulary is set from the corpus
+  int64_t batch = 32;
+  int64_t steps = 1000;
+  double learning_rate = 0;  // 0: 0.002 for char-lstm, 0.001 for char-transformer
+  uint64_t data_seed = 1;    // of the training windows
+  int64_t eval_chars = 65536;  // validation characters evaluated (0: all)
+  std::string checkpoint_dir;  // empty: none
+  StepObserver on_step;        // may be empty
+};
+
+struct CharLmResult {
+  double bits_per_char = 0;        // on the validation split, after training
+  double first_bits_per_char = 0;  // after the first 10 steps (or all, if fewer)
+  double samples_per_second = 0;   // windows trained per second, evaluation excluded
+  double seconds = 0;              // training, evaluation excluded
+  int64_t steps = 0;
+  int64_t global_step = 0;         // steps plus those of the checkpoint resumed from
+  std::vector<double> losses;      // each step's training loss (nats)
+};
+
+StatusOr<CharLmResult> TrainCharLm(const CharLmOptions& options, const CharCorpus& corpus,
+                                   const WorkerSessionFactory& sessions);
+
+struct SampleOptions {
+  int64_t length = 200;     // characters generated
+  uint64_t seed = 1;
+  std::string prime = "\n";  // the text the generation continues
+  double temperature = 1.0;
+};
+
+// Generates text from the model directory `dir` (char_lm.json and its latest
+// checkpoint): each next character drawn from the softmax of the logits (divided by
+// the temperature) at the last position of the window of the seq_len characters
+// before it, the window padded on the left with newlines while shorter. Errors:
+// NotFound for a directory without char_lm.json or a checkpoint; InvalidArgument for
+// a prime holding characters outside the vocabulary (named) or not UTF-8.
+// The result is the prime followed by the generated text. `sessions` opens the
+// session (worker 0).
+StatusOr<std::string> SampleCharLm(const std::string& dir, const SampleOptions& options,
+                                   const WorkerSessionFactory& sessions);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_TRAINING_ESTIMATORS_CHAR_LM_H_
