@@ -1,0 +1,111 @@
+// `actorflow train --model char-lstm|char-transformer` through its C++ entry point on a
+// generated text of fortune records: its JSON line, a model directory that resumes,
+// and the flags it refuses, each named.
+#include "tools/train/char_lm_command.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/test_files.h"
+#include "tools/train/train_command.h"
+#include "tools/train/train_flags.h"
+
+namespace actorflow {
+namespace cli {
+namespace {
+
+using ::testing::HasSubstr;
+
+// 100 records of "the cat sat on the mat", "%"-separated.
+std::string WriteText(const ScopedTempDir& dir) {
+  std::string text;
+  for (int k = 0; k < 100; ++k) text += "the cat sat on the mat " + std::to_string(k % 7) + "\n%\n";
+  const std::string path = dir.File("text.txt");
+  EXPECT_TRUE(WriteTestFile(path, text));
+  return path;
+}
+
+TrainCommandOptions CharLm(const std::string& model, const std::string& text) {
+  TrainCommandOptions options;
+  options.model = model;
+  ApplyModelDefaults([](const std::string&) { return false; }, &options);
+  options.text_path = text;
+  options.steps = 40;
+  options.seq_len = 16;
+  options.batch = 8;
+  options.hidden = "32";
+  options.embedding_dim = 8;
+  options.width = 16;
+  options.heads = 2;
+  options.blocks = 1;
+  options.json = true;
+  return options;
+}
+
+nlohmann::json RunJson(const TrainCommandOptions& options) {
+  std::ostringstream out, err;
+  EXPECT_EQ(TrainCommand(options, out, err, /*interactive=*/false), kExitOk) << err.str();
+  return nlohmann::json::parse(out.str(), nullptr, /*allow_exceptions=*/false);
+}
+
+class CharLmCommandTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CharLmCommandTest, PrintsTheJsonFieldsAndResumes) {
+  ScopedTempDir dir("char_lm");
+  TrainCommandOptions options = CharLm(GetParam(), WriteText(dir));
+  options.checkpoint_dir = dir.File("model");
+  const nlohmann::json j = RunJson(options);
+  ASSERT_TRUE(j.is_object()) << j;
+  EXPECT_EQ(j["model"], GetParam());
+  EXPECT_EQ(j["steps"], 40);
+  EXPECT_EQ(j["global_step"], 40);
+  EXPECT_LT(j["bits_per_char"].get<double>(), j["first_bits_per_char"].get<double>()) << j;
+  EXPECT_GT(j["samples_per_second"].get<double>(), 0);
+  EXPECT_EQ(j["train_chars"].get<int64_t>() + j["validation_chars"].get<int64_t>(), 100 * 25);
+  const nlohmann::json resumed = RunJson(options);
+  ASSERT_TRUE(resumed.is_object()) << resumed;
+  EXPECT_EQ(resumed["global_step"], 80);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, CharLmCommandTest,
+                         ::testing::Values("char-lstm", "char-transformer"));
+
+TEST(CharLmCommandFlagsTest, BadFlagsAreNamed) {
+  ScopedTempDir dir("char_lm");
+  const std::string text = WriteText(dir);
+  struct Case {
+    std::string model;
+    std::function<void(TrainCommandOptions*)> change;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"char-lstm", [](TrainCommandOptions* o) { o->text_path.clear(); }, "needs --text"},
+      {"char-lstm", [](TrainCommandOptions* o) { o->text_path = "/nonexistent/t"; },
+       "/nonexistent/t"},
+      {"char-transformer", [](TrainCommandOptions* o) { o->heads = 3; },
+       "3 heads do not divide the width 16"},
+      {"char-lstm", [](TrainCommandOptions* o) { o->hidden = "32,x"; }, "--hidden '32,x'"},
+      {"char-lstm", [](TrainCommandOptions* o) { o->seq_len = 0; }, "seq_len must be >= 1"},
+      {"char-lstm", [](TrainCommandOptions* o) { o->seq_len = 5000; }, "--seq-len 5000"},
+      {"char-lstm", [](TrainCommandOptions* o) { o->cluster = "local:ps=1,worker=2"; },
+       "one process"},
+  };
+  for (const Case& c : cases) {
+    TrainCommandOptions options = CharLm(c.model, text);
+    c.change(&options);
+    std::ostringstream out, err;
+    EXPECT_NE(TrainCommand(options, out, err, /*interactive=*/false), kExitOk) << c.message;
+    EXPECT_THAT(err.str(), HasSubstr(c.message));
+  }
+}
+
+}  // namespace
+}  // namespace cli
+}  // namespace actorflow
