@@ -17,14 +17,18 @@
 // What is here, by layer:
 //   errors and values   Status/StatusOr, DType, Shape, Tensor
 //   graph building      Graph, Scope, the op functions (sparse ones: Gather, Scatter*,
-//                       SparseApply*), Gradients (dense or IndexedSlices)
+//                       SparseApply*; sequence ones: Pack, Split, BatchMatMul,
+//                       LayerNorm, the fused LSTM/GRU cells, ...), Gradients (dense or
+//                       IndexedSlices)
 //   running             Session, SessionOptions, RunOptions, RunMetadata, NewSession,
 //                       ClientSession
 //   clusters            ClusterSpec, Server, LocalCluster (targets actorflow://host:port),
 //                       ReplicaDeviceSetter (variables on ps tasks, the rest on a worker)
 //   training            variables, layers (Dense; the layer classes Conv2D, Dense,
-//                       BatchNormalization, Dropout), optimizers, datasets (CSV, IDX
-//                       and TFRecord files, image augmentation), DNNClassifier,
+//                       BatchNormalization, Dropout; the sequence layers Embedding,
+//                       LSTM, GRU, MultiHeadAttention, TransformerBlock), optimizers,
+//                       datasets (CSV, IDX and TFRecord files, image augmentation,
+//                       character text), DNNClassifier,
 //                       checkpoints (Saver), SummaryWriter (TensorBoard event files)
 #ifndef ACTORFLOW_ACTORFLOW_H_
 #define ACTORFLOW_ACTORFLOW_H_
@@ -32,9 +36,12 @@
 // Errors, values, graphs and the builder API.
 #include "graph/gradients.h"
 #include "graph/graph.h"
+#include "graph/math_ops.h"
 #include "graph/ops.h"
+#include "graph/rnn_ops.h"
 #include "graph/scope.h"
 #include "graph/shape.h"
+#include "graph/shape_ops.h"
 #include "graph/sampled_ops.h"
 #include "graph/sparse_ops.h"
 #include "graph/status.h"
@@ -56,6 +63,7 @@
 // Training: variables, optimizers, input pipelines, the Estimator-style classifier,
 // checkpoints.
 #include "training/checkpoint/checkpoint.h"
+#include "training/data/char_text.h"
 #include "training/data/csv_dataset.h"
 #include "training/data/dataset.h"
 #include "training/data/idx_file_dataset.h"
@@ -64,6 +72,7 @@
 #include "training/estimators/dnn_classifier.h"
 #include "training/estimators/layer_classes.h"
 #include "training/estimators/layers.h"
+#include "training/estimators/sequence_layers.h"
 #include "training/optimizers/optimizer.h"
 #include "training/summary/summary_writer.h"
 #include "training/optimizers/variables.h"
