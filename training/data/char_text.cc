@@ -138,16 +138,16 @@ StatusOr<CharCorpus> CharCorpusFromText(const std::string& text, const std::stri
   return corpus;
 }
 
-StatusOr<CharCorpus> ReadCharCorpus(const std::string& path) {
+StatusOr<std::vector<std::string>> ListTextFiles(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code error;
-  std::vector<fs::path> files;
+  std::vector<std::string> files;
   if (fs::is_directory(path, error)) {
     for (const fs::directory_entry& entry : fs::directory_iterator(path, error)) {
       const std::string name = entry.path().filename().string();
       const bool index_file = (name.size() > 4 && name.substr(name.size() - 4) == ".dat") ||
                               (name.size() > 3 && name.substr(name.size() - 3) == ".u8");
-      if (entry.is_regular_file() && !index_file) files.push_back(entry.path());
+      if (entry.is_regular_file() && !index_file) files.push_back(entry.path().string());
     }
     std::sort(files.begin(), files.end());
   } else if (fs::is_regular_file(path, error)) {
@@ -157,15 +157,20 @@ StatusOr<CharCorpus> ReadCharCorpus(const std::string& path) {
     return NotFound("--text '" + path + "' is neither a readable file nor a directory of "
                     "text files");
   }
+  return files;
+}
+
+StatusOr<CharCorpus> ReadCharCorpus(const std::string& path) {
+  AF_ASSIGN_OR_RETURN(const std::vector<std::string> files, ListTextFiles(path));
   std::string text;
-  for (const fs::path& file : files) {
+  for (const std::string& file : files) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) return NotFound("cannot read '" + file.string() + "'");
+    if (!in) return NotFound("cannot read '" + file + "'");
     std::ostringstream content;
     content << in.rdbuf();
     const std::string part = content.str();
     // Each file is checked alone, so an error names the file and its own offset.
-    AF_RETURN_IF_ERROR(DecodeUtf8(part, "'" + file.string() + "'").status());
+    AF_RETURN_IF_ERROR(DecodeUtf8(part, "'" + file + "'").status());
     text += part;
     if (!part.empty() && part.back() != '\n') text += '\n';
   }

@@ -42,13 +42,18 @@ struct CharCorpus {
 StatusOr<std::u32string> DecodeUtf8(const std::string& text, const std::string& what);
 std::string EncodeUtf8(const std::u32string& code_points);
 
+// The text files `path` names: itself when it is a regular file, else the regular
+// files of the directory whose names do not end in ".dat" or ".u8" (the layout of
+// Debian's fortunes package), in name order. NotFound naming the path when there is
+// none.
+StatusOr<std::vector<std::string>> ListTextFiles(const std::string& path);
+
 // The corpus of `text` (named `what` in errors): InvalidArgument for text that is
 // not UTF-8 or whose training or validation part is empty (fewer than 10 records).
 StatusOr<CharCorpus> CharCorpusFromText(const std::string& text, const std::string& what);
 
-// Reads `path`, a text file or a directory of them (every regular file not ending in
-// ".dat" or ".u8", in name order: the layout of Debian's fortunes package); NotFound
-// naming the path when there is none; the errors above naming the file.
+// Reads the files of ListTextFiles(path); its errors, and the errors above naming
+// the file.
 StatusOr<CharCorpus> ReadCharCorpus(const std::string& path);
 
 // A batch of windows: inputs[b, t] = text[start_b + t], targets[b, t] =

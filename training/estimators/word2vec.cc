@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <optional>
@@ -16,6 +15,7 @@
 #include "graph/sampled_ops.h"
 #include "graph/scope.h"
 #include "graph/sparse_ops.h"
+#include "training/data/char_text.h"
 #include "training/estimators/model_dir.h"
 #include "training/optimizers/optimizer.h"
 #include "training/optimizers/variables.h"
@@ -247,28 +247,12 @@ StatusOr<Corpus> CorpusFromText(const std::string& text, int64_t vocab_size) {
 }
 
 StatusOr<Corpus> ReadCorpus(const std::string& path, int64_t vocab_size) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  std::vector<fs::path> files;
-  if (fs::is_directory(path, error)) {
-    for (const fs::directory_entry& entry : fs::directory_iterator(path, error)) {
-      const std::string name = entry.path().filename().string();
-      const bool index_file = name.size() > 4 && (name.substr(name.size() - 4) == ".dat" ||
-                                                  name.substr(name.size() - 3) == ".u8");
-      if (entry.is_regular_file() && !index_file) files.push_back(entry.path());
-    }
-    std::sort(files.begin(), files.end());
-  } else if (fs::is_regular_file(path, error)) {
-    files.push_back(path);
-  }
-  if (files.empty()) {
-    return NotFound("word2vec: --text '" + path + "' is neither a readable file nor a "
-                    "directory of text files");
-  }
+  StatusOr<std::vector<std::string>> files = ListTextFiles(path);
+  if (!files.ok()) return NotFound("word2vec: " + files.status().message());
   std::string text;
-  for (const fs::path& file : files) {
+  for (const std::string& file : *files) {
     std::ifstream in(file, std::ios::binary);
-    if (!in) return NotFound("word2vec: cannot read '" + file.string() + "'");
+    if (!in) return NotFound("word2vec: cannot read '" + file + "'");
     std::ostringstream content;
     content << in.rdbuf();
     text += content.str();
