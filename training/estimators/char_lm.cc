@@ -4,11 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <numeric>
 #include <optional>
-#include <sstream>
 #include <utility>
 
 #include "graph/ops.h"
@@ -95,22 +93,19 @@ StatusOr<double> Evaluate(Session* session, const std::vector<CharBatch>& batche
 // Writes char_lm.json into a new model directory, or checks an existing one's.
 Status PrepareCharLmDir(const std::string& dir, const CharLmSpec& spec) {
   if (dir.empty()) return Status::OK();
-  const std::string path = dir + "/char_lm.json";
   std::error_code error;
   std::filesystem::create_directories(dir, error);
-  if (std::filesystem::exists(path)) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    AF_ASSIGN_OR_RETURN(CharLmSpec existing, ParseCharLmSpec(text.str(), path));
-    if (existing != spec) {
+  StatusOr<CharLmSpec> existing = ReadCharLmSpec(dir);
+  if (existing.ok()) {
+    if (*existing != spec) {
       return FailedPrecondition("--checkpoint-dir " + dir + " holds another model (" +
-                                DescribeCharLmDifference(existing, spec) +
+                                DescribeCharLmDifference(*existing, spec) +
                                 "): use another directory");
     }
     return Status::OK();
   }
-  return WriteFileByRename(path, CharLmSpecToJson(spec));
+  if (existing.status().code() != Code::kNotFound) return existing.status();
+  return WriteFileByRename(dir + "/" + kCharLmSpecFile, CharLmSpecToJson(spec));
 }
 
 }  // namespace

@@ -61,6 +61,10 @@ std::string CharLmSpecToJson(const CharLmSpec& spec);
 StatusOr<CharLmSpec> ParseCharLmSpec(const std::string& text, const std::string& path);
 std::string DescribeCharLmDifference(const CharLmSpec& a, const CharLmSpec& b);
 
+inline constexpr char kCharLmSpecFile[] = "char_lm.json";
+// DIR/char_lm.json read and parsed; NotFound naming it when it is missing.
+StatusOr<CharLmSpec> ReadCharLmSpec(const std::string& dir);
+
 // Builds the graph described above into `root`; `learning_rate` > 0 adds "train".
 Status BuildCharLm(const Scope& root, const CharLmSpec& spec, double learning_rate);
 

@@ -1,9 +1,7 @@
 // SampleCharLm: text from a char LM's model directory, one character per run of the
 // window before it.
 #include <cmath>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "graph/scope.h"
 #include "training/checkpoint/checkpoint.h"
@@ -11,19 +9,6 @@
 
 namespace actorflow {
 namespace {
-
-StatusOr<CharLmSpec> ReadCharLmSpec(const std::string& dir) {
-  const std::string path = dir + "/char_lm.json";
-  std::ifstream in(path);
-  if (!in.is_open()) {
-    return NotFound(path + ": no char LM description (is '" + dir +
-                    "' a directory written by train --model char-lstm|char-transformer "
-                    "--checkpoint-dir?)");
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseCharLmSpec(text.str(), path);
-}
 
 // A draw from softmax(logits / temperature).
 int32_t Draw(const float* logits, int64_t n, double temperature, std::mt19937_64* rng) {

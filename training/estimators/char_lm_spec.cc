@@ -1,4 +1,5 @@
 // char_lm.json (CharLmSpec): validation, JSON and differences.
+#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -104,6 +105,19 @@ std::string DescribeCharLmDifference(const CharLmSpec& a, const CharLmSpec& b) {
   field("blocks", a.blocks, b.blocks);
   field("seed", a.seed, b.seed);
   return out.str();
+}
+
+StatusOr<CharLmSpec> ReadCharLmSpec(const std::string& dir) {
+  const std::string path = dir + "/" + kCharLmSpecFile;
+  std::ifstream in(path);
+  if (!in.is_open()) {
+    return NotFound(path + ": no char LM description (is '" + dir +
+                    "' a directory written by train --model char-lstm|char-transformer "
+                    "--checkpoint-dir?)");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseCharLmSpec(text.str(), path);
 }
 
 }  // namespace actorflow
