@@ -96,12 +96,27 @@ TEST(ServeCliTest, ABurstOfConnectionsIsAnsweredWith200Or503AndAnotherClientStil
                errno != EINPROGRESS) {
       c.done = true;
       c.error = std::string("connect: ") + std::strerror(errno);
+    } else {
+      // The request goes at once where the socket takes it: the server closes a
+      // connection that sends nothing within its keep-alive timeout (2 s), and on a
+      // loaded machine the poll loop below may reach the last of 10000 sockets
+      // later than that. Where it does not take it yet, the loop sends it.
+      const ssize_t n = send(c.fd, request.data(), request.size(), MSG_NOSIGNAL);
+      if (n > 0) {
+        c.sent = static_cast<size_t>(n);
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOTCONN &&
+                 errno != EINPROGRESS) {
+        c.done = true;
+        c.error = std::string("send: ") + std::strerror(errno);
+      }
     }
   }
-  // Another client, while the burst is in flight. Every connection has a thread of
-  // its own, so this one is read at once; while the burst fills the replicas (or
-  // --max-connections) it may be told 503, as any client may, and asks again, as a
-  // client should, until it has its answer.
+  // Another client, while the burst is in flight. Connections get threads of their
+  // own up to --max-connections + 64; this one may wait behind the burst's excess
+  // (served in accept order, each quickly: it asked to close), and while the burst
+  // fills the replicas (or --max-connections) it may be told 503, as any client may,
+  // and asks again, as a client should, until it has its answer. On a loaded 2-core
+  // machine that took up to 10 s, hence the bound of 20.
   Reply other;
   int other_overloaded = 0;
   Clock::duration other_took{};
@@ -111,7 +126,7 @@ TEST(ServeCliTest, ABurstOfConnectionsIsAnsweredWith200Or503AndAnotherClientStil
     do {
       other = Post(*client, kPredict, R"({"instances": [5.0]})");
       if (other.code == 503) ++other_overloaded;
-    } while (other.code == 503 && Clock::now() - start < std::chrono::seconds(10));
+    } while (other.code == 503 && Clock::now() - start < std::chrono::seconds(20));
     other_took = Clock::now() - start;
   });
 
@@ -188,7 +203,7 @@ TEST(ServeCliTest, ABurstOfConnectionsIsAnsweredWith200Or503AndAnotherClientStil
             << " ms\n";
   EXPECT_EQ(other.code, 200) << other;
   EXPECT_EQ(other.body, json::parse(R"({"predictions":[4.5]})")) << other;
-  EXPECT_LT(other_took, std::chrono::seconds(10));
+  EXPECT_LT(other_took, std::chrono::seconds(20));
   ASSERT_FALSE(server->child().HasExited()) << server->child().err();
   EXPECT_EQ(server->Post(kPredict, kBody12).body, kHalfPlusTwoOf12);
   server->Stop();
