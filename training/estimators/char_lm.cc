@@ -10,11 +10,7 @@
 #include <utility>
 
 #include "graph/ops.h"
-#include "graph/shape_ops.h"
 #include "training/estimators/model_dir.h"
-#include "training/estimators/sequence_layers.h"
-#include "training/optimizers/optimizer.h"
-#include "training/optimizers/variables.h"
 
 namespace actorflow {
 namespace {
@@ -22,69 +18,36 @@ namespace {
 constexpr int kFirstEvaluationStep = 10;
 constexpr double kLn2 = 0.6931471805599453;
 
-Output ShapeConst(const Scope& s, std::vector<int32_t> dims) {
-  return Const(s, Tensor::FromVector(dims));
-}
-
-// [B, T] ids -> [B * T, features]: the LSTM stack's outputs.
-StatusOr<std::pair<Output, int64_t>> LstmStack(const Scope& root, const CharLmSpec& spec,
-                                               const Output& embedded) {
-  std::vector<Output> steps = Unpack(root.NewSubScope("steps"), embedded, spec.seq_len, 1);
-  int64_t layer = 0;
-  for (int64_t units : spec.lstm_units) {
-    layers::LSTM lstm("lstm_" + std::to_string(layer),
-                      {units, 1.0f, static_cast<int64_t>(spec.seed) + 10 + layer});
-    AF_ASSIGN_OR_RETURN(layers::RecurrentOutputs out, lstm(root, steps));
-    steps = std::move(out.outputs);
-    ++layer;
-  }
-  const int64_t units = spec.lstm_units.back();
-  const Scope s = root.NewSubScope("lstm_outputs");
-  return std::make_pair(Reshape(s, Pack(s, steps, 1), ShapeConst(s, {-1, static_cast<int32_t>(units)})),
-                        units);
-}
-
-// [B, T, width] embedded ids -> [B * T, width]: positions added, the blocks, a norm.
-StatusOr<std::pair<Output, int64_t>> TransformerStack(const Scope& root, const CharLmSpec& spec,
-                                                      const Output& embedded) {
-  const int64_t seed = static_cast<int64_t>(spec.seed);
-  const Scope init = root.NewSubScope("positions_init");
-  AF_ASSIGN_OR_RETURN(
-      Output positions,
-      CreateVariable(root, "positions",
-                     TruncatedNormal(init, Shape{spec.seq_len, spec.width}, DType::kFloat32,
-                                     seed + 5, 0.0, 0.02)));
-  Output x = Add(root.NewSubScope("add_positions"), embedded, positions);
-  for (int64_t k = 0; k < spec.blocks; ++k) {
-    layers::TransformerBlock block("block_" + std::to_string(k),
-                                   {spec.heads, 0, /*causal=*/true, seed + 10 + k});
-    AF_ASSIGN_OR_RETURN(x, block(root, x));
-  }
-  layers::LayerNormalization norm("final_norm");
-  AF_ASSIGN_OR_RETURN(x, norm(root, x));
-  const Scope s = root.NewSubScope("transformer_outputs");
-  return std::make_pair(Reshape(s, x, ShapeConst(s, {-1, static_cast<int32_t>(spec.width)})),
-                        spec.width);
-}
-
 double DefaultLearningRate(const CharLmSpec& spec) {
   return spec.model == "char-lstm" ? 0.002 : 0.001;
 }
 
+// The feeds of `b`, its rows repeated from the first until there are at least
+// `parts` (every micro-batch or tower then has a row; the repeats' losses are
+// ignored).
+FeedList FeedsOf(CharBatch b, int parts) {
+  for (int64_t row = 0; b.batch < parts; ++row, ++b.batch) {
+    b.inputs.insert(b.inputs.end(), b.inputs.begin() + row * b.seq_len,
+                    b.inputs.begin() + (row + 1) * b.seq_len);
+    b.targets.insert(b.targets.end(), b.targets.begin() + row * b.seq_len,
+                     b.targets.begin() + (row + 1) * b.seq_len);
+  }
+  return {{"inputs", Tensor::FromVector(b.inputs, Shape{b.batch, b.seq_len})},
+          {"targets", Tensor::FromVector(b.targets, Shape{b.batch, b.seq_len})}};
+}
+
 // Sums the cross-entropy (nats) over the validation windows and returns bits per
 // character.
-StatusOr<double> Evaluate(Session* session, const std::vector<CharBatch>& batches) {
+StatusOr<double> Evaluate(Session* session, const std::vector<CharBatch>& batches, int parts) {
   double total = 0;
   int64_t count = 0;
   for (const CharBatch& b : batches) {
-    const FeedList feeds = {
-        {"inputs", Tensor::FromVector(b.inputs, Shape{b.batch, b.seq_len})},
-        {"targets", Tensor::FromVector(b.targets, Shape{b.batch, b.seq_len})}};
     std::vector<Tensor> out;
-    AF_RETURN_IF_ERROR(session->Run(feeds, {"losses"}, {}, &out));
+    AF_RETURN_IF_ERROR(session->Run(FeedsOf(b, parts), {"losses"}, {}, &out));
     const float* losses = out[0].data<float>();
-    for (int64_t i = 0; i < out[0].NumElements(); ++i) total += losses[i];
-    count += out[0].NumElements();
+    const int64_t n = b.batch * b.seq_len;  // the batch's own positions
+    for (int64_t i = 0; i < n; ++i) total += losses[i];
+    count += n;
   }
   if (count == 0) return InvalidArgument("char LM: the validation split holds no window");
   return total / static_cast<double>(count) / kLn2;
@@ -110,39 +73,6 @@ Status PrepareCharLmDir(const std::string& dir, const CharLmSpec& spec) {
 
 }  // namespace
 
-Status BuildCharLm(const Scope& root, const CharLmSpec& spec, double learning_rate) {
-  AF_RETURN_IF_ERROR(ValidateCharLmSpec(spec));
-  const int64_t vocab = static_cast<int64_t>(spec.vocabulary.size());
-  const bool lstm = spec.model == "char-lstm";
-  const Output inputs =
-      Placeholder(root.WithOpName("inputs"), DType::kInt32, Shape{-1, spec.seq_len});
-  const Output targets =
-      Placeholder(root.WithOpName("targets"), DType::kInt32, Shape{-1, spec.seq_len});
-  layers::Embedding embedding("embedding", {vocab, lstm ? spec.embedding_dim : spec.width, 1.0,
-                                            static_cast<int64_t>(spec.seed)});
-  AF_ASSIGN_OR_RETURN(Output embedded, embedding(root, inputs));
-  std::pair<Output, int64_t> hidden;
-  if (lstm) {
-    AF_ASSIGN_OR_RETURN(hidden, LstmStack(root, spec, embedded));
-  } else {
-    AF_ASSIGN_OR_RETURN(hidden, TransformerStack(root, spec, embedded));
-  }
-  layers::Dense output("output", {vocab, Activation::kNone, static_cast<int64_t>(spec.seed) + 99});
-  AF_ASSIGN_OR_RETURN(Output logits, output(root, hidden.first));
-  Identity(root.WithOpName("logits"), logits);
-  const Scope loss_scope = root.NewSubScope("cross_entropy");
-  const Output labels = Reshape(loss_scope, targets, ShapeConst(loss_scope, {-1}));
-  const Output losses = Identity(
-      root.WithOpName("losses"), SparseSoftmaxCrossEntropyWithLogits(loss_scope, logits, labels).loss);
-  const Output loss = Mean(root.WithOpName("loss"), losses);
-  if (learning_rate > 0) {
-    AF_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> adam, MakeOptimizer("adam", learning_rate));
-    AF_RETURN_IF_ERROR(adam->Minimize(root.WithOpName("train"), loss).status());
-  }
-  GlobalVariablesInitializer(root.WithOpName("init"));
-  return root.status();
-}
-
 StatusOr<CharLmResult> TrainCharLm(const CharLmOptions& o, const CharCorpus& corpus,
                                    const WorkerSessionFactory& sessions) {
   CharLmSpec spec = o.spec;
@@ -160,9 +90,16 @@ StatusOr<CharLmResult> TrainCharLm(const CharLmOptions& o, const CharCorpus& cor
                            std::to_string(corpus.validation.size()) + ") part");
   }
   AF_RETURN_IF_ERROR(PrepareCharLmDir(o.checkpoint_dir, spec));
+  const int parts = CharLmParts(o.placement);
+  const bool towers = !o.placement.tower_devices.empty();
+  const int64_t step_rows = towers ? o.batch * parts : o.batch;
+  if (step_rows < parts) {
+    return InvalidArgument("char LM: --batch " + std::to_string(o.batch) + " cannot be cut into " +
+                           std::to_string(parts) + " micro-batches");
+  }
   Scope root = Scope::NewRootScope();
   const double lr = o.learning_rate > 0 ? o.learning_rate : DefaultLearningRate(spec);
-  AF_RETURN_IF_ERROR(BuildCharLm(root, spec, lr));
+  AF_RETURN_IF_ERROR(BuildCharLm(root, spec, lr, o.placement));
   AF_ASSIGN_OR_RETURN(ChiefCheckpoints checkpoints,
                       ChiefCheckpoints::Create(root.graph(), o.checkpoint_dir));
   AF_ASSIGN_OR_RETURN(std::unique_ptr<Session> session, sessions(root.graph(), 0));
@@ -178,27 +115,38 @@ StatusOr<CharLmResult> TrainCharLm(const CharLmOptions& o, const CharCorpus& cor
   CharWindows windows(corpus.train, spec.seq_len, o.data_seed + static_cast<uint64_t>(restored_step));
   CharLmResult result;
   double trained = 0;
+  const int64_t traced = std::min<int64_t>(2, o.steps - 1);  // the third step: steady state
   for (int64_t step = 0; step < o.steps; ++step) {
-    const CharBatch b = windows.Next(o.batch);
-    const FeedList feeds = {
-        {"inputs", Tensor::FromVector(b.inputs, Shape{b.batch, b.seq_len})},
-        {"targets", Tensor::FromVector(b.targets, Shape{b.batch, b.seq_len})}};
+    const FeedList feeds = FeedsOf(windows.Next(step_rows), parts);
     std::vector<Tensor> out;
+    RunOptions run_options;
+    const bool trace = o.trace_step && step == traced;
+    if (trace) run_options.trace_level = RunOptions::TraceLevel::kFullTrace;
+    RunMetadata metadata;
     const auto start = std::chrono::steady_clock::now();
-    Status s = session->Run(feeds, {"loss"}, {"train"}, &out);
+    Status s = session->Run(run_options, feeds, {"loss"}, {"train"}, &out,
+                            step == 0 || trace ? &metadata : nullptr);
     trained += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!s.ok()) return s.WithContext("char LM step " + std::to_string(step));
+    if (step == 0) {
+      for (const CrossDeviceTransfer& t : metadata.transfers) {
+        result.cross_device_bytes_per_step += t.bytes;
+      }
+    }
+    if (trace) result.traced_step = std::move(metadata);
     result.losses.push_back(out[0].data<float>()[0]);
     if (o.on_step) o.on_step(0, step + 1, o.steps, result.losses.back());
     if (step + 1 == std::min<int64_t>(kFirstEvaluationStep, o.steps)) {
-      AF_ASSIGN_OR_RETURN(result.first_bits_per_char, Evaluate(session.get(), eval_batches));
+      AF_ASSIGN_OR_RETURN(result.first_bits_per_char,
+                          Evaluate(session.get(), eval_batches, parts));
     }
   }
-  AF_ASSIGN_OR_RETURN(result.bits_per_char, Evaluate(session.get(), eval_batches));
+  AF_ASSIGN_OR_RETURN(result.bits_per_char, Evaluate(session.get(), eval_batches, parts));
   result.steps = o.steps;
   result.global_step = restored_step + o.steps;
   result.seconds = trained;
-  result.samples_per_second = trained > 0 ? static_cast<double>(o.steps * o.batch) / trained : 0;
+  result.samples_per_second =
+      trained > 0 ? static_cast<double>(o.steps * step_rows) / trained : 0;
   ServingSpec serving{spec.model, {{"inputs", "inputs"}}, {{"logits", "logits"}}};
   AF_RETURN_IF_ERROR(checkpoints.Save(session.get(), result.global_step, *root.graph(), serving));
   return result;

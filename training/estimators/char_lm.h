@@ -65,8 +65,41 @@ inline constexpr char kCharLmSpecFile[] = "char_lm.json";
 // DIR/char_lm.json read and parsed; NotFound naming it when it is missing.
 StatusOr<CharLmSpec> ReadCharLmSpec(const std::string& dir);
 
-// Builds the graph described above into `root`; `learning_rate` > 0 adds "train".
-Status BuildCharLm(const Scope& root, const CharLmSpec& spec, double learning_rate);
+// Where BuildCharLm puts the model. No field changes the variables (names, shapes,
+// initial values), so a checkpoint moves freely between placements.
+struct CharLmPlacement {
+  // Model parallelism: stage s (the LSTM's layer s, the Transformer's block s) on
+  // the device model_parallel.h's SpreadDevice gives it; the feeds, the embedding
+  // (and positions) with the first stage, the final norm, the output layer, the loss
+  // and the optimizer's counters with the last. Empty: the session's default device.
+  std::vector<std::string> stage_devices;
+  // Pipelining: each fed batch is cut on its rows into this many micro-batches
+  // (EvenSplitPart), each flowing through the stages as soon as the one before has
+  // left a stage (the runtime's dataflow orders them). The loss and its gradient are
+  // the whole batch's, so a pipelined step computes what an unpipelined one does, up
+  // to float summation order. 1: no pipelining; more needs >= 2 stage devices.
+  int micro_batches = 1;
+  // Synchronous data parallelism in one graph (in-graph replication): a tower per
+  // device computing the model on its consecutive rows of the fed batch, the
+  // variables on ps_devices in turn (empty: where the first tower's nodes are), where
+  // their update applies the towers' summed gradient once per step. Not with
+  // stage_devices.
+  std::vector<std::string> tower_devices;
+  std::vector<std::string> ps_devices;
+};
+
+// The parts a fed batch is cut into: the micro-batches or the towers (at least 1).
+int CharLmParts(const CharLmPlacement& placement);
+
+// InvalidArgument for micro_batches < 1, a pipeline without 2 stage devices, towers
+// with a split, or more stage devices than the model has layers (blocks).
+Status CheckCharLmPlacement(const CharLmSpec& spec, const CharLmPlacement& placement);
+
+// Builds the graph described above into `root` as `placement` says (the default: all
+// on the session's default device); `learning_rate` > 0 adds "train". Errors:
+// ValidateCharLmSpec's, CheckCharLmPlacement's, builder errors naming the node.
+Status BuildCharLm(const Scope& root, const CharLmSpec& spec, double learning_rate,
+                   const CharLmPlacement& placement = {});
 
 struct CharLmOptions {
   CharLmSpec spec;           // its vocabulary is set from the corpus
@@ -77,6 +110,10 @@ struct CharLmOptions {
   int64_t eval_chars = 65536;  // validation characters evaluated (0: all)
   std::string checkpoint_dir;  // empty: none
   StepObserver on_step;        // may be empty
+  // With towers, batch is each tower's windows (a step trains on batch x towers);
+  // a pipeline cuts the batch into its micro-batches.
+  CharLmPlacement placement;
+  bool trace_step = false;     // keep the third step's trace (CharLmResult::traced_step)
 };
 
 struct CharLmResult {
@@ -87,6 +124,8 @@ struct CharLmResult {
   int64_t steps = 0;
   int64_t global_step = 0;         // steps plus those of the checkpoint resumed from
   std::vector<double> losses;      // each step's training loss (nats)
+  int64_t cross_device_bytes_per_step = 0;  // of the first step
+  RunMetadata traced_step;         // with trace_step: the third step's (or the last)
 };
 
 StatusOr<CharLmResult> TrainCharLm(const CharLmOptions& options, const CharCorpus& corpus,
