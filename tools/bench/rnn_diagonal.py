@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Reads the Chrome trace of one training step of `actorflow train --model rnn
---split layer --trace FILE` and says whether the deep RNN filled diagonally: for
-some time step t, layer l's cell at t ran at the same time as layer l-1's cell at
-t+1 (TensorFlow 1.x's Figure 12-16).
+--split layer --trace FILE` (or `--model char-lstm --split layer`) and says whether
+the deep RNN filled diagonally: for some time step t, layer l's cell at t ran at the
+same time as layer l-1's cell at t+1 (TensorFlow 1.x's Figure 12-16).
 
-A cell is the forward nodes named `rnn/layer<l>/t<t>/...`; its interval runs from
-its first node's start to its last node's end. Prints one JSON object:
+A cell is the forward nodes named `rnn/layer<l>/t<t>/...` (the rnn) or
+`lstm_<l>/step_<t>/...` (char-lstm); its interval runs from its first node's start
+to its last node's end. Prints one JSON object:
   {"cells": N, "pairs": N, "overlapping_pairs": N, "max_layers_at_once": N,
    "examples": ["layer 1 t3 [a, b) overlaps layer 0 t4 [c, d)", ...]}
 and exits 0 when overlapping_pairs > 0, 1 when none overlap, 2 on a bad trace.
@@ -16,7 +17,7 @@ import json
 import re
 import sys
 
-CELL = re.compile(r"^rnn/layer(\d+)/t(\d+)/")
+CELLS = (re.compile(r"^rnn/layer(\d+)/t(\d+)/"), re.compile(r"^lstm_(\d+)/step_(\d+)/"))
 
 
 def cell_intervals(events):
@@ -24,7 +25,8 @@ def cell_intervals(events):
     for event in events:
         if event.get("ph") != "X":
             continue
-        match = CELL.match(event.get("name", ""))
+        name = event.get("name", "")
+        match = next((m for m in (c.match(name) for c in CELLS) if m), None)
         if not match:
             continue
         key = (int(match.group(1)), int(match.group(2)))
@@ -59,7 +61,7 @@ def main(argv):
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     cells = cell_intervals(events)
     if not cells:
-        print(f"rnn_diagonal: {argv[1]} has no rnn/layer<l>/t<t>/ nodes", file=sys.stderr)
+        print(f"rnn_diagonal: {argv[1]} has no rnn/layer<l>/t<t>/ or lstm_<l>/step_<t>/ nodes", file=sys.stderr)
         return 2
     pairs, examples = 0, []
     for (layer, step), (start, end) in sorted(cells.items()):

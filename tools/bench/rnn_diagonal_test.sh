@@ -57,4 +57,16 @@ set -e
 [ "$rc" = 0 ] || [ "$rc" = 1 ] || fail "real trace: exit $rc"
 # 3 layers x 8 time steps; layers 1-2 each pair with 7 cells of the layer below.
 echo "$out" | grep -q '"cells": 24, "pairs": 14' || fail "real trace: $out"
-echo "PASS: $out"
+
+# The character LSTM split by layers: its cells are lstm_<l>/step_<t>/.
+for k in $(seq 1 60); do printf 'the cat sat on the mat %s\n%%\n' $((k % 7)); done > "$dir/text.txt"
+"$actorflow" train --model char-lstm --text "$dir/text.txt" --seq-len 8 --batch 4 --steps 3 \
+  --hidden 8,8,8 --embedding-dim 4 --eval-chars 64 --split layer --devices cpu=3 \
+  --trace "$dir/lstm.json" > /dev/null 2>&1 || fail "train --model char-lstm --trace failed"
+set +e
+lstm=$(python3 "$script" "$dir/lstm.json"); rc=$?
+set -e
+[ "$rc" = 0 ] || [ "$rc" = 1 ] || fail "char-lstm trace: exit $rc"
+# 3 layers x 8 steps; layers 1-2 each pair with 7 cells of the layer below.
+echo "$lstm" | grep -q '"cells": 24, "pairs": 14' || fail "char-lstm trace: $lstm"
+echo "PASS: $out; char-lstm: $lstm"

@@ -1,15 +1,23 @@
 #include "tools/train/char_lm_command.h"
 
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "actors/cluster/session_factory.h"
+#include "kernels/chrome_trace.h"
+#include "tools/train/between_graph_cluster.h"
 #include "tools/train/train_flags.h"
 #include "tools/train/train_summaries.h"
 #include "training/estimators/char_lm.h"
+#include "training/estimators/pipeline.h"
 
 namespace actorflow {
 namespace cli {
@@ -40,6 +48,69 @@ WorkerSessionFactory LocalSessions() {
   return [](const Graph* graph, int) { return NewSession(graph, SessionOptions()); };
 }
 
+// The LSTM's layers or the Transformer's blocks: what --split layer spreads.
+int64_t Stages(const TrainCommandOptions& flags, const CharLmOptions& o) {
+  return flags.model == "char-lstm" ? static_cast<int64_t>(o.spec.lstm_units.size())
+                                    : o.spec.blocks;
+}
+
+// Where the model runs: the placement, the session that runs it and the devices
+// used (for the result).
+struct CharLmRuntime {
+  CharLmPlacement placement;
+  WorkerSessionFactory sessions;
+  std::vector<std::string> devices;
+  BetweenGraphCluster cluster;  // with --cluster: its servers stop with this
+};
+
+// --cluster: a tower per worker task, the variables over the ps tasks, the session
+// on worker 0 (in-graph replication). Otherwise the local session's --devices, the
+// stages spread over them with --split layer.
+StatusOr<CharLmRuntime> OpenRuntime(const TrainCommandOptions& flags, const CharLmOptions& o) {
+  CharLmRuntime runtime;
+  if (!flags.cluster.empty()) {
+    AF_ASSIGN_OR_RETURN(runtime.cluster,
+                        OpenBetweenGraphCluster(flags.cluster, flags.model, flags.timeout_ms));
+    for (int w = 0; w < runtime.cluster.num_workers; ++w) {
+      runtime.placement.tower_devices.push_back("/job:worker/task:" + std::to_string(w));
+    }
+    for (int p = 0; p < runtime.cluster.num_ps; ++p) {
+      runtime.placement.ps_devices.push_back("/job:ps/task:" + std::to_string(p));
+    }
+    runtime.sessions = runtime.cluster.sessions;
+    runtime.devices = runtime.placement.tower_devices;
+    return runtime;
+  }
+  SessionOptions session_options;
+  AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(flags.devices));
+  const std::vector<std::string> local = LocalDeviceNames(session_options.device_count);
+  // Several CPU devices are the parallelism, each computing on one core (as
+  // `train --split`): OpenBLAS's own threads would spin against the other devices'.
+  const auto cpus = session_options.device_count.find("CPU");
+  if (cpus != session_options.device_count.end() && cpus->second > 1 &&
+      std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
+    openblas_set_num_threads(1);
+  }
+  if (flags.split == "layer") {
+    if (local.size() < 2) {
+      return InvalidArgument("--model " + flags.model + " --split layer needs at least 2 "
+                             "devices; give more with --devices cpu=N");
+    }
+    // More devices than stages are left idle.
+    const size_t used = std::min<size_t>(local.size(), static_cast<size_t>(Stages(flags, o)));
+    runtime.placement.stage_devices.assign(local.begin(), local.begin() + used);
+    runtime.placement.micro_batches = flags.pipeline > 0 ? static_cast<int>(flags.pipeline) : 1;
+    session_options.allow_soft_placement = true;  // an op without a GPU kernel runs on a CPU
+    runtime.devices = runtime.placement.stage_devices;
+  } else {
+    runtime.devices = {local.front()};
+  }
+  runtime.sessions = [session_options](const Graph* graph, int) {
+    return NewSession(graph, session_options);
+  };
+  return runtime;
+}
+
 }  // namespace
 
 Status CheckCharLmFlags(const TrainCommandOptions& flags) {
@@ -48,9 +119,33 @@ Status CheckCharLmFlags(const TrainCommandOptions& flags) {
     return InvalidArgument(model + " needs --text FILE (a text file or a directory of them, "
                            "e.g. /usr/share/games/fortunes)");
   }
-  if (!flags.cluster.empty() || flags.split != "none" || flags.pipeline > 0) {
-    return InvalidArgument(model + " trains in one process for now (no --cluster, --split "
-                           "or --pipeline)");
+  if (flags.split != "none" && flags.split != "layer") {
+    return InvalidArgument(model + " --split " + flags.split + ": its splits are none and "
+                           "layer (the LSTM's layers or the Transformer's blocks over --devices)");
+  }
+  if (flags.pipeline > 0 && flags.split != "layer") {
+    return InvalidArgument(model + " --pipeline needs --split layer (micro-batches flow "
+                           "through the stages of the split)");
+  }
+  if (!flags.schedule.empty()) {
+    return InvalidArgument(model + " --schedule: its micro-batches follow the dataflow; "
+                           "--schedule is for --model mlp");
+  }
+  if (!flags.cluster.empty()) {
+    if (flags.split != "none") {
+      return InvalidArgument(model + " --cluster with --split " + flags.split +
+                             ": data parallelism and a model split do not combine");
+    }
+    if (flags.cluster.rfind("sim:", 0) == 0) {
+      return InvalidArgument(model + " --cluster " + flags.cluster +
+                             ": it trains on real servers (local:ps=P,worker=W or a cluster "
+                             "file), not a simulated cluster");
+    }
+    if (flags.mode != "sync") {
+      return InvalidArgument(model + " --mode " + flags.mode +
+                             ": its workers train synchronously, as towers of one graph "
+                             "(--mode sync)");
+    }
   }
   if (flags.optimizer != "adam") {
     return InvalidArgument(model + " --optimizer " + flags.optimizer + ": it trains with adam");
@@ -79,20 +174,44 @@ Status TrainCharLmCommand(const TrainCommandOptions& flags, std::ostream& out,
       summaries.Progress(worker, step, planned, loss);
     };
   }
-  AF_ASSIGN_OR_RETURN(CharLmResult r, TrainCharLm(o, corpus, LocalSessions()));
+  AF_ASSIGN_OR_RETURN(CharLmRuntime runtime, OpenRuntime(flags, o));
+  o.placement = runtime.placement;
+  // A pipeline's bubble is measured from a traced step.
+  o.trace_step = !flags.trace_path.empty() || o.placement.micro_batches > 1;
+  AF_ASSIGN_OR_RETURN(CharLmResult r, TrainCharLm(o, corpus, runtime.sessions));
   summaries.End(0, r.global_step, {{"bits_per_char", static_cast<float>(r.bits_per_char)}});
+  if (!flags.trace_path.empty()) {
+    AF_RETURN_IF_ERROR(WriteChromeTrace(r.traced_step, ResolveUserPath(flags.trace_path)));
+  }
+  nlohmann::ordered_json j;
+  j["model"] = flags.model;
+  j["bits_per_char"] = r.bits_per_char;
+  j["first_bits_per_char"] = r.first_bits_per_char;
+  j["samples_per_second"] = r.samples_per_second;
+  j["steps"] = r.steps;
+  j["global_step"] = r.global_step;
+  j["seconds"] = r.seconds;
+  j["vocab_size"] = corpus.vocabulary.size();
+  j["train_chars"] = corpus.train.size();
+  j["validation_chars"] = corpus.validation.size();
+  j["split"] = flags.split;
+  j["devices"] = runtime.devices;
+  j["cross_device_bytes_per_step"] = r.cross_device_bytes_per_step;
+  if (o.placement.micro_batches > 1) {
+    AF_ASSIGN_OR_RETURN(const double bubble,
+                        MeasureBubbleFraction(r.traced_step.step_stats, runtime.devices));
+    j["pipeline"] = o.placement.micro_batches;
+    j["bubble_fraction"] = bubble;
+    j["bubble_fraction_theory"] =
+        TheoreticalBubbleFraction(static_cast<int>(runtime.devices.size()),
+                                  o.placement.micro_batches);
+  }
+  if (!o.placement.tower_devices.empty()) {
+    j["replication"] = "in-graph";
+    j["towers"] = o.placement.tower_devices.size();
+    j["ps_tasks"] = o.placement.ps_devices.size();
+  }
   if (flags.json) {
-    nlohmann::ordered_json j;
-    j["model"] = flags.model;
-    j["bits_per_char"] = r.bits_per_char;
-    j["first_bits_per_char"] = r.first_bits_per_char;
-    j["samples_per_second"] = r.samples_per_second;
-    j["steps"] = r.steps;
-    j["global_step"] = r.global_step;
-    j["seconds"] = r.seconds;
-    j["vocab_size"] = corpus.vocabulary.size();
-    j["train_chars"] = corpus.train.size();
-    j["validation_chars"] = corpus.validation.size();
     out << j.dump() << "\n";
     return Status::OK();
   }

@@ -15,6 +15,21 @@
 // "train_chars" and "validation_chars". --checkpoint-dir DIR resumes and ends with a
 // checkpoint and char_lm.json (`actorflow sample --checkpoint-dir DIR` generates
 // text from it); --logdir DIR logs the training loss for TensorBoard.
+//
+// Placement (training/estimators/char_lm.h's CharLmPlacement; the JSON adds "split",
+// "devices" and "cross_device_bytes_per_step"):
+//   --split layer --devices cpu=N   the LSTM's layers (the Transformer's blocks) spread
+//                                   over the N devices (more than the model has are idle);
+//   --pipeline M                    with --split layer: each batch cut into M
+//                                   micro-batches flowing through the stages; the JSON
+//                                   adds "pipeline", "bubble_fraction" (measured from a
+//                                   traced step) and "bubble_fraction_theory";
+//   --cluster local:ps=P,worker=W | FILE   synchronous data parallelism: a tower per
+//                                   worker task, the variables over the ps tasks, one
+//                                   graph driven from worker 0's session (--batch is
+//                                   each tower's windows); the JSON adds "replication":
+//                                   "in-graph", "towers" and "ps_tasks";
+//   --trace FILE                    a Chrome trace of the third training step.
 #ifndef ACTORFLOW_TOOLS_TRAIN_CHAR_LM_COMMAND_H_
 #define ACTORFLOW_TOOLS_TRAIN_CHAR_LM_COMMAND_H_
 

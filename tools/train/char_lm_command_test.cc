@@ -1,11 +1,13 @@
 // `actorflow train --model char-lstm|char-transformer` through its C++ entry point on a
 // generated text of fortune records: its JSON line, a model directory that resumes,
-// and the flags it refuses, each named.
+// the fields --split layer, --pipeline and --cluster (real servers) add, and the
+// flags it refuses, each named.
 #include "tools/train/char_lm_command.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -77,6 +79,50 @@ TEST_P(CharLmCommandTest, PrintsTheJsonFieldsAndResumes) {
 INSTANTIATE_TEST_SUITE_P(Models, CharLmCommandTest,
                          ::testing::Values("char-lstm", "char-transformer"));
 
+TEST(CharLmPlacementCommandTest, SplitPipelineAndClusterAddTheirJsonFields) {
+  ScopedTempDir dir("char_lm");
+  const std::string text = WriteText(dir);
+  TrainCommandOptions lstm = CharLm("char-lstm", text);
+  lstm.hidden = "16,16";
+  lstm.steps = 5;
+  lstm.split = "layer";
+  lstm.devices = "cpu=3";  // one more than the layers: left idle
+  lstm.trace_path = dir.File("trace.json");
+  nlohmann::json j = RunJson(lstm);
+  ASSERT_TRUE(j.is_object()) << j;
+  EXPECT_EQ(j["split"], "layer");
+  EXPECT_EQ(j["devices"].size(), 2u) << j;
+  EXPECT_GT(j["cross_device_bytes_per_step"].get<int64_t>(), 0);
+  EXPECT_FALSE(j.contains("pipeline"));
+  EXPECT_TRUE(std::ifstream(dir.File("trace.json")).good());
+
+  TrainCommandOptions transformer = CharLm("char-transformer", text);
+  transformer.blocks = 2;
+  transformer.steps = 5;
+  transformer.split = "layer";
+  transformer.pipeline = 4;
+  transformer.devices = "cpu=2";
+  j = RunJson(transformer);
+  ASSERT_TRUE(j.is_object()) << j;
+  EXPECT_EQ(j["pipeline"], 4);
+  EXPECT_DOUBLE_EQ(j["bubble_fraction_theory"].get<double>(), 1.0 / 5.0);
+  EXPECT_GT(j["bubble_fraction"].get<double>(), 0.0);
+  EXPECT_LT(j["bubble_fraction"].get<double>(), 1.0);
+
+  // Real servers on 127.0.0.1: a tower per worker, the variables on the ps task.
+  TrainCommandOptions towers = CharLm("char-lstm", text);
+  towers.steps = 5;
+  towers.cluster = "local:ps=1,worker=2";
+  j = RunJson(towers);
+  ASSERT_TRUE(j.is_object()) << j;
+  EXPECT_EQ(j["replication"], "in-graph");
+  EXPECT_EQ(j["towers"], 2);
+  EXPECT_EQ(j["ps_tasks"], 1);
+  EXPECT_EQ(j["devices"], (nlohmann::json{"/job:worker/task:0", "/job:worker/task:1"}));
+  EXPECT_GT(j["cross_device_bytes_per_step"].get<int64_t>(), 0);
+  EXPECT_LT(j["bits_per_char"].get<double>(), j["first_bits_per_char"].get<double>() + 1.0);
+}
+
 TEST(CharLmCommandFlagsTest, BadFlagsAreNamed) {
   ScopedTempDir dir("char_lm");
   const std::string text = WriteText(dir);
@@ -94,8 +140,34 @@ TEST(CharLmCommandFlagsTest, BadFlagsAreNamed) {
       {"char-lstm", [](TrainCommandOptions* o) { o->hidden = "32,x"; }, "--hidden '32,x'"},
       {"char-lstm", [](TrainCommandOptions* o) { o->seq_len = 0; }, "seq_len must be >= 1"},
       {"char-lstm", [](TrainCommandOptions* o) { o->seq_len = 5000; }, "--seq-len 5000"},
-      {"char-lstm", [](TrainCommandOptions* o) { o->cluster = "local:ps=1,worker=2"; },
-       "one process"},
+      {"char-lstm", [](TrainCommandOptions* o) { o->split = "towers"; },
+       "its splits are none and layer"},
+      {"char-lstm", [](TrainCommandOptions* o) { o->pipeline = 2; },
+       "--pipeline needs --split layer"},
+      {"char-transformer",
+       [](TrainCommandOptions* o) {
+         o->split = "layer";
+         o->pipeline = 2;
+         o->schedule = "gpipe";
+       },
+       "follow the dataflow"},
+      {"char-lstm", [](TrainCommandOptions* o) { o->split = "layer"; },
+       "--split layer needs at least 2 devices"},
+      {"char-lstm",
+       [](TrainCommandOptions* o) {
+         o->cluster = "local:ps=1,worker=2";
+         o->split = "layer";
+       },
+       "do not combine"},
+      {"char-lstm",
+       [](TrainCommandOptions* o) {
+         o->cluster = "local:ps=1,worker=2";
+         o->mode = "async";
+       },
+       "--mode async: its workers train synchronously"},
+      {"char-lstm", [](TrainCommandOptions* o) { o->cluster = "sim:ps=1,worker=2"; },
+       "not a simulated cluster"},
+      {"char-lstm", [](TrainCommandOptions* o) { o->cluster = "local:worker=2"; }, "ps"},
   };
   for (const Case& c : cases) {
     TrainCommandOptions options = CharLm(c.model, text);
