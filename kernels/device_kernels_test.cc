@@ -274,6 +274,146 @@ std::vector<OpCase> AllCases() {
                      kElementwise32, kExact64});
   }
 
+  // The sequence models' math (graph/math_ops.h). BatchMatMul: batch dims that line
+  // up (one strided-batched gemm), y one matrix (x's rows stacked into one gemm), x one
+  // matrix (a broadcast operand of stride 0), batch dims broadcasting both ways (runs
+  // of gemms), and K = 0 (zeros); each with every adjoint pair.
+  struct Batched {
+    std::string name;
+    std::vector<int64_t> x_batch, y_batch;
+    int64_t m, k, n;
+  };
+  const std::vector<Batched> batched = {
+      {"lined_up", {2, 3}, {2, 3}, 5, 17, 6},  {"y_one_matrix", {4}, {}, 7, 9, 5},
+      {"x_one_matrix", {}, {3}, 4, 6, 8},     {"broadcast", {2, 1, 3}, {4, 1}, 3, 5, 2},
+      {"empty_inner", {2}, {2}, 3, 0, 4},
+  };
+  auto matrices = [](std::vector<int64_t> batch, int64_t rows, int64_t cols, bool adjoint) {
+    batch.push_back(adjoint ? cols : rows);
+    batch.push_back(adjoint ? rows : cols);
+    return Shape(batch);
+  };
+  for (const Batched& b : batched) {
+    for (bool adj_x : {false, true}) {
+      for (bool adj_y : {false, true}) {
+        const std::string name = "BatchMatMul_" + b.name + "_" + (adj_x ? "A" : "N") +
+                                 (adj_y ? "A" : "N");
+        cases.push_back({name, [=](DType t, RandomTensors* r) {
+                           return Case("BatchMatMul",
+                                       {r->Uniform(t, matrices(b.x_batch, b.m, b.k, adj_x)),
+                                        r->Uniform(t, matrices(b.y_batch, b.k, b.n, adj_y))},
+                                       {{"adj_x", AttrValue(adj_x)}, {"adj_y", AttrValue(adj_y)}});
+                         },
+                         kSumming32, kExact64});
+      }
+    }
+  }
+  // LayerNorm: rows narrower than a warp, wider than one thread block's 256 threads,
+  // and rows far from 0 (the variance must not cancel); no rows at all.
+  struct Normed {
+    std::string name;
+    Shape x;
+    double offset, epsilon;
+  };
+  const std::vector<Normed> normed = {
+      {"narrow", Shape{4, 8}, 0, 1e-5},        {"rank3", Shape{2, 3, 65}, 0, 0.5},
+      {"wide_offset", Shape{3, 300}, 100, 1e-5}, {"no_rows", Shape{0, 4}, 0, 1e-5},
+  };
+  for (const Normed& ln : normed) {
+    const int64_t d = ln.x.dim(ln.x.rank() - 1);
+    const Shape rows(std::vector<int64_t>(ln.x.dims().begin(), ln.x.dims().end() - 1));
+    cases.push_back({"LayerNorm_" + ln.name, [=](DType t, RandomTensors* r) {
+                       return Case("LayerNorm",
+                                   {r->Uniform(t, ln.x, ln.offset - 2, ln.offset + 2),
+                                    r->Uniform(t, Shape{d}, 0.5, 2), r->Uniform(t, Shape{d})},
+                                   {{"epsilon", AttrValue(ln.epsilon)}});
+                     },
+                     kSumming32, kExact64});
+    cases.push_back({"LayerNormGrad_" + ln.name, [=](DType t, RandomTensors* r) {
+                       return Case("LayerNormGrad",
+                                   {r->Uniform(t, ln.x), r->Uniform(t, ln.x, -2, 3),
+                                    r->Uniform(t, rows), r->Uniform(t, rows, 0.5, 3),
+                                    r->Uniform(t, Shape{d}, 0.5, 2)});
+                     },
+                     kSumming32, kExact64});
+  }
+  for (bool approximate : {false, true}) {
+    const std::string form = approximate ? "_tanh" : "_erf";
+    const AttrMap attrs = {{"approximate", AttrValue(approximate)}};
+    cases.push_back({"Gelu" + form, [=](DType t, RandomTensors* r) {
+                       return Case("Gelu", {r->Uniform(t, Shape{3, 7, 11}, -5, 5)}, attrs);
+                     },
+                     kElementwise32, kExact64});
+    cases.push_back({"GeluGrad" + form, [=](DType t, RandomTensors* r) {
+                       return Case("GeluGrad", {r->Uniform(t, Shape{3, 7, 11}),
+                                                r->Uniform(t, Shape{3, 7, 11}, -5, 5)},
+                                   attrs);
+                     },
+                     kElementwise32, kExact64});
+  }
+
+  // The fused recurrent cells (graph/rnn_ops.h): B, I, H ordinary, H over a warp, no
+  // input features and an empty batch; the LSTM with and without a cell clip (cs in
+  // [-1, 1] for the backward op, so that the clip holds some).
+  struct Cell {
+    std::string name;
+    int64_t b, i, h;
+  };
+  const std::vector<Cell> cells = {
+      {"small", 3, 5, 4}, {"wide", 4, 9, 33}, {"no_inputs", 2, 0, 3}, {"empty_batch", 0, 3, 2}};
+  auto lstm_inputs = [](DType t, RandomTensors* r, const Cell& c) {
+    return std::vector<Tensor>{r->Uniform(t, Shape{c.b, c.i}), r->Uniform(t, Shape{c.b, c.h}),
+                               r->Uniform(t, Shape{c.b, c.h}),
+                               r->Uniform(t, Shape{c.i + c.h, 4 * c.h}),
+                               r->Uniform(t, Shape{4 * c.h})};
+  };
+  auto gru_inputs = [](DType t, RandomTensors* r, const Cell& c) {
+    return std::vector<Tensor>{r->Uniform(t, Shape{c.b, c.i}), r->Uniform(t, Shape{c.b, c.h}),
+                               r->Uniform(t, Shape{c.i + c.h, 2 * c.h}),
+                               r->Uniform(t, Shape{c.i + c.h, c.h}), r->Uniform(t, Shape{2 * c.h}),
+                               r->Uniform(t, Shape{c.h})};
+  };
+  for (const Cell& c : cells) {
+    for (double clip : {-1.0, 0.5}) {
+      const std::string suffix = c.name + (clip > 0 ? "_clipped" : "");
+      cases.push_back({"LSTMBlockCell_" + suffix, [=](DType t, RandomTensors* r) {
+                         return Case("LSTMBlockCell", lstm_inputs(t, r, c),
+                                     {{"forget_bias", AttrValue(0.7)},
+                                      {"cell_clip", AttrValue(clip)}});
+                       },
+                       kSumming32, kExact64});
+      cases.push_back({"LSTMBlockCellGrad_" + suffix, [=](DType t, RandomTensors* r) {
+                         std::vector<Tensor> in = lstm_inputs(t, r, c);
+                         // i, cs, f, o, ci, co, then cs_grad and h_grad.
+                         for (int k = 0; k < 8; ++k) {
+                           const bool gate = k == 0 || k == 2 || k == 3;
+                           in.push_back(gate ? r->Uniform(t, Shape{c.b, c.h}, 0.05, 0.95)
+                                             : r->Uniform(t, Shape{c.b, c.h}));
+                         }
+                         return Case("LSTMBlockCellGrad", in, {{"cell_clip", AttrValue(clip)}});
+                       },
+                       kSumming32, kExact64});
+    }
+    cases.push_back({"GRUBlockCell_" + c.name, [=](DType t, RandomTensors* r) {
+                       return Case("GRUBlockCell", gru_inputs(t, r, c));
+                     },
+                     kSumming32, kExact64});
+    for (bool gate_grads : {false, true}) {
+      cases.push_back({"GRUBlockCellGrad_" + c.name + (gate_grads ? "_gate_grads" : ""),
+                       [=](DType t, RandomTensors* r) {
+                         std::vector<Tensor> in = gru_inputs(t, r, c);
+                         in.push_back(r->Uniform(t, Shape{c.b, c.h}, 0.05, 0.95));  // r
+                         in.push_back(r->Uniform(t, Shape{c.b, c.h}, 0.05, 0.95));  // u
+                         // c, d_h, then d_r, d_u, d_c.
+                         for (int k = 0; k < (gate_grads ? 5 : 2); ++k) {
+                           in.push_back(r->Uniform(t, Shape{c.b, c.h}));
+                         }
+                         return Case("GRUBlockCellGrad", in);
+                       },
+                       kSumming32, kExact64});
+    }
+  }
+
   // Not covered by the reference: compared with the CPU kernel.
   for (const std::string op : {"ReluGrad", "SigmoidGrad", "TanhGrad"}) {
     cases.push_back({op, [=](DType t, RandomTensors* r) {
@@ -409,6 +549,42 @@ TEST_P(DeviceErrorsTest, ConvolutionChannelsThatOnlyMismatchAtRunTimeFailNamingT
   EXPECT_NE(run->status.message().find(kNodeUnderTest), std::string::npos) << run->status;
   EXPECT_NE(run->status.message().find("has 2 channels but filter"), std::string::npos)
       << run->status;
+}
+
+TEST_P(DeviceErrorsTest, SequenceOpShapesThatOnlyMismatchAtRunTimeFailWithOneMessage) {
+  auto ones = [](const Shape& s) {
+    return MakeTensor(DType::kFloat32, s, std::vector<double>(s.num_elements(), 1));
+  };
+  struct Bad {
+    KernelTestCase c;
+    std::string message;
+  };
+  const std::vector<Bad> bad = {
+      {Case("BatchMatMul", {ones(Shape{2, 3, 4}), ones(Shape{3, 4, 6})}),
+       "the batch dimensions of x [2,3,4] and y [3,4,6] do not broadcast"},
+      {Case("LayerNorm", {ones(Shape{2, 3}), ones(Shape{4}), ones(Shape{3})}),
+       "LayerNorm: gamma [4] does not match the 3 features of x [2,3]"},
+      {Case("LayerNormGrad", {ones(Shape{2, 3}), ones(Shape{2, 3}), ones(Shape{3}),
+                              ones(Shape{2}), ones(Shape{3})}),
+       "LayerNormGrad: mean [3] must be [2] for x [2,3]"},
+      {Case("GeluGrad", {ones(Shape{2, 3}), ones(Shape{3})}),
+       "GeluGrad needs dy and x of one shape, got dy [2,3] and x [3]"},
+      {Case("LSTMBlockCell", {ones(Shape{2, 3}), ones(Shape{3, 4}), ones(Shape{2, 4}),
+                              ones(Shape{7, 16}), ones(Shape{16})}),
+       "cs_prev (input 1) has shape [3,4] but x (input 0) [2,3] and h_prev (input 2) [2,4] "
+       "need [2,4]"},
+      {Case("GRUBlockCell", {ones(Shape{2, 3}), ones(Shape{2, 4}), ones(Shape{7, 8}),
+                             ones(Shape{7, 4}), ones(Shape{8}), ones(Shape{5})}),
+       "b_c (input 5) has shape [5]"},
+  };
+  for (Bad b : bad) {
+    b.c.device_type = GetParam();
+    auto run = RunKernel(b.c, /*unknown_input_shapes=*/true);
+    ASSERT_TRUE(run.ok()) << b.c.ToString() << ": " << run.status();
+    EXPECT_EQ(run->status.code(), Code::kInvalidArgument) << run->status;
+    EXPECT_NE(run->status.message().find(kNodeUnderTest), std::string::npos) << run->status;
+    EXPECT_NE(run->status.message().find(b.message), std::string::npos) << run->status;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDevices, DeviceErrorsTest, ::testing::ValuesIn(kDeviceTypes),

@@ -14,44 +14,20 @@
 //             dgamma = sum over rows of dy * x_hat, dbeta = sum over rows of dy
 #include <cmath>
 #include <cstdint>
-#include <string>
-#include <utility>
 #include <vector>
 
 #include "kernels/cpu/kernel_util.h"
+#include "kernels/cpu/math_op_shapes.h"
 #include "kernels/kernel.h"
 
 namespace actorflow {
 namespace cpu {
 namespace {
 
-// x [..., D] with D >= 1 and each of `vectors` [D]; the row count in *rows and D in
-// *features. Fails the node and returns false otherwise.
-bool CheckFeatures(KernelContext* ctx, const std::string& op, const Tensor& x,
-                   const std::vector<std::pair<const char*, const Tensor*>>& vectors,
-                   int64_t* rows, int64_t* features) {
-  if (x.rank() < 1 || x.dim(x.rank() - 1) == 0) {
-    ctx->Fail(Code::kInvalidArgument, op + " needs x [..., D] with D >= 1, got x " +
-                                          x.shape().ToString());
-    return false;
-  }
-  const int64_t d = x.dim(x.rank() - 1);
-  for (const auto& [name, t] : vectors) {
-    if (t->rank() != 1 || t->dim(0) != d) {
-      ctx->Fail(Code::kInvalidArgument, op + ": " + name + " " + t->shape().ToString() +
-                                            " does not match the " + std::to_string(d) +
-                                            " features of x " + x.shape().ToString());
-      return false;
-    }
-  }
-  *features = d;
-  *rows = x.NumElements() / d;
-  return true;
-}
-
-// x's shape without its last dim: the shape of the per-row statistics.
-Shape RowsShape(const Tensor& x) {
-  return Shape(std::vector<int64_t>(x.shape().dims().begin(), x.shape().dims().end() - 1));
+// Fails the node with `s` when it is an error; returns whether it was OK.
+bool Checked(KernelContext* ctx, const Status& s) {
+  if (!s.ok()) ctx->Fail(s.code(), s.message());
+  return s.ok();
 }
 
 // Inputs: x [..., D], gamma [D], beta [D]. Outputs: y [..., D], mean [...], inv_std [...].
@@ -65,13 +41,13 @@ class LayerNormKernel : public Kernel {
     const Tensor& x = ctx->input(0);
     const Tensor& gamma = ctx->input(1);
     const Tensor& beta = ctx->input(2);
-    int64_t rows = 0, d = 0;
-    if (!CheckFeatures(ctx, "LayerNorm", x, {{"gamma", &gamma}, {"beta", &beta}}, &rows, &d)) {
-      return;
-    }
+    StatusOr<LayerNormDims> dims = CheckLayerNormFeatures(
+        "LayerNorm", x.shape(), {{"gamma", &gamma.shape()}, {"beta", &beta.shape()}});
+    if (!Checked(ctx, dims.status())) return;
+    const int64_t rows = dims->rows, d = dims->features;
     Tensor& y = ctx->allocate_output_for_overwrite(0, x.shape());  // every row
-    Tensor& mean_out = ctx->allocate_output_for_overwrite(1, RowsShape(x));
-    Tensor& inv_std_out = ctx->allocate_output_for_overwrite(2, RowsShape(x));
+    Tensor& mean_out = ctx->allocate_output_for_overwrite(1, LayerNormRowsShape(x.shape()));
+    Tensor& inv_std_out = ctx->allocate_output_for_overwrite(2, LayerNormRowsShape(x.shape()));
     if (rows == 0) return;
     const T* __restrict g = gamma.data<T>();
     const T* __restrict b = beta.data<T>();
@@ -115,25 +91,14 @@ class LayerNormGradKernel : public Kernel {
     const Tensor& mean = ctx->input(2);
     const Tensor& inv_std = ctx->input(3);
     const Tensor& gamma = ctx->input(4);
-    int64_t rows = 0, d = 0;
-    if (!CheckFeatures(ctx, "LayerNormGrad", x, {{"gamma", &gamma}}, &rows, &d)) return;
-    if (dy.shape() != x.shape()) {
-      ctx->Fail(Code::kInvalidArgument, "LayerNormGrad needs dy and x of one shape, got dy " +
-                                            dy.shape().ToString() + " and x " +
-                                            x.shape().ToString());
+    StatusOr<LayerNormDims> dims =
+        CheckLayerNormFeatures("LayerNormGrad", x.shape(), {{"gamma", &gamma.shape()}});
+    if (!Checked(ctx, dims.status())) return;
+    if (!Checked(ctx, CheckLayerNormGradInputs(dy.shape(), x.shape(), mean.shape(),
+                                               inv_std.shape()))) {
       return;
     }
-    const Shape want = RowsShape(x);
-    for (const auto& [name, t] :
-         {std::make_pair("mean", &mean), std::make_pair("inv_std", &inv_std)}) {
-      if (t->shape() != want) {
-        ctx->Fail(Code::kInvalidArgument, std::string("LayerNormGrad: ") + name + " " +
-                                              t->shape().ToString() + " must be " +
-                                              want.ToString() + " for x " +
-                                              x.shape().ToString());
-        return;
-      }
-    }
+    const int64_t rows = dims->rows, d = dims->features;
     Tensor& dx = ctx->allocate_output_for_overwrite(0, x.shape());  // every row
     Tensor& dgamma = ctx->allocate_output_for_overwrite(1, Shape{d});
     Tensor& dbeta = ctx->allocate_output_for_overwrite(2, Shape{d});

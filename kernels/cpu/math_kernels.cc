@@ -10,13 +10,11 @@
 // parallelizes far better than many small calls.
 #include <cblas.h>
 
-#include <climits>
 #include <cmath>
 #include <cstdint>
-#include <string>
-#include <vector>
 
 #include "kernels/cpu/kernel_util.h"
+#include "kernels/cpu/math_op_shapes.h"
 #include "kernels/kernel.h"
 
 namespace actorflow {
@@ -35,52 +33,6 @@ inline void Gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda
               n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
 }
 
-// The broadcast of x's and y's batch dims (all but the last two): the output's batch
-// dims and, for each output matrix b in row-major order, the matrices of x and y it
-// multiplies (flat indices into their batch dims).
-struct BatchPlan {
-  std::vector<int64_t> dims;
-  std::vector<int64_t> x_matrix, y_matrix;
-  int64_t x_count = 1, y_count = 1;  // matrices in x and in y
-};
-
-// False when the batch dims do not broadcast. Preconditions: ranks >= 2.
-bool PlanBatches(const Shape& x, const Shape& y, BatchPlan* plan) {
-  const int xb = x.rank() - 2, yb = y.rank() - 2;
-  const int rank = xb > yb ? xb : yb;
-  std::vector<int64_t> x_stride(rank), y_stride(rank);  // 0 along stretched dims
-  plan->dims.assign(rank, 1);
-  for (int i = rank - 1; i >= 0; --i) {
-    const int64_t xd = i - (rank - xb) >= 0 ? x.dim(i - (rank - xb)) : 1;
-    const int64_t yd = i - (rank - yb) >= 0 ? y.dim(i - (rank - yb)) : 1;
-    if (xd != yd && xd != 1 && yd != 1) return false;
-    plan->dims[i] = xd == 1 ? yd : xd;
-    x_stride[i] = xd == 1 ? 0 : plan->x_count;
-    y_stride[i] = yd == 1 ? 0 : plan->y_count;
-    plan->x_count *= xd;
-    plan->y_count *= yd;
-  }
-  int64_t total = 1;
-  for (int64_t d : plan->dims) total *= d;
-  plan->x_matrix.assign(total, 0);
-  plan->y_matrix.assign(total, 0);
-  std::vector<int64_t> index(rank, 0);  // an odometer over the output's batch dims
-  int64_t xi = 0, yi = 0;
-  for (int64_t b = 0; b < total; ++b) {
-    plan->x_matrix[b] = xi;
-    plan->y_matrix[b] = yi;
-    for (int i = rank - 1; i >= 0; --i) {
-      xi += x_stride[i];
-      yi += y_stride[i];
-      if (++index[i] < plan->dims[i]) break;
-      xi -= x_stride[i] * index[i];
-      yi -= y_stride[i] * index[i];
-      index[i] = 0;
-    }
-  }
-  return true;
-}
-
 // Inputs: x [..., M, K] ([..., K, M] with adj_x), y [..., K, N] ([..., N, K] with
 // adj_y), batch dims broadcasting. Output: [broadcast batch..., M, N]; K = 0 gives
 // zeros and BLAS is never called with a zero dimension.
@@ -93,51 +45,27 @@ class BatchMatMulKernel : public Kernel {
   void Compute(KernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->input(1);
-    const std::string shapes = "x " + x.shape().ToString() + (adj_x_ ? " (adjoint)" : "") +
-                               " and y " + y.shape().ToString() + (adj_y_ ? " (adjoint)" : "");
-    if (x.rank() < 2 || y.rank() < 2) {
-      ctx->Fail(Code::kInvalidArgument,
-                "BatchMatMul needs inputs of rank >= 2 ([..., M, K] and [..., K, N]), got " +
-                    shapes);
+    StatusOr<BatchMatMulPlan> planned = PlanBatchMatMul(x.shape(), y.shape(), adj_x_, adj_y_);
+    if (!planned.ok()) {
+      ctx->Fail(planned.status().code(), planned.status().message());
       return;
     }
-    const int xr = x.rank(), yr = y.rank();
-    const int64_t m = adj_x_ ? x.dim(xr - 1) : x.dim(xr - 2);
-    const int64_t k = adj_x_ ? x.dim(xr - 2) : x.dim(xr - 1);
-    const int64_t ky = adj_y_ ? y.dim(yr - 1) : y.dim(yr - 2);
-    const int64_t n = adj_y_ ? y.dim(yr - 2) : y.dim(yr - 1);
-    if (k != ky) {
-      ctx->Fail(Code::kInvalidArgument, "BatchMatMul shape mismatch: " + shapes +
-                                            " have inner dimensions " + std::to_string(k) +
-                                            " and " + std::to_string(ky));
-      return;
-    }
-    BatchPlan plan;
-    if (!PlanBatches(x.shape(), y.shape(), &plan)) {
-      ctx->Fail(Code::kInvalidArgument,
-                "BatchMatMul: the batch dimensions of " + shapes + " do not broadcast");
-      return;
-    }
-    std::vector<int64_t> out_dims = plan.dims;
-    out_dims.push_back(m);
-    out_dims.push_back(n);
+    const BatchMatMulPlan& plan = *planned;
+    const int64_t m = plan.m, n = plan.n, k = plan.k;
     // K = 0 leaves the zeros; otherwise each gemm (beta = 0) writes its whole matrix.
-    Tensor* out = AllocateCheckedOutput(ctx, 0, Shape(out_dims), /*overwrite=*/k > 0);
+    Tensor* out = AllocateCheckedOutput(ctx, 0, plan.out, /*overwrite=*/k > 0);
     if (out == nullptr || out->NumElements() == 0 || k == 0) return;
-    const int64_t batch = static_cast<int64_t>(plan.x_matrix.size());
+    const int64_t batch = plan.batch();
     // One gemm for the whole batch: x's matrices stacked, y a single matrix.
-    const bool stacked = !adj_x_ && plan.y_count == 1 && plan.x_count == batch;
+    const bool stacked = plan.StacksX();
     const int64_t rows = stacked ? batch * m : m;
-    for (int64_t d : {rows, n, k, x.dim(xr - 1), y.dim(yr - 1)}) {
-      if (d > INT_MAX) {
-        ctx->Fail(Code::kInvalidArgument, "BatchMatMul dimension " + std::to_string(d) +
-                                              " of " + shapes + " exceeds the BLAS limit of " +
-                                              std::to_string(INT_MAX));
-        return;
-      }
+    const Status limits = CheckBatchMatMulBlasLimits(plan);
+    if (!limits.ok()) {
+      ctx->Fail(limits.code(), limits.message());
+      return;
     }
-    const int lda = static_cast<int>(x.dim(xr - 1));
-    const int ldb = static_cast<int>(y.dim(yr - 1));
+    const int lda = static_cast<int>(plan.x_row_length);
+    const int ldb = static_cast<int>(plan.y_row_length);
     const T* a = x.data<T>();
     const T* b = y.data<T>();
     T* c = out->data<T>();
@@ -228,10 +156,9 @@ class GeluGradKernel : public Kernel {
   void Compute(KernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
     const Tensor& x = ctx->input(1);
-    if (dy.shape() != x.shape()) {
-      ctx->Fail(Code::kInvalidArgument, "GeluGrad needs dy and x of one shape, got dy " +
-                                            dy.shape().ToString() + " and x " +
-                                            x.shape().ToString());
+    const Status shapes = CheckGeluGradShapes(dy.shape(), x.shape());
+    if (!shapes.ok()) {
+      ctx->Fail(shapes.code(), shapes.message());
       return;
     }
     Tensor& dx = ctx->allocate_output_for_overwrite(0, x.shape());  // every element

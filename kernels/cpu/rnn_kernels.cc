@@ -6,19 +6,17 @@
 // accumulating (beta = 1), so the concatenation is never copied. Everything else is one
 // element-wise pass over [B, H].
 //
-// The kernels check their inputs' shapes themselves (the graph may not know them): B
-// and I come from x, H from h_prev, and every other input must have the shape they
-// give, else InvalidArgument naming the input, its shape and the shape it needs.
+// The kernels check their inputs' shapes themselves (the graph may not know them), with
+// rnn_shapes.h, which the GPU kernels share.
 #include <cblas.h>
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "kernels/cpu/kernel_util.h"
+#include "kernels/cpu/rnn_shapes.h"
 #include "kernels/kernel.h"
 
 namespace actorflow {
@@ -58,94 +56,23 @@ T Sigmoid(T v) {
   return T(1) / (T(1) + std::exp(-v));
 }
 
-// A dim of an input: factor * B, I or H, or I + H.
-enum class Sym { kB, kI, kH, kIH };
-struct Dim {
-  Sym sym;
-  int64_t factor = 1;
-};
-struct InputSpec {
-  const char* name;
-  std::vector<Dim> dims;
-};
-struct CellDims {
-  int64_t b = 0, i = 0, h = 0;
-  int64_t Of(const Dim& d) const {
-    switch (d.sym) {
-      case Sym::kB: return d.factor * b;
-      case Sym::kI: return d.factor * i;
-      case Sym::kH: return d.factor * h;
-      case Sym::kIH: return i + h;
-    }
-    return 0;
-  }
-};
+// The shapes of every input of the node, for CheckCellInputs.
+std::vector<Shape> InputShapes(KernelContext* ctx) {
+  std::vector<Shape> shapes;
+  shapes.reserve(ctx->num_inputs());
+  for (int k = 0; k < ctx->num_inputs(); ++k) shapes.push_back(ctx->input(k).shape());
+  return shapes;
+}
 
-const Dim kB{Sym::kB};
-const Dim kI{Sym::kI};
-const Dim kH{Sym::kH};
-const Dim kIH{Sym::kIH};
-Dim H(int64_t factor) { return {Sym::kH, factor}; }
-
-// The check of the file comment for inputs [0, specs.size()); h_input is h_prev's
-// index. Fails the node and returns false on a mismatch or dims too large for BLAS.
-bool CheckInputs(KernelContext* ctx, const std::vector<InputSpec>& specs, int h_input,
-                 CellDims* dims) {
-  const Tensor& x = ctx->input(0);
-  const Tensor& h_prev = ctx->input(h_input);
-  const std::string sources = "x (input 0) " + x.shape().ToString() + " and h_prev (input " +
-                              std::to_string(h_input) + ") " + h_prev.shape().ToString();
-  if (x.rank() != 2 || h_prev.rank() != 2) {
-    ctx->Fail(Code::kInvalidArgument, sources + " must be matrices [B, I] and [B, H]");
+// CheckCellInputs for the node's inputs; false (the node failed) on an error.
+bool CheckInputs(KernelContext* ctx, CellOp op, CellDims* dims) {
+  StatusOr<CellDims> checked = CheckCellInputs(op, InputShapes(ctx));
+  if (!checked.ok()) {
+    ctx->Fail(checked.status().code(), checked.status().message());
     return false;
   }
-  *dims = {x.dim(0), x.dim(1), h_prev.dim(1)};
-  for (int64_t d : {dims->b, dims->i + dims->h, 4 * dims->h}) {
-    if (d > INT_MAX) {
-      ctx->Fail(Code::kInvalidArgument, sources + ": dim " + std::to_string(d) +
-                                            " exceeds the BLAS limit of " +
-                                            std::to_string(INT_MAX));
-      return false;
-    }
-  }
-  for (size_t k = 0; k < specs.size(); ++k) {
-    std::vector<int64_t> want;
-    for (const Dim& d : specs[k].dims) want.push_back(dims->Of(d));
-    const Shape& got = ctx->input(static_cast<int>(k)).shape();
-    if (got != Shape(want)) {
-      ctx->Fail(Code::kInvalidArgument,
-                std::string(specs[k].name) + " (input " + std::to_string(k) + ") has shape " +
-                    got.ToString() + " but " + sources + " need " + Shape(want).ToString());
-      return false;
-    }
-  }
+  *dims = *checked;
   return true;
-}
-
-std::vector<InputSpec> WithStates(std::vector<InputSpec> specs,
-                                  const std::vector<const char*>& names) {
-  for (const char* name : names) specs.push_back({name, {kB, kH}});
-  return specs;
-}
-
-const std::vector<InputSpec>& LstmInputs() {
-  static const auto* specs = new std::vector<InputSpec>{
-      {"x", {kB, kI}}, {"cs_prev", {kB, kH}}, {"h_prev", {kB, kH}},
-      {"w", {kIH, H(4)}}, {"b", {H(4)}}};
-  return *specs;
-}
-
-const std::vector<InputSpec>& LstmGradInputs() {
-  static const auto* specs = new std::vector<InputSpec>(WithStates(
-      LstmInputs(), {"i", "cs", "f", "o", "ci", "co", "cs_grad", "h_grad"}));
-  return *specs;
-}
-
-const std::vector<InputSpec>& GruInputs() {
-  static const auto* specs = new std::vector<InputSpec>{
-      {"x", {kB, kI}},    {"h_prev", {kB, kH}}, {"w_ru", {kIH, H(2)}},
-      {"w_c", {kIH, kH}}, {"b_ru", {H(2)}},     {"b_c", {kH}}};
-  return *specs;
 }
 
 // Allocates outputs [first, first + n) of `shape`, all written in full; false (the
@@ -168,7 +95,7 @@ class LstmBlockCellKernel : public Kernel {
 
   void Compute(KernelContext* ctx) override {
     CellDims d;
-    if (!CheckInputs(ctx, LstmInputs(), 2, &d)) return;
+    if (!CheckInputs(ctx, CellOp::kLstm, &d)) return;
     if (!AllocateAll(ctx, 0, 7, Shape{d.b, d.h})) return;
     const int64_t h = d.h, g = 4 * d.h;
     // z = x w[:I] + h_prev w[I:], [B, 4H].
@@ -217,7 +144,7 @@ class LstmBlockCellGradKernel : public Kernel {
 
   void Compute(KernelContext* ctx) override {
     CellDims d;
-    if (!CheckInputs(ctx, LstmGradInputs(), 2, &d)) return;
+    if (!CheckInputs(ctx, CellOp::kLstmGrad, &d)) return;
     const int64_t h = d.h;
     if (!AllocateAll(ctx, 0, 1, Shape{d.b, h}) || !AllocateAll(ctx, 1, 1, Shape{d.b, 4 * h})) {
       return;
@@ -255,7 +182,7 @@ class GruBlockCellKernel : public Kernel {
 
   void Compute(KernelContext* ctx) override {
     CellDims d;
-    if (!CheckInputs(ctx, GruInputs(), 1, &d)) return;
+    if (!CheckInputs(ctx, CellOp::kGru, &d)) return;
     if (!AllocateAll(ctx, 0, 4, Shape{d.b, d.h})) return;
     const int64_t h = d.h, bh = d.b * d.h;
     const T *x = ctx->input(0).data<T>(), *h_prev = ctx->input(1).data<T>(),
@@ -296,17 +223,9 @@ class GruBlockCellGradKernel : public Kernel {
   explicit GruBlockCellGradKernel(const Node& node) : Kernel(node) {}
 
   void Compute(KernelContext* ctx) override {
-    const bool gate_grads = ctx->num_inputs() == 13;
-    if (ctx->num_inputs() != 10 && !gate_grads) {
-      ctx->Fail(Code::kInvalidArgument, "GRUBlockCellGrad takes 10 or 13 inputs, got " +
-                                            std::to_string(ctx->num_inputs()));
-      return;
-    }
-    static const auto* specs = new std::vector<InputSpec>(
-        WithStates(GruInputs(), {"r", "u", "c", "d_h", "d_r", "d_u", "d_c"}));
-    const std::vector<InputSpec> used(specs->begin(), specs->begin() + ctx->num_inputs());
     CellDims d;
-    if (!CheckInputs(ctx, used, 1, &d)) return;
+    if (!CheckInputs(ctx, CellOp::kGruGrad, &d)) return;
+    const bool gate_grads = ctx->num_inputs() == 13;
     const int64_t h = d.h, bh = d.b * d.h;
     if (!AllocateAll(ctx, 0, 1, Shape{d.b, d.i}) || !AllocateAll(ctx, 1, 2, Shape{d.b, h}) ||
         !AllocateAll(ctx, 3, 1, Shape{d.b, 2 * h})) {

@@ -1,4 +1,4 @@
-// MatMul through cuBLAS (gpu_launch.h). cuBLAS is column-major: a row-major
+// MatMul and StridedBatchedMatMul through cuBLAS (gpu_launch.h). cuBLAS is column-major: a row-major
 // C [m, n] is a column-major C^T [n, m], and C^T = op(B)^T op(A)^T, so the call
 // swaps the operands and passes the row-major leading dimensions unchanged.
 // The default math mode is kept (no TF32), so float32 results match the CPU's
@@ -9,6 +9,7 @@
 // build on a machine without a GPU should not pay.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 
@@ -23,6 +24,8 @@ struct CublasApi {
   decltype(&cublasSetStream_v2) set_stream = nullptr;
   decltype(&cublasSgemm_v2_64) sgemm = nullptr;
   decltype(&cublasDgemm_v2_64) dgemm = nullptr;
+  decltype(&cublasSgemmStridedBatched_64) sgemm_strided_batched = nullptr;
+  decltype(&cublasDgemmStridedBatched_64) dgemm_strided_batched = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;
   std::string error;  // why loading failed; empty when loaded
 };
@@ -49,6 +52,8 @@ CublasApi Load() {
       !Bind(library, "cublasSetStream_v2", &api.set_stream) ||
       !Bind(library, "cublasSgemm_v2_64", &api.sgemm) ||
       !Bind(library, "cublasDgemm_v2_64", &api.dgemm) ||
+      !Bind(library, "cublasSgemmStridedBatched_64", &api.sgemm_strided_batched) ||
+      !Bind(library, "cublasDgemmStridedBatched_64", &api.dgemm_strided_batched) ||
       !Bind(library, "cublasGetStatusString", &api.status_string)) {
     api.error = name + " lacks a function this build calls (a cuBLAS older than the headers?)";
   }
@@ -63,6 +68,30 @@ const CublasApi& Api() {
 std::string StatusText(cublasStatus_t s) {
   return Api().status_string != nullptr ? Api().status_string(s)
                                         : "cuBLAS status " + std::to_string(static_cast<int>(s));
+}
+
+// The most products one strided-batched call is given: some cuBLAS kernels map the
+// batch to a grid dimension, which holds at most 65535 blocks, so a longer batch is
+// queued as several calls.
+constexpr int64_t kMaxBatchPerCall = 32768;
+
+// The strided-batched gemm of every chunk of the batch, in the column-major form of
+// the file comment (operands swapped); the first failing status, or success.
+template <typename T, typename Gemm>
+cublasStatus_t GemmChunks(Gemm gemm, cublasHandle_t handle, cublasOperation_t op_a,
+                          cublasOperation_t op_b, int64_t m, int64_t n, int64_t k, const T* a,
+                          int64_t lda, int64_t stride_a, const T* b, int64_t ldb,
+                          int64_t stride_b, T* c, int64_t count) {
+  const T alpha = T(1);
+  const T beta = T(0);
+  for (int64_t first = 0; first < count; first += kMaxBatchPerCall) {
+    const int64_t chunk = std::min(kMaxBatchPerCall, count - first);
+    const cublasStatus_t s =
+        gemm(handle, op_b, op_a, n, m, k, &alpha, b + first * stride_b, ldb, stride_b,
+             a + first * stride_a, lda, stride_a, &beta, c + first * m * n, n, m * n, chunk);
+    if (s != CUBLAS_STATUS_SUCCESS) return s;
+  }
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 }  // namespace
@@ -107,6 +136,43 @@ GpuError MatMul(GpuDevice* device, ElemType type, bool transpose_a, bool transpo
   if (s != CUBLAS_STATUS_SUCCESS) {
     return GpuError("cublasGemm [" + std::to_string(m) + "," + std::to_string(k) + "] x [" +
                     std::to_string(k) + "," + std::to_string(n) + "]: " + StatusText(s));
+  }
+  return GpuError();
+}
+
+GpuError StridedBatchedMatMul(GpuDevice* device, ElemType type, bool transpose_a,
+                              bool transpose_b, int64_t m, int64_t n, int64_t k, const void* a,
+                              int64_t stride_a, const void* b, int64_t stride_b, void* c,
+                              int64_t count) {
+  if (type != ElemType::kFloat32 && type != ElemType::kFloat64) {
+    return NotFloat("StridedBatchedMatMul");
+  }
+  if (m == 0 || n == 0 || count == 0) return GpuError();
+  if (k == 0) {  // empty sums: zeros, without asking cuBLAS about k = 0
+    return ZeroDevice(device, c,
+                      static_cast<size_t>(count * m * n) * (type == ElemType::kFloat64 ? 8 : 4));
+  }
+  const CublasApi& api = Api();
+  if (!api.error.empty()) return GpuError(api.error);
+  const int64_t lda = transpose_a ? m : k;
+  const int64_t ldb = transpose_b ? k : n;
+  const cublasOperation_t op_a = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  std::lock_guard<std::mutex> lock(device->blas_mu);
+  const cublasStatus_t s =
+      type == ElemType::kFloat32
+          ? GemmChunks(api.sgemm_strided_batched, device->blas, op_a, op_b, m, n, k,
+                       static_cast<const float*>(a), lda, stride_a,
+                       static_cast<const float*>(b), ldb, stride_b, static_cast<float*>(c),
+                       count)
+          : GemmChunks(api.dgemm_strided_batched, device->blas, op_a, op_b, m, n, k,
+                       static_cast<const double*>(a), lda, stride_a,
+                       static_cast<const double*>(b), ldb, stride_b, static_cast<double*>(c),
+                       count);
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    return GpuError("cublasGemmStridedBatched " + std::to_string(count) + " x [" +
+                    std::to_string(m) + "," + std::to_string(k) + "] x [" + std::to_string(k) +
+                    "," + std::to_string(n) + "]: " + StatusText(s));
   }
   return GpuError();
 }

@@ -2,7 +2,10 @@
 
 #include <cstring>
 #include <memory>
+#include <string>
 #include <utility>
+
+#include "graph/checked_size.h"
 
 namespace actorflow {
 namespace gpu {
@@ -119,6 +122,14 @@ StatusOr<Tensor> GpuLaunch::AllocateOutput(int i, const Shape& shape) {
   AF_ASSIGN_OR_RETURN(Tensor t, AllocateDeviceTensor(device, ctx->node().output_dtype(i), shape));
   ctx->set_output(i, t);
   return t;
+}
+
+StatusOr<Tensor> GpuLaunch::AllocateCheckedOutput(int i, const Shape& shape) {
+  StatusOr<int64_t> bytes = CheckedByteSize(ctx->node().output_dtype(i), shape);
+  if (!bytes.ok()) {
+    return InvalidArgument("output " + std::to_string(i) + ": " + bytes.status().message());
+  }
+  return AllocateOutput(i, shape);
 }
 
 void FinishWhenQueuedWorkDone(KernelContext* ctx, GpuDevice* device, std::function<void()> after,

@@ -74,6 +74,11 @@ struct GpuLaunch {
 
   // Allocates output i on the device with the node's output dtype.
   StatusOr<Tensor> AllocateOutput(int i, const Shape& shape);
+  // The same for a shape computed from the inputs (broadcast dims, multiples of a dim),
+  // as the CPU kernels' AllocateCheckedOutput (kernels/cpu/kernel_util.h): first
+  // InvalidArgument "output <i>: ..." when its element or byte count does not fit in
+  // int64.
+  StatusOr<Tensor> AllocateCheckedOutput(int i, const Shape& shape);
 };
 
 class GpuKernel : public Kernel {

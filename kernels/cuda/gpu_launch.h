@@ -87,6 +87,15 @@ GpuError SparseSoftmaxCrossEntropy(GpuDevice* device, ElemType type, const void*
 GpuError MatMul(GpuDevice* device, ElemType type, bool transpose_a, bool transpose_b,
                 int64_t m, int64_t n, int64_t k, const void* a, const void* b, void* c);
 
+// c[i] = op(a[i]) op(b[i]) for i < count through cuBLAS's strided-batched gemm, each
+// product as MatMul's: a[i] starts stride_a elements after a[i - 1] (likewise b), and
+// the outputs are consecutive [m, n] matrices. A stride of 0 multiplies the same
+// matrix into every product (a broadcast operand). Float types.
+GpuError StridedBatchedMatMul(GpuDevice* device, ElemType type, bool transpose_a,
+                              bool transpose_b, int64_t m, int64_t n, int64_t k, const void* a,
+                              int64_t stride_a, const void* b, int64_t stride_b, void* c,
+                              int64_t count);
+
 // The optimizers' updates, in place over n elements (float types), with the same
 // arithmetic as kernels/cpu/training_kernels.cc. Scalars are device pointers.
 GpuError ApplyGradientDescent(GpuDevice* device, ElemType type, void* var, const void* alpha,

@@ -21,7 +21,9 @@ cross-entropy of every position.
 Figures (min / median / max over --rounds):
   samples/s  ours / peer (windows trained per second), 1 and 2 threads (each side
              pinned to that many cores);
-  bpc        each side's validation bits per character after --steps steps.
+  bpc        each side's validation bits per character after --steps steps; with
+             --seeds, each round draws its initial weights and windows from the next
+             seed on both sides, and the means over the rounds are compared.
 
 Usage (from the repository root):
   bazel build -c opt //tools:actorflow
@@ -214,6 +216,9 @@ def main():
     parser.add_argument("--seq-len", type=int, default=64)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seeds", default="",
+                        help="comma-separated seeds, one per round in turn (instead of --seed): "
+                             "the bpc then compares the means over seeds")
     parser.add_argument("--eval-chars", type=int, default=65536)
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--text", default="/usr/share/games/fortunes")
@@ -227,7 +232,9 @@ def main():
     for threads in [int(t) for t in args.threads.split(",")]:
         os.sched_setaffinity(0, all_cores)
         ratios, ours_bpc, peer_bpc = [], [], []
-        for _ in range(args.rounds):
+        seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
+        for round_index in range(args.rounds):
+            args.seed = seeds[round_index % len(seeds)]
             peer = run_peer(args, corpus, threads)
             peer_bpc.append(peer["bits_per_char"])
             print("peer, %d thread(s): %s" % (threads, json.dumps(peer)), file=sys.stderr)
@@ -240,6 +247,10 @@ def main():
               (args.model, threads, args.steps, spread(peer_bpc)))
         if ratios:
             print("  ours bpc %s; samples/s ours/peer %s" % (spread(ours_bpc), spread(ratios)))
+            print("  mean bpc over seeds %s: ours %.3f, peer %.3f, difference %+.3f" %
+                  (",".join(str(x) for x in seeds), statistics.mean(ours_bpc),
+                   statistics.mean(peer_bpc),
+                   statistics.mean(ours_bpc) - statistics.mean(peer_bpc)))
 
 
 if __name__ == "__main__":
