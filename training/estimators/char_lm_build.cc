@@ -123,12 +123,14 @@ class CharLmNetwork {
   layers::Dense output_;
 };
 
-// Variables to the ps devices in turn, everything else to `tower` (nodes that update
-// a variable stay with it: graph/scope.h).
+// Variables to the ps devices in turn, a node that requests a device to it (a
+// gradient beside its forward node, which may be another tower's), everything else
+// to `tower` (nodes that update a variable stay with it: graph/scope.h).
 Scope::DeviceFunction TowerDevices(const std::vector<std::string>& ps, const std::string& tower,
                                    std::shared_ptr<size_t> next_ps) {
   return [ps, tower, next_ps](const NodeDef& def) {
     if (def.op == "Variable" && !ps.empty()) return ps[(*next_ps)++ % ps.size()];
+    if (!def.device.empty()) return def.device;
     return tower;
   };
 }
