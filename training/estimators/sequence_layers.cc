@@ -172,6 +172,17 @@ StatusOr<RecurrentOutputs> Unroll(const Scope& call, const std::vector<Output>& 
   return result;
 }
 
+// The variables read once for a call, on the call's device (TensorFlow's RNN
+// caching_device): every step uses these reads, so the steps' gradients are summed
+// beside them and a variable on another device (a ps task) receives one gradient per
+// call, not one per step.
+std::vector<Output> ReadOncePerCall(const Scope& call, const std::vector<Output>& variables) {
+  const Scope s = call.NewSubScope("read");
+  std::vector<Output> read;
+  for (const Output& v : variables) read.push_back(Identity(s, v));
+  return read;
+}
+
 Status CheckUnits(const std::string& layer, int64_t units) {
   if (units >= 1) return Status::OK();
   return InvalidArgument(layer + ": units must be >= 1, got " + std::to_string(units));
@@ -217,7 +228,8 @@ StatusOr<RecurrentOutputs> LSTM::operator()(const Scope& scope, const std::vecto
                            .status());
     AF_RETURN_IF_ERROR(LayerVariable(call, "bias", Shape{4 * units}, 0.0, 0, &variables_).status());
   }
-  const Output w = variables_[0], b = variables_[1];
+  const std::vector<Output> read = ReadOncePerCall(call, variables_);
+  const Output w = read[0], b = read[1];
   const float forget_bias = options_.forget_bias;
   return Unroll(call, steps, std::move(state), sequence_length,
                 [&](const Scope& s, const Output& x, const std::vector<Output>& prev) {
@@ -254,8 +266,9 @@ StatusOr<RecurrentOutputs> GRU::operator()(const Scope& scope, const std::vector
     AF_RETURN_IF_ERROR(
         LayerVariable(call, "candidate_bias", Shape{units}, 0.0, 0, &variables_).status());
   }
-  const Output w_ru = variables_[0], b_ru = variables_[1];
-  const Output w_c = variables_[2], b_c = variables_[3];
+  const std::vector<Output> read = ReadOncePerCall(call, variables_);
+  const Output w_ru = read[0], b_ru = read[1];
+  const Output w_c = read[2], b_c = read[3];
   return Unroll(call, steps, std::move(state), sequence_length,
                 [&](const Scope& s, const Output& x, const std::vector<Output>& prev) {
                   return std::vector<Output>{GRUBlockCell(s, x, prev[0], w_ru, w_c, b_ru, b_c).h};
