@@ -8,6 +8,7 @@
 #include <numeric>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "graph/ops.h"
 #include "training/estimators/model_dir.h"
@@ -27,10 +28,12 @@ double DefaultLearningRate(const CharLmSpec& spec) {
 // ignored).
 FeedList FeedsOf(CharBatch b, int parts) {
   for (int64_t row = 0; b.batch < parts; ++row, ++b.batch) {
-    b.inputs.insert(b.inputs.end(), b.inputs.begin() + row * b.seq_len,
-                    b.inputs.begin() + (row + 1) * b.seq_len);
-    b.targets.insert(b.targets.end(), b.targets.begin() + row * b.seq_len,
-                     b.targets.begin() + (row + 1) * b.seq_len);
+    for (std::vector<int32_t>* ids : {&b.inputs, &b.targets}) {
+      // A copy first: insert() may not read from the vector it grows.
+      const std::vector<int32_t> repeated(ids->begin() + row * b.seq_len,
+                                          ids->begin() + (row + 1) * b.seq_len);
+      ids->insert(ids->end(), repeated.begin(), repeated.end());
+    }
   }
   return {{"inputs", Tensor::FromVector(b.inputs, Shape{b.batch, b.seq_len})},
           {"targets", Tensor::FromVector(b.targets, Shape{b.batch, b.seq_len})}};
