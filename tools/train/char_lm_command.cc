@@ -1,9 +1,6 @@
 #include "tools/train/char_lm_command.h"
 
-#include <cblas.h>
-
 #include <algorithm>
-#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -81,16 +78,8 @@ StatusOr<CharLmRuntime> OpenRuntime(const TrainCommandOptions& flags, const Char
     runtime.devices = runtime.placement.tower_devices;
     return runtime;
   }
-  SessionOptions session_options;
-  AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(flags.devices));
+  AF_ASSIGN_OR_RETURN(SessionOptions session_options, LocalSessionOptions(flags.devices));
   const std::vector<std::string> local = LocalDeviceNames(session_options.device_count);
-  // Several CPU devices are the parallelism, each computing on one core (as
-  // `train --split`): OpenBLAS's own threads would spin against the other devices'.
-  const auto cpus = session_options.device_count.find("CPU");
-  if (cpus != session_options.device_count.end() && cpus->second > 1 &&
-      std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
-    openblas_set_num_threads(1);
-  }
   if (flags.split == "layer") {
     if (local.size() < 2) {
       return InvalidArgument("--model " + flags.model + " --split layer needs at least 2 "

@@ -1,6 +1,5 @@
 #include "tools/train/train_command.h"
 
-#include <cblas.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -96,19 +95,9 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
                           {data.test.features, data.test.labels}, out, progress, err,
                           interactive);
   }
-  SessionOptions session_options;  // target "": the actor runtime
   // With a GPU, nodes without a requested device default to /gpu:0.
-  AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
+  AF_ASSIGN_OR_RETURN(SessionOptions session_options, LocalSessionOptions(options.devices));
   const std::vector<std::string> local_devices = LocalDeviceNames(session_options.device_count);
-  // Several CPU devices are the parallelism, each computing on one core; OpenBLAS's
-  // own threads would spin against the other devices' (a 3-layer, 128-unit RNN split
-  // over 3 CPUs on 2 cores: 34 steps/s with them, 329 without). OPENBLAS_NUM_THREADS,
-  // when set, decides instead.
-  const auto cpus = session_options.device_count.find("CPU");
-  if (cpus != session_options.device_count.end() && cpus->second > 1 &&
-      std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
-    openblas_set_num_threads(1);
-  }
   if (options.split != "none") {
     // One part per device, in order; an op without a kernel on its part's device
     // (e.g. on a GPU) runs on a CPU instead.

@@ -1,8 +1,11 @@
 #include "tools/train/train_flags.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <sstream>
 #include <utility>
@@ -309,6 +312,17 @@ DNNModelSpec ModelSpecOf(const DNNClassifierOptions& options) {
 
 SessionFactory SessionFactoryFor(SessionOptions options) {
   return [options = std::move(options)](const Graph* graph) { return NewSession(graph, options); };
+}
+
+StatusOr<SessionOptions> LocalSessionOptions(const std::string& devices) {
+  SessionOptions options;  // target "": the actor runtime
+  AF_ASSIGN_OR_RETURN(options.device_count, ParseDeviceCounts(devices));
+  const auto cpus = options.device_count.find("CPU");
+  if (cpus != options.device_count.end() && cpus->second > 1 &&
+      std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
+    openblas_set_num_threads(1);
+  }
+  return options;
 }
 
 int64_t MaxTrainSteps(const TrainCommandOptions& options) {
