@@ -311,6 +311,40 @@ TEST(ClusterProcessTest, AnUnreachableTaskIsUnavailableWithinTheDeadlineNamingIt
   EXPECT_THAT(s.message(), HasSubstr(cluster->Address("ps", 0))) << s;
 }
 
+// A task that worker 0's process reached before and that was killed since: a new
+// session whose graph uses it fails within 3 s naming the task, its address and the
+// cause, rather than after the 30 s step deadline (a task that refuses connections
+// after answering is gone, not starting).
+TEST(ClusterProcessTest, ANewSessionOnAKilledTaskFailsWithinThreeSecondsNamingIt) {
+  auto cluster = StartCluster(ActorflowBinary());
+  ASSERT_NE(cluster, nullptr);
+  Scope root = Scope::NewRootScope();
+  Neg(root.WithDevice("/job:worker/task:1").WithOpName("on_w1"), Const(root, 1.0f));
+  ASSERT_TRUE(root.ok()) << root.status();
+  RunOptions run;
+  run.timeout_in_ms = 30000;
+  {
+    auto first = Open(root.graph(), cluster->Target("worker", 0));
+    ASSERT_NE(first, nullptr);
+    Status ran = first->Run(run, {}, {"on_w1"}, {}, nullptr, nullptr);
+    ASSERT_TRUE(ran.ok()) << ran;
+  }
+  ASSERT_TRUE(cluster->Kill("worker", 1).ok());
+
+  const auto start = Clock::now();
+  auto second = Open(root.graph(), cluster->Target("worker", 0));
+  ASSERT_NE(second, nullptr);
+  Status s = second->Run(run, {}, {"on_w1"}, {}, nullptr, nullptr);
+  const auto took = Clock::now() - start;
+  EXPECT_EQ(s.code(), Code::kUnavailable) << s;
+  EXPECT_THAT(s.message(), HasSubstr("/job:worker/task:1")) << s;
+  EXPECT_THAT(s.message(), HasSubstr(cluster->Address("worker", 1))) << s;
+  EXPECT_THAT(s.message(), HasSubstr("Connection refused")) << s;
+  EXPECT_LT(took, std::chrono::seconds(3)) << s;
+  std::cerr << "the killed task was named after "
+            << std::chrono::duration_cast<milliseconds>(took).count() << " ms: " << s << "\n";
+}
+
 // A 4 MiB tensor from worker 0's process to worker 1's: over the bulk channel (the
 // default, actors/transport/bulk_channel.h) and over CAF's transport alone (--bulk-min-bytes 0),
 // the same sums, step after step.

@@ -127,6 +127,40 @@ TEST(KilledWorkerDetectionTest, SyncSurvivorsNameTheKilledWorkerWithinThreeSecon
   }
 }
 
+// A hung worker (SIGSTOP: no reset, its connections stay open and silent, as with
+// a partition) is named like a killed one: the transport's failure detector closes
+// its silent connections. Resumed, it finds its connections gone, reconnects and
+// the run ends at its global step.
+TEST(KilledWorkerDetectionTest, SyncSurvivorsNameAHungWorkerWithinThreeSecondsAndItRejoins) {
+  auto cluster = StartPsCluster(kWorkers);
+  ASSERT_NE(cluster, nullptr);
+  std::vector<std::unique_ptr<ChildProcess>> workers;
+  for (int i = 0; i < kWorkers; ++i) workers.push_back(StartIrisWorker(*cluster, i, "sync"));
+  ASSERT_NE(workers[2], nullptr);
+  std::string line;
+  ASSERT_TRUE(workers[2]->WaitForErrLine("worker 2: step", kRunTimeout, &line))
+      << "worker 2 reported no progress; stderr: " << workers[2]->err();
+  const Clock::time_point hung = Clock::now();
+  workers[2]->Kill(SIGSTOP);
+  for (int survivor : {0, 1}) {
+    const std::string prefix = "worker " + std::to_string(survivor) + ": only 2 of 3 workers";
+    ASSERT_TRUE(workers[survivor]->WaitForErrLine(prefix, kRunTimeout, &line))
+        << "worker " << survivor << " never said it lacks a worker; stderr: "
+        << workers[survivor]->err();
+    const double ms = MillisSince(hung);
+    EXPECT_THAT(line, HasSubstr("(lost: worker 2)")) << line;
+    EXPECT_LT(ms, kContract.count()) << line;
+    std::printf("sync: worker %d named the hung worker 2 %.1f ms after SIGSTOP: %s\n", survivor,
+                ms, line.c_str());
+  }
+  workers[2]->Kill(SIGCONT);
+  for (int i = 0; i < kWorkers; ++i) {
+    json r = FinishWorker(workers[i].get(), "worker " + std::to_string(i), kRunTimeout);
+    ASSERT_TRUE(r.is_object());
+    EXPECT_EQ(r.at("global_step"), kEpochs * 3) << r.dump();
+  }
+}
+
 TEST(KilledWorkerDetectionTest, AsyncShardsNameTheKilledWorkerToAClientWithinThreeSeconds) {
   auto cluster = StartPsCluster(kWorkers);
   ASSERT_NE(cluster, nullptr);

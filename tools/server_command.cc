@@ -95,6 +95,7 @@ StatusOr<ServerOptions> ResolveOptions(const ServerCommandOptions& o) {
   options.step_channel = !o.no_step_channel;
   AF_RETURN_IF_ERROR(ValidateLimits(o.transport, o.requests));
   options.transport = o.transport;
+  options.transport.peer_timeout_ms = o.heartbeat_timeout_ms;
   options.requests = o.requests;
   return options;
 }
@@ -163,8 +164,9 @@ Subcommand AddServerSubcommand(CLI::App* parent) {
                   "Serve a status page (and /status.json) on this port of the task's host")
       ->check(CLI::Range(0, 65535));
   app->add_option("--heartbeat-timeout-ms", options->heartbeat_timeout_ms,
-                  "A task that does not answer a ping for this long while a step uses it is "
-                  "down (0: only closed connections)")
+                  "The failure detector: a peer that does not answer a ping for this long "
+                  "while a step uses it, or whose connection brings nothing (not even "
+                  "heartbeats) for this long, is down (0: only closed connections)")
       ->capture_default_str();
   app->add_option("--data-root", options->data_root,
                   "Graph ops that open files (CsvReaderRead) may open only files under DIR "

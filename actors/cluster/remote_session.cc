@@ -107,7 +107,7 @@ StepperActor::behavior_type StepperBehavior(StepperActor::pointer self, FrontAct
   auto flight = std::make_shared<StepperInFlight>();
   self->attach_functor(
       [flight] { flight->FailAll(Cancelled("the session ended while the step ran")); });
-  const auto interval = std::chrono::milliseconds(std::max<int64_t>(heartbeat_ms / 4, 10));
+  const auto interval = std::chrono::milliseconds(HeartbeatIntervalMs(heartbeat_ms));
   return {
       [=](remote_step_atom, std::shared_ptr<PendingRemoteStep>& pending) {
         const uint64_t id = ++flight->next_id;
@@ -160,8 +160,10 @@ StepperActor SpawnStepper(caf::actor_system& system, FrontActor front, std::stri
   return system.spawn(StepperBehavior, std::move(front), std::move(target), heartbeat_ms);
 }
 
-void ConfigureClient(caf::actor_system_config& cfg, int64_t spin_us) {
-  ConfigureClusterTransport(cfg);
+void ConfigureClient(caf::actor_system_config& cfg, int64_t spin_us, int64_t peer_timeout_ms) {
+  TransportLimits limits;
+  limits.peer_timeout_ms = peer_timeout_ms;
+  ConfigureClusterTransport(cfg, limits);
   ConfigureScheduler(cfg, SchedulerOptions{0, spin_us});
   cfg.set("logger.console", caf::atom("none"));
 }
@@ -169,8 +171,8 @@ void ConfigureClient(caf::actor_system_config& cfg, int64_t spin_us) {
 // A client actor system, ended (ShutDownClusterSystem) with its last holder.
 class ClientRuntimeImpl : public ClientRuntime {
  public:
-  explicit ClientRuntimeImpl(int64_t spin_us) {
-    ConfigureClient(cfg_, spin_us);
+  ClientRuntimeImpl(int64_t spin_us, int64_t peer_timeout_ms) {
+    ConfigureClient(cfg_, spin_us, peer_timeout_ms);
     system_ = std::make_unique<caf::actor_system>(cfg_);
   }
   ~ClientRuntimeImpl() override { ShutDownClusterSystem(system_); }
@@ -182,11 +184,12 @@ class ClientRuntimeImpl : public ClientRuntime {
   std::unique_ptr<caf::actor_system> system_;
 };
 
-// `given` when it is one of ours (only NewClientRuntime makes them), else a new one.
+// `given` when it is one of ours (only NewClientRuntime makes them), else a new one
+// whose connections are closed after the session's heartbeat timeout of silence.
 std::shared_ptr<ClientRuntimeImpl> RuntimeFor(const std::shared_ptr<ClientRuntime>& given,
-                                              int64_t spin_us) {
+                                              int64_t spin_us, int64_t peer_timeout_ms) {
   if (auto shared = std::dynamic_pointer_cast<ClientRuntimeImpl>(given)) return shared;
-  return std::make_shared<ClientRuntimeImpl>(spin_us);
+  return std::make_shared<ClientRuntimeImpl>(spin_us, peer_timeout_ms);
 }
 
 class RemoteSession : public Session {
@@ -194,7 +197,8 @@ class RemoteSession : public Session {
   RemoteSession(const Graph* graph, const SessionOptions& options)
       : graph_(graph),
         options_(options),
-        runtime_(RuntimeFor(options.client_runtime, options.scheduler_spin_us)) {}
+        runtime_(RuntimeFor(options.client_runtime, options.scheduler_spin_us,
+                            options.heartbeat_timeout_in_ms)) {}
 
   ~RemoteSession() override {
     Close();
@@ -260,6 +264,19 @@ class RemoteSession : public Session {
     if (step_channel_) step_channel_->CloseAll();
     if (!front_ || session_id_ == 0) return Status::OK();
     caf::scoped_actor self{system()};
+    // A master whose connection the failure detector closed (it hung, or its host
+    // was cut off) is not asked: a request to its dead proxy would wait out the
+    // whole timeout. Monitoring a dead actor delivers its down message at once.
+    self->monitor(front_);
+    bool master_down = false;
+    self->receive([&](caf::down_msg&) { master_down = true; },
+                  caf::after(std::chrono::milliseconds(0)) >> [] {});
+    if (master_down) {
+      return Unavailable(options_.target + ": closing session " + std::to_string(session_id_) +
+                         ": the connection to the master was lost; its session ends with the "
+                         "master's own cleanup");
+    }
+    self->demonitor(front_.address());
     Status status;
     self->request(front_, std::chrono::milliseconds(connect_timeout_ms_), close_atom::value,
                   session_id_)
@@ -407,7 +424,7 @@ Status ResetOne(caf::actor_system& system, const std::string& host, uint16_t por
 }  // namespace
 
 std::shared_ptr<ClientRuntime> NewClientRuntime(int64_t scheduler_spin_us) {
-  return std::make_shared<ClientRuntimeImpl>(scheduler_spin_us);
+  return std::make_shared<ClientRuntimeImpl>(scheduler_spin_us, kDefaultPeerTimeoutMs);
 }
 
 Status ResetTask(const std::string& target, const std::vector<std::string>& containers,
@@ -416,7 +433,7 @@ Status ResetTask(const std::string& target, const std::vector<std::string>& cont
   uint16_t port = 0;
   AF_RETURN_IF_ERROR(ParseTarget(target, &host, &port));
   // A runtime of its own for a one-off request never polls.
-  std::shared_ptr<ClientRuntimeImpl> client = RuntimeFor(runtime, 0);
+  std::shared_ptr<ClientRuntimeImpl> client = RuntimeFor(runtime, 0, kDefaultPeerTimeoutMs);
   std::string ignored;
   return ResetOne(client->system(), host, port, target, containers, timeout_ms, &ignored);
 }
@@ -426,7 +443,7 @@ Status ResetCluster(const std::string& target, const std::vector<std::string>& c
   std::string host;
   uint16_t port = 0;
   AF_RETURN_IF_ERROR(ParseTarget(target, &host, &port));
-  std::shared_ptr<ClientRuntimeImpl> client = RuntimeFor(runtime, 0);
+  std::shared_ptr<ClientRuntimeImpl> client = RuntimeFor(runtime, 0, kDefaultPeerTimeoutMs);
   caf::actor_system& system = client->system();
   std::string cluster_json;
   AF_RETURN_IF_ERROR(ResetOne(system, host, port, target, containers, timeout_ms, &cluster_json));

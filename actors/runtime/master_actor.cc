@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "actors/transport/connect.h"
+#include "actors/transport/server_limits.h"
 #include "actors/runtime/master_state.h"
 #include "actors/runtime/step_ids.h"
 #include "graph/steady_clock.h"
@@ -451,7 +452,7 @@ void EnsureHeartbeat(MasterSelf self) {
   MasterState& st = self->state;
   if (st.heartbeat_ticking || st.config.heartbeat_timeout_ms <= 0 || !st.config.cluster) return;
   st.heartbeat_ticking = true;
-  const int64_t interval = std::max<int64_t>(st.config.heartbeat_timeout_ms / 4, 10);
+  const int64_t interval = HeartbeatIntervalMs(st.config.heartbeat_timeout_ms);
   self->delayed_send(self, std::chrono::milliseconds(interval), heartbeat_atom::value);
 }
 

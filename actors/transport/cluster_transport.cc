@@ -17,8 +17,17 @@ void ConfigureClusterTransport(caf::actor_system_config& cfg, const TransportLim
   // (PublishOnTransport); with a CA (or a cluster secret) their peers are
   // authenticated by mutual TLS before BASP reads a byte from them.
   LoadGuardedMiddleman(cfg, limits);
-  // Notice a dead peer's connection within seconds rather than never.
-  cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds(1)});
+  // The failure detector: each side sends a heartbeat every eighth of the peer
+  // timeout; a connection silent for SilenceTimeoutMs is closed, and the actors
+  // behind it go down for whoever monitors them (a hung, partitioned or dead peer
+  // is named like a killed one). Off: CAF's heartbeat each second, and a silent
+  // connection is kept for a day.
+  const int64_t peer_ms = limits.peer_timeout_ms > 0 ? limits.peer_timeout_ms : 0;
+  const auto heartbeat = std::chrono::milliseconds(peer_ms > 0 ? HeartbeatIntervalMs(peer_ms) : 1000);
+  const std::chrono::milliseconds silence =
+      peer_ms > 0 ? std::chrono::milliseconds(SilenceTimeoutMs(peer_ms)) : std::chrono::hours(24);
+  cfg.set("middleman.heartbeat-interval", caf::timespan{heartbeat});
+  cfg.set("middleman.connection-timeout", caf::timespan{silence});
   if (tls.enabled()) {
     cfg.load<caf::openssl::manager>();
     cfg.set("openssl.certificate", tls.certificate);

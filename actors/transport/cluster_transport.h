@@ -18,7 +18,9 @@
 namespace actorflow {
 
 // Loads the middleman (and, with TLS, CAF's OpenSSL module with the process's
-// certificate, key and CA), the 1 s BASP heartbeat, and the wire's message types.
+// certificate, key and CA), the failure detector (BASP heartbeats and the silence
+// after which a connection is closed: `limits.peer_timeout_ms`), and the wire's
+// message types.
 // The middleman's backend enforces `limits` on connections and what peers send, over
 // plain TCP and TLS alike (actors/transport/guarded_transport.h).
 void ConfigureClusterTransport(caf::actor_system_config& cfg,

@@ -16,6 +16,7 @@
 
 #include "actors/transport/cluster_transport.h"
 #include "actors/transport/guarded_transport.h"
+#include "actors/transport/peer_history.h"
 #include "actors/protocol/messages.h"
 #include "placement/cluster_spec.h"
 
@@ -24,6 +25,10 @@ namespace {
 
 // How long ShutDownClusterSystem waits for a system's destructor (see there).
 constexpr int kShutdownGraceMs = 10000;
+// A wait for a peer that is not there yet prints who is missing this often.
+constexpr std::chrono::milliseconds kProgressEvery(5000);
+// How long the probe that names a failed connection's cause may take.
+constexpr std::chrono::milliseconds kProbeWait(200);
 
 // One attempt, bounded by `wait`: the blocking remote_actor call runs on a thread
 // that outlives the wait if it must (it ends when its socket does).
@@ -75,8 +80,11 @@ caf::expected<FrontActor> TryOnce(caf::actor_system& system, const std::string& 
 StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::string& host,
                                      uint16_t port, std::chrono::milliseconds timeout,
                                      const std::string& who) {
-  const std::string where = who + " at " + host + ":" + std::to_string(port);
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::string address = host + ":" + std::to_string(port);
+  const std::string where = who + " at " + address;
+  const auto start = std::chrono::steady_clock::now();
+  auto deadline = start + timeout;
+  auto next_progress = start + kProgressEvery;
   std::string last_error = "no attempt";
   auto backoff = std::chrono::milliseconds(10);
   while (true) {
@@ -104,6 +112,7 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
         return FailedPrecondition(where + " is not an actorflow server (it answered '" +
                                   identity + "')");
       }
+      NotePeerReached(address);
       return *front;
     }
     if (!timed_out && TakeBusyRefusal(port)) {
@@ -131,6 +140,26 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
     }
     last_error = timed_out ? "no handshake before the deadline" : caf::to_string(front.error());
     if (timed_out) break;
+    if (front.error() == caf::sec::cannot_connect_to_node) {
+      // CAF says only that connecting failed; the system's errno says why.
+      std::string cause = ProbeTcpConnect(host, port, kProbeWait);
+      if (!cause.empty()) {
+        last_error = cause;
+        if (auto since = SincePeerReached(address)) {
+          // It answered this process before: it is down (or restarting), not starting.
+          return Unavailable("cannot reach " + where + ": " + cause + "; it answered " +
+                             SecondsText(*since) + " ago, so the task is down or restarting");
+        }
+      }
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= next_progress) {
+      std::fprintf(stderr, "actorflow: still waiting for %s: %s (%s of %s)\n", where.c_str(),
+                   last_error.c_str(),
+                   SecondsText(std::chrono::duration_cast<std::chrono::milliseconds>(now - start)).c_str(),
+                   SecondsText(timeout).c_str());
+      next_progress = now + kProgressEvery;
+    }
     std::this_thread::sleep_until(std::min(deadline, std::chrono::steady_clock::now() + backoff));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
   }

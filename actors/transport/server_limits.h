@@ -45,6 +45,26 @@ inline constexpr int64_t kDefaultHandshakeTimeoutMs = 10000;
 // that has not completed its handshake after this long (a stalled stranger), so
 // that stalled connections cannot keep a real client out.
 inline constexpr int64_t kHandshakeGraceMs = 500;
+// A connection that brings nothing for this long (not even CAF's heartbeats, which
+// each side sends every quarter of it) is closed: its peer is hung, partitioned or
+// dead, and every actor of that peer this process monitors goes down (the reason:
+// remote_link_unreachable). The same default as a master's heartbeat timeout
+// (SessionOptions::heartbeat_timeout_in_ms): a lost peer is named within 2.75 s
+// (SilenceTimeoutMs below, plus one heartbeat interval). A single message that takes longer than this to arrive whole is taken for
+// a lost peer too: on links that slow, raise it (--heartbeat-timeout-ms).
+inline constexpr int64_t kDefaultPeerTimeoutMs = 2000;
+
+// How often a watcher with heartbeat timeout `timeout_ms` pings (a master its
+// tasks, a client its master) and how often CAF's heartbeats go out: an eighth of
+// it, so that a ping unanswered is noticed within 1.125 timeouts of the hang.
+inline constexpr int64_t HeartbeatIntervalMs(int64_t timeout_ms) {
+  return timeout_ms / 8 > 10 ? timeout_ms / 8 : 10;
+}
+// How long a connection may stay silent before the transport closes it: a quarter
+// more than the timeout. Where a watcher pings, its "no heartbeat answer" (which
+// names the cause) comes first; the transport's closing covers every other
+// relationship (a worker and its parameter shards) within 1.375 timeouts.
+inline constexpr int64_t SilenceTimeoutMs(int64_t timeout_ms) { return timeout_ms + timeout_ms / 4; }
 
 struct TransportLimits {
   // A message (BASP payload) announced with more bytes closes its connection.
@@ -55,6 +75,9 @@ struct TransportLimits {
   int64_t max_connections = kDefaultMaxConnections;
   // An accepted connection without a completed handshake after this long is closed.
   int64_t handshake_timeout_ms = kDefaultHandshakeTimeoutMs;
+  // The failure detector of every connection (see kDefaultPeerTimeoutMs); 0: a silent
+  // connection is never closed for its silence.
+  int64_t peer_timeout_ms = kDefaultPeerTimeoutMs;
 };
 
 struct RequestLimits {

@@ -1,7 +1,11 @@
 #include "tools/train/train_elastic.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +90,23 @@ void PrintElasticResult(const TrainCommandOptions& options, const DataParallelOp
   out.flush();
 }
 
+// Calls `connect` with what is left of `budget_ms` until it succeeds, fails other
+// than Unavailable, or the budget is spent. A task just known lost is refused at
+// once (actors/transport/connect.h), so the attempts pause in between.
+StatusOr<std::unique_ptr<ParameterClient>> ConnectWithin(
+    int64_t budget_ms,
+    const std::function<StatusOr<std::unique_ptr<ParameterClient>>(int64_t)>& connect) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(budget_ms);
+  while (true) {
+    const int64_t left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - Clock::now()).count();
+    StatusOr<std::unique_ptr<ParameterClient>> client = connect(std::max<int64_t>(left, 1));
+    if (client.ok() || client.status().code() != Code::kUnavailable || left <= 0) return client;
+    std::this_thread::sleep_until(std::min(deadline, Clock::now() + std::chrono::milliseconds(250)));
+  }
+}
+
 }  // namespace
 
 std::string ElasticProgressLine(const WorkerProgress& p) {
@@ -127,6 +148,32 @@ Status TrainElasticWorker(const TrainCommandOptions& options, const ClusterSpec&
                                               client_options));
   StatusOr<DataParallelResult> ran =
       RunDataParallelWorker(options_here, worker, client.get(), train, test);
+  // A worker that lost its ps tasks (its link was cut, or it hung, and the failure
+  // detector closed its connections: the shards evicted it meanwhile) rejoins as a
+  // new member once it reaches them again, within --reconnect-timeout-ms. Not the
+  // chief: running again, it would initialize the shards anew.
+  const int64_t rejoin_ms = options.reconnect_timeout_ms > 0 ? options.reconnect_timeout_ms : 30000;
+  while (!ran.ok() && options.task != 0 && ran.status().code() == Code::kUnavailable) {
+    if (progress) {
+      WorkerProgress lost;
+      lost.worker = options.task;
+      lost.failover = "lost the ps tasks (" + ran.status().message() + "); rejoining within " +
+                      std::to_string(rejoin_ms) + " ms";
+      progress(lost);
+    }
+    client.reset();
+    StatusOr<std::unique_ptr<ParameterClient>> again = ConnectWithin(
+        rejoin_ms, [&](int64_t budget_ms) {
+          return ConnectParameterServers(cluster, kPsJob, dp.ps, budget_ms, client_options);
+        });
+    if (!again.ok()) {
+      ran = again.status().WithContext("worker " + std::to_string(options.task) +
+                                       " lost the ps tasks and could not rejoin");
+      break;
+    }
+    client = std::move(again).value();
+    ran = RunDataParallelWorker(options_here, worker, client.get(), train, test);
+  }
   board->SetState(ran.ok() ? "finished" : "failed", ran.ok() ? "" : ran.status().ToString());
   board->WorkerDone(options.task, !ran.ok());
   AF_RETURN_IF_ERROR(ran.status());
