@@ -111,7 +111,9 @@ TEST(KilledWorkerDetectionTest, SyncSurvivorsNameTheKilledWorkerWithinThreeSecon
         << "worker " << survivor << " never said it lacks a worker; stderr: "
         << workers[survivor]->err();
     const double ms = MillisSince(killed);
-    EXPECT_THAT(line, HasSubstr("(lost: worker 2)")) << line;
+    EXPECT_THAT(line, HasSubstr("(lost: worker 2 at " + cluster->Address("worker", 2) +
+                                  " (its connection closed or went silent))"))
+        << line;
     EXPECT_LT(ms, kContract.count()) << line;
     std::printf("sync: worker %d named the killed worker 2 %.1f ms after SIGKILL: %s\n", survivor,
                 ms, line.c_str());
@@ -148,7 +150,9 @@ TEST(KilledWorkerDetectionTest, SyncSurvivorsNameAHungWorkerWithinThreeSecondsAn
         << "worker " << survivor << " never said it lacks a worker; stderr: "
         << workers[survivor]->err();
     const double ms = MillisSince(hung);
-    EXPECT_THAT(line, HasSubstr("(lost: worker 2)")) << line;
+    EXPECT_THAT(line, HasSubstr("(lost: worker 2 at " + cluster->Address("worker", 2) +
+                                  " (its connection closed or went silent))"))
+        << line;
     EXPECT_LT(ms, kContract.count()) << line;
     std::printf("sync: worker %d named the hung worker 2 %.1f ms after SIGSTOP: %s\n", survivor,
                 ms, line.c_str());

@@ -80,8 +80,12 @@ caf::actor SpawnFanOut(caf::actor_system& system, std::vector<ShardActor> shards
       auto& st = self->state;
       for (size_t t = 0; t < st.shards.size(); ++t) {
         if (st.shards[t].address() != down.source) continue;
-        st.down[t] = Unavailable(st.names[t] + " is down (" + caf::to_string(down.reason) +
-                                 "): its parameters are gone with it");
+        // The connection closed: the task died, or the failure detector closed it
+        // after silence (the task hung, or a link was cut). Either way its
+        // parameters are out of this worker's reach.
+        st.down[t] = Unavailable(st.names[t] + " is lost (" + caf::to_string(down.reason) +
+                                 "): its connection closed or went silent, and its "
+                                 "parameters with it");
         for (auto& weak : st.calls) {
           auto call = weak.lock();
           if (!call) continue;

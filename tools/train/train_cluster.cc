@@ -559,6 +559,11 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   recovery.max_restarts = options.max_restarts >= 0 ? options.max_restarts : 3;
   recovery.reconnect_timeout_ms =
       options.reconnect_timeout_ms > 0 ? options.reconnect_timeout_ms : 30000;
+  for (int w = 0; w < cluster.num_tasks(options.job); ++w) {
+    auto address = cluster.Address(TaskId{options.job, w});
+    recovery.worker_addresses.push_back(
+        address.ok() ? address->host + ":" + std::to_string(address->port) : "");
+  }
   if (options.task == 0) {
     recovery.checkpoint_dir = dp.model_dir;
     recovery.checkpoint_every_steps = options.checkpoint_every;

@@ -146,16 +146,23 @@ class SupervisedClient : public ParameterClient {
   Clock::time_point failed_at_;
 };
 
-// "lost: worker 2; left: worker 1" from the shards' stats.
-std::string GoneList(const ParameterStats& stats) {
+// "lost: worker 2 at 10.0.0.3:2222 (its connection closed or went silent); left:
+// worker 1" from the shards' stats. A shard loses a worker when the connection to it
+// is closed: by the worker's end (it died) or by the failure detector (it hung, or
+// its link was cut: actors/transport/server_limits.h).
+std::string GoneList(const ParameterStats& stats, const std::vector<std::string>& addresses) {
   std::string text;
   for (const auto& [what, workers] : {std::make_pair("lost", &stats.workers_lost),
                                       std::make_pair("left", &stats.workers_left)}) {
     if (workers->empty()) continue;
+    const bool lost = workers == &stats.workers_lost;
     text += std::string(text.empty() ? "" : "; ") + what + ": worker ";
     for (size_t i = 0; i < workers->size(); ++i) {
-      text += (i == 0 ? "" : ", ") + std::to_string((*workers)[i]);
+      const int w = (*workers)[i];
+      text += (i == 0 ? "" : ", ") + std::to_string(w);
+      if (w >= 0 && static_cast<size_t>(w) < addresses.size()) text += " at " + addresses[w];
     }
+    if (lost) text += " (its connection closed or went silent)";
   }
   return text;
 }
@@ -247,7 +254,7 @@ bool RecoverySupervisor::WaitForWorkers(ParameterClient* client) {
       // Said at once, so that the names of the missing workers reach the user while
       // this worker waits, not only after they are back.
       Log("only " + std::to_string(live) + " of " + std::to_string(options_.ps.total_replicas) +
-          " workers are live (" + GoneList(*stats) + "), fewer than replicas_to_aggregate=" +
+          " workers are live (" + GoneList(*stats, recovery_.worker_addresses) + "), fewer than replicas_to_aggregate=" +
           std::to_string(options_.ps.replicas_to_aggregate) + ": waiting up to " +
           std::to_string(recovery_.reconnect_timeout_ms) + " ms for them to rejoin");
       said = true;

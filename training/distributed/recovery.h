@@ -69,6 +69,9 @@ struct RecoveryOptions {
   // Optional: one human-readable line per failure, recovery and checkpoint, as they
   // happen (e.g. "checkpoint DIR/ckpt-40 at global step 40").
   std::function<void(const std::string&)> log;
+  // Optional: "host:port" of each worker task, by index, so that the workers the
+  // shards lost are named with their address.
+  std::vector<std::string> worker_addresses;
 };
 
 // One failure and its recovery.
