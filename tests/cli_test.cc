@@ -148,6 +148,18 @@ TEST(CliRunErrorTest, MissingFeedNamesThePlaceholder) {
   EXPECT_TRUE(FailedWith(r, kRuntimeError, {"InvalidArgument", "'y'"}));
 }
 
+TEST(CliRunErrorTest, ANegativeHeartbeatTimeoutIsAUsageErrorNamingTheFlag) {
+  for (const char* command : {"run", "train"}) {
+    std::vector<std::string> args = {command, "--heartbeat-timeout-ms", "-5"};
+    if (std::string(command) == "run") {
+      args.insert(args.end(), {"--graph", Example("placeholders.json"), "--fetch", "sum"});
+    }
+    ProcessResult r = RunActorflow(args);
+    EXPECT_TRUE(FailedWith(r, kUsageError, {"--heartbeat-timeout-ms must be >= 0", "-5"}))
+        << command << ": " << r.err;
+  }
+}
+
 TEST(CliRunErrorTest, FeedOfWrongShapeNamesThePlaceholder) {
   ProcessResult r = RunActorflow({"run", "--graph", Example("variables.json"), "--before",
                                   "init", "--feed", "p=[[1,2,3]]", "--fetch", "m"});

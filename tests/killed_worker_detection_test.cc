@@ -4,8 +4,10 @@
 // 3 s, measured from the kill and printed.
 //   - sync, every worker aggregated: the survivors' step cannot complete without the
 //     killed worker; each survivor prints at once which worker is missing
-//     ("worker 0: only 2 of 3 workers are live (lost: worker 2), ...") and waits. The
-//     killed worker, started again, rejoins and the run ends at its global step.
+//     ("worker 0: only 2 of 3 workers are live (lost: worker 2 at HOST:PORT ...), ...")
+//     and waits. The killed worker, started again, rejoins and the run ends at its
+//     global step. A stopped one (SIGSTOP) is named the same way, by the failure
+//     detector, and rejoins when it resumes.
 //   - async: no step waits for the killed worker; the ps shards mark it lost, and any
 //     client of theirs sees it in the stats (here one that asks again as soon as each
 //     answer came, so the figure is good to one round trip, measured and printed);

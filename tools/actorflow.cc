@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "actors/transport/cluster_secret.h"
+#include "actors/transport/server_limits.h"
 #include "actors/transport/transport_security.h"
 #include "graph/status.h"
 #include "tools/cli/blas_core.h"
@@ -75,6 +76,16 @@ int Main(int argc, char** argv) {
   // to a cluster; without the flags, the ACTORFLOW_TLS_* environment variables.
   TlsConfig tls;
   std::string secret_file;
+  // The failure detector of every connection this process makes (`server` has its
+  // own flag of the same name, which also sets its masters' pings).
+  int64_t heartbeat_timeout_ms = kDefaultPeerTimeoutMs;
+  for (const char* name : {"run", "train", "serve", "tune"}) {
+    app.get_subcommand(name)
+        ->add_option("--heartbeat-timeout-ms", heartbeat_timeout_ms,
+                     "The failure detector: a peer whose connection brings nothing (not even "
+                     "heartbeats) for 1.25 times this long is lost (0: only closed connections)")
+        ->capture_default_str();
+  }
   for (const char* name : {"server", "run", "train", "serve", "tune"}) {
     CLI::App* sub = app.get_subcommand(name);
     sub->add_option("--tls-cert", tls.certificate,
@@ -113,6 +124,14 @@ int Main(int argc, char** argv) {
     Status set = SetTransportSecurity(tls);
     if (!set.ok()) return ReportError(std::cerr, set, kExitUsageError);
   }
+  if (heartbeat_timeout_ms < 0) {
+    return ReportError(std::cerr,
+                       InvalidArgument("--heartbeat-timeout-ms must be >= 0 (0: only closed "
+                                       "connections), not " +
+                                       std::to_string(heartbeat_timeout_ms)),
+                       kExitUsageError);
+  }
+  SetDefaultPeerTimeoutMs(heartbeat_timeout_ms);
   for (const Subcommand& sub : subcommands) {
     if (sub.app->parsed()) return sub.main();
   }

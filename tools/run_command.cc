@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/transport/server_limits.h"
+
 #include "graph/graph.h"
 #include "graph/graph_json.h"
 #include "graph/tensor_json.h"
@@ -187,6 +189,7 @@ Status LoadAndRun(const RunCommandOptions& options, const std::vector<FeedArg>& 
 
   SessionOptions session_options;
   session_options.target = options.target;
+  session_options.heartbeat_timeout_in_ms = DefaultPeerTimeoutMs();  // --heartbeat-timeout-ms
   AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
   session_options.allow_soft_placement = options.soft_placement;
   session_options.log_device_placement = options.log_placement;

@@ -424,7 +424,7 @@ Status ResetOne(caf::actor_system& system, const std::string& host, uint16_t por
 }  // namespace
 
 std::shared_ptr<ClientRuntime> NewClientRuntime(int64_t scheduler_spin_us) {
-  return std::make_shared<ClientRuntimeImpl>(scheduler_spin_us, kDefaultPeerTimeoutMs);
+  return std::make_shared<ClientRuntimeImpl>(scheduler_spin_us, DefaultPeerTimeoutMs());
 }
 
 Status ResetTask(const std::string& target, const std::vector<std::string>& containers,
@@ -433,7 +433,7 @@ Status ResetTask(const std::string& target, const std::vector<std::string>& cont
   uint16_t port = 0;
   AF_RETURN_IF_ERROR(ParseTarget(target, &host, &port));
   // A runtime of its own for a one-off request never polls.
-  std::shared_ptr<ClientRuntimeImpl> client = RuntimeFor(runtime, 0, kDefaultPeerTimeoutMs);
+  std::shared_ptr<ClientRuntimeImpl> client = RuntimeFor(runtime, 0, DefaultPeerTimeoutMs());
   std::string ignored;
   return ResetOne(client->system(), host, port, target, containers, timeout_ms, &ignored);
 }
@@ -443,7 +443,7 @@ Status ResetCluster(const std::string& target, const std::vector<std::string>& c
   std::string host;
   uint16_t port = 0;
   AF_RETURN_IF_ERROR(ParseTarget(target, &host, &port));
-  std::shared_ptr<ClientRuntimeImpl> client = RuntimeFor(runtime, 0, kDefaultPeerTimeoutMs);
+  std::shared_ptr<ClientRuntimeImpl> client = RuntimeFor(runtime, 0, DefaultPeerTimeoutMs());
   caf::actor_system& system = client->system();
   std::string cluster_json;
   AF_RETURN_IF_ERROR(ResetOne(system, host, port, target, containers, timeout_ms, &cluster_json));

@@ -48,7 +48,7 @@ struct ServerOptions {
   int port_override = -1;
   // The masters of this task's sessions declare another task down when it does not
   // answer a ping within this long while a step uses it (MasterConfig).
-  int64_t heartbeat_timeout_ms = 2000;
+  int64_t heartbeat_timeout_ms = DefaultPeerTimeoutMs();
   // What peers may send (actors/transport/server_limits.h): the transport closes connections
   // over `transport`; the front answers requests over `requests` ResourceExhausted.
   TransportLimits transport;

@@ -1,5 +1,7 @@
 #include "actors/transport/server_limits.h"
 
+#include <atomic>
+
 namespace actorflow {
 namespace {
 
@@ -8,7 +10,18 @@ Status CheckPositive(const char* flag, int64_t value) {
   return InvalidArgument(std::string(flag) + " must be > 0, not " + std::to_string(value));
 }
 
+std::atomic<int64_t>& PeerTimeoutDefault() {
+  static std::atomic<int64_t> timeout_ms{kDefaultPeerTimeoutMs};
+  return timeout_ms;
+}
+
 }  // namespace
+
+int64_t DefaultPeerTimeoutMs() { return PeerTimeoutDefault().load(std::memory_order_relaxed); }
+
+void SetDefaultPeerTimeoutMs(int64_t timeout_ms) {
+  PeerTimeoutDefault().store(timeout_ms, std::memory_order_relaxed);
+}
 
 Status ValidateLimits(const TransportLimits& transport, const RequestLimits& requests) {
   AF_RETURN_IF_ERROR(CheckPositive("--max-message-bytes", transport.max_message_bytes));

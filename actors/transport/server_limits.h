@@ -53,12 +53,20 @@ inline constexpr int64_t kHandshakeGraceMs = 500;
 // (SilenceTimeoutMs below, plus one heartbeat interval). A single message that takes longer than this to arrive whole is taken for
 // a lost peer too: on links that slow, raise it (--heartbeat-timeout-ms).
 inline constexpr int64_t kDefaultPeerTimeoutMs = 2000;
+// The process's default for TransportLimits::peer_timeout_ms and the servers'
+// heartbeat timeout: kDefaultPeerTimeoutMs, unless `--heartbeat-timeout-ms` set it
+// (tools/actorflow.cc, before any actor system starts). Thread-safe.
+int64_t DefaultPeerTimeoutMs();
+void SetDefaultPeerTimeoutMs(int64_t timeout_ms);
 
 // How often a watcher with heartbeat timeout `timeout_ms` pings (a master its
 // tasks, a client its master) and how often CAF's heartbeats go out: an eighth of
-// it, so that a ping unanswered is noticed within 1.125 timeouts of the hang.
+// it, so that a ping unanswered is noticed within 1.125 timeouts of the hang; never
+// more than 250 ms apart, so that a peer with a shorter timeout than this process's
+// still hears from it in time (each end closes on its own timeout).
 inline constexpr int64_t HeartbeatIntervalMs(int64_t timeout_ms) {
-  return timeout_ms / 8 > 10 ? timeout_ms / 8 : 10;
+  const int64_t eighth = timeout_ms / 8 > 10 ? timeout_ms / 8 : 10;
+  return eighth < 250 ? eighth : 250;
 }
 // How long a connection may stay silent before the transport closes it: a quarter
 // more than the timeout. Where a watcher pings, its "no heartbeat answer" (which
@@ -77,7 +85,7 @@ struct TransportLimits {
   int64_t handshake_timeout_ms = kDefaultHandshakeTimeoutMs;
   // The failure detector of every connection (see kDefaultPeerTimeoutMs); 0: a silent
   // connection is never closed for its silence.
-  int64_t peer_timeout_ms = kDefaultPeerTimeoutMs;
+  int64_t peer_timeout_ms = DefaultPeerTimeoutMs();
 };
 
 struct RequestLimits {
