@@ -248,6 +248,34 @@ TEST(ClusterProcessTest, AHungWorkerIsDeclaredDownByTheHeartbeatNamingIt) {
   w1_process->Kill(SIGCONT);
 }
 
+// A worker that answers every heartbeat but never finishes its part of the step is
+// not taken for lost: the step deadline bounds it, and the error says so.
+TEST(ClusterProcessTest, AWorkerThatAnswersHeartbeatsButNotItsStepMeetsTheStepDeadline) {
+  ProcessClusterOptions options;
+  options.server_args = {"--heartbeat-timeout-ms", "500"};
+  auto cluster = StartCluster(TestServerBinary(), options);
+  ASSERT_NE(cluster, nullptr);
+  Scope root = Scope::NewRootScope();
+  Scope w0 = root.WithDevice("/job:worker/task:0");
+  Scope w1 = root.WithDevice("/job:worker/task:1");
+  const Node* slow = w1.WithOpName("slow").AddNode("TestDelay", {Const(w1.WithOpName("x"), 3.0f)},
+                                                    {{"delay_ms", AttrValue(int64_t{20000})}});
+  Neg(w0.WithOpName("needs_w1"), Output(slow));
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto session = Open(root.graph(), cluster->Target("worker", 0));
+  ASSERT_NE(session, nullptr);
+  RunOptions run;
+  run.timeout_in_ms = 2000;  // four heartbeat timeouts
+  const auto start = Clock::now();
+  Status s = session->Run(run, {}, {"needs_w1"}, {}, nullptr, nullptr);
+  const auto took = Clock::now() - start;
+  EXPECT_EQ(s.code(), Code::kDeadlineExceeded) << s;
+  EXPECT_THAT(s.message(), HasSubstr("/job:worker/replica:0/task:1")) << s;
+  EXPECT_THAT(s.message(), HasSubstr("still answer heartbeats")) << s;
+  EXPECT_GE(took, milliseconds(1900)) << s;
+  EXPECT_LT(took, std::chrono::seconds(10)) << s;
+}
+
 // The client's own master hangs: the client's heartbeat (SessionOptions) ends the
 // step with Unavailable naming the target.
 TEST(ClusterProcessTest, AClientWhoseMasterHangsGetsUnavailableWithinItsHeartbeat) {

@@ -55,10 +55,14 @@ struct DirectPlan {
 
 // A step's missed RunOptions.timeout_in_ms, worded the same whoever enforces it
 // (the master, or an in-process session for a step it sent straight to a device).
+// `device`: the unfinished device, or several joined by ", ".
 inline Status StepDeadlineExceeded(int64_t timeout_ms, const std::string& device) {
   return DeadlineExceeded("step exceeded its deadline of " + std::to_string(timeout_ms) +
-                          " ms (RunOptions.timeout_in_ms) while device " + device +
-                          " was still running");
+                          " ms (RunOptions.timeout_in_ms) while " +
+                          (device.find(", ") == std::string::npos ? "device " + device + " was"
+                                                                 : "devices " + device + " were") +
+                          " still running: their tasks still answer heartbeats, so the step "
+                          "is slow or stuck there, not a task lost");
 }
 
 // A client's step: filled by the session, answered by the master through `reply`.

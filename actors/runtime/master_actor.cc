@@ -156,11 +156,17 @@ void CheckDeadlines(MasterSelf self, uint64_t generation) {
     }
   }
   for (const std::shared_ptr<StepInFlight>& step : late) {
+    // Every unfinished part is named: the part that waits for a receive is as
+    // unfinished as the one that computes, and only the list shows both.
+    std::string unfinished;
+    for (size_t i = 0; i < step->plan->parts.size(); ++i) {
+      if (step->part_done[i]) continue;
+      unfinished += (unfinished.empty() ? "" : ", ") + step->plan->parts[i].device;
+    }
     for (size_t i = 0; i < step->plan->parts.size(); ++i) {
       if (step->part_done[i]) continue;
       RunPartitionResult r;
-      r.status = StepDeadlineExceeded(step->request->options.timeout_in_ms,
-                                      step->plan->parts[i].device);
+      r.status = StepDeadlineExceeded(step->request->options.timeout_in_ms, unfinished);
       PartDone(self, step, i, std::move(r));
     }
   }
