@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <set>
@@ -212,6 +213,13 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
       if (current != st.actor_of.end() && current->second == down.source) {
         st.actor_of.erase(current);
         st.shard->WorkerLost(w, &out);
+        // The ps task's own account of the loss, beside what the workers are told:
+        // its connection closed (the worker died) or the failure detector closed it
+        // (the worker hung, or its link was cut).
+        std::fprintf(stderr,
+                     "actorflow: %s lost worker %d: its connection closed "
+                     "or went silent\n",
+                     self->state.shard->name().c_str(), w);
       }
     }
     auto parked = st.parked_by.find(down.source);

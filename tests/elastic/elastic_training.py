@@ -37,13 +37,14 @@ Usage: elastic_training.py ACTORFLOW DATA_DIR [join-and-kill|ps-failover|ps-rest
 """
 import json
 import os
-import select
+import queue
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
@@ -54,23 +55,40 @@ STEP_TIMEOUT_MS = 3000
 
 
 class Proc:
-    """A child whose stderr (or stdout) lines are read with deadlines."""
+    """A child whose stderr (or stdout, or both merged: "both") lines are read with
+    deadlines. A thread reads the watched stream into a queue, so that lines that
+    arrive together are each seen at once (a select() on the pipe would miss those
+    already buffered by an earlier readline)."""
 
     def __init__(self, args, name, stream="stderr"):
         self.name = name
-        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        merged = subprocess.STDOUT if stream == "both" else subprocess.PIPE
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=merged,
                                   text=True, bufsize=1)
-        self.stream = self.p.stderr if stream == "stderr" else self.p.stdout
+        self.watching_stderr = stream == "stderr"
+        self.stream = self.p.stderr if self.watching_stderr else self.p.stdout
         self.lines = []
+        self.queue = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.stream:
+            self.queue.put(line)
+        self.queue.put(None)  # the stream ended
 
     def wait_line(self, predicate, deadline_s, what):
         end = time.monotonic() + deadline_s
-        while time.monotonic() < end:
-            ready, _, _ = select.select([self.stream], [], [], max(0.0, end - time.monotonic()))
-            if not ready:
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
                 break
-            line = self.stream.readline()
-            if not line:
+            try:
+                line = self.queue.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                self.queue.put(None)  # later waits see the end too
                 break
             self.lines.append(line.rstrip("\n"))
             if predicate(line):
@@ -79,12 +97,33 @@ class Proc:
                              "\n".join(self.lines[-15:]))
 
     def finish(self, deadline_s):
-        out, err = self.p.communicate(timeout=deadline_s)
-        if self.stream is self.p.stderr:
-            self.lines.extend(err.splitlines())
-        else:
-            self.lines.extend(out.splitlines())
-        return self.p.returncode, out, err
+        """Waits for the exit; returns (code, stdout, stderr), the watched stream's
+        part being what no wait_line took."""
+        other = self.p.stdout if self.watching_stderr else self.p.stderr
+        other_text = []
+        if other is not None:  # read beside the wait, so that a full pipe cannot block it
+            drain = threading.Thread(target=lambda: other_text.append(other.read()), daemon=True)
+            drain.start()
+        self.p.wait(timeout=deadline_s)
+        if other is not None:
+            drain.join(timeout=deadline_s)
+        other_text = "".join(other_text)
+        self.reader.join(timeout=deadline_s)
+        rest = []
+        while True:
+            try:
+                line = self.queue.get_nowait()
+            except queue.Empty:
+                break
+            if line is None:
+                self.queue.put(None)
+                break
+            rest.append(line)
+        watched_text = "".join(rest)
+        self.lines.extend(watched_text.splitlines())
+        if self.watching_stderr:
+            return self.p.returncode, other_text, watched_text
+        return self.p.returncode, watched_text, other_text
 
     def kill(self):
         if self.p.poll() is None:

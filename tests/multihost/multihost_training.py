@@ -71,7 +71,7 @@ class Run:
         self.ps = []
         for i, host in enumerate(ps_hosts):
             ps = self.spawn(host, [actorflow, "server", "--cluster", self.file, "--job", "ps",
-                                   "--task", str(i)] + self.extra, f"ps:{i}", stream="stdout")
+                                   "--task", str(i)] + self.extra, f"ps:{i}", stream="both")
             ps.wait_line(lambda l: "ready" in l, 30, "saying the server is ready")
             self.ps.append(ps)
 
@@ -144,6 +144,12 @@ def partition_and_heal(actorflow, data, runs=1):
             assert f"(lost: worker 1 at {run.hosts.address('w1')}:{PORT}" in line, line
             print(f"partition: worker 0 named worker 1 {times[-1] * 1000:.0f} ms after its "
                   f"link went down: {line.strip()}")
+            ps_line = run.ps[0].wait_line(lambda l: "lost worker 1" in l, DEADLINE_S,
+                                          "naming the cut-off worker")
+            ps_named = time.monotonic() - cut
+            if k == 0:
+                print(f"partition: the ps named it by {ps_named * 1000:.0f} ms: "
+                      f"{ps_line.strip()}")
             run.hosts.heal("w1")
         if runs == 1:
             assert times[0] <= CONTRACT_S, f"named after {times[0]:.2f} s, over {CONTRACT_S} s"
