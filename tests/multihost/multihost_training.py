@@ -17,6 +17,9 @@ server`, `w0` and `w1` each `actorflow train --cluster FILE --job worker --task 
               two ps tasks, every shard with a standby on the other (--elastic
               --ps-replicas 2): ps task 1's link is cut; the workers fail its shard
               over to the standby within 3 s and the run ends (accuracy >= 0.9);
+  ps-kill     the same with ps task 1's process killed instead;
+  async       async updates: w1's link is cut, the ps task names it within 3 s (no
+              step waits for it), the link is restored and both runs end;
   sync-partition-times --runs N
               N cuts and heals of w1's link in one sync run, each timed from the cut
               to worker 0 naming worker 1: min/median/max;
@@ -54,7 +57,8 @@ STEPS_PER_EPOCH = 4
 class Run:
     """A ps and two workers on three namespace hosts."""
 
-    def __init__(self, actorflow, data, extra=(), elastic=False, ps_tasks=1):
+    def __init__(self, actorflow, data, extra=(), elastic=False, ps_tasks=1, mode="sync"):
+        self.mode = mode
         self.actorflow = actorflow
         self.data = data
         self.extra = list(extra)
@@ -83,7 +87,7 @@ class Run:
 
     def worker(self, task, epochs=EPOCHS, extra=()):
         args = [self.actorflow, "train", "--cluster", self.file, "--job", "worker", "--task",
-                str(task), "--mode", "sync", "--json",
+                str(task), "--mode", self.mode, "--json",
                 "--train", os.path.join(self.data, "iris_training.csv"),
                 "--test", os.path.join(self.data, "iris_test.csv"), "--normalize",
                 "--hidden", "10,10", "--optimizer", "sgd", "--lr", "0.2", "--batch", "16",
@@ -203,8 +207,34 @@ def elastic_partitions(actorflow, data, runs):
         run.close()
 
 
-def ps_partition(actorflow, data):
-    """ps task 1's link is cut: its shard fails over to the standby on ps task 0."""
+def async_partition(actorflow, data):
+    """Async updates: no step waits for w1, so the ps task names it (its shards lose
+    it); after the heal w1 reconnects and both runs end."""
+    run = Run(actorflow, data, mode="async")
+    try:
+        w0, w1 = run.worker(0), run.worker(1)
+        w1.wait_line(lambda l: "worker 1: step" in l, DEADLINE_S, "with progress")
+        cut = time.monotonic()
+        run.hosts.partition("w1")
+        line = run.ps[0].wait_line(lambda l: "lost worker 1" in l, DEADLINE_S,
+                                   "naming the cut-off worker")
+        took = time.monotonic() - cut
+        print(f"async: the ps named worker 1 {took * 1000:.0f} ms after its link went down: "
+              f"{line.strip()}")
+        assert took <= CONTRACT_S, f"named after {took:.2f} s, over {CONTRACT_S} s"
+        run.hosts.heal("w1")
+        results = [finish(w0), finish(w1)]
+        print(f"async: healed; the workers ended at global steps "
+              f"{[r['global_step'] for r in results]}, chief's accuracy "
+              f"{results[0]['accuracy']:.4f}")
+        assert results[0]["accuracy"] >= 0.9, results[0]
+    finally:
+        run.close()
+
+
+def ps_partition(actorflow, data, kill=False):
+    """ps task 1's link is cut (or its process killed): its shard fails over to the
+    standby on ps task 0."""
     run = Run(actorflow, data, elastic=True, ps_tasks=2)
     try:
         replicas = ("--ps-replicas", "2")
@@ -212,10 +242,14 @@ def ps_partition(actorflow, data):
         one = run.worker(1, epochs=200, extra=replicas)
         chief.wait_line(lambda l: global_step_of(l) >= 200, DEADLINE_S, "past global step 200")
         cut = time.monotonic()
-        run.hosts.partition("ps1")
+        if kill:
+            run.ps[1].kill()
+        else:
+            run.hosts.partition("ps1")
         line = chief.wait_line(lambda l: "failed over" in l, DEADLINE_S, "about the failover")
         took = time.monotonic() - cut
-        print(f"ps-partition: ps task 1 cut off -> worker 0 failed over after "
+        print(f"ps-{'kill' if kill else 'partition'}: ps task 1 "
+              f"{'killed' if kill else 'cut off'} -> worker 0 failed over after "
               f"{took * 1000:.0f} ms: {line.strip()}")
         assert "failed over 1 parameter shard(s) to their standbys" in line, line
         assert took <= CONTRACT_S, f"failed over after {took:.2f} s, over {CONTRACT_S} s"
@@ -223,7 +257,8 @@ def ps_partition(actorflow, data):
         for r in results:
             assert r["ps_failovers"] == 1, r
         assert results[0]["accuracy"] >= 0.9, results[0]
-        print(f"ps-partition: both workers ended; accuracy {results[0]['accuracy']:.4f}, "
+        print(f"ps-{'kill' if kill else 'partition'}: both workers ended; accuracy "
+              f"{results[0]['accuracy']:.4f}, "
               f"updates lost {results[0]['updates_lost']}")
     finally:
         run.close()
@@ -250,6 +285,10 @@ def main(argv):
         partition_and_heal(actorflow, data, runs)
     elif scenario == "ps-partition":
         ps_partition(actorflow, data)
+    elif scenario == "ps-kill":
+        ps_partition(actorflow, data, kill=True)
+    elif scenario == "async":
+        async_partition(actorflow, data)
     elif scenario == "elastic":
         elastic_partitions(actorflow, data, 1)
     elif scenario == "partition-times":
