@@ -33,6 +33,10 @@ using ConnectorActor = caf::typed_actor<
 // actor must have FrontActor's interface (CAF checks it at connect time) and answer
 // a ping. Unavailable naming `who` (e.g. "/job:ps/task:0") and the address when the
 // deadline passes; FailedPrecondition when something else answers on that port.
+// A refused connection is retried while the task may still be starting, with a line
+// on standard error every 5 s naming who is missing and why; but an address that
+// answered this process before and now refuses fails at once (the task is down or
+// restarting: actors/transport/peer_history.h), naming the system's cause.
 StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::string& host,
                                      uint16_t port, std::chrono::milliseconds timeout,
                                      const std::string& who);
