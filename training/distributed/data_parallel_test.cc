@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -165,11 +166,30 @@ TEST_F(DataParallelTest, SyncWithABackupWorkerDropsAStragglersStaleGradientsAndF
   // pushed at all.)
   options.epochs = 300;
   auto job = Job(options);
-  // 2 ms on top of 10 steps' time: a step here takes microseconds, so without it a
-  // busy machine's scheduling could hide the straggler among the others.
-  job->set_delay(2, /*delay_factor=*/10.0, /*delay_ms=*/2);
+  // 5 ms on top of 10 steps' time: a step here takes microseconds, so without it a
+  // busy machine's scheduling could hide the straggler among the others (with 2 ms,
+  // 1 run in 20 beside a full test run found none of its gradients stale).
+  job->set_delay(2, /*delay_factor=*/10.0, /*delay_ms=*/5);
+  // Worker 0 waits after its first push until the straggler has pushed once: on a
+  // loaded machine the straggler's thread once started only after workers 0 and 1
+  // had completed every version (300 epochs in 55 ms), and nothing was stale. Held
+  // this way, workers 1 and 2 complete versions meanwhile, and the straggler is in
+  // the run for the rest of it. Bounded: the wait gives up after 30 s.
+  std::mutex mu;
+  std::condition_variable pushed;
+  bool straggler_pushed = false;
+  job->set_progress([&](const WorkerProgress& p) {
+    std::unique_lock<std::mutex> lock(mu);
+    if (p.worker == 2) {
+      straggler_pushed = true;
+      pushed.notify_all();
+    } else if (p.worker == 0 && p.step == 1) {
+      pushed.wait_for(lock, std::chrono::seconds(30), [&] { return straggler_pushed; });
+    }
+  });
   auto result = job->Run();
   ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_TRUE(straggler_pushed);
   EXPECT_EQ(result->stats.updates_applied, SyncTargetGlobalStep(options, 120));
   EXPECT_GT(result->stats.gradients_dropped_stale, 0);
   int64_t dropped = 0;
