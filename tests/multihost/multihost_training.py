@@ -35,6 +35,7 @@ Usage: multihost_training.py ACTORFLOW DATA_DIR SCENARIO [--runs N]
 """
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -265,6 +266,14 @@ def ps_partition(actorflow, data, kill=False):
 
 
 def main(argv):
+    # Bazel ends a test past its timeout with SIGTERM: exiting through SystemExit runs
+    # every `finally`, so the namespaces are removed then too; a second SIGTERM (one
+    # sent to the whole process group) must not cut that cleanup short.
+    def end(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, end)
     actorflow, data, scenario = argv[1], argv[2], argv[3]
     runs = int(argv[argv.index("--runs") + 1]) if "--runs" in argv else 10
     ok, why = netns_hosts.available()
