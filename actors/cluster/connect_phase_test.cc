@@ -110,7 +110,8 @@ TEST(ConnectPhaseTest, ATaskNeverSeenIsWaitedForWithAProgressLineUntilTheBudget)
 TEST(ConnectPhaseTest, ATaskThatStartsDuringTheWaitIsReached) {
   const uint16_t port = FreePort();
   Client client;
-  auto waiting = std::async(std::launch::async, [&] { return client.Connect(port, milliseconds(20000)); });
+  auto waiting =
+      std::async(std::launch::async, [&] { return client.Connect(port, milliseconds(20000)); });
   auto server = StartWorker(port);
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_EQ(waiting.wait_for(std::chrono::seconds(25)), std::future_status::ready);

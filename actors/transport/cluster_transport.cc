@@ -23,7 +23,8 @@ void ConfigureClusterTransport(caf::actor_system_config& cfg, const TransportLim
   // is named like a killed one). Off: CAF's heartbeat each second, and a silent
   // connection is kept for a day.
   const int64_t peer_ms = limits.peer_timeout_ms > 0 ? limits.peer_timeout_ms : 0;
-  const auto heartbeat = std::chrono::milliseconds(peer_ms > 0 ? HeartbeatIntervalMs(peer_ms) : 1000);
+  const auto heartbeat =
+      std::chrono::milliseconds(peer_ms > 0 ? HeartbeatIntervalMs(peer_ms) : 1000);
   const std::chrono::milliseconds silence =
       peer_ms > 0 ? std::chrono::milliseconds(SilenceTimeoutMs(peer_ms)) : std::chrono::hours(24);
   cfg.set("middleman.heartbeat-interval", caf::timespan{heartbeat});

@@ -80,7 +80,7 @@ caf::expected<FrontActor> TryOnce(caf::actor_system& system, const std::string& 
 StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::string& host,
                                      uint16_t port, std::chrono::milliseconds timeout,
                                      const std::string& who) {
-  const std::string address = host + ":" + std::to_string(port);
+  const std::string address = TaskAddress{host, port}.ToString();
   const std::string where = who + " at " + address;
   const auto start = std::chrono::steady_clock::now();
   auto deadline = start + timeout;
@@ -154,10 +154,9 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
     }
     const auto now = std::chrono::steady_clock::now();
     if (now >= next_progress) {
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start);
       std::fprintf(stderr, "actorflow: still waiting for %s: %s (%s of %s)\n", where.c_str(),
-                   last_error.c_str(),
-                   SecondsText(std::chrono::duration_cast<std::chrono::milliseconds>(now - start)).c_str(),
-                   SecondsText(timeout).c_str());
+                   last_error.c_str(), SecondsText(waited).c_str(), SecondsText(timeout).c_str());
       next_progress = now + kProgressEvery;
     }
     std::this_thread::sleep_until(std::min(deadline, std::chrono::steady_clock::now() + backoff));

@@ -45,13 +45,14 @@ inline constexpr int64_t kDefaultHandshakeTimeoutMs = 10000;
 // that has not completed its handshake after this long (a stalled stranger), so
 // that stalled connections cannot keep a real client out.
 inline constexpr int64_t kHandshakeGraceMs = 500;
-// A connection that brings nothing for this long (not even CAF's heartbeats, which
-// each side sends every quarter of it) is closed: its peer is hung, partitioned or
-// dead, and every actor of that peer this process monitors goes down (the reason:
-// remote_link_unreachable). The same default as a master's heartbeat timeout
-// (SessionOptions::heartbeat_timeout_in_ms): a lost peer is named within 2.75 s
-// (SilenceTimeoutMs below, plus one heartbeat interval). A single message that takes longer than this to arrive whole is taken for
-// a lost peer too: on links that slow, raise it (--heartbeat-timeout-ms).
+// The failure detector's timeout. A connection that brings nothing (not even CAF's
+// heartbeats, HeartbeatIntervalMs below) for SilenceTimeoutMs of it is closed: its
+// peer is hung, partitioned or dead, and every actor of that peer this process
+// monitors goes down (the reason: remote_link_unreachable). The same default as a
+// master's heartbeat timeout (SessionOptions::heartbeat_timeout_in_ms): a lost peer
+// is named within 2.75 s (the silence, plus one heartbeat interval). A single
+// message that takes longer than the silence to arrive whole is taken for a lost
+// peer too: on links that slow, raise it (--heartbeat-timeout-ms).
 inline constexpr int64_t kDefaultPeerTimeoutMs = 2000;
 // The process's default for TransportLimits::peer_timeout_ms and the servers'
 // heartbeat timeout: kDefaultPeerTimeoutMs, unless `--heartbeat-timeout-ms` set it
@@ -72,7 +73,9 @@ inline constexpr int64_t HeartbeatIntervalMs(int64_t timeout_ms) {
 // more than the timeout. Where a watcher pings, its "no heartbeat answer" (which
 // names the cause) comes first; the transport's closing covers every other
 // relationship (a worker and its parameter shards) within 1.375 timeouts.
-inline constexpr int64_t SilenceTimeoutMs(int64_t timeout_ms) { return timeout_ms + timeout_ms / 4; }
+inline constexpr int64_t SilenceTimeoutMs(int64_t timeout_ms) {
+  return timeout_ms + timeout_ms / 4;
+}
 
 struct TransportLimits {
   // A message (BASP payload) announced with more bytes closes its connection.

@@ -203,7 +203,6 @@ def elastic_partitions(actorflow, data, runs):
               f"median {statistics.median(ms):.0f} / max {max(ms):.0f}")
         assert statistics.median(times) <= CONTRACT_S, times
         assert max(times) <= 5.0, times
-        del w1
     finally:
         run.close()
 

@@ -561,8 +561,7 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
       options.reconnect_timeout_ms > 0 ? options.reconnect_timeout_ms : 30000;
   for (int w = 0; w < cluster.num_tasks(options.job); ++w) {
     auto address = cluster.Address(TaskId{options.job, w});
-    recovery.worker_addresses.push_back(
-        address.ok() ? address->host + ":" + std::to_string(address->port) : "");
+    recovery.worker_addresses.push_back(address.ok() ? address->ToString() : "");
   }
   if (options.task == 0) {
     recovery.checkpoint_dir = dp.model_dir;

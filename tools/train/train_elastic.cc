@@ -103,7 +103,8 @@ StatusOr<std::unique_ptr<ParameterClient>> ConnectWithin(
                              deadline - Clock::now()).count();
     StatusOr<std::unique_ptr<ParameterClient>> client = connect(std::max<int64_t>(left, 1));
     if (client.ok() || client.status().code() != Code::kUnavailable || left <= 0) return client;
-    std::this_thread::sleep_until(std::min(deadline, Clock::now() + std::chrono::milliseconds(250)));
+    const auto pause = Clock::now() + std::chrono::milliseconds(250);
+    std::this_thread::sleep_until(std::min(deadline, pause));
   }
 }
 

@@ -254,7 +254,8 @@ bool RecoverySupervisor::WaitForWorkers(ParameterClient* client) {
       // Said at once, so that the names of the missing workers reach the user while
       // this worker waits, not only after they are back.
       Log("only " + std::to_string(live) + " of " + std::to_string(options_.ps.total_replicas) +
-          " workers are live (" + GoneList(*stats, recovery_.worker_addresses) + "), fewer than replicas_to_aggregate=" +
+          " workers are live (" + GoneList(*stats, recovery_.worker_addresses) +
+          "), fewer than replicas_to_aggregate=" +
           std::to_string(options_.ps.replicas_to_aggregate) + ": waiting up to " +
           std::to_string(recovery_.reconnect_timeout_ms) + " ms for them to rejoin");
       said = true;
