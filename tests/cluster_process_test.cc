@@ -373,6 +373,35 @@ TEST(ClusterProcessTest, ANewSessionOnAKilledTaskFailsWithinThreeSecondsNamingIt
             << std::chrono::duration_cast<milliseconds>(took).count() << " ms: " << s << "\n";
 }
 
+// The same when no session ever used the task: the server looked for every other
+// task once at startup, so a task that refuses later is down, not still starting.
+TEST(ClusterProcessTest, ATaskKilledBeforeAnySessionUsedItIsNamedWithinThreeSeconds) {
+  auto cluster = StartCluster(ActorflowBinary());
+  ASSERT_NE(cluster, nullptr);
+  std::string line;
+  ASSERT_TRUE(cluster->process("worker", 0)
+                  ->WaitForErrLine("actorflow server: all 2 other tasks of the cluster have "
+                                   "answered",
+                                   std::chrono::seconds(20), &line));
+  Scope root = Scope::NewRootScope();
+  Neg(root.WithDevice("/job:worker/task:1").WithOpName("on_w1"), Const(root, 1.0f));
+  ASSERT_TRUE(root.ok()) << root.status();
+  ASSERT_TRUE(cluster->Kill("worker", 1).ok());
+
+  RunOptions run;
+  run.timeout_in_ms = 30000;
+  const auto start = Clock::now();
+  auto session = Open(root.graph(), cluster->Target("worker", 0));
+  ASSERT_NE(session, nullptr);
+  Status s = session->Run(run, {}, {"on_w1"}, {}, nullptr, nullptr);
+  const auto took = Clock::now() - start;
+  EXPECT_EQ(s.code(), Code::kUnavailable) << s;
+  EXPECT_THAT(s.message(), HasSubstr("/job:worker/task:1")) << s;
+  EXPECT_THAT(s.message(), HasSubstr(cluster->Address("worker", 1))) << s;
+  EXPECT_THAT(s.message(), HasSubstr("Connection refused")) << s;
+  EXPECT_LT(took, std::chrono::seconds(3)) << s;
+}
+
 // A 4 MiB tensor from worker 0's process to worker 1's: over the bulk channel (the
 // default, actors/transport/bulk_channel.h) and over CAF's transport alone (--bulk-min-bytes 0),
 // the same sums, step after step.

@@ -83,7 +83,7 @@ int Main(int argc, char** argv) {
     app.get_subcommand(name)
         ->add_option("--heartbeat-timeout-ms", heartbeat_timeout_ms,
                      "The failure detector: a peer whose connection brings nothing (not even "
-                     "heartbeats) for 1.25 times this long is lost (0: only closed connections)")
+                     "heartbeats) for 1.25 times this long is lost (at least 50)")
         ->capture_default_str();
   }
   for (const char* name : {"server", "run", "train", "serve", "tune"}) {
@@ -124,12 +124,9 @@ int Main(int argc, char** argv) {
     Status set = SetTransportSecurity(tls);
     if (!set.ok()) return ReportError(std::cerr, set, kExitUsageError);
   }
-  if (heartbeat_timeout_ms < 0) {
-    return ReportError(std::cerr,
-                       InvalidArgument("--heartbeat-timeout-ms must be >= 0 (0: only closed "
-                                       "connections), not " +
-                                       std::to_string(heartbeat_timeout_ms)),
-                       kExitUsageError);
+  if (Status valid = ValidatePeerTimeoutMs("--heartbeat-timeout-ms", heartbeat_timeout_ms);
+      !valid.ok()) {
+    return ReportError(std::cerr, valid, kExitUsageError);
   }
   SetDefaultPeerTimeoutMs(heartbeat_timeout_ms);
   for (const Subcommand& sub : subcommands) {

@@ -8,6 +8,8 @@
 #include <memory>
 
 #include "actors/cluster/server.h"
+#include "actors/transport/peer_watch.h"
+#include "actors/transport/server_limits.h"
 #include "actors/transport/transport_security.h"
 #include "placement/cluster_spec.h"
 #include "tools/cli/status_server.h"
@@ -16,6 +18,9 @@
 namespace actorflow {
 namespace cli {
 namespace {
+
+// How long a server looks for the other tasks of its cluster after it starts.
+constexpr std::chrono::minutes kPeerWatchBound{10};
 
 struct ServerCommandOptions {
   std::string cluster_path;
@@ -69,10 +74,7 @@ StatusOr<ServerOptions> ResolveOptions(const ServerCommandOptions& o) {
   }
   AF_ASSIGN_OR_RETURN(auto counts, ParseDeviceCounts(o.devices));
   if (counts.count("CPU")) options.cpus = counts["CPU"];
-  if (o.heartbeat_timeout_ms < 0) {
-    return InvalidArgument("--heartbeat-timeout-ms must be >= 0 (0: no heartbeats), not " +
-                           std::to_string(o.heartbeat_timeout_ms));
-  }
+  AF_RETURN_IF_ERROR(ValidatePeerTimeoutMs("--heartbeat-timeout-ms", o.heartbeat_timeout_ms));
   options.heartbeat_timeout_ms = o.heartbeat_timeout_ms;
   if (!o.data_root.empty()) {
     AF_ASSIGN_OR_RETURN(options.file_access, FileAccessPolicy::UnderRoot(o.data_root));
@@ -138,6 +140,19 @@ int ServeUntilSignalled(const ServerCommandOptions& o) {
   }
   std::cout << "actorflow server ready: " << (*server)->target() << " job=" << options->task.job
             << " task=" << options->task.index << std::endl;
+  // Once every other task has answered, one that refuses connections later is down,
+  // and this task's next session that needs it says so at once.
+  std::vector<TaskAddress> peers;
+  for (const TaskId& task : options->cluster.AllTasks()) {
+    if (!(task == options->task)) peers.push_back(options->cluster.Address(task).value());
+  }
+  const size_t peer_count = peers.size();
+  PeerWatch watch(std::move(peers), kPeerWatchBound, [peer_count] {
+    std::cerr << "actorflow server: all " << peer_count
+              << " other tasks of the cluster have answered; from now on one that refuses "
+                 "connections is reported down at once"
+              << std::endl;
+  });
   WaitForShutdownSignal();
   const Status failure = (*server)->failure();
   (*server)->Stop();
@@ -166,7 +181,7 @@ Subcommand AddServerSubcommand(CLI::App* parent) {
   app->add_option("--heartbeat-timeout-ms", options->heartbeat_timeout_ms,
                   "The failure detector: a peer that does not answer a ping for this long "
                   "while a step uses it, or whose connection brings nothing (not even "
-                  "heartbeats) for this long, is down (0: only closed connections)")
+                  "heartbeats) for 1.25 times this long, is down (at least 50)")
       ->capture_default_str();
   app->add_option("--data-root", options->data_root,
                   "Graph ops that open files (CsvReaderRead) may open only files under DIR "

@@ -23,6 +23,13 @@ void SetDefaultPeerTimeoutMs(int64_t timeout_ms) {
   PeerTimeoutDefault().store(timeout_ms, std::memory_order_relaxed);
 }
 
+Status ValidatePeerTimeoutMs(const std::string& flag, int64_t timeout_ms) {
+  if (timeout_ms >= kMinPeerTimeoutMs) return Status::OK();
+  return InvalidArgument(flag + " must be at least " + std::to_string(kMinPeerTimeoutMs) +
+                         " ms (heartbeats go out every eighth of it, and never less than 10 ms "
+                         "apart), not " + std::to_string(timeout_ms));
+}
+
 Status ValidateLimits(const TransportLimits& transport, const RequestLimits& requests) {
   AF_RETURN_IF_ERROR(CheckPositive("--max-message-bytes", transport.max_message_bytes));
   AF_RETURN_IF_ERROR(CheckPositive("--max-connections", transport.max_connections));

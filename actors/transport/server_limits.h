@@ -77,6 +77,14 @@ inline constexpr int64_t SilenceTimeoutMs(int64_t timeout_ms) {
   return timeout_ms + timeout_ms / 4;
 }
 
+// The shortest heartbeat timeout a flag may set: with heartbeats at least 10 ms
+// apart (HeartbeatIntervalMs), a shorter one would leave fewer than five
+// heartbeats per timeout, and a busy peer would be taken for a lost one.
+inline constexpr int64_t kMinPeerTimeoutMs = 50;
+// InvalidArgument naming `flag` for a timeout below kMinPeerTimeoutMs (zero and
+// negative values included: they would make detection impossible).
+Status ValidatePeerTimeoutMs(const std::string& flag, int64_t timeout_ms);
+
 struct TransportLimits {
   // A message (BASP payload) announced with more bytes closes its connection.
   int64_t max_message_bytes = kDefaultMaxMessageBytes;

@@ -1,0 +1,76 @@
+#include "actors/transport/peer_watch.h"
+
+#include <algorithm>
+
+#include "actors/transport/peer_history.h"
+
+namespace actorflow {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// A refused connection answers at once; one to a partitioned host may not answer at
+// all, and the watch must still notice its own destruction soon.
+constexpr milliseconds kAttemptWait{200};
+constexpr milliseconds kFirstPause{100};
+constexpr milliseconds kLongestPause{1000};
+
+}  // namespace
+
+PeerWatch::PeerWatch(std::vector<TaskAddress> peers, milliseconds give_up_after,
+                     std::function<void()> on_all_reached)
+    : waiting_(std::move(peers)) {
+  thread_ = std::thread([this, give_up_after, done = std::move(on_all_reached)]() mutable {
+    Watch(give_up_after, std::move(done));
+  });
+}
+
+PeerWatch::~PeerWatch() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  thread_.join();
+}
+
+std::vector<std::string> PeerWatch::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const TaskAddress& peer : waiting_) out.push_back(peer.ToString());
+  return out;
+}
+
+void PeerWatch::Watch(milliseconds give_up_after, std::function<void()> on_all_reached) {
+  const auto give_up = Clock::now() + give_up_after;
+  milliseconds pause = kFirstPause;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_ && !waiting_.empty()) {
+    std::vector<TaskAddress> round = waiting_;
+    lock.unlock();
+    std::vector<std::string> answered;
+    for (const TaskAddress& peer : round) {
+      if (ProbeTcpConnect(peer.host, peer.port, kAttemptWait).empty()) {
+        NotePeerReached(peer.ToString());
+        answered.push_back(peer.ToString());
+      }
+    }
+    lock.lock();
+    waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(),
+                                  [&](const TaskAddress& p) {
+                                    return std::find(answered.begin(), answered.end(),
+                                                     p.ToString()) != answered.end();
+                                  }),
+                   waiting_.end());
+    if (waiting_.empty()) break;
+    if (Clock::now() >= give_up) return;
+    stop_cv_.wait_for(lock, pause, [this] { return stopping_; });
+    pause = std::min(pause * 2, kLongestPause);
+  }
+  if (stopping_ || !waiting_.empty()) return;
+  lock.unlock();
+  if (on_all_reached) on_all_reached();
+}
+
+}  // namespace actorflow
