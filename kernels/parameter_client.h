@@ -112,6 +112,9 @@ struct ParameterStats {
   int64_t gradients_dropped_stale = 0;
   double mean_staleness = 0;
   std::vector<int> workers_lost;  // worker indices the shards saw die
+  // How a lost worker was lost, where a shard could tell: "its connection closed
+  // (...)" or "nothing came from it for 2.6 s, not even heartbeats (...)".
+  std::map<int, std::string> lost_causes;
   std::vector<int> workers_left;  // worker indices that left (their client closed)
   // Elastic sync: the changes in order (from the first shard), and updates by the
   // number of gradients they averaged, [total_replicas + 1].

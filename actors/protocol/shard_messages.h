@@ -110,7 +110,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ShardStats& x) {
   return f(caf::meta::type_name("actorflow.ShardStats"), x.initialized, x.variables, x.version,
            x.gradients_dropped_stale, x.staleness_sum, x.staleness_count, x.max_staleness,
-           x.workers_lost, x.workers_left, x.clocks, x.parked_pulls, x.parked_pushes,
+           x.workers_lost, x.lost_causes, x.workers_left, x.clocks, x.parked_pulls, x.parked_pushes,
            x.accumulated, x.applied_by_worker, x.members, x.membership_epoch,
            x.updates_by_aggregated, x.membership_changes, x.updates_lost);
 }

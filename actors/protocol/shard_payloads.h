@@ -113,6 +113,9 @@ struct ShardStats {
   int64_t staleness_count = 0;  // applied gradients
   int64_t max_staleness = 0;
   std::vector<int> workers_lost;  // sorted
+  // How each of workers_lost was lost, in its order, as the ps task's transport saw
+  // it (actors/transport/connection_ends.h); "" where it could not tell.
+  std::vector<std::string> lost_causes;
   std::vector<int> workers_left;  // sorted
   std::vector<int64_t> clocks;    // pushes per worker, [total_replicas]
   int64_t parked_pulls = 0;

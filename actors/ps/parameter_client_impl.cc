@@ -265,6 +265,9 @@ StatusOr<ParameterStats> ParameterClientImpl::Stats(int64_t timeout_ms) {
     staleness_sum += s.staleness_sum;
     staleness_count += s.staleness_count;
     lost.insert(s.workers_lost.begin(), s.workers_lost.end());
+    for (size_t i = 0; i < s.workers_lost.size() && i < s.lost_causes.size(); ++i) {
+      if (!s.lost_causes[i].empty()) stats.lost_causes.emplace(s.workers_lost[i], s.lost_causes[i]);
+    }
     left.insert(s.workers_left.begin(), s.workers_left.end());
     // Every shard sees the same joins and losses: the first one's record stands.
     stats.updates_lost = std::max(stats.updates_lost, s.updates_lost);

@@ -10,6 +10,7 @@
 #include "actors/ps/bulk_gradients.h"
 #include "actors/protocol/messages.h"
 #include "actors/protocol/shard_messages.h"
+#include "actors/transport/connection_ends.h"
 
 namespace actorflow {
 namespace {
@@ -212,14 +213,18 @@ ShardActor::behavior_type ShardBehavior(ShardSelf self, std::string name, ShardC
       auto current = st.actor_of.find(w);
       if (current != st.actor_of.end() && current->second == down.source) {
         st.actor_of.erase(current);
-        st.shard->WorkerLost(w, &out);
-        // The ps task's own account of the loss, beside what the workers are told:
-        // its connection closed (the worker died) or the failure detector closed it
-        // (the worker hung, or its link was cut).
-        std::fprintf(stderr,
-                     "actorflow: %s lost worker %d: its connection closed "
-                     "or went silent\n",
-                     self->state.shard->name().c_str(), w);
+        // Its connection closed (the worker died) or the failure detector closed it
+        // (the worker hung, or its link was cut). The transport knows which; it
+        // knows the worker's connection by its ephemeral port only, so the recent
+        // ends of all connections tell (connection_ends.h).
+        const std::string how =
+            down.reason == caf::exit_reason::remote_link_unreachable
+                ? ConnectionLossCause("")
+                : "its client actor ended (" + caf::to_string(down.reason) + ")";
+        st.shard->WorkerLost(w, &out, how);
+        // The ps task's own account, beside what the workers are told.
+        std::fprintf(stderr, "actorflow: %s lost worker %d: %s\n",
+                     self->state.shard->name().c_str(), w, how.c_str());
       }
     }
     auto parked = st.parked_by.find(down.source);

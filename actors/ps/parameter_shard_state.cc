@@ -530,6 +530,7 @@ Status ParameterShardState::Join(int worker, Replies* out) {
     const int64_t slowest = MinLiveClock();
     if (slowest > clocks_[worker]) clocks_[worker] = slowest;
     lost_.erase(worker);
+    lost_how_.erase(worker);
     left_.erase(worker);
   }
   last_sequence_[worker] = 0;
@@ -541,15 +542,17 @@ Status ParameterShardState::Join(int worker, Replies* out) {
 void ParameterShardState::Leave(int worker, Replies* out) {
   if (worker < 0 || worker >= config_.total_replicas) return;
   lost_.erase(worker);
+  lost_how_.erase(worker);
   left_.insert(worker);
   if (Elastic()) return MemberGone(worker, "leave", out);
   CheckSyncCoverage(out);
   ReleaseSsp(out);
 }
 
-void ParameterShardState::WorkerLost(int worker, Replies* out) {
+void ParameterShardState::WorkerLost(int worker, Replies* out, std::string how) {
   if (worker < 0 || worker >= config_.total_replicas || left_.count(worker)) return;
   lost_.insert(worker);
+  if (!how.empty()) lost_how_[worker] = std::move(how);
   if (Elastic()) return MemberGone(worker, "lost", out);
   CheckSyncCoverage(out);
   ReleaseSsp(out);
@@ -565,6 +568,10 @@ ParameterShardState::Stats ParameterShardState::GetStats() const {
   s.staleness_count = staleness_count_;
   s.max_staleness = max_staleness_;
   s.workers_lost.assign(lost_.begin(), lost_.end());
+  for (int w : lost_) {
+    auto how = lost_how_.find(w);
+    s.lost_causes.push_back(how == lost_how_.end() ? "" : how->second);
+  }
   s.workers_left.assign(left_.begin(), left_.end());
   s.clocks = clocks_;
   s.parked_pulls = static_cast<int64_t>(parked_pulls_.size());

@@ -159,7 +159,9 @@ class ParameterShardState {
   void WillPushFrom(int worker, int64_t version, Replies* out);
   // Elastic: whether `worker` is a live member now.
   bool IsLiveMember(int worker) const { return Elastic() && members_.count(worker) > 0; }
-  void WorkerLost(int worker, Replies* out);
+  // `how`: the transport's account of the loss, for the stats (lost_causes); may
+  // be empty.
+  void WorkerLost(int worker, Replies* out, std::string how = "");
 
   // Answers every parked request whose deadline is <= now with DeadlineExceeded.
   void Expire(int64_t now, Replies* out);
@@ -268,6 +270,7 @@ class ParameterShardState {
   std::vector<int64_t> applied_by_worker_;  // [total_replicas]
   std::vector<uint64_t> last_sequence_;  // [total_replicas]
   std::set<int> lost_;
+  std::map<int, std::string> lost_how_;  // of lost_, where the loss was accounted for
   std::set<int> left_;
   // Elastic: the joined, live workers; the members the current version waits for.
   std::set<int> members_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "actors/transport/connection_ends.h"
+
 namespace actorflow {
 
 void CallBase::Fail(Status status) {
@@ -81,11 +83,17 @@ caf::actor SpawnFanOut(caf::actor_system& system, std::vector<ShardActor> shards
       for (size_t t = 0; t < st.shards.size(); ++t) {
         if (st.shards[t].address() != down.source) continue;
         // The connection closed: the task died, or the failure detector closed it
-        // after silence (the task hung, or a link was cut). Either way its
-        // parameters are out of this worker's reach.
-        st.down[t] = Unavailable(st.names[t] + " is lost (" + caf::to_string(down.reason) +
-                                 "): its connection closed or went silent, and its "
-                                 "parameters with it");
+        // after silence (the task hung, or a link was cut); the transport knows
+        // which (connection_ends.h). Either way its parameters are out of this
+        // worker's reach.
+        const std::string& name = st.names[t];
+        const size_t at = name.rfind(" at ");
+        const std::string how =
+            down.reason == caf::exit_reason::remote_link_unreachable
+                ? ConnectionLossCause(at == std::string::npos ? "" : name.substr(at + 4))
+                : "its shard actor ended";
+        st.down[t] = Unavailable(name + " is lost (" + caf::to_string(down.reason) + "): " + how +
+                                 ", and its parameters with it");
         for (auto& weak : st.calls) {
           auto call = weak.lock();
           if (!call) continue;

@@ -114,15 +114,23 @@ struct ModelServer::Impl {
                   failed = r.status;
                   if (!r.status.ok()) return;
                   replicas.remote_sessions.emplace_back(front->second, r.session_id);
+                  auto lost = std::make_shared<std::atomic<bool>>(false);
+                  replicas.lost.push_back(lost);
                   replicas.actors.push_back(SpawnRemoteServingReplica(
-                      *system, front->second, r.session_id, task, options.request_timeout_ms));
+                      *system,
+                      RemoteReplicaTarget{front->second, r.session_id, task, address, lost},
+                      options.request_timeout_ms));
                 },
                 [&](caf::error& e) {
                   failed = Unavailable("cannot open a serving session on " + task + " (" +
                                        address + "): " + system->render(e));
                 });
       }
-      if (!failed.ok()) break;
+      if (!failed.ok()) {
+        // Its connection may be gone (the task lost): the next load connects anew.
+        fronts.erase(front);
+        break;
+      }
     }
     if (!failed.ok()) {
       for (const auto& [front, id] : replicas.remote_sessions) caf::anon_send(front, close_atom::value, id);

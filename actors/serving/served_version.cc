@@ -32,6 +32,7 @@ LoadedVersion::LoadedVersion(caf::actor_system& system, std::string model,
   pool_->in_flight = std::make_unique<std::atomic<int64_t>[]>(count);
   pool_->max_in_flight_per_replica = options.max_in_flight_per_replica;
   pool_->replicas = std::move(replicas.actors);
+  pool_->lost = std::move(replicas.lost);
   for (size_t i = 0; i < count; ++i) pool_->in_flight[i] = 0;
   if (options.enable_batching) {
     max_enqueued_batches_ = options.max_enqueued_batches;

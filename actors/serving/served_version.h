@@ -26,19 +26,26 @@ namespace actorflow {
 struct ReplicaPool {
   std::vector<ServingReplica> replicas;
   std::unique_ptr<std::atomic<int64_t>[]> in_flight;
+  std::vector<std::shared_ptr<std::atomic<bool>>> lost;  // see Replicas::lost
   int64_t max_in_flight_per_replica = 0;
   std::atomic<int64_t> outstanding_batches{0};
   std::unique_ptr<std::atomic<int64_t>[]> batch_size_counts;  // index: rows, clamped
   int64_t max_batch_size = 0;
 
-  // The replica with the fewest calls in flight (the first on ties).
+  // The replica with the fewest calls in flight (the first on ties), of those whose
+  // task is not lost; any replica when all are (it answers why at once).
   size_t LeastLoaded() const {
-    size_t best = 0;
-    for (size_t i = 1; i < replicas.size(); ++i)
-      if (in_flight[i].load(std::memory_order_relaxed) <
-          in_flight[best].load(std::memory_order_relaxed))
+    size_t best = replicas.size();
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      if (IsLost(i)) continue;
+      if (best == replicas.size() || in_flight[i].load(std::memory_order_relaxed) <
+                                         in_flight[best].load(std::memory_order_relaxed))
         best = i;
-    return best;
+    }
+    return best == replicas.size() ? 0 : best;
+  }
+  bool IsLost(size_t i) const {
+    return i < lost.size() && lost[i] && lost[i]->load(std::memory_order_relaxed);
   }
 
   // Sends `call` to the least-loaded replica; ResourceExhausted (without sending) when
@@ -49,6 +56,9 @@ struct ReplicaPool {
 // A version's replicas, and the sessions they hold on other tasks (closed at unload).
 struct Replicas {
   std::vector<ServingReplica> actors;
+  // Of remote replicas, as many as `actors`: set once the replica's task is lost.
+  // Empty for local replicas.
+  std::vector<std::shared_ptr<std::atomic<bool>>> lost;
   std::vector<std::pair<FrontActor, uint64_t>> remote_sessions;
 };
 

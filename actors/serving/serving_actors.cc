@@ -1,9 +1,12 @@
 // Replica and batcher actors of the model server (actors/serving/serving_protocol.h).
+#include <atomic>
 #include <chrono>
+#include <map>
 #include <utility>
 
 #include "actors/serving/serving_protocol.h"
 #include "actors/protocol/wire.h"
+#include "actors/transport/connection_ends.h"
 #include "kernels/direct_session.h"
 #include "training/optimizers/partitioned_variable.h"
 
@@ -50,21 +53,59 @@ ServingReplica::behavior_type ReplicaBehavior(ServingReplica::stateful_pointer<R
 struct RemoteReplicaState {
   FrontActor front;
   uint64_t session_id = 0;
-  std::string task;
+  std::string task;  // "/job:worker/task:0 at host:port"
+  std::string address;
   int64_t timeout_ms = 0;
+  std::shared_ptr<std::atomic<bool>> lost;
+  Status lost_status;  // once the task is lost
+  // Calls sent and not answered, by number: each is answered once, by its reply,
+  // its error, or the task's loss, whichever comes first.
+  std::map<uint64_t, ServeCallPtr> in_flight;
+  uint64_t next_call = 1;
 };
 
+// Answers call `id` (if it is still in flight) with `result`.
+void Answer(RemoteReplicaState& st, uint64_t id, StatusOr<std::vector<Tensor>> result) {
+  auto it = st.in_flight.find(id);
+  if (it == st.in_flight.end()) return;
+  ServeCallPtr call = std::move(it->second);
+  st.in_flight.erase(it);
+  call->done(std::move(result));
+}
+
 ServingReplica::behavior_type RemoteReplicaBehavior(
-    ServingReplica::stateful_pointer<RemoteReplicaState> self, FrontActor front,
-    uint64_t session_id, std::string task, int64_t timeout_ms) {
+    ServingReplica::stateful_pointer<RemoteReplicaState> self, RemoteReplicaTarget target,
+    int64_t timeout_ms) {
   RemoteReplicaState& st = self->state;
-  st.front = std::move(front);
-  st.session_id = session_id;
-  st.task = std::move(task);
+  st.front = std::move(target.front);
+  st.session_id = target.session_id;
+  st.task = target.task + " at " + target.address;
+  st.address = std::move(target.address);
   st.timeout_ms = timeout_ms;
+  st.lost = std::move(target.lost);
+  // The task's front goes down when its connection closes: the task died, or the
+  // failure detector closed it after a silence (actors/transport/server_limits.h).
+  // Every call in flight there fails then, not at its deadline, and the version's
+  // pool sends no more calls here (ReplicaPool::LeastLoaded).
+  self->monitor(st.front);
+  self->set_down_handler([self](caf::down_msg& down) {
+    RemoteReplicaState& st = self->state;
+    if (down.source != st.front.address()) return;
+    const std::string how = down.reason == caf::exit_reason::remote_link_unreachable
+                                ? ConnectionLossCause(st.address)
+                                : "its front actor ended (" + self->system().render(down.reason) +
+                                      ")";
+    st.lost_status = Unavailable("serving replica on " + st.task + " is lost: " + how);
+    if (st.lost) st.lost->store(true);
+    while (!st.in_flight.empty()) Answer(st, st.in_flight.begin()->first, st.lost_status);
+  });
   return {
       [self](ServeCallPtr& call) {
         RemoteReplicaState& st = self->state;
+        if (!st.lost_status.ok()) {
+          call->done(st.lost_status);
+          return;
+        }
         RemoteStep step;
         step.session_id = st.session_id;
         for (auto& [name, value] : call->feeds) {
@@ -78,19 +119,24 @@ ServingReplica::behavior_type RemoteReplicaBehavior(
         const caf::duration wait = st.timeout_ms > 0
                                        ? caf::duration{std::chrono::milliseconds(st.timeout_ms + 5000)}
                                        : caf::duration{caf::infinite};
-        const std::string task = st.task;
+        const uint64_t id = st.next_call++;
+        st.in_flight.emplace(id, std::move(call));
         self->request(st.front, wait, remote_step_atom::value, std::move(step))
             .then(
-                [call](RemoteStepResult& r) {
+                [self, id](RemoteStepResult& r) {
                   if (r.status.ok()) {
-                    call->done(std::move(r.outputs));
+                    Answer(self->state, id, std::move(r.outputs));
                   } else {
-                    call->done(r.status);
+                    Answer(self->state, id, r.status);
                   }
                 },
-                [self, call, task](caf::error& e) {
-                  call->done(Unavailable("serving replica on " + task + ": " +
-                                         self->system().render(e)));
+                [self, id](caf::error& e) {
+                  RemoteReplicaState& st = self->state;
+                  Answer(st, id,
+                         st.lost_status.ok()
+                             ? Unavailable("serving replica on " + st.task + ": " +
+                                           self->system().render(e))
+                             : st.lost_status);
                 });
       },
   };
@@ -207,11 +253,9 @@ ServingReplica SpawnServingReplica(caf::actor_system& system,
   return system.spawn(ReplicaBehavior, std::move(servable));
 }
 
-ServingReplica SpawnRemoteServingReplica(caf::actor_system& system, FrontActor front,
-                                         uint64_t session_id, std::string task,
+ServingReplica SpawnRemoteServingReplica(caf::actor_system& system, RemoteReplicaTarget target,
                                          int64_t timeout_ms) {
-  return system.spawn(RemoteReplicaBehavior, std::move(front), session_id, std::move(task),
-                      timeout_ms);
+  return system.spawn(RemoteReplicaBehavior, std::move(target), timeout_ms);
 }
 
 ServingBatcher SpawnServingBatcher(caf::actor_system& system, int64_t max_batch_size,

@@ -55,11 +55,24 @@ using DispatchFn = std::function<void(ServeCallPtr)>;
 
 ServingReplica SpawnServingReplica(caf::actor_system& system,
                                    std::shared_ptr<const Servable> servable);
-// A replica on another task: each call becomes a step of session `session_id` that
-// the task's front (master service) runs; errors name `task`. Several calls may be in
-// flight at once (the replica waits for none of them).
-ServingReplica SpawnRemoteServingReplica(caf::actor_system& system, FrontActor front,
-                                         uint64_t session_id, std::string task,
+// Where a remote replica's calls go: session `session_id` on the task `task`
+// ("/job:worker/task:0") at `address` ("host:port"), whose front is `front`. `lost`
+// (may be null) is set when the task is lost, for the version's pool.
+struct RemoteReplicaTarget {
+  FrontActor front;
+  uint64_t session_id = 0;
+  std::string task;
+  std::string address;
+  std::shared_ptr<std::atomic<bool>> lost;
+};
+
+// A replica on another task: each call becomes a step of the target's session that
+// the task's front (master service) runs; errors name the task and its address.
+// Several calls may be in flight at once (the replica waits for none of them). When
+// the task is lost (its connection closed, or silent past the failure detector's
+// timeout), the calls in flight there and every later one fail at once with
+// Unavailable naming it and how it was lost.
+ServingReplica SpawnRemoteServingReplica(caf::actor_system& system, RemoteReplicaTarget target,
                                          int64_t timeout_ms);
 ServingBatcher SpawnServingBatcher(caf::actor_system& system, int64_t max_batch_size,
                                    int64_t batch_timeout_micros, DispatchFn dispatch);

@@ -32,6 +32,7 @@
 #include <caf/io/network/default_multiplexer.hpp>
 #include <caf/io/network/doorman_impl.hpp>
 
+#include "actors/transport/connection_ends.h"
 #include "actors/transport/server_limits.h"
 
 namespace actorflow {
@@ -123,6 +124,7 @@ class GuardedScribe : public ScribeBase, public StallableConnection {
   void CloseNow(const std::string& why) override {
     HandshakeEnded();
     if (this->detached()) return;
+    closed_here_ = true;
     LogRefusal(peer_, why);
     caf::intrusive_ptr<GuardedScribe> keep{this};
     this->io_failure(&this->stream_.backend(), net::operation::read);
@@ -164,11 +166,28 @@ class GuardedScribe : public ScribeBase, public StallableConnection {
     if (accepted_ == nullptr && frames_ == 0 && SawBusyFrame(this->stream_.fd())) {
       RecordBusyRefusal(peer_port_);
     }
+    // A failed read or write that this side did not cause: the peer closed or reset
+    // the connection (connection_ends.h).
+    if (frames_ >= 2 && !closed_here_) {
+      NoteConnectionEnded(peer_, ConnectionEnd::kClosedByPeer, SilentFor());
+    }
     return ScribeBase::detach_message();
+  }
+
+  // This side closes the connection: BASP's failure detector after a silence
+  // (recorded as such), or a deliberate close (a peer going away, a shutdown).
+  void graceful_shutdown() override {
+    const int64_t silence_ms = limits_.peer_timeout_ms;
+    if (frames_ >= 2 && !closed_here_ && silence_ms > 0 && SilentFor().count() >= silence_ms) {
+      NoteConnectionEnded(peer_, ConnectionEnd::kClosedAfterSilence, SilentFor());
+    }
+    closed_here_ = true;
+    ScribeBase::graceful_shutdown();
   }
 
   bool consume(caf::execution_unit* ctx, const void* buf, size_t num_bytes) override {
     ++frames_;
+    last_read_ = Clock::now();
     if (frames_ == 2) HandshakeEnded();  // its header and its payload arrived
     const char* first = this->rd_buf().data();
     if (frames_ == 1 && num_bytes == caf::io::basp::header_size && accepted_ == nullptr &&
@@ -187,6 +206,7 @@ class GuardedScribe : public ScribeBase, public StallableConnection {
     const bool keep_reading = caf::io::scribe::consume(ctx, buf, num_bytes);
     consuming_ = false;
     if (refused_ && !this->detached()) {
+      closed_here_ = true;
       // What a failed read does: detach from the broker (which drops the
       // connection's state on the connection_closed_msg it gets) and stop reading;
       // the socket closes when the stream lets go of this scribe.
@@ -201,9 +221,14 @@ class GuardedScribe : public ScribeBase, public StallableConnection {
   // handles one): close from the multiplexer's loop.
   void CloseLater() {
     caf::intrusive_ptr<GuardedScribe> self{this};
+    closed_here_ = true;
     this->stream_.backend().post([self] {
       if (!self->detached()) self->io_failure(&self->stream_.backend(), net::operation::read);
     });
+  }
+
+  std::chrono::milliseconds SilentFor() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_read_);
   }
 
   // Leaves the accepted connections that await their handshake (once).
@@ -223,6 +248,8 @@ class GuardedScribe : public ScribeBase, public StallableConnection {
   int64_t frames_ = 0;      // reads handed to BASP so far (the first is a header)
   bool consuming_ = false;  // inside BASP's handler of a read
   bool refused_ = false;
+  bool closed_here_ = false;               // this side closed it (or is closing it)
+  Clock::time_point last_read_ = Clock::now();  // when bytes last came
 };
 
 // A listener (CAF doorman) that closes connections beyond the limit at once (after

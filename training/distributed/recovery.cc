@@ -162,7 +162,15 @@ std::string GoneList(const ParameterStats& stats, const std::vector<std::string>
       text += (i == 0 ? "" : ", ") + std::to_string(w);
       if (w >= 0 && static_cast<size_t>(w) < addresses.size()) text += " at " + addresses[w];
     }
-    if (lost) text += " (its connection closed or went silent)";
+    if (!lost) continue;
+    // One cause for the list: the shards' account where they agree.
+    std::string how;
+    for (int w : *workers) {
+      auto it = stats.lost_causes.find(w);
+      const std::string cause = it == stats.lost_causes.end() ? "" : it->second;
+      how = (w == workers->front() || how == cause) ? cause : "";
+    }
+    text += " (" + (how.empty() ? std::string("its connection closed or went silent") : how) + ")";
   }
   return text;
 }
