@@ -1,5 +1,6 @@
 #include "actors/transport/connection_ends.h"
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 
@@ -19,6 +20,7 @@ struct EndRecord {
 };
 
 constexpr size_t kKeptEnds = 64;
+constexpr milliseconds kAnyPeerWindow{250};
 
 struct Ends {
   std::mutex mu;
@@ -50,13 +52,19 @@ void NoteConnectionEnded(const std::string& peer, ConnectionEnd how, millisecond
 std::string ConnectionLossCause(const std::string& peer, milliseconds within) {
   Ends& ends = AllEnds();
   std::lock_guard<std::mutex> lock(ends.mu);
-  const auto since = Clock::now() - within;
+  const auto now = Clock::now();
+  const auto since = now - within;
+  // Without its own record, a loss is told by the ends just before it: its own
+  // connection's end comes milliseconds before its actors go down, and older ends
+  // (a restarted peer's stale connections) must not blur it.
+  const auto since_any = now - std::min(within, kAnyPeerWindow);
   const EndRecord* own = nullptr;
   const EndRecord* any = nullptr;
   bool agree = true;
   for (const EndRecord& end : ends.recent) {
     if (end.at < since) continue;
     if (!peer.empty() && end.peer == peer) own = &end;
+    if (end.at < since_any) continue;
     if (any != nullptr && any->how != end.how) agree = false;
     any = &end;
   }

@@ -27,8 +27,8 @@ void NoteConnectionEnded(const std::string& peer, ConnectionEnd how,
 
 // A clause for a failure message naming how the connection to `peer` ended, from
 // the ends recorded within `within` before now: those of `peer` ("host:port") when
-// there are any, else all of them (a listener knows its peers' ephemeral ports,
-// not their task addresses) when they agree. E.g. "its connection closed (its
+// there are any, else those of the last 250 ms (a listener knows its peers'
+// ephemeral ports, not their task addresses) when they agree. E.g. "its connection closed (its
 // process ended, or its host reset the connection)", "nothing came from it for
 // 2.6 s, not even heartbeats (it hung, or its link was cut)"; "its connection
 // closed or went silent" when no recorded end tells.

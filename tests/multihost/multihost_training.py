@@ -23,6 +23,9 @@ server`, `w0` and `w1` each `actorflow train --cluster FILE --job worker --task 
   sync-partition-times --runs N
               N cuts and heals of w1's link in one sync run, each timed from the cut
               to worker 0 naming worker 1: min/median/max;
+  async-partition-times --runs N
+              N cuts and heals of w1's link in one async run, each timed from the cut
+              to the ps task naming worker 1: min/median/max;
   partition-times --runs N
               N partitions of w1 in one elastic run, each timed from the cut to the
               chief's line without worker 1: min/median/max printed; the contract is
@@ -129,7 +132,7 @@ def partition_and_heal(actorflow, data, runs=1):
     """Cuts w1's link `runs` times, each time until worker 0 names it, then heals it
     and waits for w1 to train again. One cut: the run is then finished and checked."""
     run = Run(actorflow, data)
-    times = []
+    times, ps_times = [], []
     try:
         epochs = EPOCHS if runs == 1 else 100 * EPOCHS
         restarts = ("--max-restarts", str(runs + 1))  # each cut is a restart of w1
@@ -151,9 +154,9 @@ def partition_and_heal(actorflow, data, runs=1):
                   f"link went down: {line.strip()}")
             ps_line = run.ps[0].wait_line(lambda l: "lost worker 1" in l, DEADLINE_S,
                                           "naming the cut-off worker")
-            ps_named = time.monotonic() - cut
+            ps_times.append(time.monotonic() - cut)
             if k == 0:
-                print(f"partition: the ps named it by {ps_named * 1000:.0f} ms: "
+                print(f"partition: the ps named it by {ps_times[-1] * 1000:.0f} ms: "
                       f"{ps_line.strip()}")
             run.hosts.heal("w1")
         if runs == 1:
@@ -164,10 +167,11 @@ def partition_and_heal(actorflow, data, runs=1):
             print(f"partition: healed; both workers ended at global step "
                   f"{EPOCHS * STEPS_PER_EPOCH}")
             return
-        ms = [t * 1000 for t in times]
-        print(f"sync: partition -> named by worker 0, {runs} cuts (ms): min {min(ms):.0f} / "
-              f"median {statistics.median(ms):.0f} / max {max(ms):.0f}")
-        assert statistics.median(times) <= CONTRACT_S and max(times) <= 5.0, times
+        for who, taken in (("worker 0", times), ("the ps (by)", ps_times)):
+            ms = [t * 1000 for t in taken]
+            print(f"sync: partition -> named by {who}, {runs} cuts (ms): min {min(ms):.0f} / "
+                  f"median {statistics.median(ms):.0f} / max {max(ms):.0f}")
+            assert statistics.median(taken) <= CONTRACT_S and max(taken) <= 5.0, taken
     finally:
         run.close()
 
@@ -207,22 +211,39 @@ def elastic_partitions(actorflow, data, runs):
         run.close()
 
 
-def async_partition(actorflow, data):
+def async_partition(actorflow, data, runs=1):
     """Async updates: no step waits for w1, so the ps task names it (its shards lose
-    it); after the heal w1 reconnects and both runs end."""
+    it); after the heal w1 reconnects. One cut: both runs then end and are checked;
+    `runs` cuts: each timed from the cut to the ps task's line."""
     run = Run(actorflow, data, mode="async")
+    times = []
     try:
-        w0, w1 = run.worker(0), run.worker(1)
-        w1.wait_line(lambda l: "worker 1: step" in l, DEADLINE_S, "with progress")
-        cut = time.monotonic()
-        run.hosts.partition("w1")
-        line = run.ps[0].wait_line(lambda l: "lost worker 1" in l, DEADLINE_S,
-                                   "naming the cut-off worker")
-        took = time.monotonic() - cut
-        print(f"async: the ps named worker 1 {took * 1000:.0f} ms after its link went down: "
-              f"{line.strip()}")
-        assert took <= CONTRACT_S, f"named after {took:.2f} s, over {CONTRACT_S} s"
-        run.hosts.heal("w1")
+        epochs = EPOCHS if runs == 1 else 100 * EPOCHS
+        restarts = ("--max-restarts", str(runs + 1))  # each cut is a restart of w1
+        w0 = run.worker(0, epochs=epochs, extra=restarts)
+        w1 = run.worker(1, epochs=epochs, extra=restarts)
+        for k in range(runs):
+            if k == 0:
+                w1.wait_line(lambda l: "worker 1: step" in l, DEADLINE_S, "with progress")
+            else:
+                w1.wait_line(lambda l: "worker 1: resumed at" in l, DEADLINE_S,
+                             "training again after the heal")
+            cut = time.monotonic()
+            run.hosts.partition("w1")
+            line = run.ps[0].wait_line(lambda l: "lost worker 1" in l, DEADLINE_S,
+                                       "naming the cut-off worker")
+            times.append(time.monotonic() - cut)
+            if k == 0:
+                print(f"async: the ps named worker 1 {times[-1] * 1000:.0f} ms after its link "
+                      f"went down: {line.strip()}")
+            run.hosts.heal("w1")
+        if runs > 1:
+            ms = [t * 1000 for t in times]
+            print(f"async: partition -> named by the ps, {runs} cuts (ms): min {min(ms):.0f} / "
+                  f"median {statistics.median(ms):.0f} / max {max(ms):.0f}")
+            assert statistics.median(times) <= CONTRACT_S and max(times) <= 5.0, times
+            return
+        assert times[0] <= CONTRACT_S, f"named after {times[0]:.2f} s, over {CONTRACT_S} s"
         results = [finish(w0), finish(w1)]
         print(f"async: healed; the workers ended at global steps "
               f"{[r['global_step'] for r in results]}, chief's accuracy "
@@ -297,6 +318,8 @@ def main(argv):
         ps_partition(actorflow, data, kill=True)
     elif scenario == "async":
         async_partition(actorflow, data)
+    elif scenario == "async-partition-times":
+        async_partition(actorflow, data, runs)
     elif scenario == "elastic":
         elastic_partitions(actorflow, data, 1)
     elif scenario == "partition-times":
