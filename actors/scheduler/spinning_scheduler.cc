@@ -65,6 +65,7 @@ class PollingWorkSharing : public caf::policy::unprofiled {
   struct worker_data {
     explicit worker_data(caf::scheduler::abstract_coordinator*) {}
     bool busy = false;  // counted in BusyThreads: from its first job until it parks
+    bool lonely = false;  // its last park lasted longer than kQuietGap
   };
 
   template <class Coordinator>
@@ -108,7 +109,7 @@ class PollingWorkSharing : public caf::policy::unprofiled {
     auto& d = self->parent()->data();
     auto& me = self->data();
     if (!me.busy) SetBusy(me, true);
-    if (d.spin.count() > 0 && PollingBudgetLeft()) {
+    if (d.spin.count() > 0 && !me.lonely && PollingBudgetLeft()) {
       d.spinners.fetch_add(1, std::memory_order_acq_rel);
       caf::resumable* job = nullptr;
       PollUntil(
@@ -126,7 +127,9 @@ class PollingWorkSharing : public caf::policy::unprofiled {
     SetBusy(me, false);
     std::unique_lock<std::mutex> guard(d.lock);
     ++d.sleepers;
+    const auto parked = std::chrono::steady_clock::now();
     d.cv.wait(guard, [&] { return !d.queue.empty(); });
+    me.lonely = std::chrono::steady_clock::now() - parked > kQuietGap;
     --d.sleepers;
     SetBusy(me, true);
     return PopLocked(d);

@@ -8,7 +8,10 @@
 // microseconds on a virtual machine, and a small step has four of them. A worker that
 // polls for a few tens of microseconds after its last job takes the next message of
 // the chain within a microsecond. The poll is bounded: a system without work parks
-// every worker after `spin_us`, so an idle process costs no CPU.
+// every worker after `spin_us`, so an idle process costs no CPU. And a thread that
+// was parked for longer than kQuietGap, woken by a lone message (a heartbeat, a
+// timer), parks again without polling: messages that far apart are no chain worth
+// a poll, and an idle cluster's heartbeats then cost a wake-up each, not a poll.
 #ifndef ACTORFLOW_ACTORS_SCHEDULER_SPINNING_SCHEDULER_H_
 #define ACTORFLOW_ACTORS_SCHEDULER_SPINNING_SCHEDULER_H_
 
@@ -25,6 +28,10 @@ namespace actorflow {
 // parks, unless configured otherwise. Chosen to cover the gap between the messages
 // of one step on a loaded 2-core machine; idle CPU stays zero (see above).
 constexpr int64_t kDefaultSchedulerSpinUs = 200;
+
+// A park (or a blocking wait for network events) longer than this marks the wake
+// that ends it as lonely: the thread does not poll before its next park.
+constexpr std::chrono::milliseconds kQuietGap{10};
 
 // The system config key under which ConfigureScheduler leaves `spin_us` for the
 // transport (actors/transport/guarded_transport.cc): its network thread polls its sockets for

@@ -232,13 +232,19 @@ GuardedMultiplexer::GuardedMultiplexer(caf::actor_system* sys)
 // a request/reply exchange costs a wake-up of this thread. After an event this loop
 // first polls without blocking for `spin_` (bounded, as the scheduler's threads do:
 // an idle transport still blocks), and the reply that usually follows within
-// microseconds is read at once. The exit condition is CAF's own.
+// microseconds is read at once. After a wait longer than kQuietGap (an idle
+// connection's heartbeat, a lone request) it blocks again without polling: an idle
+// cluster's heartbeats cost a wake-up each, not a poll. The exit condition is CAF's
+// own.
 void GuardedMultiplexer::run() {
   if (spin_.count() <= 0) return default_multiplexer::run();
+  bool lonely = false;
   while (num_socket_handlers() > 0) {
     if (poll_once(false)) continue;
-    if (SpinUntil([this] { return poll_once(false); }, spin_)) continue;
+    if (!lonely && SpinUntil([this] { return poll_once(false); }, spin_)) continue;
+    const auto waited_from = std::chrono::steady_clock::now();
     poll_once(true);
+    lonely = std::chrono::steady_clock::now() - waited_from > kQuietGap;
   }
 }
 
