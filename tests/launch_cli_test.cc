@@ -75,6 +75,33 @@ TEST(LaunchCliTest, RunsTheWholeClusterAsOneCommandAndStopsTheServersAtTheEnd) {
   }
 }
 
+// A program of the user's own (the Iris example driver, written against actorflow.h)
+// runs unchanged as the worker task; its place in the cluster comes in $TF_CONFIG.
+TEST(LaunchCliTest, RunsAUsersOwnDriverWithItsPlaceInTfConfig) {
+  const std::string cluster = WriteCluster("driver.json", 1);
+  const ProcessResult r = subprocess::RunProcess(
+      Actorflow(), {"launch", "--cluster", cluster, "--",
+                    subprocess::Runfile("examples/iris_cluster/iris_cluster")});
+  ASSERT_TRUE(r.exited) << r.error;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string prefix = "[worker:0] Test set accuracy: ";
+  const size_t at = r.out.find(prefix);
+  ASSERT_NE(at, std::string::npos) << r.out << r.err;
+  EXPECT_GE(std::stod(r.out.substr(at + prefix.size())), 0.9) << r.out;
+  // Its variables lived on the launcher's ps task, not in a cluster of its own.
+  EXPECT_THAT(r.out, HasSubstr("[ps:0] actorflow server ready: actorflow://127.0.0.1:"));
+}
+
+// A program that is not there fails the launch naming it.
+TEST(LaunchCliTest, AProgramThatCannotRunIsNamed) {
+  const std::string cluster = WriteCluster("missing.json", 1);
+  const ProcessResult r = subprocess::RunProcess(
+      Actorflow(), {"launch", "--cluster", cluster, "--", "./no_such_driver", "--steps", "3"});
+  ASSERT_TRUE(r.exited) << r.error;
+  EXPECT_EQ(r.exit_code, 127) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("exec ./no_such_driver: No such file or directory")) << r.err;
+}
+
 TEST(LaunchCliTest, AFailingWorkersExitCodeIsTheLaunchersAndTheOthersAreStopped) {
   const std::string cluster = WriteCluster("failing.json", 2);
   const ProcessResult r = subprocess::RunProcess(

@@ -67,6 +67,7 @@ int LaunchCommand(const LaunchCommandOptions& options, std::ostream& out, std::o
   plan_options.tasks = options.tasks;
   plan_options.server_jobs = {options.server_jobs.begin(), options.server_jobs.end()};
   plan_options.command = options.command;
+  plan_options.actorflow_commands = options.actorflow_commands;
   plan_options.local_hosts = {HostName()};
   const Status usage = [&]() -> Status {
     if (options.cluster.empty()) return InvalidArgument("launch: --cluster is required");
@@ -112,8 +113,9 @@ Subcommand AddLaunchSubcommand(CLI::App* parent) {
   auto options = std::make_shared<LaunchCommandOptions>();
   CLI::App* app = parent->add_subcommand(
       "launch",
-      "Start every task of a cluster on this host: ps tasks as servers, the others run the "
-      "command after -- with --cluster/--job/--task added");
+      "Start every task of a cluster on this host: ps tasks as servers, the others the "
+      "command after --: an actorflow subcommand with --cluster/--job/--task added, or any "
+      "other program unchanged; every task also gets its place in $TF_CONFIG");
   app->add_option("--cluster", options->cluster,
                   "Cluster spec file, 'tf_config' ($TF_CONFIG's cluster) or 'slurm' (the "
                   "allocation's nodes, with --slurm-jobs)")
@@ -134,8 +136,16 @@ Subcommand AddLaunchSubcommand(CLI::App* parent) {
                   "How long each server may take to be ready")
       ->capture_default_str();
   app->add_option("command", options->command,
-                  "The command every non-server task runs (after --), e.g. -- train --mode sync");
-  return Subcommand{app, [options]() { return LaunchCommand(*options, std::cout, std::cerr); }};
+                  "The command every non-server task runs (after --), e.g. -- train --mode sync, "
+                  "or -- ./my_driver --steps 100");
+  return Subcommand{app, [options, parent]() {
+                      const CLI::App* app_of_all = parent;
+                      for (const CLI::App* sub :
+                           app_of_all->get_subcommands([](const CLI::App*) { return true; })) {
+                        options->actorflow_commands.insert(sub->get_name());
+                      }
+                      return LaunchCommand(*options, std::cout, std::cerr);
+                    }};
 }
 
 }  // namespace cli

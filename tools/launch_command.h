@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct LaunchCommandOptions {
   int64_t ready_timeout_ms = 30000;
   std::vector<std::string> command;
   std::string program;  // the actorflow binary; empty: this process's own
+  // actorflow's subcommands (LaunchPlanOptions::actorflow_commands).
+  std::set<std::string> actorflow_commands;
 };
 
 int LaunchCommand(const LaunchCommandOptions& options, std::ostream& out, std::ostream& err);

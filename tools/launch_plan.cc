@@ -76,7 +76,10 @@ bool IsLocalHost(const std::string& host, const std::set<std::string>& also) {
 StatusOr<std::vector<LaunchTask>> MakeLaunchPlan(const ClusterSpec& spec,
                                                  const std::string& cluster_file,
                                                  const LaunchPlanOptions& options) {
-  for (const std::string& arg : options.command) {
+  // A program of the user's own gets the command unchanged (its flags are its own).
+  const bool own_program =
+      !options.command.empty() && options.actorflow_commands.count(options.command[0]) == 0;
+  for (const std::string& arg : own_program ? std::vector<std::string>() : options.command) {
     for (const char* reserved : {"--cluster", "--job", "--task"}) {
       if (arg == reserved || arg.rfind(std::string(reserved) + "=", 0) == 0) {
         return InvalidArgument("launch: the command after -- must not carry " +
@@ -123,11 +126,15 @@ StatusOr<std::vector<LaunchTask>> MakeLaunchPlan(const ClusterSpec& spec,
     child.task = task;
     child.label = Label(task);
     child.server = options.server_jobs.count(task.job) > 0 || options.command.empty();
-    if (child.server) {
-      child.args = {"server"};
-    } else {
-      child.args = options.command;
+    child.env = {"TF_CONFIG={\"cluster\": " + spec.ToJson() + ", \"task\": {\"type\": \"" +
+                 task.job + "\", \"index\": " + std::to_string(task.index) + "}}"};
+    if (!child.server && own_program) {
+      child.program = options.command[0];
+      child.args.assign(options.command.begin() + 1, options.command.end());
+      plan.push_back(std::move(child));
+      continue;
     }
+    child.args = child.server ? std::vector<std::string>{"server"} : options.command;
     for (const std::string& a : {std::string("--cluster"), cluster_file, std::string("--job"),
                                  task.job, std::string("--task"), std::to_string(task.index)}) {
       child.args.push_back(a);

@@ -7,6 +7,12 @@
 //   actorflow server --cluster FILE --job J --task I
 // and every other task runs the user's command with its place in the cluster:
 //   actorflow <command...> --cluster FILE --job J --task I
+// when the command starts with an actorflow subcommand (`-- train --mode sync`), or
+// else the command as a program of its own, unchanged (`-- ./my_driver --steps 100`:
+// found as a shell finds it, a name with '/' as given, else on $PATH), as torchrun
+// runs a script. Every child also gets its place as TensorFlow's TF_CONFIG in its
+// environment, {"cluster": {...}, "task": {"type": J, "index": I}}, which a program
+// reads with TfConfigFromEnv() (placement/cluster_spec.h).
 // Where the cluster comes from:
 //   - a cluster JSON file (placement/cluster_spec.h);
 //   - "tf_config": the "cluster" of $TF_CONFIG (its "task" is ignored: the launcher
@@ -40,7 +46,10 @@ namespace cli {
 struct LaunchTask {
   TaskId task;
   std::string label;               // "worker:0": the prefix of its output lines
-  std::vector<std::string> args;   // argv after the program (the actorflow binary)
+  // The program: empty for the actorflow binary, else the user's (as given after --).
+  std::string program;
+  std::vector<std::string> args;   // argv after the program
+  std::vector<std::string> env;    // "NAME=value", added to the launcher's environment
   bool server = false;             // runs until stopped; started (and ready) first
 };
 
@@ -53,6 +62,9 @@ struct LaunchPlanOptions {
   // The user's command after `--` (e.g. {"train", "--mode", "sync"}). Empty: the
   // non-server tasks run `server` too.
   std::vector<std::string> command;
+  // actorflow's subcommands: a command whose first word is one of them runs as
+  // `actorflow <command>`; any other as a program of its own.
+  std::set<std::string> actorflow_commands;
 };
 
 // Whether `host` names this machine: loopback names and addresses (localhost,
@@ -61,9 +73,9 @@ bool IsLocalHost(const std::string& host, const std::set<std::string>& also);
 
 // The children for `spec` (written to `cluster_file`, which every child gets as
 // --cluster). InvalidArgument naming the entry for a malformed or unknown --tasks
-// entry (listing the cluster's tasks), for a command that already carries
-// --cluster/--job/--task, and when no task is selected (naming the hosts that were
-// looked for and the hosts of the cluster).
+// entry (listing the cluster's tasks), for an actorflow command that already
+// carries --cluster/--job/--task, and when no task is selected (naming the hosts
+// that were looked for and the hosts of the cluster).
 StatusOr<std::vector<LaunchTask>> MakeLaunchPlan(const ClusterSpec& spec,
                                                  const std::string& cluster_file,
                                                  const LaunchPlanOptions& options);

@@ -1,5 +1,7 @@
 #include "tools/launch_plan.h"
 
+#include <cstdlib>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -22,6 +24,7 @@ TEST(LaunchPlanTest, PsTasksRunServersAndWorkersTheCommandWithTheirPlaceInTheClu
   ClusterSpec spec = Spec(R"({"ps": ["127.0.0.1:2222"],
                               "worker": ["127.0.0.1:2223", "localhost:2224"]})");
   LaunchPlanOptions options;
+  options.actorflow_commands = {"server", "train"};
   options.command = {"train", "--mode", "sync"};
   ASSERT_OK_AND_ASSIGN(std::vector<LaunchTask> plan, MakeLaunchPlan(spec, "c.json", options));
   ASSERT_EQ(plan.size(), 3u);
@@ -34,9 +37,39 @@ TEST(LaunchPlanTest, PsTasksRunServersAndWorkersTheCommandWithTheirPlaceInTheClu
                                         "worker", "--task", "1"));
 }
 
+TEST(LaunchPlanTest, AProgramOfTheUsersOwnRunsUnchangedWithItsPlaceInTfConfig) {
+  ClusterSpec spec = Spec(R"({"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]})");
+  LaunchPlanOptions options;
+  options.actorflow_commands = {"server", "train"};
+  options.command = {"./my_driver", "--steps", "100", "--task", "mine"};
+  ASSERT_OK_AND_ASSIGN(std::vector<LaunchTask> plan, MakeLaunchPlan(spec, "c.json", options));
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_TRUE(plan[0].program.empty());  // the ps task: actorflow server
+  EXPECT_THAT(plan[0].args, ElementsAre("server", "--cluster", "c.json", "--job", "ps", "--task", "0"));
+  EXPECT_EQ(plan[1].program, "./my_driver");
+  // Its own flags (even one named --task) stay its own; nothing is added.
+  EXPECT_THAT(plan[1].args, ElementsAre("--steps", "100", "--task", "mine"));
+  ASSERT_EQ(plan[1].env.size(), 1u);
+  const std::string prefix = "TF_CONFIG=";
+  ASSERT_EQ(plan[1].env[0].rfind(prefix, 0), 0u) << plan[1].env[0];
+  ASSERT_OK_AND_ASSIGN(ClusterSpec cluster,
+                       ClusterSpec::FromJson(R"({"ps": ["127.0.0.1:2222"],
+                                                 "worker": ["127.0.0.1:2223"]})"));
+  // What the program reads back with TfConfigFromEnv.
+  ASSERT_EQ(setenv("LAUNCH_PLAN_TEST_TF_CONFIG", plan[1].env[0].substr(prefix.size()).c_str(), 1),
+            0);
+  ASSERT_OK_AND_ASSIGN(TfConfig config, TfConfigFromEnv("LAUNCH_PLAN_TEST_TF_CONFIG"));
+  EXPECT_TRUE(config.cluster == cluster);
+  EXPECT_EQ(config.task.job, "worker");
+  EXPECT_EQ(config.task.index, 0);
+  // The actorflow children get it too.
+  EXPECT_THAT(plan[0].env, ElementsAre(HasSubstr(R"("task": {"type": "ps", "index": 0})")));
+}
+
 TEST(LaunchPlanTest, OnlyTasksOfThisHostStartUnlessTasksAreNamed) {
   ClusterSpec spec = Spec(R"({"ps": ["10.0.0.5:2222"], "worker": ["127.0.0.1:2223", "me:2224"]})");
   LaunchPlanOptions options;
+  options.actorflow_commands = {"server", "train"};
   options.command = {"train"};
   options.local_hosts = {"me"};
   ASSERT_OK_AND_ASSIGN(std::vector<LaunchTask> local, MakeLaunchPlan(spec, "c.json", options));
@@ -53,6 +86,7 @@ TEST(LaunchPlanTest, OnlyTasksOfThisHostStartUnlessTasksAreNamed) {
 TEST(LaunchPlanTest, BadSelectionsAndReservedFlagsAreNamed) {
   ClusterSpec spec = Spec(R"({"ps": ["10.0.0.5:2222"], "worker": ["10.0.0.6:2223"]})");
   LaunchPlanOptions options;
+  options.actorflow_commands = {"server", "train"};
   options.command = {"train"};
   Status none = MakeLaunchPlan(spec, "c.json", options).status();
   EXPECT_EQ(none.code(), Code::kInvalidArgument);
@@ -65,6 +99,7 @@ TEST(LaunchPlanTest, BadSelectionsAndReservedFlagsAreNamed) {
   EXPECT_THAT(MakeLaunchPlan(spec, "c.json", options).status().message(),
               HasSubstr("is not job:index"));
   options.tasks = {"worker:0"};
+  options.actorflow_commands = {"server", "train"};
   options.command = {"train", "--task", "1"};
   EXPECT_THAT(MakeLaunchPlan(spec, "c.json", options).status().message(),
               HasSubstr("must not carry --task"));

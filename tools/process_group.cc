@@ -101,11 +101,14 @@ class Group {
       StopAll(Fail("cannot start [" + task.label + "]: pipe: " + std::strerror(errno), 1));
       return;
     }
-    std::vector<std::string> argv_strings = {options_.program};
+    std::vector<std::string> argv_strings = {task.program.empty() ? options_.program
+                                                                  : task.program};
     argv_strings.insert(argv_strings.end(), task.args.begin(), task.args.end());
     std::vector<char*> argv;
     for (std::string& s : argv_strings) argv.push_back(s.data());
     argv.push_back(nullptr);
+    // Made before fork: the child only reads them.
+    std::vector<std::string> env_strings = task.env;
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid == 0) {
@@ -115,7 +118,10 @@ class Group {
       if (getppid() != parent) _exit(127);
       dup2(out_pipe[1], STDOUT_FILENO);
       dup2(err_pipe[1], STDERR_FILENO);
-      execv(argv[0], argv.data());
+      for (std::string& e : env_strings) putenv(e.data());
+      // A user's program is found as a shell finds it (a name with '/' as given,
+      // else on $PATH); the actorflow binary is an absolute path.
+      execvp(argv[0], argv.data());
       const std::string message = "exec " + argv_strings[0] + ": " + std::strerror(errno) + "\n";
       (void)!write(STDERR_FILENO, message.data(), message.size());
       _exit(127);

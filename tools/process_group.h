@@ -30,7 +30,7 @@ namespace actorflow {
 namespace cli {
 
 struct ProcessGroupOptions {
-  std::string program;  // the actorflow binary every child runs
+  std::string program;  // the actorflow binary: what a task without its own program runs
   std::chrono::milliseconds ready_timeout{30000};
   std::chrono::milliseconds stop_grace{5000};
 };

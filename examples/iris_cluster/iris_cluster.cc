@@ -9,27 +9,64 @@
 // The cluster (1 ps task, 1 worker task) is a LocalCluster: each task is a real
 // Server with its own actor system on a port of 127.0.0.1, so the worker reads the
 // variables from the ps task and the updates run on the ps task, over loopback as
-// between processes. A DNN with one hidden layer of 10 units learns from
+// between processes. Started by `actorflow launch`, which puts each task's place in
+// $TF_CONFIG, the program is instead the worker task of that cluster (whose ps task
+// the launcher runs as `actorflow server`), as a TF1 driver would be:
+//
+//   actorflow launch --cluster cluster.json -- bazel-bin/examples/iris_cluster/iris_cluster
+//
+// (one worker task: this driver initializes the variables itself). A DNN with one hidden layer of 10 units learns from
 // examples/data/iris_training.csv (120 rows, 4 features, 3 species) in shuffled
 // batches of 32 for 250 epochs, then prints its accuracy on iris_test.csv:
 //
 //   bazel run //examples/iris_cluster        (prints "Test set accuracy: 0.967")
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "actorflow.h"
 
 using namespace actorflow;  // NOLINT: an example keeps the names short
 
+// The cluster and this program's target: TF_CONFIG's, with this task's server, when
+// a launcher set it; else a LocalCluster of its own.
+struct Place {
+  ClusterSpec spec;
+  std::string target;
+  std::string worker;  // "/job:worker/task:I"
+  std::unique_ptr<LocalCluster> local;
+  std::unique_ptr<Server> server;
+};
+
+StatusOr<Place> FindPlace() {
+  Place place;
+  if (std::getenv("TF_CONFIG") == nullptr) {
+    AF_ASSIGN_OR_RETURN(place.local, LocalCluster::Start({{"ps", 1}, {"worker", 1}}));
+    place.spec = place.local->spec();
+    AF_ASSIGN_OR_RETURN(place.target, place.local->Target("worker", 0));
+    place.worker = "/job:worker/task:0";
+    return place;
+  }
+  AF_ASSIGN_OR_RETURN(TfConfig config, TfConfigFromEnv());
+  ServerOptions options;
+  options.cluster = config.cluster;
+  options.task = config.task;
+  AF_ASSIGN_OR_RETURN(place.server, Server::Start(options));
+  place.spec = config.cluster;
+  place.target = place.server->target();
+  place.worker = config.task.ToString();
+  return place;
+}
+
 Status TrainIris() {
-  AF_ASSIGN_OR_RETURN(auto cluster, LocalCluster::Start({{"ps", 1}, {"worker", 1}}));
+  AF_ASSIGN_OR_RETURN(Place place, FindPlace());
   // Paths relative to the runfiles, where `bazel run` and `bazel test` start.
   AF_ASSIGN_OR_RETURN(CsvData train, LoadCsv("examples/data/iris_training.csv"));
   AF_ASSIGN_OR_RETURN(CsvData test, LoadCsv("examples/data/iris_test.csv"));
 
   // The variables on the ps task, everything else on the worker (TF1's
   // replica_device_setter); the optimizer puts each update next to its variable.
-  AF_ASSIGN_OR_RETURN(auto setter, ReplicaDeviceSetter(cluster->spec(), "/job:worker/task:0"));
+  AF_ASSIGN_OR_RETURN(auto setter, ReplicaDeviceSetter(place.spec, place.worker));
   Scope root = Scope::NewRootScope(), worker = root.WithDeviceFunction(setter);
   // features [N,4] -> hidden [N,10] -> logits [N,3]; labels [N]
   auto x = Placeholder(worker, DType::kFloat32, {-1, 4});
@@ -42,7 +79,7 @@ Status TrainIris() {
   AF_ASSIGN_OR_RETURN(auto train_op, AdamOptimizer(0.01).Minimize(worker, loss));
 
   // A session on the worker task's master; the variables are initialized once.
-  AF_ASSIGN_OR_RETURN(auto session, ClientSession::Create(root, *cluster->Target("worker", 0)));
+  AF_ASSIGN_OR_RETURN(auto session, ClientSession::Create(root, place.target));
   AF_RETURN_IF_ERROR(session->Run({GlobalVariablesInitializer(root)}, nullptr));
 
   // 250 epochs of shuffled batches of 32 rows: a training step per batch. Fetching
