@@ -4,6 +4,7 @@
 # (sync: named within 3 s, then it reconnects and the run ends at its global step);
 # the same with async updates (the ps task names the worker within 3 s); ps task 1's
 # link cut, or its process killed, its shard failed over to the standby within 3 s;
+# a worker's process stopped (SIGSTOP), named within 3 s, rejoining when resumed;
 # and, elastic, 3 cuts each timed from the cut to the chief going on without the
 # worker, who rejoins after each heal. Without CAP_NET_ADMIN every scenario prints
 # why it skips.
@@ -12,7 +13,7 @@ runfiles="${TEST_SRCDIR}/${TEST_WORKSPACE:-actorflow}"
 driver="${runfiles}/tests/multihost/multihost_training.py"
 actorflow="${runfiles}/tools/actorflow"
 data="${runfiles}/examples/data"
-for scenario in sync secret partition async ps-partition ps-kill; do
+for scenario in sync secret partition async sigstop ps-partition ps-kill; do
   /usr/bin/python3 "${driver}" "${actorflow}" "${data}" "${scenario}"
 done
 /usr/bin/python3 "${driver}" "${actorflow}" "${data}" partition-times --runs 3

@@ -18,6 +18,8 @@ server`, `w0` and `w1` each `actorflow train --cluster FILE --job worker --task 
               --ps-replicas 2): ps task 1's link is cut; the workers fail its shard
               over to the standby within 3 s and the run ends (accuracy >= 0.9);
   ps-kill     the same with ps task 1's process killed instead;
+  sigstop     w1's process stopped (SIGSTOP) mid-training: w0 names it within 3 s,
+              with the detector's cause; resumed, it reconnects and the run ends;
   async       async updates: w1's link is cut, the ps task names it within 3 s (no
               step waits for it), the link is restored and both runs end;
   sync-partition-times --runs N
@@ -176,6 +178,37 @@ def partition_and_heal(actorflow, data, runs=1):
         run.close()
 
 
+def stopped_worker(actorflow, data):
+    """w1's process is stopped (SIGSTOP: its connections stay open and silent, as a
+    hung machine's): w0 names it within 3 s, with the detector's cause; resumed, w1
+    finds its connections gone, reconnects, and the run ends at its global step."""
+    run = Run(actorflow, data)
+    try:
+        restarts = ("--max-restarts", "2")
+        w0 = run.worker(0, extra=restarts)
+        w1 = run.worker(1, extra=restarts)
+        w1.wait_line(lambda l: "worker 1: step" in l, DEADLINE_S, "with progress")
+        stopped = time.monotonic()
+        w1.p.send_signal(signal.SIGSTOP)
+        try:
+            line = w0.wait_line(lambda l: "worker 0: only 1 of 2 workers" in l, DEADLINE_S,
+                                "naming the stopped worker")
+            took = time.monotonic() - stopped
+        finally:
+            w1.p.send_signal(signal.SIGCONT)
+        print(f"sigstop: worker 0 named the stopped worker 1 {took * 1000:.0f} ms after "
+              f"SIGSTOP: {line.strip()}")
+        assert f"(lost: worker 1 at {run.hosts.address('w1')}:{PORT}" in line, line
+        assert "nothing came from it for" in line, line
+        assert took <= CONTRACT_S, f"named after {took:.2f} s, over {CONTRACT_S} s"
+        results = [finish(w0), finish(w1)]
+        for r in results:
+            assert r["global_step"] == EPOCHS * STEPS_PER_EPOCH, r
+        print(f"sigstop: resumed; both workers ended at global step {EPOCHS * STEPS_PER_EPOCH}")
+    finally:
+        run.close()
+
+
 def elastic_partitions(actorflow, data, runs):
     run = Run(actorflow, data, elastic=True)
     times = []
@@ -312,6 +345,8 @@ def main(argv):
         partition_and_heal(actorflow, data)
     elif scenario == "sync-partition-times":
         partition_and_heal(actorflow, data, runs)
+    elif scenario == "sigstop":
+        stopped_worker(actorflow, data)
     elif scenario == "ps-partition":
         ps_partition(actorflow, data)
     elif scenario == "ps-kill":
