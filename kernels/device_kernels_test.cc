@@ -1,7 +1,8 @@
 // One kernel suite for every device type: each GPU-capable op runs on CPU and GPU
 // and is checked against the reference kernels (kernels/reference), or, for the ops
 // the reference does not cover (gradient helpers, optimizers), against the CPU
-// kernel. Tolerances are per op and per dtype (OpCase). A device type that this
+// kernel (the in-place updates compare the variables too, KernelTestCase::
+// variable_inputs). Tolerances are per op and per dtype (OpCase). A device type that this
 // process has no device of is reported as skipped, with the reason, never as passed.
 //
 // The same source builds twice: //kernels:device_kernels_test (no GPU library: the
@@ -414,6 +415,99 @@ std::vector<OpCase> AllCases() {
     }
   }
 
+  // The sparse ops (graph/sparse_ops.h): row ids as int32 and int64, repeated, and
+  // (for the segment sum) segments that no id names.
+  for (DType ids : kIntDTypes) {
+    const std::string suffix = std::string("_ids_") + DTypeName(ids);
+    cases.push_back({"Gather" + suffix, [=](DType t, RandomTensors* r) {
+                       return Case("Gather", {r->Uniform(t, Shape{6, 2, 3}),
+                                              MakeTensor(ids, Shape{2, 3}, {5, 0, 2, 2, 5, 1})});
+                     },
+                     kExact64, kExact64});
+    cases.push_back({"Gather_vector" + suffix, [=](DType t, RandomTensors* r) {
+                       return Case("Gather", {r->Uniform(t, Shape{7}),
+                                              MakeTensor(ids, Shape{4}, {6, 0, 6, 3})});
+                     },
+                     kExact64, kExact64});
+    cases.push_back({"UnsortedSegmentSum" + suffix, [=](DType t, RandomTensors* r) {
+                       KernelTestCase c = Case(
+                           "UnsortedSegmentSum",
+                           {r->Uniform(t, Shape{2, 3, 4}),
+                            MakeTensor(ids, Shape{2, 3}, {4, 0, 4, 1, 4, 0}),
+                            MakeTensor(ids, Shape{}, {6})});
+                       c.const_inputs = {2};
+                       return c;
+                     },
+                     kSumming32, kExact64});
+  }
+
+  // The sparse in-place updates, against the CPU kernel: the variables (and slots)
+  // after the update and the output. Ids repeat, in an order that is not sorted, so
+  // that a repeated id's rows must be combined in input order.
+  for (DType ids : kIntDTypes) {
+    const std::string suffix = std::string("_ids_") + DTypeName(ids);
+    for (const std::string op : {"ScatterAdd", "ScatterSub", "ScatterUpdate"}) {
+      cases.push_back({op + suffix, [=](DType t, RandomTensors* r) {
+                         const Tensor rows = MakeTensor(ids, Shape{2, 3}, {3, 0, 3, 4, 3, 1});
+                         KernelTestCase c = Case(op, {r->Uniform(t, Shape{5, 3}), rows,
+                                                      r->Uniform(t, Shape{2, 3, 3})});
+                         c.variable_inputs = {0};
+                         return c;
+                       },
+                       kElementwise32, kExact64, false});
+    }
+    const Tensor repeated = MakeTensor(ids, Shape{5}, {4, 1, 4, 0, 4});
+    auto scalar = [](DType t, double v) { return MakeTensor(t, Shape{}, {v}); };
+    cases.push_back({"SparseApplyGradientDescent" + suffix, [=](DType t, RandomTensors* r) {
+                       KernelTestCase c = Case("SparseApplyGradientDescent",
+                                               {r->Uniform(t, Shape{6, 4}), scalar(t, 0.1),
+                                                r->Uniform(t, Shape{5, 4}), repeated});
+                       c.variable_inputs = {0};
+                       return c;
+                     },
+                     kSumming32, kExact64, false});
+    for (bool distinct : {false, true}) {
+      const Tensor rows = distinct ? MakeTensor(ids, Shape{3}, {2, 5, 0}) : repeated;
+      cases.push_back({"SparseApplyAdagrad" + std::string(distinct ? "_distinct" : "") + suffix,
+                       [=](DType t, RandomTensors* r) {
+                         KernelTestCase c = Case(
+                             "SparseApplyAdagrad",
+                             {r->Uniform(t, Shape{6, 4}), r->Uniform(t, Shape{6, 4}, 0.1, 1),
+                              scalar(t, 0.1), r->Uniform(t, Shape{rows.dim(0), 4}), rows});
+                         c.variable_inputs = {0, 1};
+                         return c;
+                       },
+                       kSumming32, kExact64, false});
+    }
+    cases.push_back({"SparseApplyAdam" + suffix, [=](DType t, RandomTensors* r) {
+                       KernelTestCase c = Case(
+                           "SparseApplyAdam",
+                           {r->Uniform(t, Shape{6, 4}), r->Uniform(t, Shape{6, 4}),
+                            r->Uniform(t, Shape{6, 4}, 0, 1), scalar(t, 0.729), scalar(t, 0.997),
+                            scalar(t, 0.01), scalar(t, 0.9), scalar(t, 0.999), scalar(t, 1e-8),
+                            r->Uniform(t, Shape{5, 4}), repeated});
+                       c.variable_inputs = {0, 1, 2};
+                       return c;
+                     },
+                     kSumming32, kExact64, false});
+    // lr_power -0.5 takes the square root, -0.6 pow.
+    for (double lr_power : {-0.5, -0.6}) {
+      cases.push_back({"SparseApplyFtrl_power_" + std::to_string(static_cast<int>(-lr_power * 10)) +
+                           suffix,
+                       [=](DType t, RandomTensors* r) {
+                         KernelTestCase c = Case(
+                             "SparseApplyFtrl",
+                             {r->Uniform(t, Shape{6, 4}), r->Uniform(t, Shape{6, 4}, 0.1, 1),
+                              r->Uniform(t, Shape{6, 4}), r->Uniform(t, Shape{5, 4}), repeated,
+                              scalar(t, 0.1), scalar(t, 0.01), scalar(t, 0.02),
+                              scalar(t, lr_power)});
+                         c.variable_inputs = {0, 1, 2};
+                         return c;
+                       },
+                       kSumming32, kExact64, false});
+    }
+  }
+
   // Not covered by the reference: compared with the CPU kernel.
   for (const std::string op : {"ReluGrad", "SigmoidGrad", "TanhGrad"}) {
     cases.push_back({op, [=](DType t, RandomTensors* r) {
@@ -482,6 +576,13 @@ std::string ParamName(const ::testing::TestParamInfo<DeviceOpParam>& info) {
   for (size_t i = 0; i < want->outputs.size(); ++i) {
     auto close = TensorsClose(want->outputs[i], got->outputs[i], tol);
     if (!close) return ::testing::AssertionFailure() << c.ToString() << ": output " << i << ": "
+                                                     << close.message();
+  }
+  // Variables updated in place (the slots too): every row, touched or not.
+  for (size_t i = 0; i < want->variables.size(); ++i) {
+    auto close = TensorsClose(want->variables[i], got->variables[i], tol);
+    if (!close) return ::testing::AssertionFailure() << c.ToString() << ": variable input "
+                                                     << c.variable_inputs[i] << ": "
                                                      << close.message();
   }
   return ::testing::AssertionSuccess();
@@ -584,6 +685,50 @@ TEST_P(DeviceErrorsTest, SequenceOpShapesThatOnlyMismatchAtRunTimeFailWithOneMes
     EXPECT_EQ(run->status.code(), Code::kInvalidArgument) << run->status;
     EXPECT_NE(run->status.message().find(kNodeUnderTest), std::string::npos) << run->status;
     EXPECT_NE(run->status.message().find(b.message), std::string::npos) << run->status;
+  }
+}
+
+TEST_P(DeviceErrorsTest, ARowIdOutsideTheTableFailsNamingTheNodeAndTheId) {
+  const Tensor table = MakeTensor(DType::kFloat32, Shape{4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  KernelTestCase gather = Case("Gather", {table, MakeTensor(DType::kInt64, Shape{3}, {1, 9, 0})});
+  gather.device_type = GetParam();
+  EXPECT_TRUE(FailsWith(gather, Code::kInvalidArgument, "indices[1] = 9 is not in [0, 4)"));
+  KernelTestCase negative = Case("Gather", {table, MakeTensor(DType::kInt32, Shape{2}, {-1, 0})});
+  negative.device_type = GetParam();
+  EXPECT_TRUE(FailsWith(negative, Code::kInvalidArgument, "indices[0] = -1 is not in [0, 4)"));
+  KernelTestCase sum = Case("UnsortedSegmentSum",
+                            {table, MakeTensor(DType::kInt32, Shape{4}, {0, 2, 5, 0}),
+                             MakeTensor(DType::kInt32, Shape{}, {3})});
+  sum.const_inputs = {2};
+  sum.device_type = GetParam();
+  EXPECT_TRUE(FailsWith(sum, Code::kInvalidArgument, "segment_ids[2] = 5 is not in [0, 3)"));
+}
+
+TEST_P(DeviceErrorsTest, AnUpdateWithARowIdOutsideTheVariableFailsAndWritesNothing) {
+  const Tensor var = MakeTensor(DType::kFloat32, Shape{4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  const Tensor rows = MakeTensor(DType::kFloat32, Shape{3, 2}, {1, 1, 1, 1, 1, 1});
+  const Tensor ids = MakeTensor(DType::kInt64, Shape{3}, {2, 7, 2});
+  const Tensor lr = MakeTensor(DType::kFloat32, Shape{}, {0.5});
+  const Tensor accum = MakeTensor(DType::kFloat32, Shape{4, 2}, std::vector<double>(8, 0.1));
+  std::vector<KernelTestCase> cases = {
+      Case("ScatterAdd", {var, ids, rows}), Case("ScatterUpdate", {var, ids, rows}),
+      Case("SparseApplyGradientDescent", {var, lr, rows, ids}),
+      Case("SparseApplyAdagrad", {var, accum, lr, rows, ids})};
+  cases[0].variable_inputs = cases[1].variable_inputs = cases[2].variable_inputs = {0};
+  cases[3].variable_inputs = {0, 1};
+  for (KernelTestCase& c : cases) {
+    c.device_type = GetParam();
+    auto run = RunKernel(c);
+    ASSERT_TRUE(run.ok()) << c.ToString() << ": " << run.status();
+    EXPECT_EQ(run->status.code(), Code::kInvalidArgument) << c.ToString() << ": " << run->status;
+    EXPECT_NE(run->status.message().find(kNodeUnderTest), std::string::npos) << run->status;
+    EXPECT_NE(run->status.message().find("indices[1] = 7 is not in [0, 4)"), std::string::npos)
+        << run->status;
+    ASSERT_EQ(run->variables.size(), c.variable_inputs.size());
+    for (size_t i = 0; i < run->variables.size(); ++i) {
+      EXPECT_TRUE(TensorsClose(c.inputs[c.variable_inputs[i]], run->variables[i], Tolerance{}))
+          << c.ToString() << ": variable input " << c.variable_inputs[i] << " changed";
+    }
   }
 }
 

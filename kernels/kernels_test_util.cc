@@ -31,6 +31,26 @@ bool IsConstInput(const KernelTestCase& c, int i) {
   return std::find(c.const_inputs.begin(), c.const_inputs.end(), i) != c.const_inputs.end();
 }
 
+bool IsVariableInput(const KernelTestCase& c, int i) {
+  return std::find(c.variable_inputs.begin(), c.variable_inputs.end(), i) !=
+         c.variable_inputs.end();
+}
+
+// Host copies of the case's variables, in the order of c.variable_inputs.
+StatusOr<std::vector<Tensor>> VariableValues(const KernelTestCase& c, const Graph& graph,
+                                             ResourceManager* resources) {
+  std::vector<Tensor> values;
+  for (int i : c.variable_inputs) {
+    const Node* node = graph.FindNode("input_" + std::to_string(i));
+    if (node == nullptr) return Internal("variable input " + std::to_string(i) + " is missing");
+    AF_ASSIGN_OR_RETURN(auto var, VariableForNode(resources, *node));
+    std::lock_guard<std::mutex> lock(var->mu);
+    AF_ASSIGN_OR_RETURN(Tensor host, ToHostTensor(var->value));
+    values.push_back(host.DeepCopy());
+  }
+  return values;
+}
+
 // The attrs a node of `op` would hold: written attrs converted to their declared types,
 // defaults filled in. Used where the node itself cannot be built.
 StatusOr<AttrMap> NodeAttrs(const std::string& op, const AttrMap& written) {
@@ -128,6 +148,7 @@ std::string KernelTestCase::ToString() const {
   for (size_t i = 0; i < inputs.size(); ++i) {
     s += (i ? ", " : "") + inputs[i].DebugString();
     if (IsConstInput(*this, static_cast<int>(i))) s += " const";
+    if (IsVariableInput(*this, static_cast<int>(i))) s += " variable";
   }
   s += ")";
   if (!attrs.empty()) {
@@ -156,6 +177,10 @@ StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes
     if (IsConstInput(c, static_cast<int>(i))) {
       input.op = "Const";
       input.attrs["value"] = c.inputs[i];
+    } else if (IsVariableInput(c, static_cast<int>(i))) {
+      input.op = "Variable";
+      input.attrs["dtype"] = c.inputs[i].dtype();
+      input.attrs["shape"] = c.inputs[i].shape();
     } else {
       input.op = "Placeholder";
       input.attrs["dtype"] = c.inputs[i].dtype();
@@ -168,6 +193,16 @@ StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes
   AF_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel,
                       KernelRegistry::Global().CreateKernel(*run.node, c.device_type));
   ResourceManager resources;
+  for (int i : c.variable_inputs) {
+    const Node* variable = run.graph->FindNode("input_" + std::to_string(i));
+    if (variable == nullptr) {
+      return Internal("variable input " + std::to_string(i) + " is missing");
+    }
+    AF_ASSIGN_OR_RETURN(auto var, VariableForNode(&resources, *variable));
+    std::lock_guard<std::mutex> lock(var->mu);
+    var->value = c.inputs[i].DeepCopy();
+    var->initialized = true;
+  }
   KernelContext ctx(run.node, c.inputs, &resources, /*step_id=*/1);
   if (c.device_type != kDeviceCpu) {
     // A device kernel resumes through the runtime's scheduler, on this thread.
@@ -190,6 +225,7 @@ StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes
       AF_ASSIGN_OR_RETURN(Tensor host, ToHostTensor(out));
       run.outputs.push_back(std::move(host));
     }
+    AF_ASSIGN_OR_RETURN(run.variables, VariableValues(c, *run.graph, &resources));
     return StatusOr<KernelRun>(std::move(run));
   }
   if (kernel->IsAsync()) {
@@ -204,6 +240,7 @@ StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes
   }
   run.status = ctx.status();
   run.outputs = ctx.outputs();
+  AF_ASSIGN_OR_RETURN(run.variables, VariableValues(c, *run.graph, &resources));
   return StatusOr<KernelRun>(std::move(run));
 }
 

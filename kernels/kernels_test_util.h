@@ -67,6 +67,9 @@ struct KernelTestCase {
   // Overrides DefaultTolerance for every output.
   std::optional<Tolerance> tolerance;
   std::string device_type = kDeviceCpu;
+  // Inputs fed through a Variable node initialized with the input's value (the ref
+  // inputs of Scatter* and SparseApply*); KernelRun::variables holds their final values.
+  std::vector<int> variable_inputs;
 
   // "Add(float32[2,3], float32[3]) {attrs}" for failure messages.
   std::string ToString() const;
@@ -78,6 +81,9 @@ struct KernelRun {
   const Node* node = nullptr;  // owned by graph
   Status status;               // the kernel's status after Compute
   std::vector<Tensor> outputs;
+  // The values of the case's variable_inputs after Compute, in their order, in host
+  // memory.
+  std::vector<Tensor> variables;
 };
 
 // Builds a graph of Placeholders (exact shapes, or unknown rank when

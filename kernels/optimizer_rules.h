@@ -228,14 +228,14 @@ struct FtrlParams {
   T lr_power;
 };
 
-// Host only (std::pow): the CUDA kernels have no FTRL update.
+// Also device code: the CUDA SparseApplyFtrl kernel (kernels/cuda/sparse.cu) runs it.
 template <typename T>
-inline T FtrlPower(T accum, T lr_power) {
-  return lr_power == T(-0.5) ? OptimizerSqrt(accum) : std::pow(accum, -lr_power);
+AF_HOST_DEVICE inline T FtrlPower(T accum, T lr_power) {
+  return lr_power == T(-0.5) ? OptimizerSqrt(accum) : HostDevicePow(accum, -lr_power);
 }
 
 template <typename T>
-inline void FtrlUpdate(T& var, T& accum, T& linear, T grad, const FtrlParams<T>& p) {
+AF_HOST_DEVICE inline void FtrlUpdate(T& var, T& accum, T& linear, T grad, const FtrlParams<T>& p) {
   const T new_accum = accum + grad * grad;
   const T new_power = FtrlPower(new_accum, p.lr_power);
   linear += grad - (new_power - FtrlPower(accum, p.lr_power)) / p.lr * var;

@@ -26,6 +26,17 @@ AF_HOST_DEVICE inline T HostDeviceSqrt(T x) {
 #endif
 }
 
+// pow for float and double on the host (std::pow) and on a device (CUDA's overloads);
+// the two sides' pow may differ in the last bit.
+template <typename T>
+AF_HOST_DEVICE inline T HostDevicePow(T x, T y) {
+#if defined(__CUDA_ARCH__)
+  return pow(x, y);
+#else
+  return std::pow(x, y);
+#endif
+}
+
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_KERNELS_CUDA_HOST_DEVICE_H_
