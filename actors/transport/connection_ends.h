@@ -7,7 +7,10 @@
 #ifndef ACTORFLOW_ACTORS_TRANSPORT_CONNECTION_ENDS_H_
 #define ACTORFLOW_ACTORS_TRANSPORT_CONNECTION_ENDS_H_
 
+#include <atomic>
 #include <chrono>
+#include <cstdint>
+#include <memory>
 #include <string>
 
 namespace actorflow {
@@ -25,10 +28,38 @@ enum class ConnectionEnd {
 void NoteConnectionEnded(const std::string& peer, ConnectionEnd how,
                          std::chrono::milliseconds silent_for);
 
+// A live connection's record: when its last bytes came. CAF's failure detector may
+// take a silent connection's actors down before it closes the connection (and the
+// transport records the end), so a loss named in between is told by the live
+// connection's silence. The transport registers each connection and calls
+// BytesArrived on every read (one relaxed store); the registration ends with the
+// last owner of the returned pointer.
+class ConnectionClock {
+ public:
+  ConnectionClock(std::string peer, int64_t silent_after_ms);
+  void BytesArrived();
+  std::chrono::milliseconds SilentFor() const;
+  const std::string& peer() const { return peer_; }
+  // Whether it has been silent for at least its failure detector's timeout (and
+  // has not ended: its end, once recorded, tells instead).
+  bool Silent() const;
+  void Ended() { ended_.store(true, std::memory_order_relaxed); }
+
+ private:
+  const std::string peer_;
+  const int64_t silent_after_ms_;  // 0: never taken for silent
+  std::atomic<int64_t> last_bytes_ns_;
+  std::atomic<bool> ended_{false};
+};
+std::shared_ptr<ConnectionClock> RegisterConnection(const std::string& peer,
+                                                    int64_t silent_after_ms);
+
 // A clause for a failure message naming how the connection to `peer` ended, from
 // the ends recorded within `within` before now: those of `peer` ("host:port") when
 // there are any, else those of the last 250 ms (a listener knows its peers'
-// ephemeral ports, not their task addresses) when they agree. E.g. "its connection closed (its
+// ephemeral ports, not their task addresses) when they agree; without a recorded
+// end, the live connections silent past their timeout (those of `peer`, else all
+// of them when exactly one is). E.g. "its connection closed (its
 // process ended, or its host reset the connection)", "nothing came from it for
 // 2.6 s, not even heartbeats (it hung, or its link was cut)"; "its connection
 // closed or went silent" when no recorded end tells.

@@ -36,5 +36,25 @@ TEST(ConnectionEndsTest, OldEndsAndNoEndsTellNothing) {
             "its connection closed or went silent");
 }
 
+// Before the transport closes a silent connection (and records its end), CAF may
+// already have taken the peer's actors down: the live connection's silence tells.
+TEST(ConnectionEndsTest, ALiveConnectionSilentPastItsTimeoutTellsBeforeItsEndIsRecorded) {
+  ForgetConnectionEnds();
+  auto busy = RegisterConnection("10.0.0.4:2222", 0);  // no detector: never silent
+  auto silent = RegisterConnection("10.0.0.5:2222", 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (silent->SilentFor() < milliseconds(2) && std::chrono::steady_clock::now() < deadline) {
+  }
+  EXPECT_THAT(ConnectionLossCause("10.0.0.5:2222"), HasSubstr("nothing came from it for"));
+  // A listener that knows no address: the one silent connection tells.
+  EXPECT_THAT(ConnectionLossCause(""), HasSubstr("nothing came from it for"));
+  EXPECT_EQ(ConnectionLossCause("10.0.0.4:2222").find("nothing came"), std::string::npos)
+      << "an exact peer that is not silent is not taken for the silent one";
+  // Once it ended (its end recorded instead), it no longer counts as live.
+  silent->Ended();
+  EXPECT_EQ(ConnectionLossCause(""), "its connection closed or went silent");
+  busy->BytesArrived();
+}
+
 }  // namespace
 }  // namespace actorflow

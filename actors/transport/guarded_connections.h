@@ -106,7 +106,8 @@ class GuardedScribe : public ScribeBase, public StallableConnection {
         limits_(limits),
         peer_(PeerOf(fd)),
         peer_port_(PeerPortOf(fd)),
-        accepted_(std::move(accepted)) {
+        accepted_(std::move(accepted)),
+        clock_(RegisterConnection(peer_, limits.peer_timeout_ms)) {
     if (accepted_) {
       ++accepted_->open;
       awaiting_ = accepted_->awaiting.insert(accepted_->awaiting.end(), {this, Clock::now()});
@@ -171,6 +172,7 @@ class GuardedScribe : public ScribeBase, public StallableConnection {
     if (frames_ >= 2 && !closed_here_) {
       NoteConnectionEnded(peer_, ConnectionEnd::kClosedByPeer, SilentFor());
     }
+    clock_->Ended();
     return ScribeBase::detach_message();
   }
 
@@ -182,12 +184,13 @@ class GuardedScribe : public ScribeBase, public StallableConnection {
       NoteConnectionEnded(peer_, ConnectionEnd::kClosedAfterSilence, SilentFor());
     }
     closed_here_ = true;
+    clock_->Ended();
     ScribeBase::graceful_shutdown();
   }
 
   bool consume(caf::execution_unit* ctx, const void* buf, size_t num_bytes) override {
     ++frames_;
-    last_read_ = Clock::now();
+    clock_->BytesArrived();
     if (frames_ == 2) HandshakeEnded();  // its header and its payload arrived
     const char* first = this->rd_buf().data();
     if (frames_ == 1 && num_bytes == caf::io::basp::header_size && accepted_ == nullptr &&
@@ -227,9 +230,7 @@ class GuardedScribe : public ScribeBase, public StallableConnection {
     });
   }
 
-  std::chrono::milliseconds SilentFor() const {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_read_);
-  }
+  std::chrono::milliseconds SilentFor() const { return clock_->SilentFor(); }
 
   // Leaves the accepted connections that await their handshake (once).
   void HandshakeEnded() {
@@ -248,8 +249,8 @@ class GuardedScribe : public ScribeBase, public StallableConnection {
   int64_t frames_ = 0;      // reads handed to BASP so far (the first is a header)
   bool consuming_ = false;  // inside BASP's handler of a read
   bool refused_ = false;
-  bool closed_here_ = false;               // this side closed it (or is closing it)
-  Clock::time_point last_read_ = Clock::now();  // when bytes last came
+  bool closed_here_ = false;  // this side closed it (or is closing it)
+  std::shared_ptr<ConnectionClock> clock_;  // when bytes last came (connection_ends.h)
 };
 
 // A listener (CAF doorman) that closes connections beyond the limit at once (after
