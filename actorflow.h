@@ -72,6 +72,7 @@
 #include "training/estimators/dnn_classifier.h"
 #include "training/estimators/layer_classes.h"
 #include "training/estimators/layers.h"
+#include "training/estimators/model_dir.h"
 #include "training/estimators/sequence_layers.h"
 #include "training/optimizers/optimizer.h"
 #include "training/summary/summary_writer.h"
