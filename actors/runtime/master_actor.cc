@@ -262,8 +262,8 @@ void EnsureTasks(MasterSelf self, const std::vector<TaskId>& tasks, int64_t time
       settle(address.status(), {}, FrontActor{});
       continue;
     }
-    entry.address = address->host + ":" + std::to_string(address->port);
-    const std::string who = "/job:" + task.job + "/task:" + std::to_string(task.index);
+    entry.address = address->ToString();
+    const std::string who = task.ToString();
     ConnectorActor connector = self->state.config.task_directory
                                    ? self->state.config.task_directory
                                    : SpawnConnector(self->system());

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "placement/cluster_spec.h"
+
 namespace actorflow {
 
 void TaskRegistry::Put(const std::string& address, const TaskId& task, const FrontActor& front) {
@@ -41,7 +43,7 @@ ConnectorActor::behavior_type TaskDirectoryBehavior(
   return {
       [self](connect_atom, const std::string& host, uint16_t port, int64_t,
              const std::string& who) -> std::tuple<Status, FrontActor> {
-        const std::string address = host + ":" + std::to_string(port);
+        const std::string address = TaskAddress{host, port}.ToString();
         TaskId task;
         FrontActor front;
         if (!self->state.registry->Find(address, &task, &front)) {
