@@ -28,7 +28,7 @@ struct ServerCommandOptions {
   int task = -1;
   std::string devices;
   int status_port = -1;  // -1: no status page
-  int64_t heartbeat_timeout_ms = 2000;
+  int64_t heartbeat_timeout_ms = kDefaultPeerTimeoutMs;
   std::string data_root;  // empty: graphs may open no files
   int max_device_restarts = 5;
   int64_t device_restart_window_ms = 60000;

@@ -61,6 +61,7 @@ Status ParameterClientImpl::ConnectStandbys(const std::vector<ShardActor>& prima
     AF_RETURN_IF_ERROR(status);
     standbys_.push_back(standby);
     standby_names_.push_back(names_[host] + " (standby of " + names_[i] + ")");
+    standby_hosts_.push_back(host);
   }
   failed_over_.assign(tasks, false);
   return Status::OK();
@@ -78,12 +79,14 @@ StatusOr<ParameterClient::FailOverReport> ParameterClientImpl::FailOver(int64_t 
   std::vector<int> switched;
   std::vector<ShardActor> replacements(NumShards());
   std::vector<std::string> replacement_names(NumShards());
+  std::vector<std::string> replacement_addresses(NumShards());
   for (int t = 0; t < NumShards(); ++t) {
     if (down[t].ok()) continue;
     if (!standbys_.empty() && !failed_over_[t]) {
       failed_over_[t] = true;
       replacements[t] = standbys_[t];
       replacement_names[t] = standby_names_[t];
+      replacement_addresses[t] = addresses_[standby_hosts_[t]];
       ++report.to_standby;
     } else if (client_options_.replace_lost_shards && !replaced_[t]) {
       // The next ps task whose shard is still up hosts an empty replacement.
@@ -96,6 +99,7 @@ StatusOr<ParameterClient::FailOverReport> ParameterClientImpl::FailOver(int64_t 
                                std::to_string(t);
       AF_ASSIGN_OR_RETURN(replacements[t], GetShard(fronts_[host], name, names_[host], deadline));
       replacement_names[t] = names_[host] + " (replacing " + names_[t] + ")";
+      replacement_addresses[t] = addresses_[host];
       replaced_[t] = true;
       ++report.replaced;
     } else {
@@ -105,11 +109,12 @@ StatusOr<ParameterClient::FailOverReport> ParameterClientImpl::FailOver(int64_t 
   }
   if (switched.empty()) return report;
   AF_RETURN_IF_ERROR(AskFanOut(
-      [switched, replacements, replacement_names](FanOutActor* self) {
+      [switched, replacements, replacement_names, replacement_addresses](FanOutActor* self) {
         auto& st = self->state;
         for (int t : switched) {
           st.shards[t] = replacements[t];
           st.names[t] = replacement_names[t];
+          st.addresses[t] = replacement_addresses[t];
           st.down[t] = Status::OK();
           self->monitor(replacements[t]);
         }

@@ -71,6 +71,7 @@ Status ParameterClientImpl::Connect(const ClusterSpec& cluster, const std::strin
     hosts.push_back(address.host);
     const std::string who = TaskId{ps_job, i}.ToString();
     names_.push_back(who + " at " + address.ToString());
+    addresses_.push_back(address.ToString());
     auto left = std::chrono::milliseconds(std::max<int64_t>(1, deadline.LeftMs()));
     AF_ASSIGN_OR_RETURN(FrontActor front,
                         ConnectToServer(*system_, address.host, address.port, left, who));
@@ -86,7 +87,7 @@ Status ParameterClientImpl::Connect(const ClusterSpec& cluster, const std::strin
   }
   fronts_ = fronts;
   replaced_.assign(tasks, false);
-  fanout_ = SpawnFanOut(*system_, std::move(shards), names_);
+  fanout_ = SpawnFanOut(*system_, std::move(shards), names_, addresses_);
   OpenValuesReceiver(hosts);
   return Status::OK();
 }

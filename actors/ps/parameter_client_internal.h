@@ -205,9 +205,12 @@ class ParameterClientImpl : public ParameterClient {
   caf::actor fanout_;
   caf::actor worker_actor_;
   std::vector<std::string> names_;  // per ps task: "/job:ps/task:i at host:port"
-  // ps_replicas 2: each shard's standby, its name, and whether it took over already.
+  std::vector<std::string> addresses_;  // per ps task: "host:port"
+  // ps_replicas 2: each shard's standby, its name, the ps task that holds it, and
+  // whether it took over already.
   std::vector<ShardActor> standbys_;
   std::vector<std::string> standby_names_;
+  std::vector<int> standby_hosts_;
   std::vector<bool> failed_over_;
   // Every ps task's front (for replacements), and which shards were replaced.
   std::vector<FrontActor> fronts_;

@@ -71,11 +71,12 @@ void SetPushReply(FanOutActor* self, const std::shared_ptr<Call<ShardPushReply>>
 }
 
 caf::actor SpawnFanOut(caf::actor_system& system, std::vector<ShardActor> shards,
-                       std::vector<std::string> names) {
-  return system.spawn([shards, names](FanOutActor* self) -> caf::behavior {
+                       std::vector<std::string> names, std::vector<std::string> addresses) {
+  return system.spawn([shards, names, addresses](FanOutActor* self) -> caf::behavior {
     auto& st = self->state;
     st.shards = shards;
     st.names = names;
+    st.addresses = addresses;
     st.down.assign(shards.size(), Status::OK());
     for (const ShardActor& s : shards) self->monitor(s);
     self->set_down_handler([self](caf::down_msg& down) {
@@ -86,14 +87,11 @@ caf::actor SpawnFanOut(caf::actor_system& system, std::vector<ShardActor> shards
         // after silence (the task hung, or a link was cut); the transport knows
         // which (connection_ends.h). Either way its parameters are out of this
         // worker's reach.
-        const std::string& name = st.names[t];
-        const size_t at = name.rfind(" at ");
-        const std::string how =
-            down.reason == caf::exit_reason::remote_link_unreachable
-                ? ConnectionLossCause(at == std::string::npos ? "" : name.substr(at + 4))
-                : "its shard actor ended";
-        st.down[t] = Unavailable(name + " is lost (" + caf::to_string(down.reason) + "): " + how +
-                                 ", and its parameters with it");
+        const std::string how = down.reason == caf::exit_reason::remote_link_unreachable
+                                    ? ConnectionLossCause(st.addresses[t])
+                                    : "its shard actor ended";
+        st.down[t] = Unavailable(st.names[t] + " is lost (" + caf::to_string(down.reason) +
+                                 "): " + how + ", and its parameters with it");
         for (auto& weak : st.calls) {
           auto call = weak.lock();
           if (!call) continue;

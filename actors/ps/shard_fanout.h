@@ -97,6 +97,7 @@ struct WaitingValues {
 struct FanOutState {
   std::vector<ShardActor> shards;
   std::vector<std::string> names;              // "/job:ps/task:0 at host:port"
+  std::vector<std::string> addresses;          // where each shard lives: "host:port"
   std::vector<Status> down;                    // OK while the shard is up
   std::vector<std::weak_ptr<CallBase>> calls;  // in flight
   // Values of push replies that come apart: those that arrived, the replies waiting.
@@ -115,7 +116,7 @@ struct FanOutTask {
 // Its messages: FanOutTask, and (shard_values_atom, key, value), one value of a push
 // reply sent apart (from the client's bulk receiver or the shard itself).
 caf::actor SpawnFanOut(caf::actor_system& system, std::vector<ShardActor> shards,
-                       std::vector<std::string> names);
+                       std::vector<std::string> names, std::vector<std::string> addresses);
 
 // A push reply for `call`'s position `pos`: set at once, or, when its values come
 // apart, once they all arrived (a reply waits at most kValuesWaitMs for them; its

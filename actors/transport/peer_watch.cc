@@ -1,6 +1,7 @@
 #include "actors/transport/peer_watch.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "actors/transport/peer_history.h"
 
@@ -49,20 +50,17 @@ void PeerWatch::Watch(milliseconds give_up_after, std::function<void()> on_all_r
   while (!stopping_ && !waiting_.empty()) {
     std::vector<TaskAddress> round = waiting_;
     lock.unlock();
-    std::vector<std::string> answered;
+    // Only this thread changes waiting_; the lock is for waiting()'s readers.
+    std::vector<TaskAddress> still_waiting;
     for (const TaskAddress& peer : round) {
       if (ProbeTcpConnect(peer.host, peer.port, kAttemptWait).empty()) {
         NotePeerReached(peer.ToString());
-        answered.push_back(peer.ToString());
+      } else {
+        still_waiting.push_back(peer);
       }
     }
     lock.lock();
-    waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(),
-                                  [&](const TaskAddress& p) {
-                                    return std::find(answered.begin(), answered.end(),
-                                                     p.ToString()) != answered.end();
-                                  }),
-                   waiting_.end());
+    waiting_ = std::move(still_waiting);
     if (waiting_.empty()) break;
     if (Clock::now() >= give_up) return;
     stop_cv_.wait_for(lock, pause, [this] { return stopping_; });
