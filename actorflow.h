@@ -19,14 +19,16 @@
 //   graph building      Graph, Scope, the op functions (sparse ones: Gather, Scatter*,
 //                       SparseApply*; sequence ones: Pack, Split, BatchMatMul,
 //                       LayerNorm, the fused LSTM/GRU cells, ...), Gradients (dense or
-//                       IndexedSlices)
+//                       IndexedSlices), ConditionalAccumulator
 //   running             Session, SessionOptions, RunOptions, RunMetadata, NewSession,
-//                       ClientSession
+//                       ClientSession, MonitoredTrainingSession (NewMonitoredTraining-
+//                       Session, Scaffold, SessionRunHook and the standard hooks)
 //   clusters            ClusterSpec, Server, LocalCluster (targets actorflow://host:port),
 //                       ReplicaDeviceSetter (variables on ps tasks, the rest on a worker)
 //   training            variables, layers (Dense; the layer classes Conv2D, Dense,
 //                       BatchNormalization, Dropout; the sequence layers Embedding,
-//                       LSTM, GRU, MultiHeadAttention, TransformerBlock), optimizers,
+//                       LSTM, GRU, MultiHeadAttention, TransformerBlock), optimizers
+//                       (SyncReplicasOptimizer for synchronous replicas),
 //                       datasets (CSV, IDX and TFRecord files, image augmentation,
 //                       character text), DNNClassifier,
 //                       checkpoints (Saver), SummaryWriter (TensorBoard event files)
@@ -34,6 +36,7 @@
 #define ACTORFLOW_ACTORFLOW_H_
 
 // Errors, values, graphs and the builder API.
+#include "graph/accumulator_ops.h"
 #include "graph/gradients.h"
 #include "graph/graph.h"
 #include "graph/math_ops.h"
@@ -52,6 +55,15 @@
 #include "actors/cluster/client_session.h"
 #include "actors/cluster/session_factory.h"
 #include "kernels/session.h"
+
+// Training loops: MonitoredTrainingSession (init or restore, non-chiefs waiting for
+// the chief, checkpoints, summaries, step deadlines), its Scaffold and hooks.
+#include "actors/cluster/monitored_session_factory.h"
+#include "training/data/coordinator.h"
+#include "training/monitored/hooks.h"
+#include "training/monitored/monitored_session.h"
+#include "training/monitored/scaffold.h"
+#include "training/monitored/session_run_hook.h"
 
 // Clusters: specs, one task (tf.train.Server), a whole cluster in this process.
 #include "actors/cluster/local_cluster.h"
@@ -76,6 +88,8 @@
 #include "training/estimators/sequence_layers.h"
 #include "training/optimizers/optimizer.h"
 #include "training/summary/summary_writer.h"
+// Synchronous between-graph training of any graph (tf.train.SyncReplicasOptimizer).
+#include "training/distributed/sync_replicas_optimizer.h"
 #include "training/optimizers/variables.h"
 
 // Serving: exported versions (TensorFlow Serving's layout) and the model server that

@@ -103,6 +103,11 @@ inline constexpr char kVariablesCollection[] = "variables";
 inline constexpr char kTrainableVariablesCollection[] = "trainable_variables";
 inline constexpr char kInitializersCollection[] = "initializers";
 inline constexpr char kGlobalStepCollection[] = "global_step";
+// Local variables (TensorFlow's tf.local_variables: per-worker state such as a
+// metric's counters) and their initializers; never in the two global ones above, so
+// the Saver and GlobalVariablesInitializer skip them.
+inline constexpr char kLocalVariablesCollection[] = "local_variables";
+inline constexpr char kLocalInitializersCollection[] = "local_initializers";
 
 class Graph {
  public:

@@ -364,6 +364,31 @@ TEST(ScopeTest, ColocateWithSetsClassAttr) {
             (std::vector<std::string>{"loc:@w"}));
 }
 
+TEST(OpSetTest, IsVariableInitializedAndVariableShapeAreBesideTheirVariable) {
+  const OpDef* op = OpRegistry::Global().Find("IsVariableInitialized");
+  ASSERT_NE(op, nullptr);
+  EXPECT_TRUE(op->stateful);
+  EXPECT_TRUE(op->IsRefInput(0));
+  Scope root = Scope::NewRootScope();
+  Output w = Variable(root.WithOpName("w").WithDevice("/job:ps/task:1"), {2, 3}, DType::kInt64);
+  // Built in a scope with a device function (a replica device setter's): the ref
+  // input keeps it with the variable; the function is not asked.
+  Scope worker = root.WithDeviceFunction([](const NodeDef&) { return "/job:worker/task:0"; });
+  Output ready = IsVariableInitialized(worker.WithOpName("w_ready"), w);
+  EXPECT_SHAPE(root, ready);
+  EXPECT_EQ(ready.dtype(), DType::kBool);
+  EXPECT_EQ(ready.node->requested_device(), "/job:ps/task:1");
+  Output shape = VariableShape(worker.WithOpName("w_shape"), w);
+  EXPECT_SHAPE(root, shape, 2);
+  EXPECT_EQ(shape.dtype(), DType::kInt64);
+  EXPECT_EQ(shape.node->requested_device(), "/job:ps/task:1");
+  EXPECT_TRUE(OpRegistry::Global().Find("VariableShape")->IsRefInput(0));
+  // Its input must be a variable.
+  IsVariableInitialized(root, Const(root, 1.0f));
+  EXPECT_FALSE(root.ok());
+  EXPECT_THAT(root.status().message(), HasSubstr("IsVariableInitialized"));
+}
+
 TEST(ScopeTest, ControlDependenciesComeAfterDataInputs) {
   Scope root = Scope::NewRootScope();
   Output a = Const(root.WithOpName("a"), 1.0f);

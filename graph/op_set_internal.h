@@ -12,6 +12,7 @@
 //   ops_runtime.cc           _Send/_Recv, inserted by graph partitioning
 //   ops_dataset.cc           IteratorGetNext
 //   ops_queue.cc             queues and the CSV reader
+//   ops_accumulator.cc       ConditionalAccumulator and its ops (sync replicas)
 //   ops_nn_conv.cc           Conv2D, MaxPool, AvgPool and their backward ops (NHWC)
 //   ops_nn_norm.cc           FusedBatchNorm, FusedBatchNormGrad and Dropout
 //   ops_sparse.cc            row gathers, segment sums and sparse updates (embeddings)

@@ -87,6 +87,12 @@ Output AssignAdd(const Scope& scope, const Input& ref, const Input& value) {
 Output AssignSub(const Scope& scope, const Input& ref, const Input& value) {
   return Single(scope, "AssignSub", {ref, value});
 }
+Output IsVariableInitialized(const Scope& scope, const Input& ref) {
+  return Single(scope, "IsVariableInitialized", {ref});
+}
+Output VariableShape(const Scope& scope, const Input& ref) {
+  return Single(scope, "VariableShape", {ref});
+}
 Output Identity(const Scope& scope, const Input& x) { return Single(scope, "Identity", {x}); }
 const Node* NoOp(const Scope& scope) { return scope.AddNode("NoOp", {}); }
 

@@ -50,6 +50,19 @@ Output Assign(const Scope& scope, const Input& ref, const Input& value,
 // ref += value / ref -= value (same dtype, compatible shape); returns the new value.
 Output AssignAdd(const Scope& scope, const Input& ref, const Input& value);
 Output AssignSub(const Scope& scope, const Input& ref, const Input& value);
+// bool []: whether the variable `ref` (a Variable's Output) has been assigned a value
+// on its device; false, never an error, for one that has not (or does not exist
+// there yet). Colocated with the variable (a ref input: it reads no value, so a
+// variable on a ps task costs one bool over the network). Stateful. TensorFlow's
+// tf.is_variable_initialized.
+Output IsVariableInitialized(const Scope& scope, const Input& ref);
+// int64 [rank]: the shape of the value the variable `ref` holds on its device, which
+// is the graph's declared shape unless another graph (another task's, on a shared ps
+// task) created the variable with another one. Colocated with the variable and
+// reading only the value's shape (a variable on a ps task or a GPU: a few int64s
+// move). Errors at run time: FailedPrecondition for an uninitialized variable,
+// InvalidArgument when it holds another dtype there. Stateful.
+Output VariableShape(const Scope& scope, const Input& ref);
 Output Identity(const Scope& scope, const Input& x);
 // Does nothing; with control dependencies it groups them (a training step).
 const Node* NoOp(const Scope& scope);

@@ -127,6 +127,20 @@ Status InferAssignUpdate(InferenceContext& ctx) {
 
 Status InferNoOp(InferenceContext&) { return Status::OK(); }
 
+// IsVariableInitialized: ref [any] -> bool [].
+Status InferIsVariableInitialized(InferenceContext& ctx) {
+  ctx.set_output(0, DType::kBool, Shape{});
+  return Status::OK();
+}
+
+// VariableShape: ref [d0..dk-1] -> int64 [k].
+Status InferVariableShape(InferenceContext& ctx) {
+  const Shape& var = ctx.input_shape(0);
+  ctx.set_output(0, DType::kInt64,
+                 var.unknown_rank() ? Shape{Shape::kUnknownDim} : Shape{var.rank()});
+  return Status::OK();
+}
+
 Status InferMatMul(InferenceContext& ctx) {
   AF_RETURN_IF_ERROR(CheckSameDTypes(ctx));
   AF_RETURN_IF_ERROR(CheckInput(ctx, 0, Allowed::kFloating));
@@ -247,6 +261,17 @@ std::vector<OpDef> CoreOpSet() {
         is_assign ? InferenceFn(InferAssign) : InferenceFn(InferAssignUpdate)));
     def.ref_inputs = {0};
     add(std::move(def));
+  }
+  {
+    // Whether the variable holds a value (never fails on an uninitialized one): a
+    // ref input, so it is colocated with the variable and reads no value.
+    OpDef def = Stateful(MakeOp("IsVariableInitialized", 1, 1, {}, InferIsVariableInitialized));
+    def.ref_inputs = {0};
+    add(std::move(def));
+    // The shape of the variable's live value, beside it (no value moves).
+    OpDef shape = Stateful(MakeOp("VariableShape", 1, 1, {}, InferVariableShape));
+    shape.ref_inputs = {0};
+    add(std::move(shape));
   }
   add(MakeOp("Identity", 1, 1, {}, UnaryFn(Allowed::kAny)));
   add(MakeOp("NoOp", 0, 0, {}, InferNoOp));

@@ -87,6 +87,46 @@ TEST(DirectSessionTest, VariablesKeepTheirValuesAcrossRuns) {
   EXPECT_TRUE(TensorsEqual(before[0], Tensor::FromVector<float>({1, 2})));
 }
 
+TEST(DirectSessionTest, IsVariableInitializedIsFalseUntilTheFirstAssignAndNeverFails) {
+  Scope root = Scope::NewRootScope();
+  auto v = Variable(root.WithOpName("v"), Shape{2}, DType::kInt64);
+  auto u = Variable(root.WithOpName("u"), Shape{}, DType::kFloat32);
+  Assign(root.WithOpName("init_v"), v, Tensor::FromVector<int64_t>({1, 2}));
+  IsVariableInitialized(root.WithOpName("v_ready"), v);
+  IsVariableInitialized(root.WithOpName("u_ready"), u);
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto session = NewDirectSession(root.graph()).value();
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {"v_ready", "u_ready"}, {}, &out).ok());
+  EXPECT_FALSE(out[0].data<bool>()[0]);
+  EXPECT_FALSE(out[1].data<bool>()[0]);
+  ASSERT_TRUE(session->Run({}, {}, {"init_v"}, nullptr).ok());
+  ASSERT_TRUE(session->Run({}, {"v_ready", "u_ready"}, {}, &out).ok());
+  EXPECT_TRUE(out[0].data<bool>()[0]);
+  EXPECT_FALSE(out[1].data<bool>()[0]);
+}
+
+TEST(DirectSessionTest, VariableShapeIsTheLiveValuesShape) {
+  Scope root = Scope::NewRootScope();
+  auto v = Variable(root.WithOpName("v"), Shape{2, 3}, DType::kFloat32);
+  Assign(root.WithOpName("init_v"), v, Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {2, 3}));
+  // An unvalidated Assign gives the live value another shape than the node declares.
+  Assign(root.WithOpName("reshape_v"), v, Tensor::FromVector<float>({1, 2}), false);
+  VariableShape(root.WithOpName("v_shape"), v);
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto session = NewDirectSession(root.graph()).value();
+  std::vector<Tensor> out;
+  Status uninitialized = session->Run({}, {"v_shape"}, {}, &out);
+  EXPECT_EQ(uninitialized.code(), Code::kFailedPrecondition) << uninitialized;
+  EXPECT_THAT(uninitialized.message(), HasSubstr("'v'"));
+  ASSERT_TRUE(session->Run({}, {}, {"init_v"}, nullptr).ok());
+  ASSERT_TRUE(session->Run({}, {"v_shape"}, {}, &out).ok());
+  EXPECT_TRUE(TensorsEqual(out[0], Tensor::FromVector<int64_t>({2, 3})));
+  ASSERT_TRUE(session->Run({}, {}, {"reshape_v"}, nullptr).ok());
+  ASSERT_TRUE(session->Run({}, {"v_shape"}, {}, &out).ok());
+  EXPECT_TRUE(TensorsEqual(out[0], Tensor::FromVector<int64_t>({2})));
+}
+
 TEST(DirectSessionTest, ControlDependenciesRunFirstAndFetchingAFedTensorReturnsTheFeed) {
   Scope root = Scope::NewRootScope();
   auto v = Variable(root.WithOpName("v"), Shape{}, DType::kFloat32);

@@ -17,8 +17,9 @@ namespace {
 
 // Ops without a value the reference can compute: sources, state, randomness.
 const std::set<std::string> kWithoutReference = {
-    "Const",  "Placeholder", "Variable",      "Assign",       "AssignAdd",
-    "AssignSub", "NoOp",     "RandomUniform", "RandomNormal", "TruncatedNormal"};
+    "Const",     "Placeholder", "Variable",      "Assign",       "AssignAdd",
+    "AssignSub", "NoOp",        "RandomUniform", "RandomNormal", "TruncatedNormal",
+    "IsVariableInitialized", "VariableShape"};
 
 // The required CPU dtypes per op (the contract's list of dtypes each kernel must have).
 std::map<std::string, std::set<DType>> RequiredCpuKernels() {
@@ -36,6 +37,9 @@ std::map<std::string, std::set<DType>> RequiredCpuKernels() {
     required[op].insert({DType::kFloat32, DType::kFloat64});
   }
   required["NoOp"].insert(DType::kFloat32);
+  // One kernel each for variables of every dtype: its kernel dtype is its output's.
+  required["IsVariableInitialized"].insert(DType::kBool);
+  required["VariableShape"].insert(DType::kInt64);
   // The CNN layers' ops (graph/ops_nn_norm.cc): floats only, with reference kernels.
   for (const char* op : {"FusedBatchNorm", "FusedBatchNormGrad", "Dropout"}) {
     required[op].insert({DType::kFloat32, DType::kFloat64});

@@ -4,7 +4,18 @@ namespace actorflow {
 namespace {
 
 const char* KindName(QueueSpec::Kind kind) {
-  return kind == QueueSpec::Kind::kFifo ? "FIFOQueue" : "RandomShuffleQueue";
+  switch (kind) {
+    case QueueSpec::Kind::kFifo: return "FIFOQueue";
+    case QueueSpec::Kind::kRandomShuffle: return "RandomShuffleQueue";
+    case QueueSpec::Kind::kConditionalAccumulator: return "ConditionalAccumulator";
+  }
+  return "queue";
+}
+
+Status NoAccumulators(const QueueRef& accumulator) {
+  return Unimplemented("accumulator '" + accumulator.Key() +
+                       "': this runtime has no ConditionalAccumulators; run the graph in the "
+                       "actor runtime (NewSession with target \"\" or actorflow://host:port)");
 }
 
 std::string Components(const QueueSpec& spec) {
@@ -22,6 +33,7 @@ std::string Components(const QueueSpec& spec) {
 std::string QueueSpec::DebugString() const {
   std::string out = std::string(KindName(kind)) + " '" + name + "'";
   if (!container.empty()) out += " in container '" + container + "'";
+  if (is_accumulator()) return out + " (" + Components(*this) + ")";
   out += " (" + Components(*this) + ", capacity " +
          (capacity < 0 ? std::string("unbounded") : std::to_string(capacity));
   if (kind == Kind::kRandomShuffle) {
@@ -32,14 +44,15 @@ std::string QueueSpec::DebugString() const {
 }
 
 Status QueueSpec::CheckSame(const QueueSpec& other) const {
+  const bool queue = !is_accumulator();  // the other parameters are a queue's
   std::string what;
   if (kind != other.kind) {
     what = "its kind";
   } else if (dtypes != other.dtypes) {
-    what = "its component dtypes";
+    what = queue ? "its component dtypes" : "its dtype";
   } else if (shapes != other.shapes) {
-    what = "its component shapes";
-  } else if (capacity != other.capacity) {
+    what = queue ? "its component shapes" : "its shape";
+  } else if (queue && capacity != other.capacity) {
     what = "its capacity";
   } else if (kind == Kind::kRandomShuffle && min_after_dequeue != other.min_after_dequeue) {
     what = "its min_after_dequeue";
@@ -47,9 +60,30 @@ Status QueueSpec::CheckSame(const QueueSpec& other) const {
     what = "its seed";
   }
   if (what.empty()) return Status::OK();
-  return InvalidArgument("queue '" + Key() + "' already exists as " + DebugString() +
-                         "; a node asks for " + other.DebugString() + ", which differs in " +
-                         what + ": use another shared_name or the same parameters");
+  return InvalidArgument(std::string(queue ? "queue '" : "accumulator '") + Key() +
+                         "' already exists as " + DebugString() + "; a node asks for " +
+                         other.DebugString() + ", which differs in " + what +
+                         ": use another shared_name or the same parameters");
+}
+
+void QueueService::AccumulatorApplyGradient(int64_t, const QueueRef& accumulator, int64_t, Tensor,
+                                            StatusCallback done) {
+  done(NoAccumulators(accumulator));
+}
+
+void QueueService::AccumulatorTakeGradient(int64_t, const QueueRef& accumulator, int64_t, int64_t,
+                                           GradientCallback done) {
+  done(NoAccumulators(accumulator), Tensor());
+}
+
+void QueueService::AccumulatorSetGlobalStep(int64_t, const QueueRef& accumulator, int64_t,
+                                            StatusCallback done) {
+  done(NoAccumulators(accumulator));
+}
+
+void QueueService::ReadAccumulatorCounts(int64_t, const QueueRef& accumulator,
+                                         CountsCallback done) {
+  done(NoAccumulators(accumulator), AccumulatorCounts());
 }
 
 }  // namespace actorflow

@@ -21,6 +21,15 @@
 // queue and `done` gets the abort status; an element that the queue handed out in
 // the meantime goes back into it, so no element is lost.
 //
+// A ConditionalAccumulator (kernels/accumulator_state.h has its rules) is named and
+// found like a queue, in the same registry (so a queue and an accumulator cannot
+// share a name in one container): its node creates it with EnsureQueue (a QueueSpec
+// of kind kConditionalAccumulator) and the Accumulator* methods reach it. A take
+// waits like a dequeue (timeout_ms, withdrawn when its step is aborted); an average
+// handed out to a step that was aborted before the answer arrived is put back when
+// nothing changed in the accumulator since, else it is lost and counted
+// (AccumulatorCounts::num_lost).
+//
 // Thread safety: called only from the thread running the step's executor.
 #ifndef ACTORFLOW_KERNELS_QUEUE_SERVICE_H_
 #define ACTORFLOW_KERNELS_QUEUE_SERVICE_H_
@@ -38,9 +47,12 @@
 namespace actorflow {
 
 // What a queue is: its kind, name and element signature (TensorFlow's FIFOQueue and
-// RandomShuffleQueue parameters).
+// RandomShuffleQueue parameters). A ConditionalAccumulator is described the same way:
+// kind kConditionalAccumulator, one dtype (float32 or float64) and one shape (that of
+// its gradients, possibly with unknown dims or of unknown rank); capacity,
+// min_after_dequeue and seed are unused.
 struct QueueSpec {
-  enum class Kind { kFifo, kRandomShuffle };
+  enum class Kind { kFifo, kRandomShuffle, kConditionalAccumulator };
   Kind kind = Kind::kFifo;
   std::string container;  // "" = the default container
   std::string name;       // the shared name, never empty
@@ -60,11 +72,21 @@ struct QueueSpec {
 
   // "container/name": the key of the task's registry.
   std::string Key() const { return container + "/" + name; }
-  // "FIFOQueue 'name' (float32 [4], int32 [], capacity 100)".
+  // "FIFOQueue 'name' (float32 [4], int32 [], capacity 100)",
+  // "ConditionalAccumulator 'name' (float32 [2,3])".
   std::string DebugString() const;
   // OK when `other` describes the same queue; otherwise InvalidArgument naming the
   // first parameter that differs (a shared name reused for another queue).
   Status CheckSame(const QueueSpec& other) const;
+  bool is_accumulator() const { return kind == Kind::kConditionalAccumulator; }
+};
+
+// What an accumulator says about itself (ReadAccumulatorCounts).
+struct AccumulatorCounts {
+  int64_t num_accumulated = 0;  // gradients summed since the last take
+  int64_t num_dropped = 0;      // stale gradients dropped since its creation
+  int64_t global_step = 0;      // starts at 0; +1 per take; SetGlobalStep sets it
+  int64_t num_lost = 0;         // averages taken by aborted steps that could not go back
 };
 
 // Names a queue of the task; the other ops need no more than this.
@@ -118,6 +140,35 @@ class QueueService {
   virtual void Close(int64_t step_id, const QueueRef& queue, bool cancel_pending_enqueues,
                      StatusCallback done) = 0;
   virtual void Size(int64_t step_id, const QueueRef& queue, SizeCallback done) = 0;
+
+  // --- ConditionalAccumulators ------------------------------------------------------
+  // Created by EnsureQueue with a spec of kind kConditionalAccumulator. Each method
+  // answers NotFound for an unknown accumulator and InvalidArgument when the name is a
+  // queue's. The defaults answer Unimplemented (a runtime without accumulators).
+  //
+  // `average`: the accumulator's dtype and shape.
+  using GradientCallback = std::function<void(const Status& status, Tensor average)>;
+  using CountsCallback =
+      std::function<void(const Status& status, const AccumulatorCounts& counts)>;
+  // Adds `gradient` (or drops it as stale when local_step < the global step: OK, and
+  // counted). Never waits. InvalidArgument naming the accumulator for a gradient of
+  // another dtype or of a shape incompatible with the accumulator's.
+  virtual void AccumulatorApplyGradient(int64_t step_id, const QueueRef& accumulator,
+                                        int64_t local_step, Tensor gradient,
+                                        StatusCallback done);
+  // Waits until num_required (>= 1, else InvalidArgument) gradients are summed, then
+  // answers their average, resets the sum and adds 1 to the global step. Waiting takes
+  // are served in arrival order; timeout_ms as for Dequeue (DeadlineExceeded, the
+  // accumulator unchanged).
+  virtual void AccumulatorTakeGradient(int64_t step_id, const QueueRef& accumulator,
+                                       int64_t num_required, int64_t timeout_ms,
+                                       GradientCallback done);
+  // Sets the global step, even to a lower value (TensorFlow does too, with a logged
+  // warning; this runtime has no log, the rule is documented instead).
+  virtual void AccumulatorSetGlobalStep(int64_t step_id, const QueueRef& accumulator,
+                                        int64_t new_global_step, StatusCallback done);
+  virtual void ReadAccumulatorCounts(int64_t step_id, const QueueRef& accumulator,
+                                     CountsCallback done);
 };
 
 }  // namespace actorflow

@@ -92,6 +92,32 @@ TEST(LaunchCliTest, RunsAUsersOwnDriverWithItsPlaceInTfConfig) {
   EXPECT_THAT(r.out, HasSubstr("[ps:0] actorflow server ready: actorflow://127.0.0.1:"));
 }
 
+// The README's synchronous driver: SyncReplicasOptimizer + MonitoredTrainingSession,
+// one process per worker (2) beside the launcher's ps task; every step averages one
+// gradient per worker, the chief evaluates at the last step and checkpoints.
+TEST(LaunchCliTest, TheSyncReplicasDriverTrainsTwoWorkersToItsLastStep) {
+  const std::string cluster = WriteCluster("sync.json", 2);
+  const std::string model_dir = std::string(std::getenv("TEST_TMPDIR")) + "/sync_model";
+  const ProcessResult r = subprocess::RunProcess(
+      Actorflow(), {"launch", "--cluster", cluster, "--",
+                    subprocess::Runfile("examples/sync_replicas/iris_sync"), "--model-dir",
+                    model_dir, "--last-step", "300"});
+  ASSERT_TRUE(r.exited) << r.error;
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string prefix = "[worker:0] Global step ";
+  const size_t at = r.out.find(prefix);
+  ASSERT_NE(at, std::string::npos) << r.out << r.err;
+  EXPECT_GE(std::stoll(r.out.substr(at + prefix.size())), 300) << r.out;
+  const std::string accuracy = "test set accuracy: ";
+  const size_t acc_at = r.out.find(accuracy, at);
+  ASSERT_NE(acc_at, std::string::npos) << r.out;
+  EXPECT_GE(std::stod(r.out.substr(acc_at + accuracy.size())), 0.9) << r.out;
+  EXPECT_THAT(r.err, HasSubstr("stale gradients were dropped")) << r.err;
+  // The chief's last checkpoint is of the last step or later.
+  std::ifstream latest(model_dir + "/latest");
+  EXPECT_TRUE(latest.good()) << "no checkpoint in " << model_dir;
+}
+
 // A program that is not there fails the launch naming it.
 TEST(LaunchCliTest, AProgramThatCannotRunIsNamed) {
   const std::string cluster = WriteCluster("missing.json", 1);

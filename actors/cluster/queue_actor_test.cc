@@ -109,6 +109,21 @@ TEST(QueueActorTest, RunDeadlineWithdrawsTheWaitingDequeueAndKeepsTheQueue) {
   EXPECT_EQ(*Dequeue(s.get(), "value", deadline), 2.f);
 }
 
+TEST(QueueActorTest, RunDeadlineWithdrawsTheWaitingEnqueueSoItsElementNeverGoesIn) {
+  QueueGraph g("", /*capacity=*/1);
+  auto s = Local(g.graph());
+  ASSERT_NE(s, nullptr);
+  ASSERT_TRUE(Enqueue(s.get(), 1.f).ok());
+  RunOptions deadline;
+  deadline.timeout_in_ms = 100;
+  Status aborted = s->Run(deadline, {{"x", Tensor::Scalar(2.f)}}, {}, {"enqueue"}, nullptr,
+                          nullptr);
+  EXPECT_EQ(aborted.code(), Code::kDeadlineExceeded) << aborted;
+  EXPECT_EQ(*Dequeue(s.get()), 1.f);
+  // Had the aborted enqueue stayed in line, the space just freed would take its 2.
+  EXPECT_EQ(Size(s.get()), 0);
+}
+
 TEST(QueueActorTest, EnqueueTimeoutOnFullQueueLeavesItUsable) {
   QueueGraph g("", /*capacity=*/1);
   auto s = Local(g.graph());

@@ -188,6 +188,13 @@ class ServerImpl : public Server {
 
 }  // namespace
 
+StatusOr<std::unique_ptr<Server>> Server::Start(const TfConfig& config) {
+  ServerOptions options;
+  options.cluster = config.cluster;
+  options.task = config.task;
+  return Start(options);
+}
+
 StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   auto server = std::make_unique<ServerImpl>();
   AF_RETURN_IF_ERROR(server->Init(options));

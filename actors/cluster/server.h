@@ -86,6 +86,9 @@ class Server {
   // interface) and port. Errors: the task is not in the spec (InvalidArgument), the
   // port is in use (Unavailable naming it).
   static StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+  // The task a TF_CONFIG names (TfConfigFromEnv), with the other options' defaults:
+  // what a driver started by `actorflow launch` runs.
+  static StatusOr<std::unique_ptr<Server>> Start(const TfConfig& config);
   virtual ~Server() = default;
 
   virtual uint16_t port() const = 0;

@@ -24,9 +24,16 @@ using qop_atom = caf::atom_constant<caf::atom("qop")>;
 using qcancel_atom = caf::atom_constant<caf::atom("qcancel")>;
 using qrestore_atom = caf::atom_constant<caf::atom("qrestore")>;
 using qtimeout_atom = caf::atom_constant<caf::atom("qtimeout")>;
+using arestore_atom = caf::atom_constant<caf::atom("arestore")>;
 
+// One request to a queue actor. kCheck serves queues and accumulators; kEnqueue to
+// kSize are a queue's, kApplyGradient to kAccumulatorCounts an accumulator's (the
+// other host answers InvalidArgument).
 struct QueueOp {
-  enum class Kind { kCheck, kEnqueue, kDequeue, kClose, kSize };
+  enum class Kind {
+    kCheck, kEnqueue, kDequeue, kClose, kSize,
+    kApplyGradient, kTakeGradient, kSetGlobalStep, kAccumulatorCounts
+  };
   Kind kind = Kind::kSize;
   // The requester's id for this request, unique among its requests; qcancel names it.
   uint64_t client_id = 0;
@@ -37,6 +44,10 @@ struct QueueOp {
   bool many = false;                // kEnqueue: components are [n, ...]
   int64_t n = -1;                   // kDequeue: < 0 one element, else DequeueMany(n)
   bool cancel_pending_enqueues = false;  // kClose
+  // kApplyGradient: the gradient's local step; kSetGlobalStep: the new global step.
+  int64_t step = 0;
+  Tensor gradient;           // kApplyGradient
+  int64_t num_required = 0;  // kTakeGradient
 };
 
 struct QueueReply {
@@ -47,6 +58,11 @@ struct QueueReply {
   int64_t waiting_enqueues = 0;
   int64_t waiting_dequeues = 0;
   bool closed = false;
+  // An accumulator's replies: the average (kTakeGradient), the take's id for
+  // arestore (0 when it failed), and the accumulator as the reply left it.
+  Tensor average;
+  uint64_t take_id = 0;
+  AccumulatorCounts counts;
 };
 
 }  // namespace actorflow
@@ -62,9 +78,12 @@ namespace actorflow {
 //   (qop_atom, QueueOp) -> QueueReply
 //       Served when the op can be: kCheck (spec equal to the queue's, else
 //       InvalidArgument), kSize and kClose at once; kEnqueue on a full queue and
-//       kDequeue on an empty one wait. A waiting request with timeout_ms > 0 is
-//       answered alone with DeadlineExceeded after timeout_ms and the queue stays as
-//       it was. A closed queue answers dequeues it cannot serve with OutOfRange.
+//       kDequeue on an empty one wait. An accumulator (kernels/accumulator_state.h)
+//       answers kApplyGradient, kSetGlobalStep and kAccumulatorCounts at once;
+//       kTakeGradient waits until num_required gradients are summed. A waiting
+//       request with timeout_ms > 0 is answered alone with DeadlineExceeded after
+//       timeout_ms and the queue stays as it was. A closed queue answers dequeues it
+//       cannot serve with OutOfRange.
 //   (qcancel_atom, uint64 client_id, Status)
 //       Withdraws the sender's waiting request `client_id` (QueueOp::client_id); it
 //       is answered with the Status. Unknown or already answered ids are ignored
@@ -72,6 +91,10 @@ namespace actorflow {
 //   (qrestore_atom, vector<Tensor> components, bool many)
 //       Puts dequeued elements back at the front (their requester's step ended
 //       before the answer arrived), so an aborted step loses no element.
+//   (arestore_atom, uint64 take_id)
+//       An accumulator puts back the average of take `take_id` (QueueReply::take_id;
+//       its requester's step ended before the answer arrived) if nothing changed it
+//       since; otherwise the average is lost and counted (AccumulatorCounts::num_lost).
 //   (qtimeout_atom, uint64 request, int64 timeout_ms, string op)
 //       Internal: the delayed message a waiting request with a timeout sends the
 //       queue itself; answers that request with DeadlineExceeded if it still waits.
@@ -82,6 +105,7 @@ using QueueActor = caf::typed_actor<
     caf::replies_to<qop_atom, QueueOp>::with<QueueReply>,
     caf::reacts_to<qcancel_atom, uint64_t, Status>,
     caf::reacts_to<qrestore_atom, std::vector<Tensor>, bool>,
+    caf::reacts_to<arestore_atom, uint64_t>,
     caf::reacts_to<qtimeout_atom, uint64_t, int64_t, std::string>>;
 
 }  // namespace actorflow

@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/accumulator_state.h"
 #include "kernels/queue_state.h"
 
 namespace actorflow {
@@ -15,7 +16,7 @@ DeviceQueueClient::DeviceQueueClient(DeviceActor::pointer self,
       device_(std::move(device)),
       default_timeout_ms_(default_timeout_ms) {}
 
-StatusOr<QueueActor> DeviceQueueClient::Find(const QueueRef& queue) const {
+StatusOr<QueueActor> DeviceQueueClient::Find(const QueueRef& queue, bool accumulator) const {
   if (services_) {
     std::lock_guard<std::mutex> lock(services_->mu);
     // The session's own queue of that name first, then the shared one.
@@ -28,13 +29,19 @@ StatusOr<QueueActor> DeviceQueueClient::Find(const QueueRef& queue) const {
     if (it != services_->queues.end()) return it->second;
   }
   const std::string task = services_ ? services_->task_name : std::string("this task");
+  if (accumulator) {
+    return NotFound("no accumulator '" + queue.Key() + "' on task " + task + " (device " +
+                    device_ + "): run its ConditionalAccumulator node on this task first, and "
+                    "place the accumulator's ops on the accumulator's task");
+  }
   return NotFound("no queue '" + queue.Key() + "' on task " + task + " (device " + device_ +
                   "): run its FIFOQueue or RandomShuffleQueue node on this task first, and "
                   "place the queue's ops on the queue's task");
 }
 
 void DeviceQueueClient::EnsureQueue(int64_t step_id, const QueueSpec& spec, StatusCallback done) {
-  Status valid = QueueState::ValidateSpec(spec);
+  Status valid = spec.is_accumulator() ? AccumulatorState::ValidateSpec(spec)
+                                       : QueueState::ValidateSpec(spec);
   if (!valid.ok()) return done(valid);
   if (!services_) return done(Internal("device " + device_ + " has no task services"));
   QueueActor queue;
@@ -140,6 +147,10 @@ void DeviceQueueClient::OnReply(uint64_t id, QueueReply& reply) {
   // The step was aborted before this answer came: elements handed out go back.
   if (p.kind == QueueOp::Kind::kDequeue && reply.status.ok() && !reply.components.empty()) {
     self_->send(p.queue, qrestore_atom::value, std::move(reply.components), p.many);
+  }
+  // So does an accumulator's average, if the accumulator can still take it back.
+  if (p.kind == QueueOp::Kind::kTakeGradient && reply.status.ok() && reply.take_id != 0) {
+    self_->send(p.queue, arestore_atom::value, reply.take_id);
   }
 }
 

@@ -9,6 +9,11 @@
 // withdrawn dequeue before the withdrawal reached it, they are put back (qrestore),
 // so an aborted step loses no element and leaves the queue usable.
 //
+// Accumulators (the Accumulator* methods; device_queue_client_accumulators.cc) are
+// reached the same way. A withdrawn take that the accumulator answered before the
+// withdrawal reached it sends its average back (arestore): the accumulator takes it
+// back if nothing changed it since, else counts it lost (kernels/accumulator_state.h).
+//
 // Thread safety: used only from its device actor's thread.
 #ifndef ACTORFLOW_ACTORS_RUNTIME_DEVICE_QUEUE_CLIENT_H_
 #define ACTORFLOW_ACTORS_RUNTIME_DEVICE_QUEUE_CLIENT_H_
@@ -42,6 +47,16 @@ class DeviceQueueClient : public QueueService {
              StatusCallback done) override;
   void Size(int64_t step_id, const QueueRef& queue, SizeCallback done) override;
 
+  void AccumulatorApplyGradient(int64_t step_id, const QueueRef& accumulator, int64_t local_step,
+                                Tensor gradient, StatusCallback done) override;
+  void AccumulatorTakeGradient(int64_t step_id, const QueueRef& accumulator,
+                               int64_t num_required, int64_t timeout_ms,
+                               GradientCallback done) override;
+  void AccumulatorSetGlobalStep(int64_t step_id, const QueueRef& accumulator,
+                                int64_t new_global_step, StatusCallback done) override;
+  void ReadAccumulatorCounts(int64_t step_id, const QueueRef& accumulator,
+                             CountsCallback done) override;
+
   // Answers the step's outstanding requests with `status` and withdraws them.
   void AbortStep(int64_t step_id, const Status& status);
   // Requests sent and not answered yet (withdrawn ones included until their queue
@@ -58,8 +73,9 @@ class DeviceQueueClient : public QueueService {
     ReplyFn done;  // empty once the step was aborted
   };
 
-  // The queue actor named `key`; NotFound naming it and the task when absent.
-  StatusOr<QueueActor> Find(const QueueRef& queue) const;
+  // The queue actor named `queue`; NotFound naming it and the task when absent
+  // (`accumulator`: the name is an accumulator's, for the message).
+  StatusOr<QueueActor> Find(const QueueRef& queue, bool accumulator = false) const;
   void Send(int64_t step_id, QueueActor queue, QueueOp op, ReplyFn done);
   void OnReply(uint64_t id, QueueReply& reply);
   int64_t Timeout(int64_t op_timeout_ms) const {

@@ -6,6 +6,11 @@
 // queue kernels (kernels/queue_service.h); the queue ops are placed on the queue's
 // task, so requests never cross processes and the payloads are local-only.
 //
+// The same actor hosts a ConditionalAccumulator instead (an AccumulatorState,
+// kernels/accumulator_state.h) when its spec's kind is kConditionalAccumulator: it
+// lives in the same registry, is found, timed out, withdrawn and stopped the same
+// way, and answers the other kind's requests with InvalidArgument.
+//
 // Its protocol (messages, replies, contracts) is documented at QueueActor in
 // actors/protocol/queue_protocol.h.
 //
@@ -25,7 +30,8 @@
 
 namespace actorflow {
 
-// Spawns the actor of a queue; precondition: QueueState::ValidateSpec(spec) is OK.
+// Spawns the actor of a queue or an accumulator; precondition: QueueState::ValidateSpec
+// (AccumulatorState::ValidateSpec for an accumulator) accepts `spec`.
 // The queue monitors `owner` (the device actor that created it; may be null) and
 // ends with it, so a task's queues go when its devices go. A queue that ends
 // (owner gone, ClearQueues, its system shutting down) answers its waiting requests

@@ -1,12 +1,15 @@
-// CPU kernels for constants, placeholders, variables and their assignments, and the
-// ops that only pass values along (Identity, NoOp).
+// CPU kernels for constants, placeholders, variables, their assignments, whether they
+// are initialized and the shape of their live value, and the ops that only pass
+// values along (Identity, NoOp).
 //
 // Variables live in the step's ResourceManager. Reading a variable shares its buffer;
 // assignments replace the buffer (Assign) or update it in place after copy-on-write
 // (AssignAdd/AssignSub), so a tensor read earlier never changes under its reader.
 
 #include <mutex>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "graph/types.h"
 #include "kernels/cpu/state_kernels.h"
@@ -24,12 +27,63 @@ void PlaceholderKernel::Compute(KernelContext* ctx) {
                                  n.output_shape(0).ToString()));
 }
 
+namespace {
+
+// The variable of `variable_node` in `resources`, keyed as VariableForNode keys it,
+// looked up without creating it: NotFound when it does not exist there.
+StatusOr<std::shared_ptr<VariableResource>> FindVariable(ResourceManager* resources,
+                                                         const Node& variable_node) {
+  const std::string& shared_name = variable_node.attr<std::string>("shared_name");
+  return resources->LookupVariable(variable_node.attr<std::string>("container"),
+                                   shared_name.empty() ? variable_node.name() : shared_name);
+}
+
+}  // namespace
+
+void IsVariableInitializedKernel::Compute(KernelContext* ctx) {
+  auto var = FindVariable(ctx->resources(), *ctx->node().input(0).node);
+  bool initialized = false;
+  if (var.ok()) {
+    std::lock_guard<std::mutex> lock((*var)->mu);
+    initialized = (*var)->initialized;
+  }
+  ctx->set_output(0, Tensor::Scalar(initialized));
+}
+
+void VariableShapeKernel::Compute(KernelContext* ctx) {
+  const Node& variable = *ctx->node().input(0).node;
+  auto var = FindVariable(ctx->resources(), variable);
+  if (!var.ok()) {
+    return ctx->SetStatus(FailedPrecondition(ctx->node().Describe() + ": variable '" +
+                                             variable.name() + "' has no value on this device "
+                                             "yet: run its initializer (an Assign) first"));
+  }
+  std::vector<int64_t> dims;
+  {
+    std::lock_guard<std::mutex> lock((*var)->mu);
+    if (!(*var)->initialized) {
+      return ctx->SetStatus(UninitializedVariable(**var).WithContext(ctx->node().Describe()));
+    }
+    const DType declared = variable.attr<DType>("dtype");
+    if ((*var)->dtype() != declared) {
+      return ctx->SetStatus(InvalidArgument(
+          ctx->node().Describe() + ": variable '" + variable.name() + "' holds dtype " +
+          DTypeName((*var)->dtype()) + " on this device, but the graph declares " +
+          DTypeName(declared)));
+    }
+    dims = (*var)->value.shape().dims();
+  }
+  ctx->set_output(0, Tensor::FromVector<int64_t>(dims));
+}
+
 }  // namespace cpu
 
 namespace {
 
 using cpu::ConstKernel;
+using cpu::IsVariableInitializedKernel;
 using cpu::NoOpKernel;
+using cpu::VariableShapeKernel;
 using cpu::PlaceholderKernel;
 
 class IdentityKernel : public Kernel {
@@ -114,6 +168,11 @@ bool RegisterStateKernels() {
   RegisterForType<int32_t>();
   RegisterForType<int64_t>();
   RegisterForType<bool>();
+  // Its only non-ref value is its bool output: one kernel for variables of any dtype.
+  KernelRegistry::Global().Register("IsVariableInitialized", kDeviceCpu, DType::kBool,
+                                    MakeKernelFactory<IsVariableInitializedKernel>());
+  KernelRegistry::Global().Register("VariableShape", kDeviceCpu, DType::kInt64,
+                                    MakeKernelFactory<VariableShapeKernel>());
   // NoOp has no inputs or outputs; its kernel dtype is the float32 default.
   for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kBool}) {
     KernelRegistry::Global().Register("NoOp", kDeviceCpu, dt, MakeKernelFactory<NoOpKernel>());

@@ -31,6 +31,25 @@ class PlaceholderKernel : public Kernel {
   void Compute(KernelContext* ctx) override;
 };
 
+// IsVariableInitialized: bool [] in host memory, whether the variable of input 0 (a
+// ref input: no value is read) holds a value in the device's resources. A variable
+// that does not exist there yet is not initialized: the lookup never creates it.
+class IsVariableInitializedKernel : public Kernel {
+ public:
+  using Kernel::Kernel;
+  void Compute(KernelContext* ctx) override;
+};
+
+// VariableShape: int64 [rank] in host memory, the shape of the value the variable of
+// input 0 holds in the device's resources (only its shape is read: the value may be
+// a device tensor). FailedPrecondition when it has none; InvalidArgument when it
+// holds another dtype than the node declares.
+class VariableShapeKernel : public Kernel {
+ public:
+  using Kernel::Kernel;
+  void Compute(KernelContext* ctx) override;
+};
+
 class NoOpKernel : public Kernel {
  public:
   using Kernel::Kernel;

@@ -1,5 +1,6 @@
-// GPU kernels for constants, placeholders, variables and their assignment, NoOp, and
-// the two ends of a cross-device edge (_Send, _Recv).
+// GPU kernels for constants, placeholders, variables and their assignment (and
+// IsVariableInitialized and VariableShape, the CPU's kernels: their results stay in
+// host memory), NoOp, and the two ends of a cross-device edge (_Send, _Recv).
 //
 // Variables placed on a GPU hold device tensors in the device's ResourceManager,
 // like the CPU's: reading shares the buffer, Assign replaces it, the Apply kernels
@@ -189,6 +190,15 @@ bool RegisterStateKernels() {
   // placeholders never run their kernel and a NoOp queues nothing: the CPU's too.
   KernelRegistry::Global().Register("Const", kDeviceGpu, DType::kInt32,
                                     MakeKernelFactory<cpu::ConstKernel>());
+  // Whether a variable on the GPU is initialized: a bool in host memory, read from
+  // the device's resources by the CPU's kernel (it touches no device memory), so a
+  // variable placed on a GPU can be checked where it lives (colocated, a ref input).
+  KernelRegistry::Global().Register("IsVariableInitialized", kDeviceGpu, DType::kBool,
+                                    MakeKernelFactory<cpu::IsVariableInitializedKernel>());
+  // The same for the shape of a variable's live value (a device tensor's shape is
+  // host metadata): int64 [rank] in host memory.
+  KernelRegistry::Global().Register("VariableShape", kDeviceGpu, DType::kInt64,
+                                    MakeKernelFactory<cpu::VariableShapeKernel>());
   for (DType dt : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kBool}) {
     // Every dtype: the partitioner gives a GPU partition a Placeholder for each fed
     // tensor it consumes (int32 labels for a GPU loss); fed values arrive in host

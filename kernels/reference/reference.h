@@ -8,7 +8,8 @@
 // code with them, so a bug in one is not silently reproduced by the other.
 //
 // Not covered (stateful or without a value to compare): Const, Placeholder, Variable,
-// Assign, AssignAdd, AssignSub, NoOp, RandomUniform, RandomNormal, TruncatedNormal.
+// Assign, AssignAdd, AssignSub, IsVariableInitialized, VariableShape, NoOp,
+// RandomUniform, RandomNormal, TruncatedNormal.
 // Dropout is stateful but covered for its first draw (what a new kernel computes),
 // which its counter-based stream defines exactly (kernels/random_bits.h).
 //

@@ -1,14 +1,24 @@
 #include "training/optimizers/variables.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "graph/ops.h"
 
 namespace actorflow {
+namespace {
 
-StatusOr<Output> CreateVariable(const Scope& scope, const std::string& name,
-                                const Input& initial_value, bool trainable) {
+// The collections a variable is recorded in.
+struct VariableCollections {
+  const char* variables;
+  const char* initializers;
+  bool trainable;
+};
+
+// A Variable `name` with its initializer "<name>/Assign", recorded in `collections`.
+StatusOr<Output> AddVariable(const Scope& scope, const std::string& name,
+                             const Input& initial_value, const VariableCollections& collections) {
   if (!scope.ok()) return scope.status();
   if (name.empty()) return InvalidArgument("CreateVariable: the variable name is empty");
   // The dtype and shape come from the initial value; a literal's are known before
@@ -41,26 +51,52 @@ StatusOr<Output> CreateVariable(const Scope& scope, const std::string& name,
   if (!scope.ok()) return scope.status();
 
   Graph* graph = scope.graph();
-  graph->AddToCollection(kVariablesCollection, var.node->name());
-  if (trainable) graph->AddToCollection(kTrainableVariablesCollection, var.node->name());
-  graph->AddToCollection(kInitializersCollection, assign.node->name());
+  graph->AddToCollection(collections.variables, var.node->name());
+  if (collections.trainable) {
+    graph->AddToCollection(kTrainableVariablesCollection, var.node->name());
+  }
+  graph->AddToCollection(collections.initializers, assign.node->name());
   return var;
 }
 
-Output GlobalVariablesInitializer(const Scope& scope) {
+// A NoOp depending on every node of the collection `key`.
+Output InitializerOf(const Scope& scope, const std::string& key, const char* what) {
   if (!scope.ok()) return Output();
   const Graph& graph = *scope.graph();
   std::vector<Output> initializers;
-  for (const std::string& name : graph.GetCollection(kInitializersCollection)) {
+  for (const std::string& name : graph.GetCollection(key)) {
     const Node* node = graph.FindNode(name);
     if (node == nullptr) {
-      scope.UpdateStatus(NotFound("the initializers collection names '" + name +
+      scope.UpdateStatus(NotFound(std::string("the ") + what + " collection names '" + name +
                                   "', which is not a node of the graph"));
       return Output();
     }
     initializers.push_back(Output(node));
   }
   return Output(NoOp(scope.WithControlDependencies(initializers)));
+}
+
+}  // namespace
+
+StatusOr<Output> CreateVariable(const Scope& scope, const std::string& name,
+                                const Input& initial_value, bool trainable) {
+  return AddVariable(scope, name, initial_value,
+                     {kVariablesCollection, kInitializersCollection, trainable});
+}
+
+StatusOr<Output> CreateLocalVariable(const Scope& scope, const std::string& name,
+                                     const Input& initial_value) {
+  return AddVariable(scope, name, initial_value,
+                     {kLocalVariablesCollection, kLocalInitializersCollection,
+                      /*trainable=*/false});
+}
+
+Output GlobalVariablesInitializer(const Scope& scope) {
+  return InitializerOf(scope, kInitializersCollection, "initializers");
+}
+
+Output LocalVariablesInitializer(const Scope& scope) {
+  return InitializerOf(scope, kLocalInitializersCollection, "local initializers");
 }
 
 StatusOr<Output> CreateGlobalStep(const Scope& scope) {

@@ -10,7 +10,8 @@
 //
 // Collections (graph/graph.h): kVariablesCollection and kTrainableVariablesCollection
 // list Variable node names; kInitializersCollection lists their "<name>/Assign" nodes;
-// kGlobalStepCollection names the global step.
+// kGlobalStepCollection names the global step. Local variables (CreateLocalVariable)
+// are listed in kLocalVariablesCollection and kLocalInitializersCollection only.
 //
 // Thread safety: as Scope (one building thread per graph).
 #ifndef ACTORFLOW_TRAINING_OPTIMIZERS_VARIABLES_H_
@@ -41,6 +42,32 @@ StatusOr<Output> CreateVariable(const Scope& scope, const std::string& name,
 // variable. Build it after all variables exist (later ones are not covered). On error
 // returns an invalid Output and records the error in the scope.
 Output GlobalVariablesInitializer(const Scope& scope);
+
+// A local variable (TensorFlow's tf.local_variables): built as CreateVariable builds
+// one (not trainable), but recorded in kLocalVariablesCollection with its initializer
+// "<name>/Assign" in kLocalInitializersCollection, and in neither kVariablesCollection
+// nor kInitializersCollection: GlobalVariablesInitializer, the Saver and a monitored
+// session's ready check skip it; LocalVariablesInitializer initializes it (a
+// MonitoredTrainingSession runs that on every task, chief or not, at each creation).
+//
+// Devices: the variable goes where the scope puts a Variable. Local state belongs on
+// the task that uses it, so give the scope that task's device:
+//   CreateLocalVariable(model.WithDevice("/job:worker/task:1"), "count", 0.0f)
+// With a device function as well (placement/replica_device_setter.h), the scope's
+// explicit device wins: a WithDevice naming a job other than the ps job keeps the
+// variable (and its initializer) there, and it takes no turn of the ps strategy. A
+// scope with a replica device setter and NO WithDevice (or one naming no job) puts
+// the local variable on a ps task like any Variable (as TensorFlow does), where every
+// worker building the same name would share it.
+// Errors: CreateVariable's.
+StatusOr<Output> CreateLocalVariable(const Scope& scope, const std::string& name,
+                                     const Input& initial_value);
+
+// A NoOp (named by the scope) with a control dependency on every initializer in
+// kLocalInitializersCollection (a NoOp with no inputs when there is none). Build it
+// after the local variables exist. On error returns an invalid Output and records
+// the error in the scope.
+Output LocalVariablesInitializer(const Scope& scope);
 
 // The global step: a non-trainable int64 scalar variable "global_step" initialized to
 // 0 and recorded in kGlobalStepCollection. AlreadyExists when the graph has one.

@@ -1,5 +1,6 @@
-// CreateVariable, GlobalVariablesInitializer and the global step: the nodes they add,
-// the collections they fill, and what running the initializer does.
+// CreateVariable, GlobalVariablesInitializer, local variables and the global step: the
+// nodes they add, the collections they fill, where they are placed, and what running
+// the initializers does.
 
 #include "training/optimizers/variables.h"
 
@@ -12,6 +13,7 @@
 
 #include "graph/ops.h"
 #include "kernels/direct_session.h"
+#include "placement/replica_device_setter.h"
 
 namespace actorflow {
 namespace {
@@ -153,6 +155,88 @@ TEST(GlobalStepTest, ASecondGlobalStepIsAlreadyExists) {
 TEST(GlobalStepTest, AGraphWithoutOneHasNone) {
   Graph g;
   EXPECT_EQ(GetGlobalStep(g).status().code(), Code::kNotFound);
+}
+
+// --- Local variables ------------------------------------------------------------------
+
+TEST(LocalVariableTest, IsRecordedOnlyInTheLocalCollections) {
+  Scope root = Scope::NewRootScope();
+  ASSERT_TRUE(CreateVariable(root, "w", 1.0f).ok());
+  auto count = CreateLocalVariable(root, "count", 0.0f);
+  ASSERT_TRUE(count.ok()) << count.status();
+  EXPECT_EQ(count->node->op(), "Variable");
+  const Graph& g = *root.graph();
+  EXPECT_EQ(g.GetCollection(kLocalVariablesCollection), (Names{"count"}));
+  EXPECT_EQ(g.GetCollection(kLocalInitializersCollection), (Names{"count/Assign"}));
+  EXPECT_EQ(g.GetCollection(kVariablesCollection), (Names{"w"}));
+  EXPECT_EQ(g.GetCollection(kTrainableVariablesCollection), (Names{"w"}));
+  EXPECT_EQ(g.GetCollection(kInitializersCollection), (Names{"w/Assign"}));
+}
+
+TEST(LocalVariableTest, EachInitializerCoversOnlyItsOwnKind) {
+  Scope root = Scope::NewRootScope();
+  ASSERT_TRUE(CreateVariable(root, "w", Tensor::FromVector<float>({1, 2})).ok());
+  ASSERT_TRUE(CreateLocalVariable(root, "count", Tensor::Scalar<int64_t>(7)).ok());
+  GlobalVariablesInitializer(root.WithOpName("init"));
+  LocalVariablesInitializer(root.WithOpName("local_init"));
+  IsVariableInitialized(root.WithOpName("w_ready"), root.graph()->FindNode("w"));
+  IsVariableInitialized(root.WithOpName("count_ready"), root.graph()->FindNode("count"));
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto session = NewDirectSession(root.graph()).value();
+  std::vector<Tensor> ready;
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  ASSERT_TRUE(session->Run({}, {"w_ready", "count_ready"}, {}, &ready).ok());
+  EXPECT_TRUE(ready[0].data<bool>()[0]);
+  EXPECT_FALSE(ready[1].data<bool>()[0]) << "the global initializer set a local variable";
+  ASSERT_TRUE(session->Run({}, {}, {"local_init"}, nullptr).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {"count"}, {}, &out).ok());
+  EXPECT_EQ(out[0].data<int64_t>()[0], 7);
+}
+
+TEST(LocalVariableTest, WithoutLocalVariablesTheInitializerIsANoOpWithoutInputs) {
+  Scope root = Scope::NewRootScope();
+  ASSERT_TRUE(CreateVariable(root, "w", 1.0f).ok());
+  Output init = LocalVariablesInitializer(root.WithOpName("local_init"));
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(init.node->op(), "NoOp");
+  EXPECT_EQ(init.node->num_inputs(), 0);
+  EXPECT_TRUE(init.node->control_inputs().empty());
+  auto session = NewDirectSession(root.graph()).value();
+  EXPECT_TRUE(session->Run({}, {}, {"local_init"}, nullptr).ok());
+}
+
+TEST(LocalVariableTest, KeepsTheScopesDevice) {
+  Scope root = Scope::NewRootScope();
+  auto count = CreateLocalVariable(root.WithDevice("/job:worker/task:1"), "count", 0.0f);
+  ASSERT_TRUE(count.ok()) << count.status();
+  EXPECT_EQ(count->node->requested_device(), "/job:worker/task:1");
+  EXPECT_EQ(root.graph()->FindNode("count/Assign")->requested_device(), "/job:worker/task:1");
+}
+
+// Under a replica device setter, the scope's explicit worker device wins over the ps
+// placement, and the local variable takes no turn of the round robin.
+TEST(LocalVariableTest, UnderAReplicaDeviceSetterTheExplicitWorkerDeviceWins) {
+  ReplicaDeviceSetterOptions options;
+  options.ps_tasks = 2;
+  options.worker_device = "/job:worker/task:1";
+  auto setter = ReplicaDeviceSetter(options);
+  ASSERT_TRUE(setter.ok()) << setter.status();
+  Scope root = Scope::NewRootScope();
+  Scope model = root.WithDeviceFunction(*setter);
+  ASSERT_TRUE(CreateVariable(model, "a", 1.0f).ok());
+  auto count = CreateLocalVariable(model.WithDevice("/job:worker/task:1"), "count", 0.0f);
+  ASSERT_TRUE(count.ok()) << count.status();
+  ASSERT_TRUE(CreateVariable(model, "b", 1.0f).ok());
+  // No explicit device: a Variable like any other, on a ps task (documented).
+  ASSERT_TRUE(CreateLocalVariable(model, "shared_count", 0.0f).ok());
+  const Graph& g = *root.graph();
+  EXPECT_EQ(g.FindNode("a")->requested_device(), "/job:ps/task:0");
+  EXPECT_EQ(g.FindNode("count")->requested_device(), "/job:worker/task:1");
+  EXPECT_EQ(g.FindNode("count/Assign")->requested_device(), "/job:worker/task:1");
+  EXPECT_EQ(g.FindNode("count/Const")->requested_device(), "/job:worker/task:1");
+  EXPECT_EQ(g.FindNode("b")->requested_device(), "/job:ps/task:1");
+  EXPECT_EQ(g.FindNode("shared_count")->requested_device(), "/job:ps/task:0");
 }
 
 }  // namespace
