@@ -36,13 +36,16 @@ Status CheckFlags(const TrainCommandOptions& options) {
   AF_RETURN_IF_ERROR(CheckModelAndTrainingFlags(options));
   AF_RETURN_IF_ERROR(CheckPipelineFlags(options));
   AF_ASSIGN_OR_RETURN(auto device_count, ParseDeviceCounts(options.devices));
-  const bool cluster_model =
-      options.model == "mlp" || options.model == "convnet" || options.model == "convnet-bn";
+  // Every classifier of BuildDNNModel (training/estimators/dnn_model.h) trains on a
+  // cluster; a model split over devices only within one process.
+  const bool cluster_model = options.model == "mlp" || options.model == "cnn" ||
+                             options.model == "rnn" || options.model == "convnet" ||
+                             options.model == "convnet-bn";
   if (!options.cluster.empty() && (!cluster_model || options.split != "none")) {
     return InvalidArgument("--model " + options.model + " --split " + options.split +
-                           ": --cluster trains --model mlp, convnet or convnet-bn with --split "
-                           "none for now; drop --cluster to split a model over this process's "
-                           "--devices");
+                           ": --cluster trains --model mlp, cnn, rnn, convnet or convnet-bn "
+                           "with --split none for now; drop --cluster to split a model over "
+                           "this process's --devices");
   }
   if (options.cluster.empty() && options.split != "none") {
     // Enough local devices for the split (the model and split names are checked).

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -160,7 +161,35 @@ TEST(TrainCommandTest, SplitsThatCannotRunAreUsageErrorsNamingTheDevices) {
   clustered.cluster = "local:ps=1,worker=2";
   std::ostringstream out3, err3;
   EXPECT_EQ(TrainCommand(clustered, out3, err3, false), kExitUsageError);
-  EXPECT_THAT(err3.str(), HasSubstr("--cluster trains --model mlp, convnet or convnet-bn with --split none")) << err3.str();
+  EXPECT_THAT(err3.str(), HasSubstr("--cluster trains --model mlp, cnn, rnn, convnet or convnet-bn"))
+      << err3.str();
+}
+
+// The convolutional and recurrent classifiers train data-parallel like the MLP: a
+// ps task and two worker threads on real servers of this process, synchronous steps,
+// and a checkpoint that predict reads back (its model.json names the model).
+TEST(TrainCommandTest, CnnAndRnnTrainOnALocalClusterAndCheckpointTheirModel) {
+  for (const std::string model : {"cnn", "rnn"}) {
+    ScopedTempDir dir("cluster_" + model);
+    TrainCommandOptions options = DigitsCnnOnTwoTowers();
+    options.model = model;
+    options.split = "none";
+    options.devices = "";
+    options.cluster = "local:ps=1,worker=2";
+    options.mode = "sync";
+    options.epochs = 2;
+    options.checkpoint_dir = dir.path();
+    std::ostringstream out, err;
+    ASSERT_EQ(TrainCommand(options, out, err, /*interactive=*/false), kExitOk) << model << err.str();
+    const nlohmann::json j = nlohmann::json::parse(out.str());
+    EXPECT_GE(j["accuracy"].get<double>(), 0.85) << model << out.str();
+    EXPECT_EQ(j["workers"], 2) << out.str();
+    EXPECT_EQ(j["updates_applied"], j["global_step"]) << out.str();
+    std::ifstream spec(dir.path() + "/model.json");
+    std::stringstream text;
+    text << spec.rdbuf();
+    EXPECT_THAT(text.str(), HasSubstr("\"" + model + "\"")) << text.str();
+  }
 }
 
 TEST(TrainCommandTest, PipelinedLayerSplitTrainsTheDigitsAndReportsItsBubble) {
