@@ -2,7 +2,7 @@
 // hyper-parameters and the per-element arithmetic of one update. Three places apply
 // them and must agree to the bit: the CPU Apply* kernels (kernels/cpu/
 // training_kernels.cc), the CUDA Apply* kernels (kernels/cuda/training.cu) and the
-// parameter shard's optimizer (actors/ps/shard_optimizer.cc); training/optimizers/optimizers.cc's
+// parameter shard's optimizer (kernels/ps/shard_optimizer.cc); training/optimizers/optimizers.cc's
 // MakeOptimizer and the command line take the names and defaults from here.
 //
 //   sgd       var -= lr * grad

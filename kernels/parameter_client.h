@@ -87,7 +87,7 @@ struct MembershipChange {
 struct ParameterSnapshot {
   std::map<std::string, Tensor> values;
   // Snapshot only (Pull leaves it empty): the shards' optimizer slots at the cut,
-  // "<var>/<suffix>" as actors/ps/shard_optimizer.h names them (momentum
+  // "<var>/<suffix>" as kernels/ps/shard_optimizer.h names them (momentum
   // "<var>/Momentum", adagrad "<var>/Adagrad", adam "<var>/Adam_m", "<var>/Adam_v",
   // "<var>/Adam_beta1_power", "<var>/Adam_beta2_power"; none for sgd). Read-only.
   std::map<std::string, Tensor> slots;

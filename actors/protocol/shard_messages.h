@@ -1,6 +1,6 @@
 // The parameter shard protocol: its atoms, the `inspect` overloads of its payloads
 // (the payload structs themselves are the CAF-free ones of
-// actors/protocol/shard_payloads.h) and the shard's typed interface, ShardActor.
+// kernels/ps/shard_payloads.h) and the shard's typed interface, ShardActor.
 // RegisterMessageTypes (actors/protocol/wire.cc) registers the payloads; tensors travel
 // through Tensor's own overload (one raw byte block). The front actor's
 // get-or-create message (get_shard_atom) is part of FrontActor
@@ -15,7 +15,7 @@
 
 #include <caf/all.hpp>
 
-#include "actors/protocol/shard_payloads.h"
+#include "kernels/ps/shard_payloads.h"
 #include "actors/protocol/wire_core.h"
 
 namespace actorflow {

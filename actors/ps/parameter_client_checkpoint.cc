@@ -7,7 +7,7 @@
 #include "actors/ps/parameter_client_internal.h"
 #include "actors/ps/shard_fanout.h"
 #include "actors/protocol/shard_messages.h"
-#include "actors/ps/shard_optimizer.h"
+#include "kernels/ps/shard_optimizer.h"
 
 namespace actorflow {
 namespace parameter_client_internal {
@@ -31,19 +31,9 @@ StatusOr<ParameterSnapshot> ParameterClientImpl::Snapshot(int64_t version, int64
 Status ParameterClientImpl::Restore(const std::map<std::string, Tensor>& values, int64_t version,
                                     int64_t timeout_ms) {
   // Variables and slots ("V/S" with V a variable), by the naming convention.
-  const std::vector<std::string> own = ShardOptimizer::SlotSuffixes(options_.optimizer);
-  const std::vector<std::string> any = ShardOptimizer::AllSlotSuffixes();
   std::map<std::string, Tensor> variables;
   std::map<std::string, std::string> slot_of;  // slot name -> variable
-  for (const auto& [name, value] : values) {
-    std::string var;
-    if (ShardOptimizer::SplitSlotName(name, any, &var) && values.count(var)) {
-      // Another optimizer's slot is left out: its variable starts fresh slots.
-      if (ShardOptimizer::SplitSlotName(name, own, &var)) slot_of[name] = var;
-      continue;
-    }
-    variables[name] = value;
-  }
+  ShardOptimizer::SplitVariablesAndSlots(values, options_.optimizer, &variables, &slot_of);
   AF_ASSIGN_OR_RETURN(PsAssignment assignment, Assign(variables));
   std::vector<std::vector<Tensor>> per_shard(NumShards());
   for (int t = 0; t < NumShards(); ++t) {

@@ -11,7 +11,7 @@
 #include "actors/protocol/messages.h"
 #include "actors/ps/parameter_client_internal.h"
 #include "actors/ps/shard_fanout.h"
-#include "actors/ps/shard_config.h"
+#include "kernels/ps/shard_config.h"
 #include "actors/protocol/shard_messages.h"
 
 namespace actorflow {

@@ -7,14 +7,14 @@
 
 #include <algorithm>
 #include <caf/io/all.hpp>
-#include <set>
 
 #include "actors/ps/bulk_gradients.h"
 #include "actors/transport/cluster_transport.h"
 #include "actors/transport/connect.h"
 #include "actors/protocol/messages.h"
 #include "actors/ps/parameter_client_internal.h"
-#include "actors/ps/shard_config.h"
+#include "kernels/ps/shard_config.h"
+#include "kernels/ps/shard_results.h"
 #include "actors/ps/shard_fanout.h"
 #include "actors/protocol/shard_messages.h"
 #include "actors/scheduler/spinning_scheduler.h"
@@ -256,33 +256,7 @@ StatusOr<ParameterStats> ParameterClientImpl::Stats(int64_t timeout_ms) {
   auto call = Fan<ShardStats>(AllShards(), deadline,
                               [](size_t) { return std::make_tuple(shard_stats_atom::value); });
   AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Stats"));
-  ParameterStats stats;
-  int64_t staleness_sum = 0, staleness_count = 0;
-  std::set<int> lost, left;
-  for (const ShardStats& s : call->replies()) {
-    stats.updates_applied = std::max(stats.updates_applied, s.version);
-    stats.gradients_dropped_stale =
-        std::max(stats.gradients_dropped_stale, s.gradients_dropped_stale);
-    staleness_sum += s.staleness_sum;
-    staleness_count += s.staleness_count;
-    lost.insert(s.workers_lost.begin(), s.workers_lost.end());
-    for (size_t i = 0; i < s.workers_lost.size() && i < s.lost_causes.size(); ++i) {
-      if (!s.lost_causes[i].empty()) stats.lost_causes.emplace(s.workers_lost[i], s.lost_causes[i]);
-    }
-    left.insert(s.workers_left.begin(), s.workers_left.end());
-    // Every shard sees the same joins and losses: the first one's record stands.
-    stats.updates_lost = std::max(stats.updates_lost, s.updates_lost);
-    if (!s.initialized) ++stats.shards_uninitialized;
-    if (stats.updates_by_aggregated.empty()) {
-      stats.updates_by_aggregated = s.updates_by_aggregated;
-      stats.membership_changes = s.membership_changes;
-    }
-  }
-  stats.mean_staleness =
-      staleness_count > 0 ? static_cast<double>(staleness_sum) / staleness_count : 0.0;
-  stats.workers_lost.assign(lost.begin(), lost.end());
-  stats.workers_left.assign(left.begin(), left.end());
-  return stats;
+  return StatsOfShards(call->replies());
 }
 
 std::string ParameterClientImpl::AskBulkEndpoint(const FrontActor& front,
@@ -393,19 +367,7 @@ StatusOr<PushResult> ParameterClientImpl::PushImpl(const ParameterSnapshot& base
   });
   AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Push"));
   PushResult result;
-  for (PushReply& r : call->replies()) {
-    // An SSP push parked past its deadline was applied when it arrived (only its
-    // answer waited): it counts as applied, not as a failure.
-    if (!r.status.ok() && !r.applied) return r.status;
-    result.applied = result.applied && r.applied;
-    result.staleness = std::max(result.staleness, r.staleness);
-    result.global_step = std::max(result.global_step, r.version);
-    // Shards complete a version each on their own: report the smallest count.
-    if (r.applied) {
-      result.aggregated = result.aggregated == 0 ? r.aggregated
-                                                 : std::min(result.aggregated, r.aggregated);
-    }
-  }
+  for (const PushReply& r : call->replies()) AF_RETURN_IF_ERROR(AddShardPushReply(r, &result));
   if (next != nullptr) *next = SnapshotFromPushReplies(base, targets, call->replies());
   return result;
 }

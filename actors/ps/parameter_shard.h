@@ -1,5 +1,5 @@
 // The parameter shard actor: one ps task's share of a model's variables, an
-// event-based actor over ParameterShardState (actors/ps/parameter_shard_state.h holds
+// event-based actor over ParameterShardState (kernels/ps/parameter_shard_state.h holds
 // the protocols; actors/protocol/shard_messages.h the messages). It never blocks: a request
 // that must wait (a pull before the chief's Initialize or for a later version, a
 // sync push waiting for the other replicas, an SSP push too far ahead) is parked as
@@ -24,7 +24,7 @@
 #include <caf/all.hpp>
 
 #include "actors/transport/bulk_channel.h"
-#include "actors/ps/parameter_shard_state.h"
+#include "kernels/ps/parameter_shard_state.h"
 #include "actors/protocol/shard_messages.h"
 #include "actors/runtime/task_services.h"
 #include "graph/status.h"

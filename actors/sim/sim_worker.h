@@ -17,7 +17,7 @@
 
 #include "actors/transport/connect.h"
 #include "actors/protocol/front_protocol.h"
-#include "actors/ps/shard_config.h"
+#include "kernels/ps/shard_config.h"
 #include "actors/sim/sim_training.h"
 
 namespace actorflow {

@@ -5,7 +5,7 @@
 // version; it also holds "global_step" (int64), as a model's own Saver checkpoint
 // does, so `actorflow predict` and a worker's Saver read it like any other. The
 // shards' optimizer slots at the cut are written beside the variables as ordinary
-// tensors named "<var>/<suffix>" (e.g. "<var>/Adam_m"; see actors/ps/shard_optimizer.h;
+// tensors named "<var>/<suffix>" (e.g. "<var>/Adam_m"; see kernels/ps/shard_optimizer.h;
 // none for sgd), which a model's Saver ignores.
 // Restoring reads a checkpoint and replaces every shard's variables, slots and
 // version with it (ParameterClient::Restore), e.g. after a ps task restarted empty:

@@ -100,6 +100,18 @@ TEST_F(DataParallelTest, StaleSynchronousWithTwoWorkersLearnsIris) {
   EXPECT_GE(result->eval.accuracy, 0.9);
 }
 
+// The shards' optimizer, not the workers', updates the variables: adam on the shards
+// (its slots kept there) trains as well as SGD does.
+TEST_F(DataParallelTest, SyncWithAdamOnTheShardsLearnsIris) {
+  DataParallelOptions options = Options(UpdateMode::kSync, 2);
+  options.ps.optimizer = "adam";
+  options.ps.learning_rate = 0.02;
+  auto result = Job(options)->Run();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->stats.updates_applied, 30 * StepsPerEpoch(120, 2, 16));
+  EXPECT_GE(result->eval.accuracy, 0.9);
+}
+
 TEST_F(DataParallelTest, ProgressReportsEveryPushOfEveryWorker) {
   DataParallelOptions options = Options(UpdateMode::kSync, 2);
   options.epochs = 2;

@@ -2,22 +2,43 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
-#include <string>
 #include <utility>
+#include <vector>
+
+#include "kernels/ps/shard_config.h"
+#include "kernels/ps/shard_optimizer.h"
+#include "kernels/ps/shard_results.h"
 
 namespace actorflow {
+namespace {
+
+constexpr int64_t kNoDeadline = ParameterShardState::kNoDeadline;
+// As the real client: a call gives up this long after its deadline, by which the
+// shard has answered it (DeadlineExceeded, saying what it waited for).
+constexpr int64_t kGiveUpAfterMs = 250;
+
+}  // namespace
 
 class FakeParameterServer::Client : public ParameterClient {
  public:
   explicit Client(std::shared_ptr<FakeParameterServer> server) : server_(std::move(server)) {}
   ~Client() override {
-    if (worker_ >= 0) server_->Disconnect(worker_);
+    if (worker_ >= 0) server_->Disconnect(this, worker_);
   }
 
   Status Register(int worker) override {
-    AF_RETURN_IF_ERROR(server_->Register(worker));
+    const int total = server_->options_.total_replicas;
+    if (worker < 0 || worker >= total) {
+      return InvalidArgument("worker " + std::to_string(worker) + " is not one of the " +
+                             std::to_string(total) + " workers (total_replicas)");
+    }
+    if (worker_ >= 0 && worker_ != worker) {
+      return FailedPrecondition("this client is already registered as worker " +
+                                std::to_string(worker_) + "; use one client per worker");
+    }
+    AF_RETURN_IF_ERROR(server_->Register(this, worker));
     worker_ = worker;
+    next_sequence_ = 1;
     return Status::OK();
   }
   Status Initialize(const std::map<std::string, Tensor>& initial_values) override {
@@ -27,18 +48,48 @@ class FakeParameterServer::Client : public ParameterClient {
   StatusOr<PushResult> Push(const ParameterSnapshot& base,
                             const std::map<std::string, Tensor>& gradients,
                             int64_t timeout_ms) override {
-    return server_->Push(worker_, base, gradients, timeout_ms);
+    return server_->Push(this, base, gradients, timeout_ms, nullptr);
+  }
+  StatusOr<PushResult> PushAndPull(const ParameterSnapshot& base,
+                                   const std::map<std::string, Tensor>& gradients,
+                                   int64_t timeout_ms, ParameterSnapshot* next) override {
+    AF_ASSIGN_OR_RETURN(PushResult pushed, server_->Push(this, base, gradients, timeout_ms, next));
+    if (next->shard_versions.empty()) {
+      // The reply carried no values (the push failed): pull as usual.
+      AF_ASSIGN_OR_RETURN(*next, server_->Pull(timeout_ms));
+    }
+    return pushed;
   }
   StatusOr<ParameterStats> Stats(int64_t) override { return server_->Stats(); }
+  StatusOr<ParameterSnapshot> Snapshot(int64_t version, int64_t timeout_ms) override {
+    return server_->Snapshot(version, timeout_ms);
+  }
+  Status Restore(const std::map<std::string, Tensor>& values, int64_t version,
+                 int64_t) override {
+    return server_->Restore(values, version);
+  }
+  Status AdvanceGlobalStep(int64_t at_least, int64_t) override {
+    return server_->AdvanceGlobalStep(at_least);
+  }
 
  private:
+  friend class FakeParameterServer;
   std::shared_ptr<FakeParameterServer> server_;
   int worker_ = -1;
+  uint64_t next_sequence_ = 1;  // numbers this worker's pushes (duplicates are refused)
 };
 
 std::shared_ptr<FakeParameterServer> FakeParameterServer::Create(
     const ParameterServerOptions& options) {
-  return std::shared_ptr<FakeParameterServer>(new FakeParameterServer(options));
+  return std::shared_ptr<FakeParameterServer>(new FakeParameterServer(
+      options, ParameterShardState::Create("fake ps shard 'parameters/model'",
+                                           ShardConfigFrom(options))));
+}
+
+FakeParameterServer::FakeParameterServer(const ParameterServerOptions& options,
+                                         StatusOr<std::unique_ptr<ParameterShardState>> shard)
+    : options_(options), config_status_(shard.status()) {
+  if (shard.ok()) shard_ = std::move(shard).value();
 }
 
 std::unique_ptr<ParameterClient> FakeParameterServer::NewClient() {
@@ -50,150 +101,261 @@ int64_t FakeParameterServer::pushes_received() const {
   return pushes_received_;
 }
 
-Status FakeParameterServer::Register(int worker) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (worker < 0 || worker >= options_.total_replicas) {
-    return InvalidArgument("worker " + std::to_string(worker) + " is outside [0, " +
-                           std::to_string(options_.total_replicas) + ")");
+int64_t FakeParameterServer::NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t FakeParameterServer::DeadlineFor(int64_t timeout_ms) {
+  return timeout_ms > 0 ? NowMs() + timeout_ms : kNoDeadline;
+}
+
+void FakeParameterServer::Deliver(ParameterShardState::Replies* out) {
+  const bool any = !out->pulls.empty() || !out->pushes.empty();
+  for (ShardPullReply& r : out->pulls) pull_replies_[r.id] = std::move(r);
+  for (ShardPushReply& r : out->pushes) {
+    if (values_wanted_.erase(r.id) > 0 && r.status.ok()) shard_->FillValues(&r);
+    push_replies_[r.id] = std::move(r);
   }
-  pushes_by_worker_.emplace(worker, 0);
-  lost_.erase(worker);
-  return Status::OK();
+  *out = {};
+  if (any) answered_.notify_all();
+}
+
+template <typename Reply>
+Reply FakeParameterServer::Await(Lock& lock, std::map<RequestId, Reply>* slots, RequestId id,
+                                 int64_t deadline) {
+  const int64_t give_up = deadline == kNoDeadline ? kNoDeadline : deadline + kGiveUpAfterMs;
+  for (;;) {
+    auto answer = slots->find(id);
+    if (answer != slots->end()) {
+      Reply reply = std::move(answer->second);
+      slots->erase(answer);
+      return reply;
+    }
+    if (NowMs() >= give_up) {
+      shard_->Cancel(id);
+      values_wanted_.erase(id);
+      Reply reply;
+      reply.id = id;
+      reply.status = DeadlineExceeded(shard_->name() + " did not answer within " +
+                                      std::to_string(kGiveUpAfterMs) +
+                                      " ms of the request's deadline");
+      return reply;
+    }
+    // The sweep of the actor: by the earliest deadline of every parked request.
+    const int64_t wake = std::min(shard_->NextDeadline(), give_up);
+    if (wake == kNoDeadline) {
+      answered_.wait(lock);
+    } else {
+      answered_.wait_until(
+          lock, std::chrono::steady_clock::time_point(std::chrono::milliseconds(wake)));
+    }
+    const int64_t now = NowMs();
+    if (shard_->NextDeadline() <= now) {
+      ParameterShardState::Replies out;
+      shard_->Expire(now, &out);
+      Deliver(&out);
+    }
+  }
+}
+
+Status FakeParameterServer::Register(const Client* client, int worker) {
+  if (!shard_) return config_status_;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto claimed = client_of_.find(worker);
+  if (claimed != client_of_.end() && claimed->second != client && shard_->IsLiveMember(worker)) {
+    // Elastic membership admits one client per task: the first one keeps it.
+    return AlreadyExists(shard_->name() + ": worker " + std::to_string(worker) +
+                         " is already a live member of this elastic training; a second "
+                         "client claiming task " + std::to_string(worker) + " is refused");
+  }
+  ParameterShardState::Replies out;
+  Status status = shard_->Join(worker, &out);
+  if (status.ok()) client_of_[worker] = client;
+  Deliver(&out);
+  return status;
+}
+
+void FakeParameterServer::Disconnect(const Client* client, int worker) {
+  if (!shard_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto claimed = client_of_.find(worker);
+  if (claimed == client_of_.end() || claimed->second != client) return;  // registered again
+  client_of_.erase(claimed);
+  ParameterShardState::Replies out;
+  shard_->WorkerLost(worker, &out, "its client was destroyed");
+  Deliver(&out);
 }
 
 Status FakeParameterServer::Initialize(const std::map<std::string, Tensor>& values) {
-  if (options_.optimizer != "sgd") {
-    return Unimplemented("the fake parameter server applies only sgd, not '" + options_.optimizer +
-                         "'");
+  if (!shard_) return config_status_;
+  std::vector<std::string> names;
+  std::vector<Tensor> tensors;
+  for (const auto& [name, value] : values) {
+    names.push_back(name);
+    tensors.push_back(value);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  values_.clear();
-  for (const auto& [name, value] : values) values_[name] = value.DeepCopy();
-  initialized_ = true;
-  cv_.notify_all();
-  return Status::OK();
+  ParameterShardState::Replies out;
+  Status status = shard_->Initialize(names, tensors, &out);
+  Deliver(&out);
+  return status;
 }
 
 StatusOr<ParameterSnapshot> FakeParameterServer::Pull(int64_t timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return initialized_; })) {
-    return DeadlineExceeded("pull: the chief has not initialized the variables within " +
-                            std::to_string(timeout_ms) + " ms");
-  }
+  if (!shard_) return config_status_;
+  Lock lock(mu_);
+  const RequestId id = next_id_++;
+  const int64_t deadline = DeadlineFor(timeout_ms);
+  ParameterShardState::Replies out;
+  shard_->Pull(id, /*min_version=*/0, deadline, &out);
+  Deliver(&out);
+  ShardPullReply r = Await(lock, &pull_replies_, id, deadline);
+  AF_RETURN_IF_ERROR(r.status);
   ParameterSnapshot snapshot;
-  for (const auto& [name, value] : values_) snapshot.values[name] = value.DeepCopy();
-  snapshot.shard_versions = {version_};
-  snapshot.global_step = version_;
+  snapshot.shard_versions = {r.version};
+  if (!r.names.empty()) {
+    snapshot.global_step = r.version;
+    snapshot.membership = r.membership;
+  }
+  for (size_t i = 0; i < r.names.size() && i < r.values.size(); ++i) {
+    snapshot.values[r.names[i]] = r.values[i];
+  }
   return snapshot;
 }
 
-void FakeParameterServer::ApplyLocked(const std::map<std::string, Tensor>& gradients,
-                                      double scale) {
-  const float factor = static_cast<float>(options_.learning_rate * scale);
-  for (auto& [name, value] : values_) {
-    const Tensor& g = gradients.at(name);
-    float* w = value.data<float>();
-    const float* d = g.data<float>();
-    for (int64_t i = 0; i < value.NumElements(); ++i) w[i] -= factor * d[i];
-  }
-}
-
-int64_t FakeParameterServer::SlowestLiveLocked() const {
-  int64_t slowest = std::numeric_limits<int64_t>::max();
-  for (const auto& [worker, pushes] : pushes_by_worker_) {
-    if (lost_.count(worker) == 0) slowest = std::min(slowest, pushes);
-  }
-  return slowest;
-}
-
-StatusOr<PushResult> FakeParameterServer::Push(int worker, const ParameterSnapshot& base,
+StatusOr<PushResult> FakeParameterServer::Push(Client* client, const ParameterSnapshot& base,
                                                const std::map<std::string, Tensor>& gradients,
-                                               int64_t timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!initialized_) return FailedPrecondition("push before the variables were initialized");
-  for (const auto& [name, value] : values_) {
-    auto it = gradients.find(name);
-    if (it == gradients.end()) return InvalidArgument("push: no gradient for '" + name + "'");
-    if (it->second.dtype() != value.dtype() || it->second.shape() != value.shape()) {
-      return InvalidArgument("push: gradient of '" + name + "' is " + it->second.DebugString() +
-                             ", the variable is " + value.DebugString());
-    }
+                                               int64_t timeout_ms, ParameterSnapshot* next) {
+  if (!shard_) return config_status_;
+  if (client->worker_ < 0) return FailedPrecondition("Push before Register: join as a worker first");
+  if (base.shard_versions.size() != 1) {
+    return InvalidArgument("the snapshot has " + std::to_string(base.shard_versions.size()) +
+                           " shard versions but there is 1 shard: push on a snapshot from "
+                           "this client's Pull");
   }
+  ShardPushArgs push;
+  push.worker = client->worker_;
+  push.sequence = client->next_sequence_++;
+  push.base_version = base.shard_versions[0];
+  for (const auto& [name, gradient] : gradients) {
+    push.names.push_back(name);
+    push.gradients.push_back(gradient);
+  }
+  push.return_values = next != nullptr;
+
+  Lock lock(mu_);
   ++pushes_received_;
-  const int64_t base_version = base.shard_versions.empty() ? 0 : base.shard_versions[0];
+  const RequestId id = next_id_++;
+  const int64_t deadline = DeadlineFor(timeout_ms);
+  if (push.return_values) values_wanted_.insert(id);
+  ParameterShardState::Replies out;
+  shard_->Push(id, push, deadline, &out);
+  Deliver(&out);
+  ShardPushReply r = Await(lock, &push_replies_, id, deadline);
   PushResult result;
-  result.staleness = version_ - base_version;
-  if (options_.mode == UpdateMode::kSync) {
-    if (base_version < version_) {
-      ++dropped_;
-      result.applied = false;
-      result.global_step = version_;
-      return result;
+  AF_RETURN_IF_ERROR(AddShardPushReply(r, &result));
+  if (next != nullptr) {
+    *next = ParameterSnapshot();
+    if (!r.names.empty() && r.names.size() == r.values.size()) {
+      next->shard_versions = {r.values_version};
+      next->global_step = r.values_version;
+      next->membership = r.membership;
+      for (size_t i = 0; i < r.names.size(); ++i) next->values[r.names[i]] = r.values[i];
     }
-    if (accumulated_count_ == 0) {
-      for (const auto& [name, g] : gradients) accumulated_[name] = g.DeepCopy();
-    } else {
-      for (auto& [name, sum] : accumulated_) {
-        float* s = sum.data<float>();
-        const float* d = gradients.at(name).data<float>();
-        for (int64_t i = 0; i < sum.NumElements(); ++i) s[i] += d[i];
-      }
-    }
-    ++pushes_by_worker_[worker];
-    if (++accumulated_count_ == options_.replicas_to_aggregate) {
-      ApplyLocked(accumulated_, 1.0 / options_.replicas_to_aggregate);
-      accumulated_count_ = 0;
-      ++version_;
-      cv_.notify_all();
-    } else if (!cv_.wait_until(lock, deadline, [&] { return version_ > base_version; })) {
-      return DeadlineExceeded("push: version " + std::to_string(base_version) + " still has " +
-                              std::to_string(accumulated_count_) + " of " +
-                              std::to_string(options_.replicas_to_aggregate) +
-                              " gradients after " + std::to_string(timeout_ms) + " ms");
-    }
-    staleness_count_ += 1;
-    result.global_step = version_;
-    return result;
   }
-  if (options_.mode == UpdateMode::kStaleSynchronous) {
-    const bool ok = cv_.wait_until(lock, deadline, [&] {
-      return pushes_by_worker_[worker] - SlowestLiveLocked() <= options_.staleness_bound;
-    });
-    if (!ok) {
-      return DeadlineExceeded("push: worker " + std::to_string(worker) +
-                              " stayed more than " + std::to_string(options_.staleness_bound) +
-                              " pushes ahead of the slowest worker for " +
-                              std::to_string(timeout_ms) + " ms");
-    }
-    result.staleness = version_ - base_version;
-  }
-  ApplyLocked(gradients, 1.0);
-  ++version_;
-  ++pushes_by_worker_[worker];
-  staleness_sum_ += result.staleness;
-  ++staleness_count_;
-  result.global_step = version_;
-  cv_.notify_all();
   return result;
 }
 
 StatusOr<ParameterStats> FakeParameterServer::Stats() {
+  if (!shard_) return config_status_;
   std::lock_guard<std::mutex> lock(mu_);
-  ParameterStats stats;
-  stats.updates_applied = version_;
-  stats.gradients_dropped_stale = dropped_;
-  stats.mean_staleness =
-      staleness_count_ == 0 ? 0.0 : static_cast<double>(staleness_sum_) / staleness_count_;
-  stats.workers_lost.assign(lost_.begin(), lost_.end());
-  stats.shards_uninitialized = initialized_ ? 0 : 1;
-  return stats;
+  return StatsOfShards({shard_->GetStats()});
 }
 
-void FakeParameterServer::Disconnect(int worker) {
+StatusOr<ParameterSnapshot> FakeParameterServer::Snapshot(int64_t version, int64_t timeout_ms) {
+  if (!shard_) return config_status_;
+  const bool sync = options_.mode == UpdateMode::kSync;
+  if (!sync && version >= 0) {
+    return InvalidArgument("a snapshot at a chosen version (" + std::to_string(version) +
+                           ") needs sync mode: async cuts are taken where the shards are");
+  }
+  Lock lock(mu_);
+  ParameterShardState::Replies out;
+  if (!sync) {
+    shard_->Hold(true, &out);  // new pushes wait, unapplied, until the cut is read
+    Deliver(&out);
+  }
+  StatusOr<ParameterSnapshot> cut = SnapshotAtLocked(lock, version, timeout_ms);
+  if (!sync) {
+    shard_->Hold(false, &out);  // applies the held pushes in order
+    Deliver(&out);
+  }
+  return cut;
+}
+
+StatusOr<ParameterSnapshot> FakeParameterServer::SnapshotAtLocked(Lock& lock, int64_t version,
+                                                                  int64_t timeout_ms) {
+  int64_t at = version;
+  if (version < 0) {
+    const ShardStats s = shard_->GetStats();
+    if (!s.initialized) {
+      return FailedPrecondition(shard_->name() + " holds no initialized variables: nothing to " +
+                                "snapshot (restore or initialize it first)");
+    }
+    at = s.version;
+    if (options_.mode == UpdateMode::kSync && s.variables == 0) at = 0;
+  }
+  const RequestId id = next_id_++;
+  const int64_t deadline = DeadlineFor(timeout_ms);
+  ParameterShardState::Replies out;
+  shard_->SnapshotAt(id, at, deadline, &out);
+  Deliver(&out);
+  ShardPullReply r = Await(lock, &pull_replies_, id, deadline);
+  AF_RETURN_IF_ERROR(r.status);
+  ParameterSnapshot snapshot;
+  snapshot.shard_versions = {r.version};
+  if (!r.names.empty()) snapshot.global_step = r.version;
+  for (size_t i = 0; i < r.names.size() && i < r.values.size(); ++i) {
+    snapshot.values[r.names[i]] = r.values[i];
+  }
+  for (size_t i = 0; i < r.slot_names.size() && i < r.slot_values.size(); ++i) {
+    snapshot.slots[r.slot_names[i]] = r.slot_values[i];
+  }
+  return snapshot;
+}
+
+Status FakeParameterServer::Restore(const std::map<std::string, Tensor>& values,
+                                    int64_t version) {
+  if (!shard_) return config_status_;
+  std::map<std::string, Tensor> variables;
+  std::map<std::string, std::string> slot_of;  // slot name -> variable
+  ShardOptimizer::SplitVariablesAndSlots(values, options_.optimizer, &variables, &slot_of);
+  std::vector<std::string> names, slot_names;
+  std::vector<Tensor> tensors, slot_values;
+  for (const auto& [name, value] : variables) {
+    names.push_back(name);
+    tensors.push_back(value);
+  }
+  for (const auto& [slot, var] : slot_of) {
+    slot_names.push_back(slot);
+    slot_values.push_back(values.at(slot));
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  lost_.insert(worker);
-  cv_.notify_all();
+  ParameterShardState::Replies out;
+  Status status = shard_->Restore(names, tensors, slot_names, slot_values, version, &out);
+  Deliver(&out);
+  return status;
+}
+
+Status FakeParameterServer::AdvanceGlobalStep(int64_t at_least) {
+  if (!shard_) return config_status_;
+  std::lock_guard<std::mutex> lock(mu_);
+  ParameterShardState::Replies out;
+  shard_->RaiseVersion(at_least, &out);
+  Deliver(&out);
+  return Status::OK();
 }
 
 }  // namespace actorflow

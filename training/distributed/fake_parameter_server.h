@@ -1,18 +1,24 @@
-// FakeParameterServer: the ParameterClient contract (kernels/parameter_client.h)
-// kept in one process with a mutex and a condition variable, so that the
-// data-parallel driver can be tested without an actor system: one shard, plain SGD
-// (var -= learning_rate * gradient), the three update modes:
-//   async  each push is applied on arrival;
-//   sync   pushes computed on the current version wait until replicas_to_aggregate
-//          of them arrived, are averaged and applied once; a push computed on an
-//          older version is dropped at once, saying how stale it was;
-//   ssp    like async, but a worker more than staleness_bound pushes ahead of the
-//          slowest live registered worker waits.
-// A client that is destroyed counts as a lost worker (as a worker whose process
-// died does for the real shards) and stops holding back SSP.
+// FakeParameterServer: the ParameterClient contract (kernels/parameter_client.h) in
+// one process, for testing drivers without an actor system. It holds one parameter
+// shard's protocol state (kernels/ps/parameter_shard_state.h; ParameterServerOptions
+// names no number of ps tasks, so one shard holds every variable) and drives it as the shard actor (actors/ps/parameter_shard.cc) does, so its
+// rules are the real ones, not a copy: the three update modes, elastic membership,
+// staleness and versions, every optimizer the shards apply (sgd, momentum, adam,
+// adagrad), learning-rate decay and scaling, coordinated Snapshot, Restore and
+// AdvanceGlobalStep.
 //
-// Waits are bounded by each call's timeout (DeadlineExceeded). Only "sgd" is
-// supported: Initialize fails with Unimplemented for another optimizer.
+// How the state is driven (under one mutex): each call of a client gets a RequestId
+// and a deadline (now + its timeout; none for a timeout <= 0), calls the state and
+// delivers the replies that call produced, its own and those of other clients' waiting
+// requests that it released, into per-request slots (a push that asked for values gets
+// them as the actor attaches them, FillValues). A call whose request was parked waits
+// on a condition variable until its slot is filled; whichever waiting call wakes at
+// the earliest parked deadline (NextDeadline) expires what is due (Expire), as the
+// actor's sweep does, which answers its request with the state's own DeadlineExceeded.
+// As the real client, a call gives up 250 ms after its deadline (the state then
+// forgets the request, Cancel). A client that is destroyed counts as a lost worker
+// (WorkerLost, as the actor counts a worker whose actor died), unless another client
+// registered as that worker since.
 //
 // Thread safety: the server and its clients may be used from any threads (one
 // thread per client, as the interface says).
@@ -25,54 +31,78 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include <vector>
+#include <string>
 
+#include "graph/status.h"
 #include "kernels/parameter_client.h"
+#include "kernels/ps/parameter_shard_state.h"
 
 namespace actorflow {
 
 class FakeParameterServer : public std::enable_shared_from_this<FakeParameterServer> {
  public:
+  // Options the shards refuse (ValidateShardConfig) make every client call fail with
+  // that InvalidArgument, as ConnectParameterServers would.
   static std::shared_ptr<FakeParameterServer> Create(const ParameterServerOptions& options);
 
   // A new client (a worker's connection). It keeps the server alive.
   std::unique_ptr<ParameterClient> NewClient();
 
-  // Pushes that arrived (applied or not), for tests.
+  // Pushes that reached the shard (applied or not), for tests.
   int64_t pushes_received() const;
 
  private:
   class Client;
   friend class Client;
-  explicit FakeParameterServer(const ParameterServerOptions& options) : options_(options) {}
+  using RequestId = ParameterShardState::RequestId;
+  using Lock = std::unique_lock<std::mutex>;
 
-  Status Register(int worker);
+  FakeParameterServer(const ParameterServerOptions& options,
+                      StatusOr<std::unique_ptr<ParameterShardState>> shard);
+
+  // The client calls, each as the real client would make it of its shards.
+  Status Register(const Client* client, int worker);
   Status Initialize(const std::map<std::string, Tensor>& values);
   StatusOr<ParameterSnapshot> Pull(int64_t timeout_ms);
-  StatusOr<PushResult> Push(int worker, const ParameterSnapshot& base,
-                            const std::map<std::string, Tensor>& gradients, int64_t timeout_ms);
+  // `next` (push-and-pull) gets the values the shard attaches to its reply.
+  StatusOr<PushResult> Push(Client* client, const ParameterSnapshot& base,
+                            const std::map<std::string, Tensor>& gradients, int64_t timeout_ms,
+                            ParameterSnapshot* next);
   StatusOr<ParameterStats> Stats();
-  void Disconnect(int worker);
-  // Requires mu_. var -= lr * scale * gradient for every variable.
-  void ApplyLocked(const std::map<std::string, Tensor>& gradients, double scale);
-  // Requires mu_. The fewest pushes among live registered workers.
-  int64_t SlowestLiveLocked() const;
+  StatusOr<ParameterSnapshot> Snapshot(int64_t version, int64_t timeout_ms);
+  Status Restore(const std::map<std::string, Tensor>& values, int64_t version);
+  Status AdvanceGlobalStep(int64_t at_least);
+  void Disconnect(const Client* client, int worker);
+
+  // Milliseconds on the steady clock, and a request's deadline on it (the actor's
+  // DeadlineFor: kNoDeadline for a timeout <= 0).
+  static int64_t NowMs();
+  static int64_t DeadlineFor(int64_t timeout_ms);
+  // Requires mu_. Puts each reply in its request's slot and wakes the waiting calls.
+  void Deliver(ParameterShardState::Replies* out);
+  // Requires mu_ (held by `lock`). Waits until request `id` (with `deadline`) has
+  // its answer in `slots`, expiring the parked requests whose deadline passed
+  // meanwhile; a DeadlineExceeded of its own when it gives up.
+  template <typename Reply>
+  Reply Await(Lock& lock, std::map<RequestId, Reply>* slots, RequestId id, int64_t deadline);
+  // Requires mu_. A cut at `version` (< 0: the shard's own), as the real client's
+  // SnapshotAt.
+  StatusOr<ParameterSnapshot> SnapshotAtLocked(Lock& lock, int64_t version, int64_t timeout_ms);
 
   const ParameterServerOptions options_;
+  const Status config_status_;  // ValidateShardConfig's verdict on options_
   mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool initialized_ = false;
-  std::map<std::string, Tensor> values_;
-  int64_t version_ = 0;  // updates applied
-  // kSync: the gradients summed for version_ so far and their count.
-  std::map<std::string, Tensor> accumulated_;
-  int accumulated_count_ = 0;
-  std::map<int, int64_t> pushes_by_worker_;  // registered workers
-  std::set<int> lost_;
+  std::condition_variable answered_;
+  std::unique_ptr<ParameterShardState> shard_;  // null when config_status_ is not OK
+  RequestId next_id_ = 1;
+  // Answers that arrived for waiting calls, by request.
+  std::map<RequestId, ShardPullReply> pull_replies_;
+  std::map<RequestId, ShardPushReply> push_replies_;
+  // Pushes whose reply carries the shard's values (push-and-pull).
+  std::set<RequestId> values_wanted_;
+  // The client each registered worker joined through (the actor's actor_of).
+  std::map<int, const Client*> client_of_;
   int64_t pushes_received_ = 0;
-  int64_t dropped_ = 0;
-  int64_t staleness_sum_ = 0;
-  int64_t staleness_count_ = 0;
 };
 
 }  // namespace actorflow

@@ -1,9 +1,9 @@
-// ParameterShardState's elastic membership (actors/ps/parameter_shard_state.h): which
+// ParameterShardState's elastic membership (kernels/ps/parameter_shard_state.h): which
 // workers a synchronous version waits for while workers join and leave, and the
 // completion of a version, shared with the fixed-membership protocol.
 #include <string>
 
-#include "actors/ps/parameter_shard_state.h"
+#include "kernels/ps/parameter_shard_state.h"
 
 namespace actorflow {
 

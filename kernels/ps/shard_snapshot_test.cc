@@ -1,10 +1,10 @@
-// Coordinated snapshots, holds and restores of one shard (actors/
-// parameter_shard_state.h) as plain calls: no actors, no clock but the numbers the
+// Coordinated snapshots, holds and restores of one shard
+// (kernels/ps/parameter_shard_state.h) as plain calls: no actors, no clock but the numbers the
 // tests pass in.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "actors/ps/parameter_shard_state.h"
+#include "kernels/ps/parameter_shard_state.h"
 
 namespace actorflow {
 namespace {

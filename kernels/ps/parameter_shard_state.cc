@@ -1,4 +1,4 @@
-#include "actors/ps/parameter_shard_state.h"
+#include "kernels/ps/parameter_shard_state.h"
 
 #include <algorithm>
 

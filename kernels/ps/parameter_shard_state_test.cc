@@ -1,7 +1,7 @@
 // The shard's protocols as plain calls: no actors, no scheduler, no clock but the
 // numbers the tests pass in.
-#include "actors/ps/parameter_shard_state.h"
-#include "actors/ps/shard_state_testing.h"
+#include "kernels/ps/parameter_shard_state.h"
+#include "kernels/ps/shard_state_testing.h"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
-#include "actors/ps/shard_config.h"
+#include "kernels/ps/shard_config.h"
 
-#include "actors/ps/shard_optimizer.h"
+#include "kernels/ps/shard_optimizer.h"
 
 namespace actorflow {
 

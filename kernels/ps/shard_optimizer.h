@@ -27,8 +27,8 @@
 // A slot buffer is written in place only while the optimizer is its sole owner
 // (copy-on-write, as the variables): exported slots never change afterwards.
 // Thread safety: none (owned by one shard).
-#ifndef ACTORFLOW_ACTORS_PS_SHARD_OPTIMIZER_H_
-#define ACTORFLOW_ACTORS_PS_SHARD_OPTIMIZER_H_
+#ifndef ACTORFLOW_KERNELS_PS_SHARD_OPTIMIZER_H_
+#define ACTORFLOW_KERNELS_PS_SHARD_OPTIMIZER_H_
 
 #include <map>
 #include <memory>
@@ -58,6 +58,15 @@ class ShardOptimizer {
   // *variable = V. Whether V is a variable is the caller's to check.
   static bool SplitSlotName(const std::string& name, const std::vector<std::string>& suffixes,
                             std::string* variable);
+  // Splits `values` (variables and, beside them, slots: a checkpoint's or a
+  // Snapshot's values and slots in one map) into the variables and the slots of
+  // `rule`, by the naming convention: "V/S" is a slot when V is also in `values` and
+  // S one of any rule's suffixes. Slots of another rule are left out (their variable
+  // starts fresh slots). *slot_of maps each slot kept to its variable.
+  static void SplitVariablesAndSlots(const std::map<std::string, Tensor>& values,
+                                     const std::string& rule,
+                                     std::map<std::string, Tensor>* variables,
+                                     std::map<std::string, std::string>* slot_of);
 
   // Creates the slots of `name` for a variable like `value` (float32 or float64).
   void AddVariable(const std::string& name, const Tensor& value);
@@ -118,4 +127,4 @@ class ShardOptimizer {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTORS_PS_SHARD_OPTIMIZER_H_
+#endif  // ACTORFLOW_KERNELS_PS_SHARD_OPTIMIZER_H_

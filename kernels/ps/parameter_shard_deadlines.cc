@@ -1,9 +1,9 @@
-// ParameterShardState's deadlines (actors/ps/parameter_shard_state.h): requests parked
+// ParameterShardState's deadlines (kernels/ps/parameter_shard_state.h): requests parked
 // past theirs are answered with DeadlineExceeded, saying what they waited for.
 #include <algorithm>
 #include <string>
 
-#include "actors/ps/parameter_shard_state.h"
+#include "kernels/ps/parameter_shard_state.h"
 
 namespace actorflow {
 

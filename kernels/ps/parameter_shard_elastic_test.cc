@@ -4,8 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "actors/ps/parameter_shard_state.h"
-#include "actors/ps/shard_state_testing.h"
+#include "kernels/ps/parameter_shard_state.h"
+#include "kernels/ps/shard_state_testing.h"
 
 namespace actorflow {
 namespace {

@@ -3,7 +3,7 @@
 // must give the same variable values, in float32 and float64. And their slots as
 // tensors: exported after some updates and imported into a fresh optimizer, they
 // continue bit for bit.
-#include "actors/ps/shard_optimizer.h"
+#include "kernels/ps/shard_optimizer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "actors/ps/shard_optimizer.h"
+#include "kernels/ps/shard_optimizer.h"
 
 #include <algorithm>
 #include <type_traits>
@@ -87,6 +87,22 @@ bool ShardOptimizer::SplitSlotName(const std::string& name,
   if (std::find(suffixes.begin(), suffixes.end(), suffix) == suffixes.end()) return false;
   *variable = name.substr(0, slash);
   return true;
+}
+
+void ShardOptimizer::SplitVariablesAndSlots(const std::map<std::string, Tensor>& values,
+                                            const std::string& rule,
+                                            std::map<std::string, Tensor>* variables,
+                                            std::map<std::string, std::string>* slot_of) {
+  const std::vector<std::string> own = SlotSuffixes(rule);
+  const std::vector<std::string> any = AllSlotSuffixes();
+  for (const auto& [name, value] : values) {
+    std::string var;
+    if (SplitSlotName(name, any, &var) && values.count(var)) {
+      if (SplitSlotName(name, own, &var)) (*slot_of)[name] = var;
+      continue;
+    }
+    (*variables)[name] = value;
+  }
 }
 
 void ShardOptimizer::AddVariable(const std::string& name, const Tensor& value) {

@@ -1,4 +1,4 @@
-#include "actors/protocol/shard_payloads.h"
+#include "kernels/ps/shard_payloads.h"
 
 #include <sstream>
 

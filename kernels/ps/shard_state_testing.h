@@ -1,14 +1,14 @@
 // Test helpers for ParameterShardState's protocol tests: a shard holding one float32
 // variable "w" = [a, b], a push of a gradient for it, and its current value.
-#ifndef ACTORFLOW_ACTORS_PS_SHARD_STATE_TESTING_H_
-#define ACTORFLOW_ACTORS_PS_SHARD_STATE_TESTING_H_
+#ifndef ACTORFLOW_KERNELS_PS_SHARD_STATE_TESTING_H_
+#define ACTORFLOW_KERNELS_PS_SHARD_STATE_TESTING_H_
 
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
 
-#include "actors/ps/parameter_shard_state.h"
+#include "kernels/ps/parameter_shard_state.h"
 
 namespace actorflow {
 namespace shard_testing {
@@ -46,4 +46,4 @@ inline std::vector<float> Value(ParameterShardState* s) {
 }  // namespace shard_testing
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTORS_PS_SHARD_STATE_TESTING_H_
+#endif  // ACTORFLOW_KERNELS_PS_SHARD_STATE_TESTING_H_

@@ -1,13 +1,13 @@
 // The payloads of the parameter shard protocol, as plain structs: the shard's
 // config, a push as it reaches a shard, and the shard's replies and statistics.
-// CAF-free, so that the shard's protocol state (actors/ps/parameter_shard_state.h)
-// and its tests need no actor system; their `inspect` overloads and the shard's
-// typed interface are in actors/protocol/shard_messages.h. Tensors in them share
+// CAF-free, so that the shard's protocol state (kernels/ps/parameter_shard_state.h),
+// its tests and its in-process users need no actor system; their `inspect`
+// overloads and the shard's typed interface are in actors/protocol/shard_messages.h. Tensors in them share
 // their buffers (read-only once sent).
 //
 // Thread safety: plain values.
-#ifndef ACTORFLOW_ACTORS_PROTOCOL_SHARD_PAYLOADS_H_
-#define ACTORFLOW_ACTORS_PROTOCOL_SHARD_PAYLOADS_H_
+#ifndef ACTORFLOW_KERNELS_PS_SHARD_PAYLOADS_H_
+#define ACTORFLOW_KERNELS_PS_SHARD_PAYLOADS_H_
 
 #include <cstdint>
 #include <string>
@@ -31,7 +31,7 @@ struct ShardConfig {
   // come and go, and each update averages the gradients of the workers live for its
   // version (replicas_to_aggregate is not used). Below min_workers live workers the
   // update waits (training pauses) until enough return. See
-  // actors/ps/parameter_shard_state.h.
+  // kernels/ps/parameter_shard_state.h.
   bool elastic = false;
   int min_workers = 1;
   // kSync elastic: "none" keeps learning_rate; "linear" scales it by
@@ -136,4 +136,4 @@ struct ShardStats {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTORS_PROTOCOL_SHARD_PAYLOADS_H_
+#endif  // ACTORFLOW_KERNELS_PS_SHARD_PAYLOADS_H_

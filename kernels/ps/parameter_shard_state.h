@@ -1,9 +1,11 @@
 // The protocol state of one parameter shard (a ps task's share of a model's
 // variables), kept apart from the actor (actors/ps/parameter_shard.h) so that every rule
-// is testable without a scheduler. The actor turns messages into calls here and
-// delivers the replies these calls produce; a request that cannot be answered yet is
-// parked under the RequestId the actor gave it (the actor maps ids to response
-// promises), and is answered later by the call that releases it.
+// is testable without a scheduler, and so that training/ can use the same rules in
+// one process (training/distributed/fake_parameter_server.h drives it from threads).
+// The owner turns requests into calls here and delivers the replies these calls
+// produce; a request that cannot be answered yet is parked under the RequestId the
+// owner gave it (the actor maps ids to response promises), and is answered later by
+// the call that releases it, or by Expire at its deadline.
 //
 // The protocols (see kernels/parameter_client.h for the client's view):
 //   kAsync  a push is applied on arrival; version += 1; its staleness is
@@ -63,9 +65,10 @@
 // naming the variable, and nothing is applied or accumulated.
 //
 // Times (deadlines, `now`) are milliseconds on whatever clock the owner uses;
-// kNoDeadline never passes. Thread safety: none (one actor owns it).
-#ifndef ACTORFLOW_ACTORS_PS_PARAMETER_SHARD_STATE_H_
-#define ACTORFLOW_ACTORS_PS_PARAMETER_SHARD_STATE_H_
+// kNoDeadline never passes. Thread safety: none (one owner: the shard actor, or the
+// in-process double under its mutex). CAF-free.
+#ifndef ACTORFLOW_KERNELS_PS_PARAMETER_SHARD_STATE_H_
+#define ACTORFLOW_KERNELS_PS_PARAMETER_SHARD_STATE_H_
 
 #include <cstdint>
 #include <limits>
@@ -75,9 +78,9 @@
 #include <string>
 #include <vector>
 
-#include "actors/protocol/shard_payloads.h"
-#include "actors/ps/shard_config.h"
-#include "actors/ps/shard_optimizer.h"
+#include "kernels/ps/shard_payloads.h"
+#include "kernels/ps/shard_config.h"
+#include "kernels/ps/shard_optimizer.h"
 #include "graph/status.h"
 #include "graph/tensor.h"
 #include "kernels/parameter_client.h"
@@ -301,4 +304,4 @@ class ParameterShardState {
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTORS_PS_PARAMETER_SHARD_STATE_H_
+#endif  // ACTORFLOW_KERNELS_PS_PARAMETER_SHARD_STATE_H_

@@ -1,13 +1,13 @@
-// ShardConfig (actors/protocol/shard_payloads.h) from the ParameterServerOptions of
+// ShardConfig (kernels/ps/shard_payloads.h) from the ParameterServerOptions of
 // kernels/parameter_client.h, and its validation (which knows the optimizers). Every client of one
 // shard must pass an equal config: a shard created with another one refuses the client
 // (actors/ps/parameter_shard.h).
 //
 // CAF-free. Thread safety: a plain value.
-#ifndef ACTORFLOW_ACTORS_PS_SHARD_CONFIG_H_
-#define ACTORFLOW_ACTORS_PS_SHARD_CONFIG_H_
+#ifndef ACTORFLOW_KERNELS_PS_SHARD_CONFIG_H_
+#define ACTORFLOW_KERNELS_PS_SHARD_CONFIG_H_
 
-#include "actors/protocol/shard_payloads.h"
+#include "kernels/ps/shard_payloads.h"
 #include "graph/status.h"
 #include "kernels/parameter_client.h"
 
@@ -21,4 +21,4 @@ Status ValidateShardConfig(const ShardConfig& config);
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTORS_PS_SHARD_CONFIG_H_
+#endif  // ACTORFLOW_KERNELS_PS_SHARD_CONFIG_H_
