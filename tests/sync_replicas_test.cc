@@ -5,8 +5,6 @@
 // The model makes the arithmetic exact: one scalar variable w, loss = w * c with c
 // fed by the worker, so a worker's gradient is its c and plain gradient descent with
 // learning rate 1 moves w by minus the average of the aggregated c's each step.
-#include <atomic>
-#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -25,6 +23,9 @@ using ::testing::HasSubstr;
 struct WorkerGraph {
   Scope root = Scope::NewRootScope();
   Output c, w, step, train;
+  // Takes a token from the token queue and puts it back (NextToken).
+  Output token;
+  const Node* put_back = nullptr;
   GradientDescentOptimizer sgd{1.0};
   std::unique_ptr<SyncReplicasOptimizer> sync;
 };
@@ -37,6 +38,12 @@ Status BuildWorker(const ClusterSpec& spec, int task, int replicas, int total, W
   g->c = Placeholder(s, DType::kFloat32, {});
   g->sync = std::make_unique<SyncReplicasOptimizer>(&g->sgd, replicas, total);
   AF_ASSIGN_OR_RETURN(g->train, g->sync->Minimize(s, Mul(s, g->w, g->c), g->step));
+  // Built before any session opens the graph: a graph that grows while the chief's
+  // thread runs the sync op would make the session plan its steps again.
+  const Queue& tokens = g->sync->token_queue();
+  const Scope at_queue = g->root.WithDevice(tokens.node->requested_device());
+  g->token = QueueDequeue(at_queue, tokens).at(0);
+  g->put_back = QueueEnqueue(at_queue, tokens, {g->token});
   return g->root.status();
 }
 
@@ -52,17 +59,18 @@ MonitoredTrainingSessionOptions Options(WorkerGraph* g, bool is_chief,
   return o;
 }
 
-// Reads the global step until it reaches `at_least`, for at most 20 s.
-int64_t WaitForGlobalStep(MonitoredTrainingSession* session, int64_t at_least) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  int64_t step = -1;
-  while (std::chrono::steady_clock::now() < deadline) {
-    StatusOr<int64_t> s = session->global_step();
-    if (s.ok()) step = *s;
-    if (step >= at_least) return step;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return step;
+// Waits until the token queue holds a token (the chief's thread applied a step and
+// handed out its tokens, or starting tokens are left) and returns its step; the token
+// goes back into the queue. The wait is bounded by the monitored session's step
+// deadline.
+int64_t NextToken(MonitoredTrainingSession* session, const WorkerGraph& g) {
+  std::vector<Tensor> out;
+  RunOptions options;
+  options.timeout_in_ms = 20000;
+  Status s = session->raw_session()->Run(options, {}, {g.token.name()}, {g.put_back->name()}, &out,
+                                         nullptr);
+  EXPECT_TRUE(s.ok()) << s;
+  return s.ok() ? out[0].data<int64_t>()[0] : -1;
 }
 
 float ReadFloat(MonitoredTrainingSession* session, const Output& out) {
@@ -99,7 +107,8 @@ TEST_F(SyncReplicasTest, EachStepAppliesTheAverageOfOneGradientPerWorker) {
   ASSERT_TRUE((*s0)->Run({{chief.c, Tensor::Scalar(1.0f)}}, {chief.train}, &out).ok());
   EXPECT_EQ(*(*s0)->global_step(), 0) << "a step came from one gradient";
   ASSERT_TRUE((*s1)->Run({{other.c, Tensor::Scalar(3.0f)}}, {other.train}, &out).ok());
-  EXPECT_EQ(WaitForGlobalStep(s0->get(), 1), 1);
+  EXPECT_EQ(NextToken(s0->get(), chief), 1);
+  EXPECT_EQ(*(*s0)->global_step(), 1);
   EXPECT_FLOAT_EQ(ReadFloat(s0->get(), chief.w), -2.0f);
 
   // As in TensorFlow, each worker's second gradient still carries the starting
@@ -139,13 +148,13 @@ TEST_F(SyncReplicasTest, ABackupWorkersStaleGradientIsDroppedAndCounted) {
 
   std::vector<Tensor> out;
   ASSERT_TRUE((*s0)->Run({{chief.c, Tensor::Scalar(1.0f)}}, {chief.train}, &out).ok());
-  EXPECT_EQ(WaitForGlobalStep(s0->get(), 1), 1);
+  EXPECT_EQ(NextToken(s0->get(), chief), 1);
   // The backup's gradient still carries step 0: it is dropped, w stays at -1.
   ASSERT_TRUE((*s1)->Run({{backup.c, Tensor::Scalar(100.0f)}}, {backup.train}, &out).ok());
   ASSERT_TRUE(s0.value()->raw_session()->Run({}, {chief.sync->dropped_gradients()}, {}, &out).ok());
   EXPECT_EQ(out[0].data<int64_t>()[0], 1);
   EXPECT_FLOAT_EQ(ReadFloat(s0->get(), chief.w), -1.0f);
-  EXPECT_EQ(WaitForGlobalStep(s0->get(), 1), 1);
+  EXPECT_EQ(*(*s0)->global_step(), 1);
 }
 
 TEST_F(SyncReplicasTest, MoreReplicasToAggregateThanWorkersIsNamed) {

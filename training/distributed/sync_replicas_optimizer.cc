@@ -4,6 +4,7 @@
 
 #include "graph/gradients.h"
 #include "graph/shape_ops.h"
+#include "graph/sparse_ops.h"
 #include "training/optimizers/variables.h"
 
 namespace actorflow {
@@ -54,25 +55,12 @@ Status SyncReplicasOptimizer::CheckReplicas() const {
 StatusOr<Output> SyncReplicasOptimizer::Minimize(const Scope& scope, Output loss,
                                                  Output global_step, std::vector<Output> var_list) {
   AF_RETURN_IF_ERROR(CheckReplicas());
-  if (!scope.ok()) return scope.status();
-  if (!loss.valid()) return InvalidArgument(std::string(kWhere) + "the loss is an invalid Output");
-  if (var_list.empty()) {
-    const Graph& graph = *scope.graph();
-    for (const std::string& name : graph.GetCollection(kTrainableVariablesCollection)) {
-      if (const Node* node = graph.FindNode(name)) var_list.push_back(Output(node));
-    }
-  }
-  if (var_list.empty()) {
-    return InvalidArgument(std::string(kWhere) + "no trainable variables to optimize");
-  }
-  AF_ASSIGN_OR_RETURN(std::vector<Output> grads, Gradients(scope, {loss}, var_list));
+  AF_ASSIGN_OR_RETURN(Optimizer::GradientsAndVars gradients,
+                      optimizer_->ComputeGradients(scope, loss, std::move(var_list)));
+  // Accumulators sum dense tensors: a table's row gradients are made dense.
   Optimizer::GradsAndVars pairs;
-  for (size_t i = 0; i < var_list.size(); ++i) {
-    if (grads[i].valid()) pairs.emplace_back(grads[i], var_list[i]);
-  }
-  if (pairs.empty()) {
-    return InvalidArgument(std::string(kWhere) + "the loss '" + loss.name() +
-                           "' depends on none of the variables");
+  for (const auto& [grad, var] : gradients) {
+    pairs.emplace_back(grad.sparse() ? DenseFromSlices(scope, grad.slices) : grad.dense, var);
   }
   return ApplyGradients(scope, pairs, global_step);
 }
@@ -87,6 +75,10 @@ StatusOr<Output> SyncReplicasOptimizer::ApplyGradients(const Scope& scope,
                            "needs a global step (CreateGlobalStep): the chief's updates count "
                            "it and the tokens carry it");
   }
+  if (global_step.dtype() != DType::kInt64) {
+    return InvalidArgument(std::string(kWhere) + "the global step '" + global_step.name() +
+                           "' is " + DTypeName(global_step.dtype()) + ", expected int64");
+  }
   if (grads_and_vars.empty() || !grads_and_vars.front().first.valid()) {
     return InvalidArgument(std::string(kWhere) + "no (gradient, variable) pairs to apply");
   }
@@ -98,10 +90,6 @@ StatusOr<Output> SyncReplicasOptimizer::ApplyGradients(const Scope& scope,
   AF_ASSIGN_OR_RETURN(Output local_step,
                       CreateLocalVariable(sync.WithDevice(worker_device), kLocalStepName,
                                           Tensor::Scalar<int64_t>(0)));
-  if (global_step.dtype() != DType::kInt64) {
-    return InvalidArgument(std::string(kWhere) + "the global step '" + global_step.name() +
-                           "' is " + DTypeName(global_step.dtype()) + ", expected int64");
-  }
   const Scope beside_step = Beside(sync, global_step);
   Output step_value = Identity(beside_step, global_step);
   Output local_step_init =

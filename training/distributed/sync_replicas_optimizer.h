@@ -99,6 +99,9 @@ class SyncReplicasOptimizer {
   const std::string& local_step_init_op() const { return local_step_init_op_; }
   // int64 []: the stale gradients dropped by every accumulator so far.
   const std::string& dropped_gradients() const { return dropped_gradients_; }
+  // The token queue (int64 [] elements, one per worker and step, holding the global
+  // step that the worker's next gradient is for).
+  const Queue& token_queue() const { return token_queue_; }
   // Adds (to the graph of `global_step`) an op enqueuing `num_tokens` tokens that
   // hold the global step; returns its name. Precondition: built.
   StatusOr<std::string> InitTokensOp(Graph* graph, int num_tokens);

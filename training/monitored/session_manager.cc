@@ -93,6 +93,7 @@ Status WaitForSessionReady(Session* session, const Scaffold& scaffold,
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + std::chrono::milliseconds(options.wait_for_model_ms);
   std::chrono::milliseconds backoff(20);
+  Clock::time_point next_report = start;
   std::vector<std::string> missing;
   Status last_error;
   while (true) {
@@ -122,6 +123,19 @@ Status WaitForSessionReady(Session* session, const Scaffold& scaffold,
           std::to_string(options.wait_for_model_ms) +
           " ms (MonitoredTrainingSessionOptions.wait_for_model_ms): " + why +
           ". The chief has not initialized the model: is the chief running?");
+    }
+    // A line when the wait starts and one every 10 s, so that a chief that is slow
+    // or missing shows at once, not only when the wait runs out.
+    if (now >= next_report) {
+      const long long waited =
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
+      std::cerr << "MonitoredTrainingSession (non-chief): waiting for the chief to make the "
+                   "model ready ("
+                << waited << " of " << options.wait_for_model_ms << " ms; "
+                << (missing.empty() ? "the ready check: " + last_error.ToString()
+                                    : "uninitialized: " + QuotedNames(missing))
+                << ")\n";
+      next_report = now + std::chrono::seconds(10);
     }
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));

@@ -221,8 +221,8 @@ StatusOr<Output> Optimizer::Minimize(const Scope& scope, Output loss) {
   return Minimize(scope, loss, Output());
 }
 
-StatusOr<Output> Optimizer::Minimize(const Scope& scope, Output loss, Output global_step,
-                                     std::vector<Output> var_list) {
+StatusOr<Optimizer::GradientsAndVars> Optimizer::ComputeGradients(
+    const Scope& scope, Output loss, std::vector<Output> var_list) const {
   if (!scope.ok()) return scope.status();
   const std::string where = name_ + " optimizer: ";
   if (!loss.valid()) return InvalidArgument(where + "the loss is an invalid Output");
@@ -260,6 +260,12 @@ StatusOr<Output> Optimizer::Minimize(const Scope& scope, Output loss, Output glo
     return InvalidArgument(where + "no gradients: the loss '" + loss.name() +
                            "' depends on none of the variables " + NamesOf(var_list));
   }
+  return pairs;
+}
+
+StatusOr<Output> Optimizer::Minimize(const Scope& scope, Output loss, Output global_step,
+                                     std::vector<Output> var_list) {
+  AF_ASSIGN_OR_RETURN(GradientsAndVars pairs, ComputeGradients(scope, loss, std::move(var_list)));
   return ApplyGradientsGated(scope, pairs, global_step, {loss});
 }
 

@@ -90,10 +90,16 @@ class Optimizer {
 
   // Gradients of `loss` (a float tensor; a non-scalar loss is summed) with respect
   // to `var_list` (default: every variable in the graph's
-  // kTrainableVariablesCollection), then ApplyGradientsWithSlices: a variable read
-  // only through Gather (an embedding table) gets a sparse update of the rows the
-  // step read. Variables the loss does not depend on are skipped. Errors: InvalidArgument when there is no variable to
-  // optimize or none has a gradient; Gradients' errors.
+  // kTrainableVariablesCollection), sparse (IndexedSlices) for a variable read only
+  // through Gather (an embedding table): TF1's compute_gradients. Variables the loss
+  // does not depend on are left out. Errors: InvalidArgument for an invalid or
+  // non-float loss, no variable to optimize, or none with a gradient; Gradients'
+  // errors.
+  StatusOr<GradientsAndVars> ComputeGradients(const Scope& scope, Output loss,
+                                              std::vector<Output> var_list = {}) const;
+  // ComputeGradients, then ApplyGradientsWithSlices (each update also waits for the
+  // loss): a variable read only through Gather gets a sparse update of the rows the
+  // step read.
   StatusOr<Output> Minimize(const Scope& scope, Output loss, Output global_step,
                             std::vector<Output> var_list = {});
   // Minimize without a global step.
