@@ -147,6 +147,9 @@ Status MonitoredTrainingSession::Initialize(const OpenSession& open_session) {
       return hook->AfterCreateSession(session_.get(), coord_.get());
     }));
   }
+  // TF1 finalizes the graph here: a node added later would make a remote session
+  // open the graph again, ending the steps other threads (the hooks') run.
+  finalized_nodes_ = graph_->num_nodes();
   return Status::OK();
 }
 
@@ -170,6 +173,13 @@ Status MonitoredTrainingSession::RunHooked(const FeedList& feeds,
                                            const std::vector<std::string>& targets,
                                            std::vector<Tensor>* outputs) {
   if (closed_) return FailedPrecondition("MonitoredTrainingSession: Run after Close");
+  if (graph_->num_nodes() != finalized_nodes_) {
+    return FailedPrecondition(
+        "MonitoredTrainingSession: the graph grew from " + std::to_string(finalized_nodes_) +
+        " to " + std::to_string(graph_->num_nodes()) +
+        " nodes after the session was created; the graph is final then (as TF1 finalizes it): "
+        "build every op, evaluation ones included, before creating the monitored session");
+  }
   SessionRunContext context(session_.get(), fetches, targets);
   std::vector<SessionRunArgs> args(hooks_.size());
   for (size_t h = 0; h < hooks_.size(); ++h) {

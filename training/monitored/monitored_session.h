@@ -34,6 +34,10 @@
 // ShouldStop() true; DeadlineExceeded says the step passed the monitored session's
 // step deadline and keeps the runtime's message (which names what it waited on).
 //
+// The graph is final once Create returns (TF1's graph.finalize()): a Run after nodes
+// were added to it is FailedPrecondition saying so, since a session opens a grown graph
+// again, which would end the steps the hooks' threads run.
+//
 // Close: the hooks' End (skipped when the last Run failed with an error other than
 // OutOfRange, as TensorFlow skips it on an exception), the coordinator's stop, the
 // session's Close (which aborts steps in flight), then the coordinator's Join within
@@ -149,6 +153,7 @@ class MonitoredTrainingSession {
   std::atomic<bool> stop_requested_{false};
   bool last_run_failed_ = false;
   bool closed_ = false;
+  int finalized_nodes_ = 0;  // the graph's size once the session was ready
   Status close_status_;
 };
 

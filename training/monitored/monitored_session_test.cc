@@ -311,6 +311,24 @@ TEST(MonitoredSessionTest, RunByOutputsRunsAnOpWithoutOutputsAsATarget) {
   EXPECT_EQ(mts->Run({}, {Output()}, &out).code(), Code::kInvalidArgument);
 }
 
+// The graph is final once the monitored session exists (TF1's finalize): a node added
+// afterwards fails the next Run, naming the sizes, and leaves training as it was.
+TEST(MonitoredSessionTest, ANodeAddedAfterCreationFailsTheNextRun) {
+  Scope root = Scope::NewRootScope();
+  ASSERT_OK(BuildModel(root));
+  ASSERT_OK_AND_ASSIGN(auto mts, MonitoredTrainingSession::Create(
+                                     root.graph(), OpenDirect(root.graph()), QuietOptions()));
+  ASSERT_OK(mts->Run(Y(), {}, {"train"}, nullptr));
+  const int before = root.graph()->num_nodes();
+  Const(root.WithOpName("late"), 1.0f);
+  Status s = mts->Run(Y(), {}, {"train"}, nullptr);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("the graph grew from " + std::to_string(before) + " to " +
+                                     std::to_string(before + 1) + " nodes"));
+  ASSERT_OK_AND_ASSIGN(int64_t step, mts->global_step());
+  EXPECT_EQ(step, 1);
+}
+
 // A hook's thread on the coordinator is stopped and joined by Close.
 class ThreadHook : public SessionRunHook {
  public:
