@@ -58,7 +58,7 @@
 
 // Training loops: MonitoredTrainingSession (init or restore, non-chiefs waiting for
 // the chief, checkpoints, summaries, step deadlines), its Scaffold and hooks.
-#include "actors/cluster/monitored_session_factory.h"
+#include "actors/monitored/monitored_session_factory.h"
 #include "training/data/coordinator.h"
 #include "training/monitored/hooks.h"
 #include "training/monitored/monitored_session.h"

@@ -19,8 +19,9 @@ LAYERS = [
     "actors/scheduler", "actors/protocol", "actors/transport", "actors/runtime", "actors/ps",
     "actors/cluster", "actors/sim",
     "training/optimizers", "training/data", "training/summary", "training/checkpoint",
+    "training/monitored",
     "training/estimators", "training/distributed", "training/serving",
-    "actors/serving",
+    "actors/serving", "actors/monitored",
     "tools/cli", "tools/train", "tools/serve", "tools", "tools/fuzz",
     "examples", "tests", "tools/bench",
 ]

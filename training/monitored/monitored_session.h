@@ -12,7 +12,7 @@
 //   AF_ASSIGN_OR_RETURN(auto mts, NewMonitoredTrainingSession(root.graph(), target, options));
 //   while (!mts->ShouldStop()) AF_RETURN_IF_ERROR(mts->Run({}, {}, {"train"}, nullptr));
 //   AF_RETURN_IF_ERROR(mts->Close());
-// (NewMonitoredTrainingSession: actors/cluster/monitored_session_factory.h; here the
+// (NewMonitoredTrainingSession: actors/monitored/monitored_session_factory.h; here the
 // session comes from any `open_session` function, e.g. NewDirectSession.)
 //
 // Create, in order: the hooks' Begin(graph) (chief_only_hooks on the chief, then the

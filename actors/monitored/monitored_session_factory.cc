@@ -1,4 +1,4 @@
-#include "actors/cluster/monitored_session_factory.h"
+#include "actors/monitored/monitored_session_factory.h"
 
 #include <utility>
 

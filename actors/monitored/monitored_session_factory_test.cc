@@ -3,7 +3,7 @@
 // chief's initialization then trains; without a chief it fails within its wait,
 // naming what is uninitialized; a restarted chief keeps the live model; a worker
 // whose graph differs is told so; a step blocked on a queue ends at the deadline.
-#include "actors/cluster/monitored_session_factory.h"
+#include "actors/monitored/monitored_session_factory.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

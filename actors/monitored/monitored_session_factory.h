@@ -12,8 +12,8 @@
 //   AF_ASSIGN_OR_RETURN(auto mts, NewMonitoredTrainingSession(root.graph(), target, options));
 //
 // CAF-free header.
-#ifndef ACTORFLOW_ACTORS_CLUSTER_MONITORED_SESSION_FACTORY_H_
-#define ACTORFLOW_ACTORS_CLUSTER_MONITORED_SESSION_FACTORY_H_
+#ifndef ACTORFLOW_ACTORS_MONITORED_MONITORED_SESSION_FACTORY_H_
+#define ACTORFLOW_ACTORS_MONITORED_MONITORED_SESSION_FACTORY_H_
 
 #include <memory>
 #include <string>
@@ -37,4 +37,4 @@ StatusOr<std::unique_ptr<MonitoredTrainingSession>> NewMonitoredTrainingSession(
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTORS_CLUSTER_MONITORED_SESSION_FACTORY_H_
+#endif  // ACTORFLOW_ACTORS_MONITORED_MONITORED_SESSION_FACTORY_H_
