@@ -33,13 +33,6 @@ StatusOr<T> ScalarInput(const KernelContext& ctx, int i, const std::string& what
   return t.data<T>()[0];
 }
 
-std::function<void(const Status&)> Finish(KernelContext* ctx, std::function<void()> done) {
-  return [ctx, done = std::move(done)](const Status& s) {
-    if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
-    done();
-  };
-}
-
 // ConditionalAccumulator: creates the accumulator, or checks the existing one.
 class CreateAccumulatorKernel : public Kernel {
  public:
@@ -56,13 +49,8 @@ class CreateAccumulatorKernel : public Kernel {
   void Compute(KernelContext*) override {}
   void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
     if (ctx->queues() == nullptr) return FailAndDone(ctx, NoQueueService(node()), done);
-    QueueSpec spec = spec_;
-    if (private_ && ctx->session_scope() != 0) {
-      // Without a shared_name the accumulator is the session's own, as a queue is.
-      spec.name = QueueRef::PrivateQueueName(spec.container, spec.name);
-      spec.container = SessionContainer(ctx->session_scope());
-    }
-    ctx->queues()->EnsureQueue(ctx->step_id(), spec, Finish(ctx, std::move(done)));
+    ctx->queues()->EnsureQueue(ctx->step_id(), SpecInSession(spec_, private_, *ctx),
+                               DoneWithStatus(ctx, std::move(done)));
   }
 
  private:
@@ -81,7 +69,7 @@ class ApplyGradientKernel : public Kernel {
     if (!local_step.ok()) return FailAndDone(ctx, local_step.status(), done);
     ctx->queues()->AccumulatorApplyGradient(ctx->step_id(), InSession(accumulator_, *ctx),
                                             *local_step, ctx->input(1),
-                                            Finish(ctx, std::move(done)));
+                                            DoneWithStatus(ctx, std::move(done)));
   }
 
  private:
@@ -143,7 +131,7 @@ class SetGlobalStepKernel : public Kernel {
     StatusOr<int64_t> step = ScalarInput<int64_t>(*ctx, 0, "input 0 (new_global_step)");
     if (!step.ok()) return FailAndDone(ctx, step.status(), done);
     ctx->queues()->AccumulatorSetGlobalStep(ctx->step_id(), InSession(accumulator_, *ctx), *step,
-                                            Finish(ctx, std::move(done)));
+                                            DoneWithStatus(ctx, std::move(done)));
   }
 
  private:

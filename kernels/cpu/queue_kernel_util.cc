@@ -45,6 +45,21 @@ QueueRef InSession(QueueRef queue, const KernelContext& ctx) {
   return queue;
 }
 
+QueueSpec SpecInSession(QueueSpec spec, bool is_private, const KernelContext& ctx) {
+  if (is_private && ctx.session_scope() != 0) {
+    spec.name = QueueRef::PrivateQueueName(spec.container, spec.name);
+    spec.container = SessionContainer(ctx.session_scope());
+  }
+  return spec;
+}
+
+std::function<void(const Status&)> DoneWithStatus(KernelContext* ctx, std::function<void()> done) {
+  return [ctx, done = std::move(done)](const Status& s) {
+    if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
+    done();
+  };
+}
+
 Status ParseComponentAttrs(const Node& node, const std::string& types_attr,
                            std::vector<DType>* dtypes, std::vector<Shape>* shapes) {
   for (const std::string& name : node.attr<std::vector<std::string>>(types_attr)) {

@@ -27,6 +27,16 @@ QueueRef InSession(QueueRef queue, const KernelContext& ctx);
 Status ParseComponentAttrs(const Node& node, const std::string& types_attr,
                            std::vector<DType>* dtypes, std::vector<Shape>* shapes);
 
+// The spec a creating node (FIFOQueue, ConditionalAccumulator, ...) asks for in the
+// running step: a node without a shared_name (`is_private`) makes the session's own,
+// under the session's container (TensorFlow 1), so another client's node of the same
+// name on this task has its own and it goes when the session does.
+QueueSpec SpecInSession(QueueSpec spec, bool is_private, const KernelContext& ctx);
+
+// The completion of a request that answers only a Status: records a failure
+// (prefixed with the node), then completes the computation.
+std::function<void(const Status&)> DoneWithStatus(KernelContext* ctx, std::function<void()> done);
+
 // FailedPrecondition: the session has no QueueService (DirectSession).
 Status NoQueueService(const Node& node);
 

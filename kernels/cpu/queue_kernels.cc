@@ -39,18 +39,8 @@ class CreateQueueKernel : public Kernel {
   void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
     if (!parsed_.ok()) return FailAndDone(ctx, parsed_, done);
     if (ctx->queues() == nullptr) return FailAndDone(ctx, NoQueueService(node()), done);
-    QueueSpec spec = spec_;
-    if (private_ && ctx->session_scope() != 0) {
-      // Without a shared_name the queue is the session's own (TensorFlow 1): another
-      // client's graph with a queue node of the same name on this task has its own,
-      // and the queue goes when the session does.
-      spec.name = QueueRef::PrivateQueueName(spec.container, spec.name);
-      spec.container = SessionContainer(ctx->session_scope());
-    }
-    ctx->queues()->EnsureQueue(ctx->step_id(), spec, [ctx, done](const Status& s) {
-      if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
-      done();
-    });
+    ctx->queues()->EnsureQueue(ctx->step_id(), SpecInSession(spec_, private_, *ctx),
+                               DoneWithStatus(ctx, std::move(done)));
   }
 
  private:
@@ -74,10 +64,7 @@ class EnqueueKernel : public Kernel {
     components.reserve(ctx->num_inputs());
     for (int i = 0; i < ctx->num_inputs(); ++i) components.push_back(ctx->input(i));
     ctx->queues()->Enqueue(ctx->step_id(), InSession(queue_, *ctx), std::move(components), many_,
-                           timeout_ms_, [ctx, done](const Status& s) {
-                             if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
-                             done();
-                           });
+                           timeout_ms_, DoneWithStatus(ctx, std::move(done)));
   }
 
  private:
@@ -126,10 +113,7 @@ class CloseKernel : public Kernel {
   void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
     if (ctx->queues() == nullptr) return FailAndDone(ctx, NoQueueService(node()), done);
     ctx->queues()->Close(ctx->step_id(), InSession(queue_, *ctx), cancel_,
-                         [ctx, done](const Status& s) {
-                           if (!s.ok()) ctx->SetStatus(s.WithContext(ctx->node().Describe()));
-                           done();
-                         });
+                         DoneWithStatus(ctx, std::move(done)));
   }
 
  private:
