@@ -19,7 +19,8 @@
 //   graph building      Graph, Scope, the op functions (sparse ones: Gather, Scatter*,
 //                       SparseApply*; sequence ones: Pack, Split, BatchMatMul,
 //                       LayerNorm, the fused LSTM/GRU cells, ...), Gradients (dense or
-//                       IndexedSlices), ConditionalAccumulator
+//                       IndexedSlices), ConditionalAccumulator, the collectives
+//                       (CollectiveAllReduce, -Broadcast, -AllGather, -ReduceScatter)
 //   running             Session, SessionOptions, RunOptions, RunMetadata, NewSession,
 //                       ClientSession, MonitoredTrainingSession (NewMonitoredTraining-
 //                       Session, Scaffold, SessionRunHook and the standard hooks)
@@ -28,7 +29,9 @@
 //   training            variables, layers (Dense; the layer classes Conv2D, Dense,
 //                       BatchNormalization, Dropout; the sequence layers Embedding,
 //                       LSTM, GRU, MultiHeadAttention, TransformerBlock), optimizers
-//                       (SyncReplicasOptimizer for synchronous replicas),
+//                       (SyncReplicasOptimizer for synchronous replicas,
+//                       AllReduceOptimizer and BroadcastGlobalVariables for
+//                       all-reduce data parallelism without ps),
 //                       datasets (CSV, IDX and TFRecord files, image augmentation,
 //                       character text), DNNClassifier,
 //                       checkpoints (Saver), SummaryWriter (TensorBoard event files)
@@ -37,6 +40,7 @@
 
 // Errors, values, graphs and the builder API.
 #include "graph/accumulator_ops.h"
+#include "graph/collective_ops.h"
 #include "graph/gradients.h"
 #include "graph/graph.h"
 #include "graph/math_ops.h"
@@ -89,6 +93,7 @@
 #include "training/optimizers/optimizer.h"
 #include "training/summary/summary_writer.h"
 // Synchronous between-graph training of any graph (tf.train.SyncReplicasOptimizer).
+#include "training/distributed/allreduce_optimizer.h"
 #include "training/distributed/sync_replicas_optimizer.h"
 #include "training/optimizers/variables.h"
 

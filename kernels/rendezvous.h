@@ -27,6 +27,13 @@ struct RendezvousKey {
   std::string tensor_name;  // "src_node:k" (or a control edge's key)
   std::string send_device;
   std::string recv_device;
+  // The local step whose Recv waits, when step_id is not it: members of a collective
+  // (graph/collective_ops.h) run steps of their own ids and key their chunks by an
+  // execution they agree on instead. An abort of this step fails the waiting Recv.
+  // 0: step_id. Not part of the key.
+  int64_t waiting_step = 0;
+
+  int64_t WaitingStep() const { return waiting_step != 0 ? waiting_step : step_id; }
 
   // "step;send_device;recv_device;tensor_name": unique per step and edge.
   std::string ToString() const;

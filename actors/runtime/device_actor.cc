@@ -204,7 +204,7 @@ bool DeviceRuntime::SendInBulk(const RendezvousKey& key, const Tensor& value,
 void DeviceRuntime::RecvAsync(const RendezvousKey& key, RecvCallback done) {
   DeviceState& st = self_->state;
   Status aborted;
-  if (st.IsAborted(key.step_id, &aborted)) return done(aborted, Tensor());
+  if (st.IsAborted(key.WaitingStep(), &aborted)) return done(aborted, Tensor());
   const std::string k = key.ToString();
   auto it = st.inbox.find(k);
   if (it != st.inbox.end()) {
@@ -213,7 +213,7 @@ void DeviceRuntime::RecvAsync(const RendezvousKey& key, RecvCallback done) {
     return done(Status::OK(), value);
   }
   st.pending[k] = std::move(done);
-  st.pending_step[k] = key.step_id;
+  st.pending_step[k] = key.WaitingStep();
   if (st.config.operation_timeout_in_ms > 0) {
     self_->delayed_send(self_, std::chrono::milliseconds(st.config.operation_timeout_in_ms),
                         recv_timeout_atom::value, k);

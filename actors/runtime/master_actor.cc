@@ -43,10 +43,11 @@ Status ValidateFeeds(const StepRequest& req, const RunSignature& sig) {
 }
 
 // The plan's DirectPlan (made on first use), or null when its steps need the master:
-// more than one partition, or registrations not all done.
+// more than one partition, registrations not all done, or collectives (whose
+// members' tasks only the master watches).
 std::shared_ptr<DirectPlan> DirectPlanOf(const MasterState& st, Plan* plan) {
   if (plan->parts.size() != 1 || plan->registrations_pending > 0 ||
-      !plan->registration_status.ok()) {
+      !plan->registration_status.ok() || !plan->collective_members.empty()) {
     return nullptr;
   }
   if (plan->direct == nullptr) {
@@ -359,6 +360,17 @@ void HandleStep(MasterSelf self, std::shared_ptr<StepRequest> req) {
   LaunchStep(self, *plan, req);
 }
 
+// Whether `plan` has a partition on, or a collective member among, `devices`.
+bool UsesAny(const Plan& plan, const std::set<std::string>& devices) {
+  for (const PlanPart& p : plan.parts) {
+    if (devices.count(p.device) > 0) return true;
+  }
+  for (const std::string& d : devices) {
+    if (plan.collective_members.count(d) > 0) return true;
+  }
+  return false;
+}
+
 // Devices that went away (their task died or stopped answering): fail what runs on
 // them with `lost`, and forget the plans and registrations that refer to them.
 void LoseDevices(MasterSelf self, const std::set<std::string>& devices,
@@ -366,8 +378,7 @@ void LoseDevices(MasterSelf self, const std::set<std::string>& devices,
   MasterState& st = self->state;
   for (const caf::actor_addr& a : addresses) st.registered.erase(a);  // partitions went too
   for (auto it = st.plans.begin(); it != st.plans.end();) {
-    bool uses = false;
-    for (const PlanPart& p : it->second->parts) uses = uses || devices.count(p.device) > 0;
+    bool uses = UsesAny(*it->second, devices);
     if (!uses) {
       ++it;
       continue;
@@ -378,8 +389,15 @@ void LoseDevices(MasterSelf self, const std::set<std::string>& devices,
   std::vector<std::shared_ptr<StepInFlight>> affected;
   for (auto& [id, step] : st.in_flight) affected.push_back(step);
   for (auto& step : affected) {
+    // A lost collective member fails every part: its peers would wait for it.
+    bool member_lost = false;
+    for (const std::string& d : devices) {
+      member_lost = member_lost || step->plan->collective_members.count(d) > 0;
+    }
     for (size_t i = 0; i < step->plan->parts.size(); ++i) {
-      if (!devices.count(step->plan->parts[i].device) || step->part_done[i]) continue;
+      if ((!member_lost && !devices.count(step->plan->parts[i].device)) || step->part_done[i]) {
+        continue;
+      }
       RunPartitionResult r;
       r.status = lost;
       PartDone(self, step, i, std::move(r));

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "actors/runtime/master_state.h"
 #include "actors/runtime/step_ids.h"
@@ -94,9 +95,59 @@ StatusOr<std::vector<TaskId>> TasksToConnect(const MasterState& st,
   };
   for (const Node* node : nodes) {
     for (const Node* source : specs_of(node)) AF_RETURN_IF_ERROR(tasks_of(source));
+    // A collective's peers run on the tasks its group names, wherever it runs itself.
+    for (const std::string& member : CollectiveMembers(*node)) {
+      AF_ASSIGN_OR_RETURN(DeviceSpec spec, ParseDeviceSpec(member));
+      if (!spec.job || !spec.task) continue;  // BuildPlan names a device it cannot find
+      if (*spec.task < 0 || *spec.task >= cluster.num_tasks(*spec.job)) {
+        return InvalidArgument(node->Describe() + ": its group names device '" + member +
+                               "', whose task is not in the cluster");
+      }
+      add(TaskId{*spec.job, *spec.task});
+    }
   }
   return out;
 }
+
+std::vector<std::string> CollectiveMembers(const Node& node) {
+  if (node.op().rfind("Collective", 0) != 0) return {};
+  auto it = node.attrs().find("group_devices");
+  if (it == node.attrs().end() || !it->second.Is<std::vector<std::string>>()) return {};
+  return it->second.Get<std::vector<std::string>>();
+}
+
+namespace {
+
+// Every member of every collective among `nodes` is a device known now (by its full
+// name, as the kernels match them); InvalidArgument naming the node and the device
+// otherwise. The members, for the step's failure handling.
+StatusOr<std::set<std::string>> CheckCollectiveMembers(const std::vector<const Node*>& nodes,
+                                                       const std::vector<DevicePeer>& known) {
+  std::set<std::string> members;
+  for (const Node* node : nodes) {
+    for (const std::string& member : CollectiveMembers(*node)) {
+      auto found = std::find_if(known.begin(), known.end(),
+                                [&](const DevicePeer& d) { return d.name == member; });
+      if (found != known.end()) {
+        members.insert(member);
+        continue;
+      }
+      std::string hint;
+      auto spec = ParseDeviceSpec(member);
+      for (const DevicePeer& d : known) {
+        auto full = ParseDeviceSpec(d.name);
+        if (spec.ok() && full.ok() && Matches(*spec, *full)) hint = d.name;
+      }
+      return InvalidArgument(node->Describe() + ": its group names device '" + member +
+                             "', which is not a device of a reachable task" +
+                             (hint.empty() ? "" : " (a group names full device names: '" +
+                                                      hint + "'?)"));
+    }
+  }
+  return members;
+}
+
+}  // namespace
 
 StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterSelf self, const StepRequest& req,
                                           const RunSignature& sig,
@@ -110,6 +161,7 @@ StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterSelf self, const StepRequest& re
   for (const DevicePeer& d : known) popts.devices.push_back(DeviceInfo{d.name, d.type});
   popts.default_device = st.config.default_device;
   popts.allow_soft_placement = st.config.allow_soft_placement;
+  AF_ASSIGN_OR_RETURN(plan->collective_members, CheckCollectiveMembers(nodes, known));
   AF_ASSIGN_OR_RETURN(auto placement, PlaceNodes(graph, nodes, popts));
   if (st.config.log_device_placement) std::cerr << ExplainPlacement(graph, placement);
   AF_ASSIGN_OR_RETURN(std::vector<DevicePartition> partitions,

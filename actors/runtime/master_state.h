@@ -30,6 +30,10 @@ struct PlanPart {
 struct Plan {
   RunSignature signature;
   std::vector<PlanPart> parts;
+  // The devices of the plan's collectives' groups (graph/collective_ops.h): a step
+  // fails when one goes down, also where the plan has no partition on it, since its
+  // peers would wait for that member's chunks until the deadline.
+  std::set<std::string> collective_members;
   // Client fetches answered straight from a feed: (fetch index, feed index).
   std::vector<std::pair<int, int>> fed_fetches;
   // A tensor fetched again: (fetch index, index of its first fetch).
@@ -130,6 +134,10 @@ int64_t ClockOffset(StepInFlight& step, size_t part_index, const std::string& de
 // lacks.
 StatusOr<std::vector<TaskId>> TasksToConnect(const MasterState& st,
                                              const std::vector<const Node*>& nodes);
+
+// The members named by a collective node's group ("group_devices"); none for other
+// nodes.
+std::vector<std::string> CollectiveMembers(const Node& node);
 
 // Prunes, places and partitions for `req`, and registers the partitions with their
 // devices (the plan becomes ready when all have answered); records them in

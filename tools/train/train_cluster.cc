@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "actors/sim/sim_cluster_spec.h"
+#include "tools/train/train_allreduce.h"
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -250,14 +251,13 @@ void PrintResult(const TrainCommandOptions& options, const DataParallelOptions& 
   out.flush();
 }
 
-// --epochs, or the passes that --steps batches of --batch rows make (at least 1).
-int64_t Epochs(const TrainCommandOptions& options, int64_t rows) {
+}  // namespace
+
+int64_t ClusterEpochs(const TrainCommandOptions& options, int64_t rows) {
   if (options.epochs > 0) return options.epochs;
   const double passes = static_cast<double>(options.steps) * options.batch / rows;
   return std::max<int64_t>(1, static_cast<int64_t>(std::llround(passes)));
 }
-
-}  // namespace
 
 std::string StepsRescaledLine(const TrainCommandOptions& options, const DataParallelOptions& dp,
                               int64_t rows) {
@@ -344,6 +344,7 @@ Status CheckClusterFlags(const TrainCommandOptions& options) {
     }
     return Status::OK();
   }
+  if (options.mode == "allreduce") return CheckAllReduceFlags(options);
   if (options.checkpoint_every > 0 && options.checkpoint_dir.empty()) {
     return InvalidArgument("--checkpoint-every needs --checkpoint-dir (where the checkpoints go)");
   }
@@ -437,7 +438,7 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   dp.spec = spec;
   dp.seed = options.seed;
   dp.batch_size = options.batch;
-  dp.epochs = Epochs(options, train.features.dim(0));
+  dp.epochs = ClusterEpochs(options, train.features.dim(0));
   AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &dp.ps.mode, &dp.ps.staleness_bound));
   dp.ps.optimizer = options.optimizer;
   dp.ps.learning_rate = options.learning_rate;

@@ -68,6 +68,10 @@ namespace cli {
 ParameterClientOptions WorkerClientOptions(const ClusterSpec& cluster,
                                            const TrainCommandOptions& options);
 
+// --epochs, or the passes over `rows` rows that --steps batches of --batch rows make
+// (at least 1).
+int64_t ClusterEpochs(const TrainCommandOptions& options, int64_t rows);
+
 // Checks the cluster flags without reading a file (a cluster FILE is read later):
 // InvalidArgument naming the flag for a bad --mode, a malformed local shape, a local
 // shape without "ps" or "worker", --replicas-to-aggregate outside [1, W] (W known for

@@ -14,6 +14,7 @@
 #include "tools/train/epoch_evaluations.h"
 #include "tools/train/in_graph_train.h"
 #include "tools/train/progress_bar.h"
+#include "tools/train/train_allreduce.h"
 #include "tools/train/train_cluster.h"
 #include "tools/train/train_data.h"
 #include "tools/train/train_datasets.h"
@@ -92,6 +93,11 @@ Status Train(const TrainCommandOptions& options, std::ostream& out, std::ostream
                            ": this program does not link the simulated cluster");
     }
     return SimulatedTrainerHook()(options, out, err);
+  }
+  if (!options.cluster.empty() && options.mode == "allreduce") {
+    return TrainAllReduceOnCluster(options, ModelSpecOf(model),
+                                   {data.train.features, data.train.labels},
+                                   {data.test.features, data.test.labels}, out, progress);
   }
   if (!options.cluster.empty()) {
     return TrainOnCluster(options, ModelSpecOf(model), {data.train.features, data.train.labels},
@@ -253,7 +259,12 @@ Subcommand AddTrainSubcommand(CLI::App* parent) {
   app->add_option("--job", options->job, "With a cluster file: this process's job")
       ->capture_default_str();
   app->add_option("--task", options->task, "With a cluster file: this process's worker index");
-  app->add_option("--mode", options->mode, "sync, async or ssp:S (bounded staleness S)")
+  app->add_option("--mode", options->mode,
+                  "sync, async or ssp:S (bounded staleness S) through ps tasks, or allreduce "
+                  "(no ps: --cluster local:worker=W)")
+      ->capture_default_str();
+  app->add_option("--bucket-mb", options->bucket_mb,
+                  "allreduce: MiB of gradients per all-reduce bucket")
       ->capture_default_str();
   app->add_option("--replicas-to-aggregate", options->replicas_to_aggregate,
                   "sync: gradients averaged per update (default: every worker)");

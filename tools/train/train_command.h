@@ -113,6 +113,8 @@ struct TrainCommandOptions {
   // it (the linear scaling rule; --lr given is used as it is).
   bool scale_lr_with_replicas = false;
   int64_t batch = 32;
+  // --mode allreduce: gradients per all-reduce bucket, in MiB (PyTorch DDP's 25).
+  double bucket_mb = 25;
   int64_t steps = 1000;
   // > 0: passes over the training set (overrides steps).
   int64_t epochs = 0;

@@ -1,0 +1,110 @@
+#include "tools/train/train_allreduce.h"
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/cluster/local_cluster.h"
+#include "actors/cluster/session_factory.h"
+#include "tools/cli/cli_common.h"
+#include "tools/train/train_cluster.h"
+#include "tools/train/train_flags.h"
+#include "training/distributed/allreduce_training.h"
+
+namespace actorflow {
+namespace cli {
+
+Status CheckAllReduceFlags(const TrainCommandOptions& options) {
+  if (!IsLocalCluster(options.cluster)) {
+    return InvalidArgument("--mode allreduce runs its workers as the tasks of a local cluster: "
+                           "--cluster local:worker=W, not '" + options.cluster + "'");
+  }
+  AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
+  if (shape.size() != 1 || shape.count("worker") == 0) {
+    return InvalidArgument("--cluster " + options.cluster +
+                           ": --mode allreduce takes only a 'worker' job (local:worker=W); its "
+                           "workers hold the variables, no ps task does");
+  }
+  if (options.replicas_to_aggregate != 0 || options.elastic || options.task >= 0) {
+    return InvalidArgument("--replicas-to-aggregate, --elastic and --task do not apply to "
+                           "--mode allreduce (every worker joins every step's all-reduce)");
+  }
+  if (!(options.bucket_mb > 0)) {
+    return InvalidArgument("--bucket-mb " + std::to_string(options.bucket_mb) + ": must be > 0");
+  }
+  return Status::OK();
+}
+
+Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
+                               const LabeledData& train, const LabeledData& test,
+                               std::ostream& out, std::ostream& progress) {
+  AF_RETURN_IF_ERROR(CheckAllReduceFlags(options));
+  AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
+  const int workers = shape.at("worker");
+  AF_ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start({{"worker", workers}}));
+
+  AllReduceTrainingOptions ar;
+  ar.spec = spec;
+  ar.seed = options.seed;
+  ar.batch_size = options.batch;
+  ar.epochs = ClusterEpochs(options, train.features.dim(0));
+  ar.optimizer = options.optimizer;
+  ar.learning_rate = options.learning_rate;
+  ar.bucket_bytes = static_cast<int64_t>(std::llround(options.bucket_mb * 1024 * 1024));
+  ar.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
+  for (int w = 0; w < workers; ++w) {
+    ar.devices.push_back("/job:worker/replica:0/task:" + std::to_string(w) + "/device:CPU:0");
+    SessionOptions session;
+    AF_ASSIGN_OR_RETURN(session.target, cluster->Target("worker", w));
+    ar.session_factories.push_back(SessionFactoryFor(session));
+  }
+  ar.progress = [&progress](int worker, int64_t step, int64_t planned, double loss) {
+    const int64_t tenth = std::max<int64_t>(planned / 10, 1);
+    if (step % tenth != 0 && step != planned) return;
+    char line[160];
+    std::snprintf(line, sizeof(line), "worker %d: step %lld/%lld, loss %.4f", worker,
+                  static_cast<long long>(step), static_cast<long long>(planned), loss);
+    progress << line << "\n";
+    progress.flush();
+  };
+  AF_ASSIGN_OR_RETURN(AllReduceTrainingResult result, TrainWithAllReduce(ar, train, test));
+
+  if (options.json) {
+    nlohmann::ordered_json j = ResultJsonHead(result.eval, result.seconds);
+    j["mode"] = "allreduce";
+    j["workers"] = workers;
+    j["epochs"] = ar.epochs;
+    j["examples"] = result.eval.num_examples;
+    j["buckets"] = result.buckets;
+    j["bucket_mb"] = options.bucket_mb;
+    j["replicas_identical"] = result.replicas_identical;
+    nlohmann::ordered_json reports = nlohmann::ordered_json::array();
+    for (const AllReduceWorkerReport& w : result.workers) {
+      reports.push_back({{"worker", w.worker}, {"steps", w.steps}, {"seconds", w.seconds}});
+    }
+    j["worker_reports"] = reports;
+    out << j.dump() << "\n";
+    out.flush();
+    return Status::OK();
+  }
+  char line[200];
+  for (const AllReduceWorkerReport& w : result.workers) {
+    std::snprintf(line, sizeof(line), "worker %d: %lld steps, %.2f s", w.worker,
+                  static_cast<long long>(w.steps), w.seconds);
+    out << line << "\n";
+  }
+  std::snprintf(line, sizeof(line),
+                "all-reduce: %lld bucket(s) of up to %g MiB per step, replicas identical: %s",
+                static_cast<long long>(result.buckets), options.bucket_mb,
+                result.replicas_identical ? "yes" : "NO");
+  out << line << "\n" << TestAccuracyLine(result.eval, result.seconds) << "\n";
+  out.flush();
+  return Status::OK();
+}
+
+}  // namespace cli
+}  // namespace actorflow

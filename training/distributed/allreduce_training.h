@@ -1,0 +1,75 @@
+// All-reduce data-parallel training of the DNN classifier's models (mlp, cnn, rnn:
+// training/estimators/dnn_model.h), between-graph and without parameter servers:
+// `actorflow train --cluster local:worker=W --mode allreduce`'s trainer.
+//
+// Worker r (one thread each here) builds the whole model on its member device
+// (AllReduceTrainingOptions::devices[r]), wrapped in an AllReduceOptimizer over the
+// group of all members, and opens its session with session_factories[r] (a session
+// on the master of the task that owns that device). It runs the initializers, then
+// BroadcastGlobalVariables from worker 0 (the chief), then its steps: each epoch
+// shuffles the training rows (the same permutation on every worker, from the seed
+// and the epoch) and worker r takes rows r, r+W, r+2W, ... of it, batch_size at a
+// time; every worker runs the same number of steps (a step is an all-reduce every
+// member must join). At the end the chief evaluates on the test rows, and the
+// trainable variables of every worker are compared byte for byte.
+//
+// Thread safety: Train runs the workers on threads of its own and returns when all
+// have ended; the progress callback is called from them, one call at a time.
+#ifndef ACTORFLOW_TRAINING_DISTRIBUTED_ALLREDUCE_TRAINING_H_
+#define ACTORFLOW_TRAINING_DISTRIBUTED_ALLREDUCE_TRAINING_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/status.h"
+#include "training/distributed/data_parallel.h"
+#include "training/estimators/dnn_classifier.h"
+#include "training/estimators/model_spec.h"
+
+namespace actorflow {
+
+struct AllReduceTrainingOptions {
+  DNNModelSpec spec;
+  uint64_t seed = 1;        // the initial weights (the chief's) and the shuffles
+  int64_t batch_size = 32;  // rows per worker per step
+  int64_t epochs = 1;
+  std::string optimizer = "sgd";
+  double learning_rate = 0.01;
+  int64_t bucket_bytes = int64_t{25} << 20;
+  std::string algorithm = "auto";
+  // One full device name per worker, in rank order.
+  std::vector<std::string> devices;
+  // One per worker: opens a session of a graph on the worker's task.
+  std::vector<SessionFactory> session_factories;
+  int64_t timeout_ms = 0;  // bounds every step (0: none)
+  // Called after each of a worker's steps (worker, step, planned steps, loss).
+  std::function<void(int worker, int64_t step, int64_t planned, double loss)> progress;
+};
+
+struct AllReduceWorkerReport {
+  int worker = 0;
+  int64_t steps = 0;
+  double seconds = 0.0;
+  Status status;
+};
+
+struct AllReduceTrainingResult {
+  EvalResult eval;  // the chief's replica on the test rows
+  double seconds = 0.0;
+  std::vector<AllReduceWorkerReport> workers;
+  int64_t buckets = 0;             // all-reduces per step
+  bool replicas_identical = false; // every trainable variable, byte for byte
+};
+
+// InvalidArgument for no devices, factories not one per device, batch_size < 1,
+// epochs < 1, or fewer training rows than workers × batch_size; the first worker's
+// error otherwise (every worker's is in the report).
+StatusOr<AllReduceTrainingResult> TrainWithAllReduce(const AllReduceTrainingOptions& options,
+                                                     const LabeledData& train,
+                                                     const LabeledData& test);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_TRAINING_DISTRIBUTED_ALLREDUCE_TRAINING_H_
