@@ -2,6 +2,8 @@
 
 #include <array>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <vector>
 
 namespace actorflow {
@@ -15,6 +17,7 @@ constexpr bool kCacheBlocks = true;
 
 constexpr size_t kSizeClasses = 16;    // distinct block sizes a thread keeps
 constexpr size_t kBlocksPerClass = 16;
+constexpr size_t kLargeBlocksPerSize = 8;
 
 size_t Rounded(size_t alignment, size_t bytes) {
   // aligned_alloc needs a size that is a multiple of the alignment, and never 0.
@@ -101,12 +104,56 @@ BlockCache* ThreadCache() {
   return &cache;
 }
 
+// Large blocks, shared by all threads: glibc maps every block above its mmap
+// threshold (at most 32 MiB) afresh and unmaps it on free, so a step that makes the
+// same big tensors again pays a page fault and a page clear per 4 KiB of each, which
+// costs more than the copies and sums that fill them (a 64 MiB all-reduce spent
+// about half its time so). A freed block of kMinLargeBlockBytes or more waits here
+// for the next allocation of its exact size, on any thread.
+class LargeBlockCache {
+ public:
+  void* Take(size_t alignment, size_t rounded) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = blocks_.find({rounded, alignment});
+    if (it == blocks_.end() || it->second.empty()) return nullptr;
+    void* block = it->second.back();
+    it->second.pop_back();
+    cached_bytes_ -= rounded;
+    return block;
+  }
+  bool Keep(void* block, size_t alignment, size_t rounded) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cached_bytes_ + rounded > kMaxCachedLargeBytes) return false;
+    std::vector<void*>& same = blocks_[{rounded, alignment}];
+    if (same.size() >= kLargeBlocksPerSize) return false;
+    same.push_back(block);
+    cached_bytes_ += rounded;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<size_t, size_t>, std::vector<void*>> blocks_;  // (bytes, alignment)
+  size_t cached_bytes_ = 0;
+};
+
+// Never destroyed: blocks may be freed by static destructors at exit.
+LargeBlockCache* SharedLargeCache() {
+  if (!kCacheBlocks) return nullptr;
+  static LargeBlockCache* cache = new LargeBlockCache();
+  return cache;
+}
+
 }  // namespace
 
 void* AllocateAlignedBlock(size_t alignment, size_t bytes) {
   const size_t rounded = Rounded(alignment, bytes);
   if (rounded <= kMaxCachedBlockBytes) {
     if (BlockCache* cache = ThreadCache()) {
+      if (void* block = cache->Take(alignment, rounded)) return block;
+    }
+  } else if (rounded >= kMinLargeBlockBytes) {
+    if (LargeBlockCache* cache = SharedLargeCache()) {
       if (void* block = cache->Take(alignment, rounded)) return block;
     }
   }
@@ -118,6 +165,10 @@ void FreeAlignedBlock(void* block, size_t alignment, size_t bytes) {
   const size_t rounded = Rounded(alignment, bytes);
   if (rounded <= kMaxCachedBlockBytes) {
     if (BlockCache* cache = ThreadCache()) {
+      if (cache->Keep(block, alignment, rounded)) return;
+    }
+  } else if (rounded >= kMinLargeBlockBytes) {
+    if (LargeBlockCache* cache = SharedLargeCache()) {
       if (cache->Keep(block, alignment, rounded)) return;
     }
   }

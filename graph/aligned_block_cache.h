@@ -4,6 +4,7 @@
 // later consolidates chunks and costs more than a small step's kernels. Freed blocks
 // of up to kMaxCachedBlockBytes are kept on the freeing thread (a few per size, a
 // bounded total) and handed out again by the next allocation of that size there.
+// Large blocks (below) are kept for every thread instead.
 //
 // Contract: AllocateAlignedBlock(bytes) returns memory aligned to `alignment` with
 // room for `bytes` (rounded up to the alignment, at least one unit) or null when out
@@ -19,6 +20,11 @@ namespace actorflow {
 
 inline constexpr size_t kMaxCachedBlockBytes = 64 * 1024;
 inline constexpr size_t kMaxCachedBytesPerThread = 4 * 1024 * 1024;
+// Freed blocks of at least kMinLargeBlockBytes go to one cache shared by every
+// thread (up to 8 per size, kMaxCachedLargeBytes in all): a process that made big
+// tensors keeps up to that much memory for the next ones of the same sizes.
+inline constexpr size_t kMinLargeBlockBytes = 1024 * 1024;
+inline constexpr size_t kMaxCachedLargeBytes = size_t{512} * 1024 * 1024;
 
 void* AllocateAlignedBlock(size_t alignment, size_t bytes);
 void FreeAlignedBlock(void* block, size_t alignment, size_t bytes);

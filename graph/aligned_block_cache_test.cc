@@ -83,5 +83,27 @@ TEST(AlignedBlockCacheTest, TensorsMadeOnOneThreadAndDroppedOnAnotherKeepTheirVa
   }
 }
 
+TEST(AlignedBlockCacheTest, ALargeBlockFreedOnOneThreadIsReusedOnAnotherAndZeroedForATensor) {
+  if (!AlignedBlockCacheEnabled()) GTEST_SKIP() << "a sanitized build keeps no cache";
+  const size_t bytes = 3 * kMinLargeBlockBytes + 64;
+  void* block = nullptr;
+  std::thread maker([&] { block = AllocateAlignedBlock(64, bytes); });
+  maker.join();
+  ASSERT_NE(block, nullptr);
+  FreeAlignedBlock(block, 64, bytes);
+  void* again = nullptr;
+  std::thread other([&] { again = AllocateAlignedBlock(64, bytes); });
+  other.join();
+  EXPECT_EQ(again, block);  // no fresh mapping, no page faults
+  FreeAlignedBlock(again, 64, bytes);
+  // A zero-filled tensor of a recycled size still starts at zero.
+  {
+    Tensor dirty(DType::kFloat32, Shape({int64_t{1} << 19}));  // 2 MiB
+    for (int64_t i = 0; i < dirty.NumElements(); ++i) dirty.data<float>()[i] = 7.0f;
+  }
+  Tensor fresh(DType::kFloat32, Shape({int64_t{1} << 19}));
+  for (int64_t i = 0; i < fresh.NumElements(); i += 4099) ASSERT_EQ(fresh.data<float>()[i], 0.0f);
+}
+
 }  // namespace
 }  // namespace actorflow

@@ -13,6 +13,8 @@ Rows (their names are a contract of --json):
   a tensor across two processes on loopback, 1 MiB and 16 MiB (GB/s)
   remote trivial step round trip, client -> server -> client (us, median)
   sync data-parallel step, 2 workers + 1 ps / PyTorch DDP/gloo
+  all-reduce throughput between 2 processes / gloo all_reduce, 1 MiB and 64 MiB
+  all-reduce data-parallel step, 2 workers / PyTorch DDP/gloo
   async ps updates/s / torch.rpc parameter server, 1 ps + 2 workers
   one-network-per-device speed-up, 2 devices on 2 cores
   idle CPU of a server with a connected, idle client (% of a core; not a speed figure)
@@ -43,7 +45,8 @@ import sys
 import time
 
 PYTHON = "/usr/bin/python3"
-BINARIES = ["training_bench", "ps_bench", "cluster_bench", "floor_bench", "tune_bench"]
+BINARIES = ["training_bench", "ps_bench", "cluster_bench", "floor_bench", "tune_bench",
+            "allreduce_bench"]
 
 
 def parse_args():
@@ -128,6 +131,35 @@ def torch_dist(text):
     return res
 
 
+def gloo_allreduce_ms(text):
+    """{elements: median ms per op} from dist_bench.py allreduce's lines."""
+    res = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*n=\s*(\d+) ", line)
+        if m:
+            res[int(m.group(1))] = triple_median(line)
+    return res
+
+
+def allreduce_figures(args, bins, r, ddp_ms):
+    """Ours (allreduce_bench) beside gloo's all_reduce; the step beside DDP's."""
+    reps = "2" if args.quick else "3"
+    ab = [bins["allreduce_bench"], "--json", "--actorflow", bins["actorflow"], "--reps", reps]
+    ab += ["--quick"] if args.quick else []
+    ours = last_json(run(ab, f"{args.out}/allreduce-{r}.log", args.repo))
+    gloo = gloo_allreduce_ms(run([PYTHON, os.path.join(args.peers, "dist_bench.py"), "allreduce",
+                                  "--reps", reps], f"{args.out}/torch-allreduce-{r}.log", args.repo))
+    fig = {}
+    if ours:
+        for n, size in ((269322, "1 MiB"), (16 << 20, "64 MiB")):
+            mine = ours["allreduce"].get(f"n={n}")
+            if mine and gloo.get(n):
+                fig[f"allreduce {size} ours/gloo"] = gloo[n] / mine["ms"]["median"]
+        if ddp_ms:
+            fig["allreduce step ours/ddp"] = ours["sync_step"]["ms"]["median"] / ddp_ms
+    return fig
+
+
 def floor_figures(args, bins, r):
     """Runs floor_bench once; returns its medians over repeats as {"floor ...": figure}."""
     fb = [bins["floor_bench"], "--json"] + (["--quick"] if args.quick else ["--repeats", "3"])
@@ -193,6 +225,7 @@ def one_round(args, bins, r):
         fig["sync step ours/ddp"] = ours["sync"]["step_ms_stats"]["median"] / ddp["ddp_ms"]
     if ours and rpc.get("rpc_ups"):
         fig["async ups ours/rpc"] = ours["async"]["updates_per_s_stats"]["median"] / rpc["rpc_ups"]
+    fig.update(allreduce_figures(args, bins, r, ddp.get("ddp_ms")))
 
     # Across processes (no peer: absolute figures against the targets).
     cb = [bins["cluster_bench"], "--json", "--actorflow", bins["actorflow"]]
@@ -241,6 +274,12 @@ ROWS = [
      "and batch", "x", 0.8, "<=", ["sync step ours/ddp"]),
     ("async ps updates/s ÷ torch.rpc parameter server, 1 ps + 2 workers", "x", 3.0, ">=",
      ["async ups ours/rpc"]),
+    ("all-reduce throughput between 2 processes ÷ gloo all_reduce, 1 MiB", "x", 1.2, ">=",
+     ["allreduce 1 MiB ours/gloo"]),
+    ("all-reduce throughput between 2 processes ÷ gloo all_reduce, 64 MiB", "x", 1.5, ">=",
+     ["allreduce 64 MiB ours/gloo"]),
+    ("all-reduce data-parallel step, 2 workers (--mode allreduce) ÷ PyTorch DDP/gloo step, "
+     "same model and batch", "x", 0.7, "<=", ["allreduce step ours/ddp"]),
     ("one-network-per-device speed-up, 2 devices on 2 cores", "x", 1.9, ">=", ["tune speed-up"]),
     # Not a speed figure: the price of polling schedulers when nothing runs.
     ("idle CPU of a server with a connected, idle client (busier of two servers)", "% of a core",

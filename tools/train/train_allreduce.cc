@@ -1,5 +1,6 @@
 #include "tools/train/train_allreduce.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -18,6 +19,24 @@
 namespace actorflow {
 namespace cli {
 
+namespace {
+
+// The CPU devices of --devices ("cpu=N"; empty: 1), each a member of the group.
+StatusOr<int> MemberCpusPerTask(const std::string& devices) {
+  if (devices.empty()) return 1;
+  AF_ASSIGN_OR_RETURN(auto counts, ParseDeviceCounts(devices));
+  for (const auto& [type, count] : counts) {
+    if (type != "CPU" && count > 0) {
+      return InvalidArgument("--devices " + devices +
+                             ": --mode allreduce runs its members on CPU devices (cpu=N)");
+    }
+  }
+  auto cpu = counts.find("CPU");
+  return cpu == counts.end() ? 1 : std::max(1, cpu->second);
+}
+
+}  // namespace
+
 Status CheckAllReduceFlags(const TrainCommandOptions& options) {
   if (!IsLocalCluster(options.cluster)) {
     return InvalidArgument("--mode allreduce runs its workers as the tasks of a local cluster: "
@@ -33,6 +52,7 @@ Status CheckAllReduceFlags(const TrainCommandOptions& options) {
     return InvalidArgument("--replicas-to-aggregate, --elastic and --task do not apply to "
                            "--mode allreduce (every worker joins every step's all-reduce)");
   }
+  AF_RETURN_IF_ERROR(MemberCpusPerTask(options.devices).status());
   if (!(options.bucket_mb > 0)) {
     return InvalidArgument("--bucket-mb " + std::to_string(options.bucket_mb) + ": must be > 0");
   }
@@ -44,8 +64,11 @@ Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNMode
                                std::ostream& out, std::ostream& progress) {
   AF_RETURN_IF_ERROR(CheckAllReduceFlags(options));
   AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
-  const int workers = shape.at("worker");
-  AF_ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start({{"worker", workers}}));
+  const int tasks = shape.at("worker");
+  AF_ASSIGN_OR_RETURN(const int cpus, MemberCpusPerTask(options.devices));
+  AF_ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster,
+                      LocalCluster::Start({{"worker", tasks}}, cpus));
+  const int workers = tasks * cpus;
 
   AllReduceTrainingOptions ar;
   ar.spec = spec;
@@ -56,11 +79,15 @@ Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNMode
   ar.learning_rate = options.learning_rate;
   ar.bucket_bytes = static_cast<int64_t>(std::llround(options.bucket_mb * 1024 * 1024));
   ar.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
-  for (int w = 0; w < workers; ++w) {
-    ar.devices.push_back("/job:worker/replica:0/task:" + std::to_string(w) + "/device:CPU:0");
+  // Member r = cpus * task + cpu: a task's members are sessions on its own master.
+  for (int task = 0; task < tasks; ++task) {
     SessionOptions session;
-    AF_ASSIGN_OR_RETURN(session.target, cluster->Target("worker", w));
-    ar.session_factories.push_back(SessionFactoryFor(session));
+    AF_ASSIGN_OR_RETURN(session.target, cluster->Target("worker", task));
+    for (int cpu = 0; cpu < cpus; ++cpu) {
+      ar.devices.push_back("/job:worker/replica:0/task:" + std::to_string(task) +
+                           "/device:CPU:" + std::to_string(cpu));
+      ar.session_factories.push_back(SessionFactoryFor(session));
+    }
   }
   ar.progress = [&progress](int worker, int64_t step, int64_t planned, double loss) {
     const int64_t tenth = std::max<int64_t>(planned / 10, 1);
@@ -77,6 +104,7 @@ Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNMode
     nlohmann::ordered_json j = ResultJsonHead(result.eval, result.seconds);
     j["mode"] = "allreduce";
     j["workers"] = workers;
+    j["tasks"] = tasks;
     j["epochs"] = ar.epochs;
     j["examples"] = result.eval.num_examples;
     j["buckets"] = result.buckets;

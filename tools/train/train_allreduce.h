@@ -2,13 +2,15 @@
 // parallelism, no parameter servers (training/distributed/allreduce_training.h). The
 // W workers are tasks of a LocalCluster started here (real servers on 127.0.0.1, so
 // gradient chunks cross the loopback network as between separate processes); worker
-// r's thread trains its replica through a session on task r's master. Gradients
-// travel in buckets of --bucket-mb MiB (default 25, DDP's), each one all-reduce.
+// r's thread trains its replica through a session on task r's master. With
+// --devices cpu=N every task has N CPU devices and every one is a member (W × N
+// replicas; member r is CPU r mod N of task r / N). Gradients travel in buckets of
+// --bucket-mb MiB (default 25, DDP's), each one all-reduce.
 //
 // Output: one line per worker ("worker r: N steps, S s"), one "all-reduce: ..." line
 // (buckets per step, whether the replicas ended byte-identical), then the test
 // accuracy line; with --json one object: ResultJsonHead's keys, "mode",
-// "workers", "epochs", "examples", "buckets", "bucket_mb", "replicas_identical" and
+// "workers" (members), "tasks", "epochs", "examples", "buckets", "bucket_mb", "replicas_identical" and
 // "worker_reports" (each "worker", "steps", "seconds").
 #ifndef ACTORFLOW_TOOLS_TRAIN_TRAIN_ALLREDUCE_H_
 #define ACTORFLOW_TOOLS_TRAIN_TRAIN_ALLREDUCE_H_
@@ -25,7 +27,8 @@ namespace cli {
 
 // The flags --mode allreduce takes: InvalidArgument naming the flag for a cluster
 // other than local:worker=W (a ps job included: all-reduce keeps no variables on ps
-// tasks), --replicas-to-aggregate, --elastic, --task, or --bucket-mb <= 0.
+// tasks), --replicas-to-aggregate, --elastic, --task, --devices naming GPUs, or
+// --bucket-mb <= 0.
 Status CheckAllReduceFlags(const TrainCommandOptions& options);
 
 Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,

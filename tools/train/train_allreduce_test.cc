@@ -59,6 +59,18 @@ TEST(TrainAllReduceTest, DigitsReachTheSyncModesAccuracyWithByteIdenticalReplica
   EXPECT_LE(std::fabs(a["accuracy"].get<double>() - s["accuracy"].get<double>()), 0.01) << a << s;
 }
 
+TEST(TrainAllReduceTest, EveryCpuOfEveryTaskIsAMemberWithDevices) {
+  TrainCommandOptions options = DigitsOnTwoWorkers("local:worker=2", "allreduce");
+  options.devices = "cpu=2";
+  options.epochs = 8;  // 4 members: 12 steps per epoch
+  const nlohmann::json j = Train(options);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["workers"], 4) << j;
+  EXPECT_EQ(j["tasks"], 2) << j;
+  EXPECT_TRUE(j["replicas_identical"].get<bool>()) << j;
+  EXPECT_GE(j["accuracy"].get<double>(), 0.8) << j;
+}
+
 TEST(TrainAllReduceTest, FlagsThatDoNotFitAllReduceAreRefusedNamingThem) {
   struct Case {
     std::string cluster;
@@ -71,6 +83,8 @@ TEST(TrainAllReduceTest, FlagsThatDoNotFitAllReduceAreRefusedNamingThem) {
       {"local:worker=2", [](TrainCommandOptions* o) { o->replicas_to_aggregate = 1; },
        "--replicas-to-aggregate"},
       {"local:worker=2", [](TrainCommandOptions* o) { o->bucket_mb = 0; }, "--bucket-mb 0"},
+      {"local:worker=2", [](TrainCommandOptions* o) { o->devices = "cpu=1,gpu=1"; },
+       "CPU devices"},
   };
   for (const Case& c : cases) {
     TrainCommandOptions options = DigitsOnTwoWorkers(c.cluster, "allreduce");
