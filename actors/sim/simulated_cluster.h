@@ -68,6 +68,23 @@ class SimulatedCluster {
                                     int64_t timeout_in_ms = 0);
   Status CloseSession(const TaskId& task, uint64_t session);
 
+  // One step of RunTogether: Run's arguments.
+  struct Step {
+    TaskId task;
+    uint64_t session = 0;
+    FeedList feeds;
+    std::vector<std::string> fetches;
+    std::vector<std::string> targets;
+    int64_t timeout_in_ms = 0;  // virtual; 0: none
+  };
+  // Starts every step at once (in order, at the same virtual time) and runs the
+  // cluster until each has answered: what between-graph replicas do, each its own
+  // client, when their steps meet (a collective's members, a sync update). One
+  // result per step, in order; a step on a dead or unknown task gets Run's error.
+  // DeadlineExceeded for the steps still open after max_timers_per_call timers,
+  // Internal when the cluster goes quiet with steps open.
+  std::vector<StatusOr<std::vector<Tensor>>> RunTogether(const std::vector<Step>& steps);
+
   // A Session (kernels/session.h) whose steps run on `task`'s master in this
   // cluster: what training code that takes a SessionFactory runs on. It opens its
   // session at the first Run and again whenever `graph` has grown since (as a

@@ -48,9 +48,10 @@ Status CheckAllReduceFlags(const TrainCommandOptions& options) {
                            ": --mode allreduce takes only a 'worker' job (local:worker=W); its "
                            "workers hold the variables, no ps task does");
   }
-  if (options.replicas_to_aggregate != 0 || options.elastic || options.task >= 0) {
-    return InvalidArgument("--replicas-to-aggregate, --elastic and --task do not apply to "
-                           "--mode allreduce (every worker joins every step's all-reduce)");
+  if (options.replicas_to_aggregate != 0 || options.task >= 0) {
+    return InvalidArgument("--replicas-to-aggregate and --task do not apply to --mode "
+                           "allreduce (every worker of the local cluster joins every step's "
+                           "all-reduce)");
   }
   AF_RETURN_IF_ERROR(MemberCpusPerTask(options.devices).status());
   if (!(options.bucket_mb > 0)) {
@@ -79,6 +80,10 @@ Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNMode
   ar.learning_rate = options.learning_rate;
   ar.bucket_bytes = static_cast<int64_t>(std::llround(options.bucket_mb * 1024 * 1024));
   ar.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
+  ar.log = [&progress](const std::string& line) {
+    progress << line << "\n";
+    progress.flush();
+  };
   // Member r = cpus * task + cpu: a task's members are sessions on its own master.
   for (int task = 0; task < tasks; ++task) {
     SessionOptions session;

@@ -27,8 +27,9 @@ namespace cli {
 
 // The flags --mode allreduce takes: InvalidArgument naming the flag for a cluster
 // other than local:worker=W (a ps job included: all-reduce keeps no variables on ps
-// tasks), --replicas-to-aggregate, --elastic, --task, --devices naming GPUs, or
-// --bucket-mb <= 0.
+// tasks), --replicas-to-aggregate, --task, --devices naming GPUs, or --bucket-mb
+// <= 0. (--elastic needs a cluster file, whose tasks are processes that come and go;
+// the elastic all-reduce trainer is TrainWithAllReduce's `elastic`.)
 Status CheckAllReduceFlags(const TrainCommandOptions& options);
 
 Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,

@@ -82,6 +82,7 @@ TEST(TrainAllReduceTest, FlagsThatDoNotFitAllReduceAreRefusedNamingThem) {
       {"cluster.json", [](TrainCommandOptions*) {}, "local:worker=W"},
       {"local:worker=2", [](TrainCommandOptions* o) { o->replicas_to_aggregate = 1; },
        "--replicas-to-aggregate"},
+      {"local:worker=2", [](TrainCommandOptions* o) { o->task = 0; }, "--task"},
       {"local:worker=2", [](TrainCommandOptions* o) { o->bucket_mb = 0; }, "--bucket-mb 0"},
       {"local:worker=2", [](TrainCommandOptions* o) { o->devices = "cpu=1,gpu=1"; },
        "CPU devices"},

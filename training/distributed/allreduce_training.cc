@@ -9,6 +9,7 @@
 
 #include "graph/ops.h"
 #include "training/data/data_shard.h"
+#include "training/distributed/allreduce_membership.h"
 #include "training/distributed/allreduce_optimizer.h"
 #include "training/estimators/dnn_model.h"
 #include "training/optimizers/variables.h"
@@ -16,11 +17,13 @@
 namespace actorflow {
 namespace {
 
+using End = AllReduceMembership::End;
+
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// One worker's replica: its graph, session and the names it runs.
+// One worker's replica in one membership epoch: its graph, session and optimizer.
 struct Replica {
   Scope root = Scope::NewRootScope();
   DNNModel model;
@@ -29,30 +32,156 @@ struct Replica {
   RunOptions run;
 };
 
-Status BuildReplica(const AllReduceTrainingOptions& options, int worker, Replica* replica) {
-  const Scope s = replica->root.WithDevice(options.devices[worker]);
+Status Run(Replica& r, const FeedList& feeds, const std::vector<std::string>& fetches,
+           const std::vector<std::string>& targets, std::vector<Tensor>* out) {
+  return r.session->Run(r.run, feeds, fetches, targets, out, nullptr);
+}
+
+// The replica of worker `w` for `epoch`: a group of that epoch's members, under a key
+// of its own (a new epoch's executions count from 0 on every member).
+Status BuildReplica(const AllReduceTrainingOptions& options, int w,
+                    const AllReduceMembership::Epoch& epoch, Replica* replica) {
+  const Scope s = replica->root.WithDevice(options.devices[w]);
   AF_ASSIGN_OR_RETURN(replica->model, BuildDNNModel(s, options.spec, options.seed));
   AF_ASSIGN_OR_RETURN(Output step, CreateGlobalStep(s));
   AF_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> inner,
                       MakeOptimizer(options.optimizer, options.learning_rate));
   AllReduceOptions all_reduce;
-  all_reduce.group = CollectiveGroup{"allreduce_training", options.devices};
+  all_reduce.group.key = "allreduce_training/epoch" + std::to_string(epoch.number);
+  for (int m : epoch.members) all_reduce.group.devices.push_back(options.devices[m]);
   all_reduce.bucket_bytes = options.bucket_bytes;
   all_reduce.algorithm = options.algorithm;
   replica->optimizer = std::make_unique<AllReduceOptimizer>(std::move(inner), all_reduce);
   AF_RETURN_IF_ERROR(
       replica->optimizer->Minimize(s.WithOpName("train"), replica->model.loss, step).status());
-  AF_RETURN_IF_ERROR(BroadcastGlobalVariables(s.WithOpName("broadcast"), all_reduce.group).status());
+  AF_RETURN_IF_ERROR(BroadcastGlobalVariables(s.WithOpName("broadcast"), all_reduce.group,
+                                              epoch.root)
+                         .status());
   GlobalVariablesInitializer(replica->root.WithOpName("init"));
   AF_RETURN_IF_ERROR(replica->root.status());
-  AF_ASSIGN_OR_RETURN(replica->session, options.session_factories[worker](replica->root.graph()));
+  AF_ASSIGN_OR_RETURN(replica->session, options.session_factories[w](replica->root.graph()));
   replica->run.timeout_in_ms = options.timeout_ms;
   return Status::OK();
 }
 
-Status Run(Replica& r, const FeedList& feeds, const std::vector<std::string>& fetches,
-           const std::vector<std::string>& targets, std::vector<Tensor>* out) {
-  return r.session->Run(r.run, feeds, fetches, targets, out, nullptr);
+// The global step; initializes the variables first where they are not (a fresh
+// task), never where they live (a survivor's task keeps its values).
+StatusOr<int64_t> InitializedGlobalStep(Replica& r) {
+  std::vector<Tensor> out;
+  Status read = Run(r, {}, {"global_step"}, {}, &out);
+  if (read.code() == Code::kFailedPrecondition) {
+    AF_RETURN_IF_ERROR(Run(r, {}, {}, {"init"}, nullptr));
+    read = Run(r, {}, {"global_step"}, {}, &out);
+  }
+  AF_RETURN_IF_ERROR(read);
+  return out[0].data<int64_t>()[0];
+}
+
+// Whether worker `w`'s own task answers a trivial step.
+bool TaskAnswers(const AllReduceTrainingOptions& options, int w) {
+  Scope root = Scope::NewRootScope();
+  Identity(root.WithDevice(options.devices[w]).WithOpName("probe"), Const(root, 1.0f));
+  auto session = options.session_factories[w](root.graph());
+  if (!session.ok()) return false;
+  RunOptions quick;
+  quick.timeout_in_ms = 2000;
+  return (*session)->Run(quick, {}, {"probe"}, {}, nullptr, nullptr).ok();
+}
+
+struct WorkerRun {
+  const AllReduceTrainingOptions& options;
+  const LabeledData& train;
+  AllReduceMembership& membership;
+  std::mutex& progress_mu;
+  int64_t planned;  // global steps of the whole run
+};
+
+// Worker `w`'s part of one epoch: how it left it, and the error that made it leave.
+End RunEpoch(WorkerRun& run, int w, const AllReduceMembership::Epoch& epoch, Replica* replica,
+             AllReduceWorkerReport* report, Status* error) {
+  const AllReduceTrainingOptions& options = run.options;
+  const int rank = epoch.Rank(w);
+  if (rank == epoch.root && epoch.number > 0 && options.log) {
+    std::string members;
+    for (int m : epoch.members) members += (members.empty() ? "" : ", ") + std::to_string(m);
+    options.log("membership epoch " + std::to_string(epoch.number) + ": workers " + members);
+  }
+  auto failed = [&](const Status& s) {
+    *error = s.WithContext("worker " + std::to_string(w));
+    return TaskAnswers(options, w) ? End::kFailed : End::kSelfLost;
+  };
+  *replica = Replica();
+  if (Status s = BuildReplica(options, w, epoch, replica); !s.ok()) return failed(s);
+  if (Status s = InitializedGlobalStep(*replica).status(); !s.ok()) return failed(s);
+  if (Status s = Run(*replica, {}, {}, {"broadcast"}, nullptr); !s.ok()) return failed(s);
+  StatusOr<int64_t> start = InitializedGlobalStep(*replica);
+  if (!start.ok()) return failed(start.status());
+  ShardOptions shard;
+  shard.batch_size = options.batch_size;
+  shard.seed = options.seed;
+  shard.worker = rank;
+  shard.num_workers = static_cast<int>(epoch.members.size());
+  StatusOr<ShardedBatches> batches = ShardedBatches::Create(run.train.features, run.train.labels, shard);
+  if (!batches.ok()) return failed(batches.status());
+  batches->Skip(*start % batches->steps_per_epoch());
+  Batch batch;
+  for (int64_t step = *start + 1; step <= run.planned; ++step) {
+    if (rank == epoch.root) run.membership.EndForJoiners(epoch.number);
+    if (!run.membership.MayStart(w, epoch.number, step)) return End::kStopped;
+    batches->Next(&batch);
+    std::vector<Tensor> out;
+    Status s = Run(*replica, {{kDNNFeatures, batch.features}, {kDNNLabels, batch.labels}},
+                   {kDNNLoss}, {"train"}, &out);
+    if (!s.ok()) return failed(s.WithContext("step " + std::to_string(step)));
+    ++report->steps;
+    if (options.progress) {
+      std::lock_guard<std::mutex> lock(run.progress_mu);
+      options.progress(w, step, run.planned, out[0].data<float>()[0]);
+    }
+  }
+  return End::kFinished;
+}
+
+// Worker `w`'s whole run: epoch after epoch while it is a member; when its own task
+// is lost (elastic), it waits for the task to answer and joins again.
+Status RunWorker(WorkerRun& run, int w, Replica* replica, AllReduceWorkerReport* report) {
+  const AllReduceTrainingOptions& options = run.options;
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t wait_ms = std::max<int64_t>(options.timeout_ms, options.rejoin_timeout_ms);
+  int64_t after = -1;
+  while (true) {
+    StatusOr<AllReduceMembership::Epoch> epoch = run.membership.WaitForEpoch(w, after, wait_ms);
+    if (epoch.status().code() == Code::kOutOfRange) break;  // the run ended without it
+    AF_RETURN_IF_ERROR(epoch.status());
+    after = epoch->number;
+    Status error;
+    const End how = RunEpoch(run, w, *epoch, replica, report, &error);
+    run.membership.ReportEnd(w, epoch->number, how);
+    if (how == End::kFinished) break;
+    if (how == End::kStopped) continue;
+    if (!options.elastic) return error;
+    if (options.log) options.log("worker " + std::to_string(w) + " left epoch " +
+                                 std::to_string(epoch->number) + ": " + error.ToString());
+    if (how != End::kSelfLost) continue;
+    *replica = Replica();
+    const auto lost_at = std::chrono::steady_clock::now();
+    while (!TaskAnswers(options, w)) {
+      if (SecondsSince(lost_at) * 1000 > options.rejoin_timeout_ms) return error;
+      std::this_thread::sleep_for(std::chrono::milliseconds(options.rejoin_poll_ms));
+    }
+    if (options.log) {
+      options.log("worker " + std::to_string(w) +
+                  " answers again: it joins at the next membership epoch");
+    }
+    run.membership.RequestJoin(w);
+  }
+  report->seconds = SecondsSince(start);
+  return Status::OK();
+}
+
+bool SameBytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
 }
 
 StatusOr<EvalResult> Evaluate(Replica& r, const LabeledData& test) {
@@ -80,44 +209,6 @@ StatusOr<EvalResult> Evaluate(Replica& r, const LabeledData& test) {
   return result;
 }
 
-// Worker `w`'s whole run: build, initialize, take the chief's values, train.
-Status RunWorker(const AllReduceTrainingOptions& options, int w, const LabeledData& train,
-                 Replica* replica, AllReduceWorkerReport* report, std::mutex* progress_mu) {
-  const auto start = std::chrono::steady_clock::now();
-  AF_RETURN_IF_ERROR(BuildReplica(options, w, replica));
-  AF_RETURN_IF_ERROR(Run(*replica, {}, {}, {"init"}, nullptr));
-  AF_RETURN_IF_ERROR(Run(*replica, {}, {}, {"broadcast"}, nullptr));
-  ShardOptions shard;
-  shard.batch_size = options.batch_size;
-  shard.seed = options.seed;
-  shard.worker = w;
-  shard.num_workers = static_cast<int>(options.devices.size());
-  AF_ASSIGN_OR_RETURN(ShardedBatches batches,
-                      ShardedBatches::Create(train.features, train.labels, shard));
-  const int64_t planned = batches.steps_per_epoch() * options.epochs;
-  Batch batch;
-  for (int64_t step = 1; step <= planned; ++step) {
-    batches.Next(&batch);
-    std::vector<Tensor> out;
-    AF_RETURN_IF_ERROR(Run(*replica, {{kDNNFeatures, batch.features}, {kDNNLabels, batch.labels}},
-                           {kDNNLoss}, {"train"}, &out)
-                           .WithContext("worker " + std::to_string(w) + " step " +
-                                        std::to_string(step)));
-    report->steps = step;
-    if (options.progress) {
-      std::lock_guard<std::mutex> lock(*progress_mu);
-      options.progress(w, step, planned, out[0].data<float>()[0]);
-    }
-  }
-  report->seconds = SecondsSince(start);
-  return Status::OK();
-}
-
-bool SameBytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
-}
-
 }  // namespace
 
 StatusOr<AllReduceTrainingResult> TrainWithAllReduce(const AllReduceTrainingOptions& options,
@@ -141,36 +232,42 @@ StatusOr<AllReduceTrainingResult> TrainWithAllReduce(const AllReduceTrainingOpti
                            std::to_string(options.batch_size) + ")");
   }
   const auto start = std::chrono::steady_clock::now();
+  AllReduceMembership membership(workers, options.elastic ? options.min_workers : workers);
+  std::mutex progress_mu;
+  WorkerRun run{options, train, membership, progress_mu,
+                StepsPerEpoch(train.features.dim(0), workers, options.batch_size) * options.epochs};
   std::vector<Replica> replicas(workers);
   AllReduceTrainingResult result;
   result.workers.resize(workers);
-  std::mutex progress_mu;
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) {
     result.workers[w].worker = w;
     threads.emplace_back([&, w] {
-      result.workers[w].status =
-          RunWorker(options, w, train, &replicas[w], &result.workers[w], &progress_mu);
+      result.workers[w].status = RunWorker(run, w, &replicas[w], &result.workers[w]);
     });
   }
   for (std::thread& t : threads) t.join();
-  for (const AllReduceWorkerReport& report : result.workers) AF_RETURN_IF_ERROR(report.status);
+  result.final_members = membership.last_members();
+  for (int w : result.final_members) AF_RETURN_IF_ERROR(result.workers[w].status);
   result.seconds = SecondsSince(start);
-  result.buckets = static_cast<int64_t>(replicas[0].optimizer->buckets().size());
-
+  result.membership_epochs = membership.epochs();
+  result.workers_lost = membership.losses();
+  result.workers_joined = membership.joins();
+  Replica& chief = replicas[result.final_members.front()];
+  result.buckets = static_cast<int64_t>(chief.optimizer->buckets().size());
   std::vector<std::string> names;
-  for (const Output& v : replicas[0].model.variables) names.push_back(v.node->name());
-  std::vector<Tensor> chief;
-  AF_RETURN_IF_ERROR(Run(replicas[0], {}, names, {}, &chief));
+  for (const Output& v : chief.model.variables) names.push_back(v.node->name());
+  std::vector<Tensor> chief_values;
+  AF_RETURN_IF_ERROR(Run(chief, {}, names, {}, &chief_values));
   result.replicas_identical = true;
-  for (int w = 1; w < workers; ++w) {
+  for (int w : result.final_members) {
     std::vector<Tensor> other;
     AF_RETURN_IF_ERROR(Run(replicas[w], {}, names, {}, &other));
     for (size_t i = 0; i < names.size(); ++i) {
-      result.replicas_identical = result.replicas_identical && SameBytes(chief[i], other[i]);
+      result.replicas_identical = result.replicas_identical && SameBytes(chief_values[i], other[i]);
     }
   }
-  AF_ASSIGN_OR_RETURN(result.eval, Evaluate(replicas[0], test));
+  AF_ASSIGN_OR_RETURN(result.eval, Evaluate(chief, test));
   return result;
 }
 

@@ -10,8 +10,9 @@
 // shuffles the training rows (the same permutation on every worker, from the seed
 // and the epoch) and worker r takes rows r, r+W, r+2W, ... of it, batch_size at a
 // time; every worker runs the same number of steps (a step is an all-reduce every
-// member must join). At the end the chief evaluates on the test rows, and the
-// trainable variables of every worker are compared byte for byte.
+// member must join; the run ends at steps_per_epoch(W) × epochs global steps). At
+// the end the chief evaluates on the test rows, and the trainable variables of
+// every member are compared byte for byte.
 //
 // Thread safety: Train runs the workers on threads of its own and returns when all
 // have ended; the progress callback is called from them, one call at a time.
@@ -44,6 +45,17 @@ struct AllReduceTrainingOptions {
   // One per worker: opens a session of a graph on the worker's task.
   std::vector<SessionFactory> session_factories;
   int64_t timeout_ms = 0;  // bounds every step (0: none)
+  // Elastic (AllReduceMembership): a worker whose task is lost leaves, the others go
+  // on in a new membership epoch without it (at least min_workers of them), and it
+  // joins again once its task answers (polled every rejoin_poll_ms, for at most
+  // rejoin_timeout_ms), taking the chief's variables. Without it a lost worker ends
+  // the run with its error.
+  bool elastic = false;
+  int min_workers = 1;
+  int64_t rejoin_poll_ms = 100;
+  int64_t rejoin_timeout_ms = 60000;
+  // One line per membership change ("membership epoch 1: workers 0, 1 (lost 2)").
+  std::function<void(const std::string& line)> log;
   // Called after each of a worker's steps (worker, step, planned steps, loss).
   std::function<void(int worker, int64_t step, int64_t planned, double loss)> progress;
 };
@@ -61,6 +73,11 @@ struct AllReduceTrainingResult {
   std::vector<AllReduceWorkerReport> workers;
   int64_t buckets = 0;             // all-reduces per step
   bool replicas_identical = false; // every trainable variable, byte for byte
+  // Elastic runs: the membership epochs, the losses and joins, the last members.
+  int64_t membership_epochs = 1;
+  int64_t workers_lost = 0;
+  int64_t workers_joined = 0;
+  std::vector<int> final_members;
 };
 
 // InvalidArgument for no devices, factories not one per device, batch_size < 1,
