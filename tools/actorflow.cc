@@ -32,7 +32,8 @@ namespace cli {
 namespace {
 
 std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
-  // `train --cluster sim:...` is the simulator's between-graph run with train's flags.
+  // `train --cluster sim:...` is the simulator's between-graph run with train's flags
+  // (with --mode allreduce, its all-reduce run).
   SimulatedTrainerHook() = [](const TrainCommandOptions& train, std::ostream& out,
                               std::ostream& err) {
     SimulateCommandOptions simulate;
@@ -40,6 +41,7 @@ std::vector<Subcommand> MakeSubcommands(CLI::App* app) {
     simulate.cluster = train.cluster;
     simulate.mode = train.mode;
     simulate.replicas_to_aggregate = train.replicas_to_aggregate;
+    if (train.mode == "allreduce") return SimulateAllReduce(simulate, out);
     return SimulateDataParallel(simulate, out, err);
   };
   return {

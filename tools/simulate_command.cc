@@ -81,9 +81,21 @@ StatusOr<SimulatedCluster::Options> SimulationOptionsFromFlags(
 
 Status CheckSimulateOptions(const SimulateCommandOptions& options) {
   AF_ASSIGN_OR_RETURN(SimClusterShape shape, ParseSimClusterSpec(options.cluster));
-  UpdateMode mode;
-  int staleness = 0;
-  AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &mode, &staleness));
+  if (options.mode == "allreduce") {
+    if (options.replication != "between-graph" || options.replicas_to_aggregate != 0 ||
+        options.stragglers != "none") {
+      return InvalidArgument("--mode allreduce takes neither --replication in-graph, "
+                             "--replicas-to-aggregate nor --stragglers");
+    }
+  } else {
+    UpdateMode mode;
+    int staleness = 0;
+    AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &mode, &staleness));
+    if (shape.tasks.count("ps") == 0) {
+      return InvalidArgument("--cluster " + options.cluster + ": --mode " + options.mode +
+                             " keeps the variables on ps tasks: add ps=P (or --mode allreduce)");
+    }
+  }
   if (options.replication != "between-graph" && options.replication != "in-graph") {
     return InvalidArgument("--replication " + options.replication +
                            ": expected between-graph or in-graph");
@@ -119,6 +131,7 @@ Status CheckSimulateOptions(const SimulateCommandOptions& options) {
 }
 
 Status Simulate(const SimulateCommandOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.mode == "allreduce") return SimulateAllReduce(options, out);
   if (options.replication == "between-graph") return SimulateDataParallel(options, out, err);
   const auto wall_start = std::chrono::steady_clock::now();
   const TrainCommandOptions& o = options.train;
@@ -209,7 +222,8 @@ Subcommand AddSimulateSubcommand(CLI::App* parent) {
       "simulate", "Train on a simulated cluster: deterministic, virtual time, injected faults");
   AddModelAndDataFlags(app, &options->train);
   app->add_option("--cluster", options->cluster, "sim:ps=P,worker=W[,devices=D]")->required();
-  app->add_option("--mode", options->mode, "sync, async or ssp:S")->capture_default_str();
+  app->add_option("--mode", options->mode, "sync, async or ssp:S (ps), or allreduce (no ps)")
+      ->capture_default_str();
   app->add_option("--replication", options->replication, "between-graph (ps) or in-graph (sync)")
       ->capture_default_str();
   app->add_option("--replicas-to-aggregate", options->replicas_to_aggregate,

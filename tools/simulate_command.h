@@ -3,7 +3,7 @@
 // clock, with a fault plan, and reports what happened.
 //
 //   actorflow simulate --cluster sim:ps=P,worker=W[,devices=D] --steps N --seed S
-//       [--mode sync|async|ssp:S] [--replicas-to-aggregate N] [--faults FILE]
+//       [--mode sync|async|ssp:S|allreduce] [--replicas-to-aggregate N] [--faults FILE]
 //       [--stragglers SPEC] [--device-gflops G | --compute-us X]
 //       [--latency-us X --bandwidth-gbps Y --jitter-us J] [--eval-every K]
 //       [--target-accuracy A [--stop-at-target]] [--checkpoint-every K] [--trace FILE]
@@ -78,6 +78,15 @@ Status Simulate(const SimulateCommandOptions& options, std::ostream& out, std::o
 StatusOr<SimulatedCluster::Options> SimulationOptionsFromFlags(
     const SimulateCommandOptions& options, const SimClusterShape& shape, int64_t features,
     int64_t classes);
+
+// --mode allreduce (tools/simulate_allreduce.cc): all-reduce data parallelism, no
+// ps; every step checks that every member's weights are byte-identical (the run
+// fails, after printing, when they are not). Message faults only. Its --json line:
+//   {"accuracy", "loss", "train_loss", "global_step", "virtual_seconds",
+//    "wall_seconds", "messages", "dropped", "event_log_hash", "weights_hash",
+//    "buckets", "steps_with_differing_weights", "invariant_violations", "cluster",
+//    "mode", "workers", "seed"}
+Status SimulateAllReduce(const SimulateCommandOptions& options, std::ostream& out);
 
 // The between-graph run (tools/simulate_data_parallel.cc).
 Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream& out,

@@ -38,12 +38,19 @@ std::string Num(double x) {
 std::string Worker(int w) { return "/job:worker/task:" + std::to_string(w); }
 
 std::string Match(Draw& d, const SwarmScenario& s) {
+  // All-reduce has no ps: its chunks are "tensor" messages between workers.
   static const char* kinds[] = {"push", "pull", "step", "*"};
+  static const char* all_reduce_kinds[] = {"tensor", "tensor", "step", "*"};
+  const bool all_reduce = s.mode == "allreduce";
   const std::string from = d.Chance(0.5) ? Worker(d.Int(0, s.workers - 1))
                                          : (d.Chance(0.5) ? "/job:worker/*" : "*");
-  const std::string to = d.Chance(0.5) ? "/job:ps/task:" + std::to_string(d.Int(0, s.ps - 1)) : "*";
-  return R"({"from": ")" + from + R"(", "to": ")" + to + R"(", "kind": ")" + kinds[d.Int(0, 3)] +
-         R"("})";
+  const std::string to =
+      !d.Chance(0.5) ? "*"
+      : all_reduce   ? Worker(d.Int(0, s.workers - 1))
+                     : "/job:ps/task:" + std::to_string(d.Int(0, s.ps - 1));
+  const int kind = d.Int(0, 3);
+  return R"({"from": ")" + from + R"(", "to": ")" + to + R"(", "kind": ")" +
+         (all_reduce ? all_reduce_kinds[kind] : kinds[kind]) + R"("})";
 }
 
 std::string MessageFault(Draw& d, const SwarmScenario& s) {
@@ -67,6 +74,7 @@ std::string MessageFault(Draw& d, const SwarmScenario& s) {
 }  // namespace
 
 std::string SwarmScenario::Cluster() const {
+  if (mode == "allreduce") return "sim:worker=" + std::to_string(workers);
   return "sim:ps=" + std::to_string(ps) + ",worker=" + std::to_string(workers);
 }
 
@@ -85,7 +93,10 @@ SwarmScenario MakeSwarmScenario(uint64_t seed) {
   s.seed = seed;
   s.ps = d.Int(1, 3);
   s.workers = d.Int(2, 6);
-  switch (d.Int(0, 3)) {
+  switch (d.Int(0, 4)) {
+    case 4:
+      s.mode = "allreduce";  // no ps: every worker holds a replica
+      break;
     case 0:
       s.mode = "sync";
       s.replicas_to_aggregate = s.workers;
@@ -103,7 +114,8 @@ SwarmScenario MakeSwarmScenario(uint64_t seed) {
   s.steps = d.Int(10, 60);
   s.checkpoint_every = s.mode == "sync" && d.Chance(0.5) ? d.Int(3, 10) : 0;
   s.timeout_ms = d.Int(20, 400);
-  switch (d.Int(0, 3)) {
+  const bool all_reduce = s.mode == "allreduce";
+  switch (all_reduce ? 0 : d.Int(0, 3)) {
     case 0:
       s.stragglers = "none";
       break;
@@ -121,7 +133,9 @@ SwarmScenario MakeSwarmScenario(uint64_t seed) {
   std::vector<std::string> faults;
   const int n = d.Int(0, 4);
   for (int i = 0; i < n; ++i) {
-    const int kind = d.Int(0, 9);
+    // All-reduce members meet every step: only message faults (a lost chunk fails the
+    // step at its deadline); kills and partitions are the ps modes'.
+    const int kind = all_reduce ? 0 : d.Int(0, 9);
     if (kind < 6) {
       faults.push_back(MessageFault(d, s));
     } else if (kind < 8) {
@@ -184,7 +198,7 @@ std::string ReplayCommand(uint64_t seed) { return "actorflow swarm --replay " + 
 
 StatusOr<SwarmRunResult> RunSwarmScenario(const SwarmScenario& scenario) {
   std::ostringstream out, err;
-  const Status status = SimulateDataParallel(SimulateOptionsFor(scenario, true), out, err);
+  const Status status = Simulate(SimulateOptionsFor(scenario, true), out, err);
   SwarmRunResult result;
   nlohmann::json j;
   try {
@@ -222,7 +236,7 @@ Status Swarm(const SwarmCommandOptions& options, std::ostream& out) {
     const SwarmScenario s = MakeSwarmScenario(static_cast<uint64_t>(options.replay));
     out << s.Describe() << "\n";
     std::ostringstream err;
-    const Status status = SimulateDataParallel(SimulateOptionsFor(s, options.json), out, err);
+    const Status status = Simulate(SimulateOptionsFor(s, options.json), out, err);
     out.flush();
     return status;
   }

@@ -7,7 +7,8 @@
 //   actorflow swarm --replay 417          # one scenario, its plan and its report
 //
 // A scenario draws: 1-3 ps tasks and 2-6 workers; sync (every worker), sync with
-// backup workers, async or ssp:1-3; 10-60 steps; in sync half the time coordinated
+// backup workers, async, ssp:1-3 or allreduce (no ps task; message faults only,
+// judged by the identical-weights invariant); 10-60 steps; in sync half the time coordinated
 // checkpoints every 3-10 steps; a virtual timeout of 20-400 ms;
 // stragglers (none, lognormal, pareto, a slow worker); and 0-4 faults among drop
 // (by probability or every K-th), delay, duplicate, reorder, a partition of a

@@ -21,7 +21,7 @@ TEST(SwarmCommandTest, AScenarioIsAPureFunctionOfItsSeed) {
   // Over many seeds every mode and fault kind comes up.
   std::string all;
   for (uint64_t seed = 1; seed <= 200; ++seed) all += MakeSwarmScenario(seed).Describe() + "\n";
-  for (const char* what : {"sync", "async", "ssp:", "\"drop\"", "\"delay\"", "\"duplicate\"",
+  for (const char* what : {"sync", "async", "ssp:", "allreduce", "\"drop\"", "\"delay\"", "\"duplicate\"",
                            "\"reorder\"", "\"partition\"", "\"kill\"", "\"restart\"", "pareto",
                            "lognormal", "slow:"}) {
     EXPECT_THAT(all, HasSubstr(what));

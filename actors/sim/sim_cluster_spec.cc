@@ -106,11 +106,8 @@ StatusOr<SimClusterShape> ParseSimClusterSpec(std::string_view text) {
     return InvalidArgument("simulated cluster " + quoted +
                            ": a simulated cluster needs at least one worker (worker=W, W >= 1)");
   }
-  const auto ps = shape.tasks.find("ps");
-  if (ps == shape.tasks.end() || ps->second == 0) {
-    return InvalidArgument("simulated cluster " + quoted +
-                           ": a simulated cluster needs at least one ps task (ps=P, P >= 1)");
-  }
+  // No ps job is a cluster of workers only (all-reduce training); ps=0 says so
+  // twice and is refused below like any empty job.
   for (const auto& [job, count] : shape.tasks) {
     if (count == 0) {
       return InvalidArgument("simulated cluster " + quoted + ": job '" + job + "' has 0 tasks");

@@ -33,10 +33,11 @@ struct SimClusterShape {
 // false for anything else.
 bool ParseSmallCount(std::string_view digits, int* count);
 
-// Reads "sim:ps=P,worker=W[,devices=D]" (in any order). InvalidArgument naming the part
+// Reads "sim:ps=P,worker=W[,devices=D]" (in any order; without ps=P a cluster of
+// workers only, for all-reduce training). InvalidArgument naming the part
 // for: a missing "sim:" prefix, an entry that is not "key=count", a repeated job, a key
 // other than ps, worker and devices, a count that is not an integer, no worker ("a simulated cluster needs at least
-// one worker"), no ps task, a count above kMaxSimTasksPerJob, devices outside
+// one worker"), a job of 0 tasks, a count above kMaxSimTasksPerJob, devices outside
 // 1..kMaxSimDevicesPerTask.
 StatusOr<SimClusterShape> ParseSimClusterSpec(std::string_view text);
 

@@ -36,7 +36,7 @@ TEST(SimClusterSpecTest, RefusesBadSpecsNamingThePart) {
       {"local:ps=1,worker=2", "must start with \"sim:\""},
       {"sim:ps=1,worker=0", "needs at least one worker"},
       {"sim:ps=1", "needs at least one worker"},
-      {"sim:worker=3", "needs at least one ps task"},
+      {"sim:ps=0,worker=3", "ps"},
       {"sim:ps=1,worker=two", "'worker=two' is not key=count"},
       {"sim:ps=1,worker", "'worker' is not key=count"},
       {"sim:ps=1,worker=-1", "is not key=count"},

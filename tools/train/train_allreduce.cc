@@ -11,6 +11,7 @@
 
 #include "actors/cluster/local_cluster.h"
 #include "actors/cluster/session_factory.h"
+#include "actors/sim/sim_cluster_spec.h"
 #include "tools/cli/cli_common.h"
 #include "tools/train/train_cluster.h"
 #include "tools/train/train_flags.h"
@@ -38,9 +39,17 @@ StatusOr<int> MemberCpusPerTask(const std::string& devices) {
 }  // namespace
 
 Status CheckAllReduceFlags(const TrainCommandOptions& options) {
+  if (options.cluster.rfind("sim:", 0) == 0) {
+    if (options.replicas_to_aggregate != 0 || options.task >= 0) {
+      return InvalidArgument("--replicas-to-aggregate and --task do not apply to --mode "
+                             "allreduce");
+    }
+    return ParseSimClusterSpec(options.cluster).status().WithContext("--cluster");
+  }
   if (!IsLocalCluster(options.cluster)) {
-    return InvalidArgument("--mode allreduce runs its workers as the tasks of a local cluster: "
-                           "--cluster local:worker=W, not '" + options.cluster + "'");
+    return InvalidArgument("--mode allreduce runs its workers as the tasks of a local or "
+                           "simulated cluster: --cluster local:worker=W or sim:worker=W, not '" +
+                           options.cluster + "'");
   }
   AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
   if (shape.size() != 1 || shape.count("worker") == 0) {

@@ -23,11 +23,9 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// One worker's replica in one membership epoch: its graph, session and optimizer.
+// One worker's replica in one membership epoch: its graph and session.
 struct Replica {
-  Scope root = Scope::NewRootScope();
-  DNNModel model;
-  std::unique_ptr<AllReduceOptimizer> optimizer;
+  AllReduceReplicaGraph graph;
   std::unique_ptr<Session> session;
   RunOptions run;
 };
@@ -37,29 +35,11 @@ Status Run(Replica& r, const FeedList& feeds, const std::vector<std::string>& fe
   return r.session->Run(r.run, feeds, fetches, targets, out, nullptr);
 }
 
-// The replica of worker `w` for `epoch`: a group of that epoch's members, under a key
-// of its own (a new epoch's executions count from 0 on every member).
 Status BuildReplica(const AllReduceTrainingOptions& options, int w,
                     const AllReduceMembership::Epoch& epoch, Replica* replica) {
-  const Scope s = replica->root.WithDevice(options.devices[w]);
-  AF_ASSIGN_OR_RETURN(replica->model, BuildDNNModel(s, options.spec, options.seed));
-  AF_ASSIGN_OR_RETURN(Output step, CreateGlobalStep(s));
-  AF_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> inner,
-                      MakeOptimizer(options.optimizer, options.learning_rate));
-  AllReduceOptions all_reduce;
-  all_reduce.group.key = "allreduce_training/epoch" + std::to_string(epoch.number);
-  for (int m : epoch.members) all_reduce.group.devices.push_back(options.devices[m]);
-  all_reduce.bucket_bytes = options.bucket_bytes;
-  all_reduce.algorithm = options.algorithm;
-  replica->optimizer = std::make_unique<AllReduceOptimizer>(std::move(inner), all_reduce);
-  AF_RETURN_IF_ERROR(
-      replica->optimizer->Minimize(s.WithOpName("train"), replica->model.loss, step).status());
-  AF_RETURN_IF_ERROR(BroadcastGlobalVariables(s.WithOpName("broadcast"), all_reduce.group,
-                                              epoch.root)
-                         .status());
-  GlobalVariablesInitializer(replica->root.WithOpName("init"));
-  AF_RETURN_IF_ERROR(replica->root.status());
-  AF_ASSIGN_OR_RETURN(replica->session, options.session_factories[w](replica->root.graph()));
+  AF_ASSIGN_OR_RETURN(replica->graph, BuildAllReduceReplicaGraph(options, w, epoch.members,
+                                                                 epoch.number, epoch.root));
+  AF_ASSIGN_OR_RETURN(replica->session, options.session_factories[w](replica->graph.graph.get()));
   replica->run.timeout_in_ms = options.timeout_ms;
   return Status::OK();
 }
@@ -211,6 +191,36 @@ StatusOr<EvalResult> Evaluate(Replica& r, const LabeledData& test) {
 
 }  // namespace
 
+StatusOr<AllReduceReplicaGraph> BuildAllReduceReplicaGraph(const AllReduceTrainingOptions& options,
+                                                           int worker,
+                                                           const std::vector<int>& members,
+                                                           int64_t epoch, int root) {
+  Scope scope = Scope::NewRootScope();
+  const Scope s = scope.WithDevice(options.devices[worker]);
+  AllReduceReplicaGraph replica;
+  AF_ASSIGN_OR_RETURN(replica.model, BuildDNNModel(s, options.spec, options.seed));
+  AF_ASSIGN_OR_RETURN(Output step, CreateGlobalStep(s));
+  AF_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> inner,
+                      MakeOptimizer(options.optimizer, options.learning_rate));
+  AllReduceOptions all_reduce;
+  // A new epoch's group has a key of its own: its executions count from 0 on every
+  // member, whatever the last epoch left behind.
+  all_reduce.group.key = "allreduce_training/epoch" + std::to_string(epoch);
+  for (int m : members) all_reduce.group.devices.push_back(options.devices[m]);
+  all_reduce.bucket_bytes = options.bucket_bytes;
+  all_reduce.algorithm = options.algorithm;
+  AllReduceOptimizer optimizer(std::move(inner), all_reduce);
+  AF_RETURN_IF_ERROR(optimizer.Minimize(s.WithOpName("train"), replica.model.loss, step).status());
+  AF_RETURN_IF_ERROR(
+      BroadcastGlobalVariables(s.WithOpName("broadcast"), all_reduce.group, root).status());
+  GlobalVariablesInitializer(scope.WithOpName("init"));
+  AF_RETURN_IF_ERROR(scope.status());
+  replica.buckets = static_cast<int64_t>(optimizer.buckets().size());
+  for (const Output& v : replica.model.variables) replica.variables.push_back(v.node->name());
+  replica.graph = scope.graph_ptr();
+  return replica;
+}
+
 StatusOr<AllReduceTrainingResult> TrainWithAllReduce(const AllReduceTrainingOptions& options,
                                                      const LabeledData& train,
                                                      const LabeledData& test) {
@@ -254,9 +264,8 @@ StatusOr<AllReduceTrainingResult> TrainWithAllReduce(const AllReduceTrainingOpti
   result.workers_lost = membership.losses();
   result.workers_joined = membership.joins();
   Replica& chief = replicas[result.final_members.front()];
-  result.buckets = static_cast<int64_t>(chief.optimizer->buckets().size());
-  std::vector<std::string> names;
-  for (const Output& v : chief.model.variables) names.push_back(v.node->name());
+  result.buckets = chief.graph.buckets;
+  const std::vector<std::string>& names = chief.graph.variables;
   std::vector<Tensor> chief_values;
   AF_RETURN_IF_ERROR(Run(chief, {}, names, {}, &chief_values));
   result.replicas_identical = true;

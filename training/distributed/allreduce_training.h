@@ -21,12 +21,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "graph/status.h"
 #include "training/distributed/data_parallel.h"
 #include "training/estimators/dnn_classifier.h"
+#include "training/estimators/dnn_model.h"
 #include "training/estimators/model_spec.h"
 
 namespace actorflow {
@@ -79,6 +81,24 @@ struct AllReduceTrainingResult {
   int64_t workers_joined = 0;
   std::vector<int> final_members;
 };
+
+// Worker `worker`'s replica graph for a membership epoch whose members are
+// `members` (worker indices, ascending) and whose broadcast root is rank `root`:
+// the model on options.devices[worker], "train" (AllReduceOptimizer over the
+// members' devices, group "allreduce_training/epoch<epoch>"), "broadcast"
+// (BroadcastGlobalVariables from `root`), "init" and "global_step". What
+// TrainWithAllReduce runs, for drivers that run the replicas themselves (the
+// simulated cluster's).
+struct AllReduceReplicaGraph {
+  std::shared_ptr<Graph> graph;
+  DNNModel model;
+  std::vector<std::string> variables;  // the trainable variables' names
+  int64_t buckets = 0;                 // all-reduces per step
+};
+StatusOr<AllReduceReplicaGraph> BuildAllReduceReplicaGraph(const AllReduceTrainingOptions& options,
+                                                           int worker,
+                                                           const std::vector<int>& members,
+                                                           int64_t epoch, int root);
 
 // InvalidArgument for no devices, factories not one per device, batch_size < 1,
 // epochs < 1, or fewer training rows than workers × batch_size; the first worker's
