@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <caf/io/all.hpp>
@@ -198,16 +199,20 @@ TEST(DeviceSupervisionTest, AKilledDeviceIsRestartedWithItsVariablesAndLaterStep
   ASSERT_TRUE(task.WaitForLog("restarted it", 1, milliseconds(10000)));
   EXPECT_THAT(task.lines().front(), HasSubstr("device " + before->front().name + " stopped"));
 
-  // A step may still meet the old actor once (its master hears of the restart a
-  // moment later): a clear Unavailable naming the device, then steps run again.
+  // Steps may still meet the old actor until the master hears of the restart (the
+  // server logs the restart before it tells its masters; under load that notice can
+  // come a few steps later): each a clear Unavailable naming the device, then steps
+  // run again, well within the bound.
   value = 0;
-  Status first = RunFine(session.get(), &value);
-  if (!first.ok()) {
-    EXPECT_EQ(first.code(), Code::kUnavailable) << first;
-    EXPECT_THAT(first.message(), HasSubstr(before->front().name));
-    Status second = RunFine(session.get(), &value);
-    ASSERT_TRUE(second.ok()) << second;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  Status step = RunFine(session.get(), &value);
+  while (!step.ok() && std::chrono::steady_clock::now() < give_up) {
+    EXPECT_EQ(step.code(), Code::kUnavailable) << step;
+    EXPECT_THAT(step.message(), HasSubstr(before->front().name));
+    std::this_thread::yield();
+    step = RunFine(session.get(), &value);
   }
+  ASSERT_TRUE(step.ok()) << step;
   EXPECT_EQ(value, -5.0f) << "the variable lives on in the restarted device";
 
   auto after = killer.Devices(task.server()->target());
