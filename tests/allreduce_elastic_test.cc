@@ -46,7 +46,9 @@ AllReduceTrainingOptions Options(LocalCluster& cluster, int workers) {
   o.learning_rate = 0.2;
   o.batch_size = 16;
   o.epochs = 6;  // 960 rows, 3 workers: 20 steps an epoch, 120 in all
-  o.timeout_ms = 20000;
+  // Bounds every step; above the 10 s a stopped in-process task takes to shut down
+  // plus the join (the chief holds its step meanwhile, the others wait in theirs).
+  o.timeout_ms = 60000;
   for (int w = 0; w < workers; ++w) {
     o.devices.push_back("/job:worker/replica:0/task:" + std::to_string(w) + "/device:CPU:0");
     SessionOptions session;

@@ -2,7 +2,7 @@
 // (actors/sim/simulated_cluster.h) under a deterministic scheduler and a virtual
 // clock, with a fault plan, and reports what happened.
 //
-//   actorflow simulate --cluster sim:ps=P,worker=W[,devices=D] --steps N --seed S
+//   actorflow simulate --cluster sim:[ps=P,]worker=W[,devices=D] --steps N --seed S
 //       [--mode sync|async|ssp:S|allreduce] [--replicas-to-aggregate N] [--faults FILE]
 //       [--stragglers SPEC] [--device-gflops G | --compute-us X]
 //       [--latency-us X --bandwidth-gbps Y --jitter-us J] [--eval-every K]
