@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/cluster/local_cluster.h"
+#include "actors/cluster/server.h"
 #include "actors/cluster/session_factory.h"
 #include "actors/sim/sim_cluster_spec.h"
 #include "tools/cli/cli_common.h"
@@ -47,9 +48,16 @@ Status CheckAllReduceFlags(const TrainCommandOptions& options) {
     return ParseSimClusterSpec(options.cluster).status().WithContext("--cluster");
   }
   if (!IsLocalCluster(options.cluster)) {
-    return InvalidArgument("--mode allreduce runs its workers as the tasks of a local or "
-                           "simulated cluster: --cluster local:worker=W or sim:worker=W, not '" +
-                           options.cluster + "'");
+    // A cluster file: this process is worker --task of --job (read with the file).
+    if (options.task < 0) {
+      return InvalidArgument("--cluster " + options.cluster +
+                             ": a cluster file needs --task I (this process's worker index)");
+    }
+    if (options.replicas_to_aggregate != 0) {
+      return InvalidArgument("--replicas-to-aggregate does not apply to --mode allreduce");
+    }
+    AF_RETURN_IF_ERROR(MemberCpusPerTask(options.devices).status());
+    return Status::OK();
   }
   AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
   if (shape.size() != 1 || shape.count("worker") == 0) {
@@ -73,11 +81,37 @@ Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNMode
                                const LabeledData& train, const LabeledData& test,
                                std::ostream& out, std::ostream& progress) {
   AF_RETURN_IF_ERROR(CheckAllReduceFlags(options));
-  AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
-  const int tasks = shape.at("worker");
   AF_ASSIGN_OR_RETURN(const int cpus, MemberCpusPerTask(options.devices));
-  AF_ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster,
-                      LocalCluster::Start({{"worker", tasks}}, cpus));
+  // The members' tasks: a local cluster's servers, all in this process; or, for a
+  // cluster file, this process's own server for its task, the others elsewhere.
+  std::unique_ptr<LocalCluster> cluster;
+  std::unique_ptr<Server> own;
+  std::string job = "worker";
+  int tasks = 0;
+  std::vector<std::string> targets;
+  if (IsLocalCluster(options.cluster)) {
+    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
+    tasks = shape.at("worker");
+    AF_ASSIGN_OR_RETURN(cluster, LocalCluster::Start({{"worker", tasks}}, cpus));
+    for (int t = 0; t < tasks; ++t) {
+      AF_ASSIGN_OR_RETURN(std::string target, cluster->Target("worker", t));
+      targets.push_back(target);
+    }
+  } else {
+    AF_ASSIGN_OR_RETURN(ClusterSpec spec_file, LoadClusterFile(options.cluster));
+    job = options.job;
+    tasks = spec_file.num_tasks(job);
+    if (options.task >= tasks) {
+      return InvalidArgument("--task " + std::to_string(options.task) + ": job " + job + " of " +
+                             options.cluster + " has " + std::to_string(tasks) + " task(s)");
+    }
+    ServerOptions server;
+    server.cluster = spec_file;
+    server.task = TaskId{job, options.task};
+    server.cpus = cpus;
+    AF_ASSIGN_OR_RETURN(own, Server::Start(server));
+    targets.assign(tasks, own->target());  // only this task's is ever used
+  }
   const int workers = tasks * cpus;
 
   AllReduceTrainingOptions ar;
@@ -96,9 +130,12 @@ Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNMode
   // Member r = cpus * task + cpu: a task's members are sessions on its own master.
   for (int task = 0; task < tasks; ++task) {
     SessionOptions session;
-    AF_ASSIGN_OR_RETURN(session.target, cluster->Target("worker", task));
+    session.target = targets[task];
     for (int cpu = 0; cpu < cpus; ++cpu) {
-      ar.devices.push_back("/job:worker/replica:0/task:" + std::to_string(task) +
+      if (own != nullptr && task == options.task) {
+        ar.local_workers.push_back(static_cast<int>(ar.devices.size()));
+      }
+      ar.devices.push_back("/job:" + job + "/replica:0/task:" + std::to_string(task) +
                            "/device:CPU:" + std::to_string(cpu));
       ar.session_factories.push_back(SessionFactoryFor(session));
     }
@@ -124,9 +161,14 @@ Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNMode
     j["buckets"] = result.buckets;
     j["bucket_mb"] = options.bucket_mb;
     j["replicas_identical"] = result.replicas_identical;
+    j["weights_hash"] = result.weights_hash;
     nlohmann::ordered_json reports = nlohmann::ordered_json::array();
     for (const AllReduceWorkerReport& w : result.workers) {
-      reports.push_back({{"worker", w.worker}, {"steps", w.steps}, {"seconds", w.seconds}});
+      if (!ar.local_workers.empty() &&
+        std::find(ar.local_workers.begin(), ar.local_workers.end(), w.worker) == ar.local_workers.end()) {
+      continue;  // run by another process
+    }
+    reports.push_back({{"worker", w.worker}, {"steps", w.steps}, {"seconds", w.seconds}});
     }
     j["worker_reports"] = reports;
     out << j.dump() << "\n";
@@ -135,14 +177,19 @@ Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNMode
   }
   char line[200];
   for (const AllReduceWorkerReport& w : result.workers) {
+    if (!ar.local_workers.empty() &&
+        std::find(ar.local_workers.begin(), ar.local_workers.end(), w.worker) == ar.local_workers.end()) {
+      continue;
+    }
     std::snprintf(line, sizeof(line), "worker %d: %lld steps, %.2f s", w.worker,
                   static_cast<long long>(w.steps), w.seconds);
     out << line << "\n";
   }
   std::snprintf(line, sizeof(line),
-                "all-reduce: %lld bucket(s) of up to %g MiB per step, replicas identical: %s",
+                "all-reduce: %lld bucket(s) of up to %g MiB per step, replicas identical: %s, "
+                "weights %s",
                 static_cast<long long>(result.buckets), options.bucket_mb,
-                result.replicas_identical ? "yes" : "NO");
+                result.replicas_identical ? "yes" : "NO", result.weights_hash.c_str());
   out << line << "\n" << TestAccuracyLine(result.eval, result.seconds) << "\n";
   out.flush();
   return Status::OK();

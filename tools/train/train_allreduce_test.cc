@@ -79,7 +79,7 @@ TEST(TrainAllReduceTest, FlagsThatDoNotFitAllReduceAreRefusedNamingThem) {
   };
   const Case cases[] = {
       {"local:ps=1,worker=2", [](TrainCommandOptions*) {}, "no ps task"},
-      {"cluster.json", [](TrainCommandOptions*) {}, "local:worker=W"},
+      {"cluster.json", [](TrainCommandOptions*) {}, "needs --task I"},
       {"local:worker=2", [](TrainCommandOptions* o) { o->replicas_to_aggregate = 1; },
        "--replicas-to-aggregate"},
       {"local:worker=2", [](TrainCommandOptions* o) { o->task = 0; }, "--task"},

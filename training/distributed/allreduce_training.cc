@@ -1,6 +1,8 @@
 #include "training/distributed/allreduce_training.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -159,6 +161,23 @@ Status RunWorker(WorkerRun& run, int w, Replica* replica, AllReduceWorkerReport*
   return Status::OK();
 }
 
+std::string WeightsHash(const std::vector<std::string>& names, const std::vector<Tensor>& values) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  auto mix = [&hash](const unsigned char* bytes, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      hash ^= bytes[i];
+      hash *= 0x100000001b3ULL;
+    }
+  };
+  for (size_t i = 0; i < names.size(); ++i) {
+    mix(reinterpret_cast<const unsigned char*>(names[i].data()), names[i].size());
+    mix(static_cast<const unsigned char*>(values[i].raw_data()), values[i].TotalBytes());
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
 bool SameBytes(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
          std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
@@ -241,6 +260,19 @@ StatusOr<AllReduceTrainingResult> TrainWithAllReduce(const AllReduceTrainingOpti
                            std::to_string(workers) + " × " +
                            std::to_string(options.batch_size) + ")");
   }
+  std::vector<int> local = options.local_workers;
+  if (local.empty()) {
+    for (int w = 0; w < workers; ++w) local.push_back(w);
+  } else if (options.elastic && static_cast<int>(local.size()) < workers) {
+    return InvalidArgument("elastic all-reduce training runs every worker in this process; "
+                           "it cannot have workers elsewhere");
+  }
+  for (int w : local) {
+    if (w < 0 || w >= workers) {
+      return InvalidArgument("local worker " + std::to_string(w) + " is not one of the " +
+                             std::to_string(workers) + " workers");
+    }
+  }
   const auto start = std::chrono::steady_clock::now();
   AllReduceMembership membership(workers, options.elastic ? options.min_workers : workers);
   std::mutex progress_mu;
@@ -250,26 +282,33 @@ StatusOr<AllReduceTrainingResult> TrainWithAllReduce(const AllReduceTrainingOpti
   AllReduceTrainingResult result;
   result.workers.resize(workers);
   std::vector<std::thread> threads;
-  for (int w = 0; w < workers; ++w) {
-    result.workers[w].worker = w;
+  for (int w = 0; w < workers; ++w) result.workers[w].worker = w;
+  for (int w : local) {
     threads.emplace_back([&, w] {
       result.workers[w].status = RunWorker(run, w, &replicas[w], &result.workers[w]);
     });
   }
   for (std::thread& t : threads) t.join();
   result.final_members = membership.last_members();
-  for (int w : result.final_members) AF_RETURN_IF_ERROR(result.workers[w].status);
+  // This process's replicas among the last members (all of them when it runs all).
+  std::vector<int> here;
+  for (int w : result.final_members) {
+    if (std::find(local.begin(), local.end(), w) != local.end()) here.push_back(w);
+  }
+  if (here.empty()) return Internal("no replica of this process is left to report on");
+  for (int w : here) AF_RETURN_IF_ERROR(result.workers[w].status);
   result.seconds = SecondsSince(start);
   result.membership_epochs = membership.epochs();
   result.workers_lost = membership.losses();
   result.workers_joined = membership.joins();
-  Replica& chief = replicas[result.final_members.front()];
+  Replica& chief = replicas[here.front()];
   result.buckets = chief.graph.buckets;
   const std::vector<std::string>& names = chief.graph.variables;
   std::vector<Tensor> chief_values;
   AF_RETURN_IF_ERROR(Run(chief, {}, names, {}, &chief_values));
+  result.weights_hash = WeightsHash(names, chief_values);
   result.replicas_identical = true;
-  for (int w : result.final_members) {
+  for (int w : here) {
     std::vector<Tensor> other;
     AF_RETURN_IF_ERROR(Run(replicas[w], {}, names, {}, &other));
     for (size_t i = 0; i < names.size(); ++i) {

@@ -46,6 +46,11 @@ struct AllReduceTrainingOptions {
   std::vector<std::string> devices;
   // One per worker: opens a session of a graph on the worker's task.
   std::vector<SessionFactory> session_factories;
+  // The workers this process runs (empty: all of them). The others run the same
+  // training in other processes (one worker per process of a cluster file): their
+  // factories are never called, the run cannot be elastic, and the result speaks of
+  // this process's replicas only.
+  std::vector<int> local_workers;
   int64_t timeout_ms = 0;  // bounds every step (0: none)
   // Elastic (AllReduceMembership): a worker whose task is lost leaves, the others go
   // on in a new membership epoch without it (at least min_workers of them), and it
@@ -74,7 +79,10 @@ struct AllReduceTrainingResult {
   double seconds = 0.0;
   std::vector<AllReduceWorkerReport> workers;
   int64_t buckets = 0;             // all-reduces per step
-  bool replicas_identical = false; // every trainable variable, byte for byte
+  bool replicas_identical = false; // every trainable variable, byte for byte (local ones)
+  // FNV-1a over the first local replica's trainable variables (name order as
+  // built): replicas in other processes compare by it.
+  std::string weights_hash;
   // Elastic runs: the membership epochs, the losses and joins, the last members.
   int64_t membership_epochs = 1;
   int64_t workers_lost = 0;
@@ -101,7 +109,8 @@ StatusOr<AllReduceReplicaGraph> BuildAllReduceReplicaGraph(const AllReduceTraini
                                                            int64_t epoch, int root);
 
 // InvalidArgument for no devices, factories not one per device, batch_size < 1,
-// epochs < 1, or fewer training rows than workers × batch_size; the first worker's
+// epochs < 1, fewer training rows than workers × batch_size, a local worker out of
+// range, or elastic with workers elsewhere; the first worker's
 // error otherwise (every worker's is in the report).
 StatusOr<AllReduceTrainingResult> TrainWithAllReduce(const AllReduceTrainingOptions& options,
                                                      const LabeledData& train,
