@@ -10,7 +10,9 @@
 // variable order (the last layer's come first out of backprop), flattened and
 // concatenated until a bucket holds `bucket_bytes`; each bucket is one all-reduce,
 // which starts as soon as its own gradients exist, while the backward pass goes on
-// for the earlier layers, and each variable's update waits for its bucket only.
+// for the earlier layers. The updates still wait for every averaged gradient (the
+// wrapped optimizer's gate: every read of a variable in the step comes before any
+// update), so the step ends when its last bucket does.
 //
 //   AllReduceOptions options;
 //   options.group = {"gradients", {"/job:worker/replica:0/task:0/device:CPU:0",
