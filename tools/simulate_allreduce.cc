@@ -7,6 +7,7 @@
 // agree byte for byte at every step ("identical weights" invariant), and at the end.
 #include <cblas.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include "tools/train/train_flags.h"
 #include "training/data/data_shard.h"
 #include "training/distributed/allreduce_training.h"
+#include "training/distributed/worker_model.h"
 
 namespace actorflow {
 namespace cli {
@@ -146,9 +148,7 @@ Status SimulateAllReduce(const SimulateCommandOptions& options, std::ostream& ou
     }
   }
   std::map<std::string, Tensor> parameters;
-  int64_t correct = 0;
-  double test_loss = 0;
-  const int64_t n = failure.ok() ? data.test.labels.NumElements() : 0;
+  EvalResult eval;  // zeros when the run failed
   if (failure.ok()) {
     // The weights after the last step, on every member.
     AF_ASSIGN_OR_RETURN(auto last, Together(*cluster, steps_of(replicas[0].variables, {})));
@@ -161,19 +161,19 @@ Status SimulateAllReduce(const SimulateCommandOptions& options, std::ostream& ou
       parameters[replicas[0].variables[i]] = last[0][i];
     }
     // The chief's replica on the test rows, in one step.
-    AF_ASSIGN_OR_RETURN(std::vector<Tensor> eval,
-                        cluster->Run({"worker", 0}, sessions[0],
-                                     {{kDNNFeatures, data.test.features}, {kDNNLabels, data.test.labels}},
-                                     {kDNNExampleLoss, kDNNClassIds}));
-    for (int64_t i = 0; i < n; ++i) {
-      test_loss += eval[0].data<float>()[i];
-      if (eval[1].data<int64_t>()[i] == data.test.labels.data<int32_t>()[i]) ++correct;
-    }
+    AF_ASSIGN_OR_RETURN(
+        eval, EvaluateInBatches(data.test.features, data.test.labels,
+                                std::max<int64_t>(1, data.test.labels.NumElements()),
+                                [&](const FeedList& feeds, std::vector<Tensor>* out) {
+                                  auto got = cluster->Run({"worker", 0}, sessions[0], feeds,
+                                                          {kDNNExampleLoss, kDNNClassIds});
+                                  if (got.ok()) *out = std::move(got).value();
+                                  return got.status();
+                                }));
   }
   const double wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   const EventLog& log = cluster->event_log();
-  const double accuracy = n > 0 ? static_cast<double>(correct) / n : 0.0;
   if (!o.json) {
     out << "simulated " << options.cluster << " (allreduce, " << replicas[0].buckets
         << " bucket(s) per step): global step " << done << " in " << cluster->VirtualSeconds()
@@ -181,11 +181,11 @@ Status SimulateAllReduce(const SimulateCommandOptions& options, std::ostream& ou
         << log.Count(SimEvent::Kind::kDropped) << " dropped\n"
         << "event log " << log.Hash() << ", weights " << HashParameters(parameters) << ", "
         << differing_steps << " steps with differing weights\n"
-        << "test accuracy " << accuracy << ", loss " << (n > 0 ? test_loss / n : 0.0) << "\n";
+        << "test accuracy " << eval.accuracy << ", loss " << eval.loss << "\n";
   } else {
     nlohmann::ordered_json j;
-    j["accuracy"] = accuracy;
-    j["loss"] = n > 0 ? test_loss / n : 0.0;
+    j["accuracy"] = eval.accuracy;
+    j["loss"] = eval.loss;
     j["train_loss"] = loss;
     j["global_step"] = done;
     j["virtual_seconds"] = cluster->VirtualSeconds();

@@ -360,17 +360,6 @@ void HandleStep(MasterSelf self, std::shared_ptr<StepRequest> req) {
   LaunchStep(self, *plan, req);
 }
 
-// Whether `plan` has a partition on, or a collective member among, `devices`.
-bool UsesAny(const Plan& plan, const std::set<std::string>& devices) {
-  for (const PlanPart& p : plan.parts) {
-    if (devices.count(p.device) > 0) return true;
-  }
-  for (const std::string& d : devices) {
-    if (plan.collective_members.count(d) > 0) return true;
-  }
-  return false;
-}
-
 // Devices that went away (their task died or stopped answering): fail what runs on
 // them with `lost`, and forget the plans and registrations that refer to them.
 void LoseDevices(MasterSelf self, const std::set<std::string>& devices,
@@ -390,10 +379,7 @@ void LoseDevices(MasterSelf self, const std::set<std::string>& devices,
   for (auto& [id, step] : st.in_flight) affected.push_back(step);
   for (auto& step : affected) {
     // A lost collective member fails every part: its peers would wait for it.
-    bool member_lost = false;
-    for (const std::string& d : devices) {
-      member_lost = member_lost || step->plan->collective_members.count(d) > 0;
-    }
+    const bool member_lost = HasCollectiveMember(*step->plan, devices);
     for (size_t i = 0; i < step->plan->parts.size(); ++i) {
       if ((!member_lost && !devices.count(step->plan->parts[i].device)) || step->part_done[i]) {
         continue;

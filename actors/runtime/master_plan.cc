@@ -116,6 +116,20 @@ std::vector<std::string> CollectiveMembers(const Node& node) {
   return it->second.Get<std::vector<std::string>>();
 }
 
+bool HasCollectiveMember(const Plan& plan, const std::set<std::string>& devices) {
+  for (const std::string& d : devices) {
+    if (plan.collective_members.count(d) > 0) return true;
+  }
+  return false;
+}
+
+bool UsesAny(const Plan& plan, const std::set<std::string>& devices) {
+  for (const PlanPart& p : plan.parts) {
+    if (devices.count(p.device) > 0) return true;
+  }
+  return HasCollectiveMember(plan, devices);
+}
+
 namespace {
 
 // Every member of every collective among `nodes` is a device known now (by its full

@@ -139,6 +139,11 @@ StatusOr<std::vector<TaskId>> TasksToConnect(const MasterState& st,
 // nodes.
 std::vector<std::string> CollectiveMembers(const Node& node);
 
+// Whether one of `devices` is a member of a collective of `plan`.
+bool HasCollectiveMember(const Plan& plan, const std::set<std::string>& devices);
+// Whether `plan` has a partition on, or a collective member among, `devices`.
+bool UsesAny(const Plan& plan, const std::set<std::string>& devices);
+
 // Prunes, places and partitions for `req`, and registers the partitions with their
 // devices (the plan becomes ready when all have answered); records them in
 // MasterState::registered.

@@ -150,6 +150,14 @@ Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNMode
     progress.flush();
   };
   AF_ASSIGN_OR_RETURN(AllReduceTrainingResult result, TrainWithAllReduce(ar, train, test));
+  // The workers this process ran (the others report in their own processes).
+  std::vector<AllReduceWorkerReport> here;
+  for (const AllReduceWorkerReport& w : result.workers) {
+    if (ar.local_workers.empty() || std::find(ar.local_workers.begin(), ar.local_workers.end(),
+                                              w.worker) != ar.local_workers.end()) {
+      here.push_back(w);
+    }
+  }
 
   if (options.json) {
     nlohmann::ordered_json j = ResultJsonHead(result.eval, result.seconds);
@@ -163,12 +171,8 @@ Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNMode
     j["replicas_identical"] = result.replicas_identical;
     j["weights_hash"] = result.weights_hash;
     nlohmann::ordered_json reports = nlohmann::ordered_json::array();
-    for (const AllReduceWorkerReport& w : result.workers) {
-      if (!ar.local_workers.empty() &&
-        std::find(ar.local_workers.begin(), ar.local_workers.end(), w.worker) == ar.local_workers.end()) {
-      continue;  // run by another process
-    }
-    reports.push_back({{"worker", w.worker}, {"steps", w.steps}, {"seconds", w.seconds}});
+    for (const AllReduceWorkerReport& w : here) {
+      reports.push_back({{"worker", w.worker}, {"steps", w.steps}, {"seconds", w.seconds}});
     }
     j["worker_reports"] = reports;
     out << j.dump() << "\n";
@@ -176,11 +180,7 @@ Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNMode
     return Status::OK();
   }
   char line[200];
-  for (const AllReduceWorkerReport& w : result.workers) {
-    if (!ar.local_workers.empty() &&
-        std::find(ar.local_workers.begin(), ar.local_workers.end(), w.worker) == ar.local_workers.end()) {
-      continue;
-    }
+  for (const AllReduceWorkerReport& w : here) {
     std::snprintf(line, sizeof(line), "worker %d: %lld steps, %.2f s", w.worker,
                   static_cast<long long>(w.steps), w.seconds);
     out << line << "\n";

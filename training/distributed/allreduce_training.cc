@@ -13,6 +13,7 @@
 #include "training/data/data_shard.h"
 #include "training/distributed/allreduce_membership.h"
 #include "training/distributed/allreduce_optimizer.h"
+#include "training/distributed/worker_model.h"
 #include "training/estimators/dnn_model.h"
 #include "training/optimizers/variables.h"
 
@@ -184,27 +185,15 @@ bool SameBytes(const Tensor& a, const Tensor& b) {
 }
 
 StatusOr<EvalResult> Evaluate(Replica& r, const LabeledData& test) {
-  const int64_t n = test.labels.NumElements();
-  if (n == 0) return InvalidArgument("the test set has no example");
-  EvalResult result;
-  double loss_sum = 0.0;
-  int64_t correct = 0;
-  for (int64_t begin = 0; begin < n; begin += 256) {
-    std::vector<int64_t> rows;
-    for (int64_t i = begin; i < std::min(n, begin + 256); ++i) rows.push_back(i);
-    Tensor y = GatherRows(test.labels, rows);
-    std::vector<Tensor> out;
-    AF_RETURN_IF_ERROR(Run(r, {{kDNNFeatures, GatherRows(test.features, rows)}, {kDNNLabels, y}},
-                           {kDNNExampleLoss, kDNNClassIds, "global_step"}, {}, &out));
-    for (size_t i = 0; i < rows.size(); ++i) {
-      loss_sum += out[0].data<float>()[i];
-      if (out[1].data<int64_t>()[i] == y.data<int32_t>()[i]) ++correct;
-    }
-    result.global_step = out[2].data<int64_t>()[0];
-  }
-  result.num_examples = n;
-  result.accuracy = static_cast<double>(correct) / static_cast<double>(n);
-  result.loss = loss_sum / static_cast<double>(n);
+  AF_ASSIGN_OR_RETURN(EvalResult result,
+                      EvaluateInBatches(test.features, test.labels, 256,
+                                        [&r](const FeedList& feeds, std::vector<Tensor>* out) {
+                                          return Run(r, feeds, {kDNNExampleLoss, kDNNClassIds},
+                                                     {}, out);
+                                        }));
+  std::vector<Tensor> step;
+  AF_RETURN_IF_ERROR(Run(r, {}, {"global_step"}, {}, &step));
+  result.global_step = step[0].data<int64_t>()[0];
   return result;
 }
 

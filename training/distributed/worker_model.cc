@@ -129,25 +129,19 @@ StatusOr<GradientStep> WorkerModel::ComputeGradients(const ParameterMap& paramet
   return step;
 }
 
-StatusOr<EvalResult> WorkerModel::Evaluate(const ParameterMap& parameters, const Tensor& features,
-                                           const Tensor& labels, int64_t global_step,
-                                           int64_t batch_size) {
+StatusOr<EvalResult> EvaluateInBatches(const Tensor& features, const Tensor& labels,
+                                       int64_t batch_size, const EvalStep& run) {
   const int64_t n = labels.NumElements();
   if (n == 0) return InvalidArgument("Evaluate: the data set has no example");
-  AF_ASSIGN_OR_RETURN(FeedList base, ParameterFeeds(parameters));
   EvalResult result;
-  result.global_step = global_step;
   double loss_sum = 0.0;
   int64_t correct = 0;
   for (int64_t begin = 0; begin < n; begin += batch_size) {
     std::vector<int64_t> rows;
     for (int64_t r = begin; r < std::min(n, begin + batch_size); ++r) rows.push_back(r);
     Tensor y = GatherRows(labels, rows);
-    FeedList feeds = base;
-    feeds.emplace_back(kDNNFeatures, GatherRows(features, rows));
-    feeds.emplace_back(kDNNLabels, y);
     std::vector<Tensor> out;
-    AF_RETURN_IF_ERROR(Run(feeds, {kDNNExampleLoss, kDNNClassIds}, {}, &out));
+    AF_RETURN_IF_ERROR(run({{kDNNFeatures, GatherRows(features, rows)}, {kDNNLabels, y}}, &out));
     const float* loss = out[0].data<float>();         // [b]
     const int64_t* classes = out[1].data<int64_t>();  // [b]
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -158,6 +152,22 @@ StatusOr<EvalResult> WorkerModel::Evaluate(const ParameterMap& parameters, const
   result.num_examples = n;
   result.accuracy = static_cast<double>(correct) / static_cast<double>(n);
   result.loss = loss_sum / static_cast<double>(n);
+  return result;
+}
+
+StatusOr<EvalResult> WorkerModel::Evaluate(const ParameterMap& parameters, const Tensor& features,
+                                           const Tensor& labels, int64_t global_step,
+                                           int64_t batch_size) {
+  AF_ASSIGN_OR_RETURN(FeedList base, ParameterFeeds(parameters));
+  AF_ASSIGN_OR_RETURN(
+      EvalResult result,
+      EvaluateInBatches(features, labels, batch_size,
+                        [&](const FeedList& feeds, std::vector<Tensor>* out) {
+                          FeedList all = base;
+                          all.insert(all.end(), feeds.begin(), feeds.end());
+                          return Run(all, {kDNNExampleLoss, kDNNClassIds}, {}, out);
+                        }));
+  result.global_step = global_step;
   return result;
 }
 

@@ -19,6 +19,7 @@
 #define ACTORFLOW_TRAINING_DISTRIBUTED_WORKER_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,6 +42,16 @@ struct GradientStep {
   double loss = 0.0;            // the batch's mean loss at the fed parameters
   ParameterMap gradients;       // one per trainable variable, same shape
 };
+
+// Accuracy and mean loss of the DNN model (training/estimators/dnn_model.h) over
+// every row of (features float32 [N, F], labels int32 [N]), in batches of
+// `batch_size`: `run` runs one step that feeds `feeds` (kDNNFeatures, kDNNLabels and
+// whatever the caller adds) and fetches kDNNExampleLoss and kDNNClassIds, in that
+// order. The caller sets the result's global_step. InvalidArgument for no rows;
+// `run`'s errors.
+using EvalStep = std::function<Status(const FeedList& feeds, std::vector<Tensor>* out)>;
+StatusOr<EvalResult> EvaluateInBatches(const Tensor& features, const Tensor& labels,
+                                       int64_t batch_size, const EvalStep& run);
 
 class WorkerModel {
  public:
