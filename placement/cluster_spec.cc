@@ -327,7 +327,19 @@ StatusOr<TfConfig> ParseTfConfig(std::string_view text) {
   return ParseTfConfigFrom(text, "TF_CONFIG");
 }
 
+namespace {
+thread_local const TfConfig* thread_tf_config = nullptr;
+}  // namespace
+
+ScopedTfConfig::ScopedTfConfig(TfConfig config)
+    : config_(std::move(config)), previous_(thread_tf_config) {
+  thread_tf_config = &config_;
+}
+
+ScopedTfConfig::~ScopedTfConfig() { thread_tf_config = previous_; }
+
 StatusOr<TfConfig> TfConfigFromEnv(const char* var) {
+  if (thread_tf_config != nullptr) return *thread_tf_config;
   const char* value = std::getenv(var);
   if (value == nullptr || *value == '\0') {
     return NotFound(std::string("environment variable ") + var + " is not set (or empty)");

@@ -129,8 +129,24 @@ struct TfConfig {
 StatusOr<TfConfig> ParseTfConfig(std::string_view text);
 
 // ParseTfConfig of the environment variable `var`, with `var` naming the source in
-// errors. NotFound when the variable is unset or empty.
+// errors. NotFound when the variable is unset or empty. On a thread inside a
+// ScopedTfConfig, that config instead, whatever `var`.
 StatusOr<TfConfig> TfConfigFromEnv(const char* var = "TF_CONFIG");
+
+// Gives the calling thread its own TF_CONFIG while it lives (the innermost wins):
+// how a process that runs several tasks' drivers on threads (a simulated cluster's
+// RunDrivers) tells each which task it is, as `actorflow launch` does per process.
+class ScopedTfConfig {
+ public:
+  explicit ScopedTfConfig(TfConfig config);
+  ~ScopedTfConfig();
+  ScopedTfConfig(const ScopedTfConfig&) = delete;
+  ScopedTfConfig& operator=(const ScopedTfConfig&) = delete;
+
+ private:
+  TfConfig config_;
+  const TfConfig* previous_;
+};
 
 // Reads the embedded simulated-cluster shorthand of the command line,
 // "local:ps=1,worker=2", into job -> task count. InvalidArgument naming the offending

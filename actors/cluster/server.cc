@@ -6,6 +6,7 @@
 
 #include <caf/io/all.hpp>
 
+#include "actors/cluster/driver_environment.h"
 #include "actors/ps/bulk_gradients.h"
 #include "actors/transport/cluster_transport.h"
 #include "actors/transport/connect.h"
@@ -189,6 +190,9 @@ class ServerImpl : public Server {
 }  // namespace
 
 StatusOr<std::unique_ptr<Server>> Server::Start(const TfConfig& config) {
+  if (DriverEnvironment* environment = CurrentDriverEnvironment()) {
+    return environment->StartServer(config);
+  }
   ServerOptions options;
   options.cluster = config.cluster;
   options.task = config.task;

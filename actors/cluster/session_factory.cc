@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "actors/cluster/driver_environment.h"
 #include "actors/runtime/local_session.h"
 #include "actors/cluster/remote_session.h"
 #include "kernels/direct_session.h"
@@ -13,6 +14,10 @@ StatusOr<std::unique_ptr<Session>> NewSession(const Graph* graph, const SessionO
   if (options.default_step_timeout_in_ms < 0) {
     return InvalidArgument("SessionOptions.default_step_timeout_in_ms must be >= 0, got " +
                            std::to_string(options.default_step_timeout_in_ms));
+  }
+  if (DriverEnvironment* environment = CurrentDriverEnvironment();
+      environment != nullptr && environment->Serves(target)) {
+    return environment->OpenSession(graph, options);
   }
   if (target.empty() || target == "local") {
     AF_ASSIGN_OR_RETURN(std::unique_ptr<ActorSession> session, NewActorSession(graph, options));

@@ -88,14 +88,19 @@ namespace {
 
 class SimulatedSession : public Session {
  public:
-  SimulatedSession(SimulatedCluster* cluster, TaskId task, const Graph* graph)
-      : cluster_(cluster), task_(std::move(task)), graph_(graph) {}
+  SimulatedSession(SimulatedCluster* cluster, TaskId task, const Graph* graph,
+                   std::shared_ptr<const Status> process_end)
+      : cluster_(cluster),
+        task_(std::move(task)),
+        graph_(graph),
+        process_end_(std::move(process_end)) {}
   ~SimulatedSession() override { Close(); }
 
   Status Run(const RunOptions& options, const FeedList& feeds,
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs, RunMetadata* /*metadata*/) override {
     if (closed_) return FailedPrecondition("Run on a closed session");
+    if (process_end_ != nullptr && !process_end_->ok()) return *process_end_;
     if (!open_ || graph_->num_nodes() != sent_nodes_) {
       if (open_) (void)cluster_->CloseSession(task_, session_);  // the old graph's session
       open_ = false;
@@ -103,15 +108,19 @@ class SimulatedSession : public Session {
       sent_nodes_ = graph_->num_nodes();
       open_ = true;
     }
-    AF_ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                        cluster_->Run(task_, session_, feeds, fetches, targets, options.timeout_in_ms));
-    if (outputs != nullptr) *outputs = std::move(out);
+    StatusOr<std::vector<Tensor>> out =
+        cluster_->Run(task_, session_, feeds, fetches, targets, options.timeout_in_ms);
+    // A process that died during the step never sees its answer.
+    if (process_end_ != nullptr && !process_end_->ok()) return *process_end_;
+    AF_RETURN_IF_ERROR(out.status());
+    if (outputs != nullptr) *outputs = std::move(*out);
     return Status::OK();
   }
 
   Status Close() override {
     if (closed_) return Status::OK();
     closed_ = true;
+    if (process_end_ != nullptr && !process_end_->ok()) return Status::OK();  // gone with it
     if (!open_) return Status::OK();
     open_ = false;
     return cluster_->CloseSession(task_, session_);
@@ -125,12 +134,20 @@ class SimulatedSession : public Session {
   uint64_t session_ = 0;
   bool open_ = false;
   bool closed_ = false;
+  // Not OK once the process this session's client stands for has died.
+  std::shared_ptr<const Status> process_end_;
 };
 
 }  // namespace
 
 std::unique_ptr<Session> SimulatedCluster::NewSession(const TaskId& task, const Graph* graph) {
-  return std::make_unique<SimulatedSession>(this, task, graph);
+  return std::make_unique<SimulatedSession>(this, task, graph, nullptr);
+}
+
+std::unique_ptr<Session> NewSimulatedDriverSession(SimulatedCluster* cluster, const TaskId& task,
+                                                   const Graph* graph,
+                                                   std::shared_ptr<const Status> process_end) {
+  return std::make_unique<SimulatedSession>(cluster, task, graph, std::move(process_end));
 }
 
 Status SimulatedCluster::KillTask(const TaskId& task) {

@@ -16,11 +16,13 @@
 //   EXPECT_EQ((*cluster)->EventLogHash(), expected);
 //
 // Thread safety: one thread drives a SimulatedCluster (its calls run the whole
-// cluster until their answer arrives).
+// cluster until their answer arrives); under RunDrivers, its driver threads take
+// turns (only the one holding the turn calls in).
 #ifndef ACTORFLOW_ACTORS_SIM_SIMULATED_CLUSTER_H_
 #define ACTORFLOW_ACTORS_SIM_SIMULATED_CLUSTER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -104,6 +106,33 @@ class SimulatedCluster {
   // are carried out when due (at_step: the global step any worker saw). A run that
   // cannot go on is reported (hung), not an error; InvalidArgument for bad options.
   StatusOr<SimTrainingReport> TrainDataParallel(const SimTrainingOptions& options);
+
+  // A user's driver program, unchanged, as every task of `tasks` would run it under
+  // `actorflow launch` (default: every task of job "worker"): one thread per task,
+  // on which TfConfigFromEnv() names that task, Server::Start(config) gives a server
+  // whose target() opens sessions of this cluster (NewSession,
+  // NewMonitoredTrainingSession), and threads started through a Coordinator,
+  // waits and sleeps (graph/cooperative.h) run on the virtual clock. One thread runs
+  // at a time and the cluster runs while they all wait (actors/sim/driver_turns.h),
+  // so the same driver, options and seed give the same event log on every run.
+  // The fault plan's kill and restart entries (at_s) are carried out when due: a
+  // driver whose task is killed sees its calls fail (its run ends with that error,
+  // as the process would die), and once the task is restarted the driver runs on it
+  // again, as a restarted process would.
+  struct DriverRun {
+    TaskId task;
+    Status status;  // what the driver returned (Internal for an exception)
+    double started_s = 0, ended_s = 0;  // virtual
+  };
+  struct DriversReport {
+    std::vector<DriverRun> runs;  // in the order they ended
+    double virtual_seconds = 0;
+  };
+  // InvalidArgument for a task not in the cluster (or named twice), a kill or
+  // restart entry given at_step (drivers have no step the simulation could see), or
+  // a call from one of the drivers.
+  StatusOr<DriversReport> RunDrivers(const std::function<Status()>& driver,
+                                     std::vector<TaskId> tasks = {});
 
   // Runs every message and timer due up to `seconds` of virtual time from now.
   void AdvanceSeconds(double seconds);

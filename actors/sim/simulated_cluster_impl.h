@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -14,12 +15,19 @@
 #include <caf/scheduler/test_coordinator.hpp>
 
 #include "actors/protocol/front_protocol.h"
+#include "actors/sim/driver_turns.h"
 #include "actors/sim/sim_link.h"
 #include "actors/sim/simulated_cluster.h"
 #include "actors/sim/task_directory.h"
 #include "actors/cluster/task_actors.h"
 
 namespace actorflow {
+
+// A session whose Run fails with *process_end once that is not OK: the client of a
+// driver whose simulated process has died (RunDrivers).
+std::unique_ptr<Session> NewSimulatedDriverSession(SimulatedCluster* cluster, const TaskId& task,
+                                                   const Graph* graph,
+                                                   std::shared_ptr<const Status> process_end);
 
 struct SimulatedCluster::Impl {
   struct TaskSlot {
@@ -44,6 +52,9 @@ struct SimulatedCluster::Impl {
   std::shared_ptr<SimNetwork> network;
   std::map<std::string, TaskSlot> tasks;  // by "/job:J/task:I"
   caf::actor_clock::time_point start;
+  // Set while RunDrivers runs: calls from its threads wait for their answers through
+  // the turns, which run the cluster (actors/sim/driver_turns.h).
+  DriverTurns* turns = nullptr;
 
   ~Impl() {
     for (auto& [name, slot] : tasks) {
@@ -63,9 +74,16 @@ struct SimulatedCluster::Impl {
   }
 
   void Drain() {
+    if (drain_deferred) return;
     while (sched->try_run_once()) {
     }
   }
+
+  // Set while RunDrivers carries out a kill or restart: the messages are run by its
+  // own loop instead. CAF 0.17 delivers a response with the execution context its
+  // promise's maker last ran in (a scheduler loop's stack frame), so every message
+  // of a run must be run from loops at one stack depth.
+  bool drain_deferred = false;
 
   void RecordTaskEvent(SimEvent::Kind kind, const TaskId& task) {
     SimEvent event;
@@ -122,6 +140,9 @@ struct SimulatedCluster::Impl {
 
   template <class Reply, class Handle, class... Ts>
   Status Ask(Reply* reply, const Handle& dest, const std::string& what, Ts&&... xs) {
+    if (turns != nullptr && turns->OnTurnThread()) {
+      return AskAsDriver(reply, dest, what, std::forward<Ts>(xs)...);
+    }
     bool answered = false;
     return AskWith(
         &answered, dest, what,
@@ -130,6 +151,42 @@ struct SimulatedCluster::Impl {
           answered = true;
         },
         std::forward<Ts>(xs)...);
+  }
+
+  // Ask from a driver thread: the request goes out from an actor of the simulation
+  // (scheduled like every other, so the run stays deterministic) and the thread
+  // passes the turn until its answer is in.
+  template <class Reply, class Handle, class... Ts>
+  Status AskAsDriver(Reply* reply, const Handle& dest, const std::string& what, Ts&&... xs) {
+    struct Answer {
+      bool done = false;
+      Status error;
+      Reply value;
+    };
+    auto answer = std::make_shared<Answer>();
+    system->spawn([dest, answer, what, request = std::make_tuple(std::forward<Ts>(xs)...)](
+                      caf::event_based_actor* self) mutable {
+      std::apply(
+          [&](auto&&... args) {
+            self->request(dest, caf::infinite, std::move(args)...)
+                .then(
+                    [answer](Reply& r) {
+                      answer->value = std::move(r);
+                      answer->done = true;
+                    },
+                    [answer, what](caf::error& e) {
+                      answer->error = Unavailable(what + " got no answer: " + caf::to_string(e));
+                      answer->done = true;
+                    });
+          },
+          request);
+    });
+    if (!turns->WaitUntil([answer] { return answer->done; }, -1)) {
+      return Internal(what + ": the simulated cluster went quiet without answering");
+    }
+    AF_RETURN_IF_ERROR(answer->error);
+    *reply = std::move(answer->value);
+    return Status::OK();
   }
 };
 

@@ -3,13 +3,25 @@
 #include <chrono>
 #include <utility>
 
+#include "graph/cooperative.h"
+
 namespace actorflow {
 
 Coordinator::~Coordinator() {
   RequestStop();
   std::list<Thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    // Under a cooperative scheduler the threads run only while this one waits for
+    // them through it; an ordinary thread just joins below.
+    if (CurrentCooperativeScheduler() != nullptr) {
+      WaitCooperatively(lock, cv_, [this] {
+        for (const Thread& t : threads_) {
+          if (!t.ended) return false;
+        }
+        return true;
+      });
+    }
     threads.swap(threads_);
   }
   for (Thread& t : threads) {
@@ -40,11 +52,7 @@ bool Coordinator::ShouldStop() const {
 
 bool Coordinator::WaitForStop(int64_t timeout_ms) const {
   std::unique_lock<std::mutex> lock(mu_);
-  if (timeout_ms < 0) {
-    cv_.wait(lock, [this] { return stop_; });
-  } else {
-    cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return stop_; });
-  }
+  WaitCooperatively(lock, cv_, [this] { return stop_; }, timeout_ms < 0 ? -1 : timeout_ms);
   return stop_;
 }
 
@@ -63,14 +71,14 @@ void Coordinator::StartThread(const std::string& name, std::function<void()> bod
   std::lock_guard<std::mutex> lock(mu_);
   threads_.push_back(Thread{name, false, std::thread()});
   Thread* entry = &threads_.back();
-  entry->thread = std::thread([this, entry, body = std::move(body)] {
+  entry->thread = std::thread(AdoptThread(name, [this, entry, body = std::move(body)] {
     body();
     {
       std::lock_guard<std::mutex> inner(mu_);
       entry->ended = true;
     }
     cv_.notify_all();
-  });
+  }));
 }
 
 Status Coordinator::Join(int64_t grace_ms) {
@@ -81,9 +89,8 @@ Status Coordinator::Join(int64_t grace_ms) {
     }
     return true;
   };
-  cv_.wait(lock, [&] { return stop_ || all_ended(); });
-  const bool ended = cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(0, grace_ms)),
-                                  all_ended);
+  WaitCooperatively(lock, cv_, [&] { return stop_ || all_ended(); });
+  const bool ended = WaitCooperatively(lock, cv_, all_ended, std::max<int64_t>(0, grace_ms));
   std::string stragglers;
   for (Thread& t : threads_) {
     if (t.ended && t.thread.joinable()) {

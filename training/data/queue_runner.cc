@@ -4,6 +4,8 @@
 #include <memory>
 #include <mutex>
 
+#include "graph/cooperative.h"
+
 namespace actorflow {
 namespace {
 
@@ -71,7 +73,7 @@ Status QueueRunner::Start(Session* session, Coordinator* coord) const {
     const std::string who = "queue runner " + def.name + " (closer)";
     coord->StartThread(who, [session, state, def] {
       std::unique_lock<std::mutex> lock(state->mu);
-      state->cv.wait(lock, [&] { return state->stop_seen || state->active == 0; });
+      WaitCooperatively(lock, state->cv, [&] { return state->stop_seen || state->active == 0; });
       if (!state->stop_seen) return;  // every thread ended by itself
       lock.unlock();
       session->Run({}, {}, {def.cancel_op}, nullptr);

@@ -1,17 +1,14 @@
 #include "training/monitored/session_manager.h"
 
 #include <algorithm>
-#include <chrono>
 #include <iostream>
-#include <thread>
 #include <vector>
 
+#include "graph/cooperative.h"
 #include "training/checkpoint/checkpoint.h"
 
 namespace actorflow {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 RunOptions StepOptions(int64_t timeout_ms) {
   RunOptions options;
@@ -90,17 +87,18 @@ Status PrepareChiefSession(Session* session, const Scaffold& scaffold,
 
 Status WaitForSessionReady(Session* session, const Scaffold& scaffold,
                            const PrepareOptions& options) {
-  const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline = start + std::chrono::milliseconds(options.wait_for_model_ms);
-  std::chrono::milliseconds backoff(20);
-  Clock::time_point next_report = start;
+  // The cooperative clock: the steady clock, or a simulated cluster's virtual one
+  // when this runs as one of its drivers (graph/cooperative.h).
+  const int64_t start = CooperativeNowMicros();
+  const int64_t deadline = start + options.wait_for_model_ms * 1000;
+  const auto ms_left = [&deadline](int64_t now) { return (deadline - now + 999) / 1000; };
+  int64_t backoff_ms = 20;
+  int64_t next_report = start;
   std::vector<std::string> missing;
   Status last_error;
   while (true) {
-    const int64_t left_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     // Each probe is bounded by what is left of the wait as well.
-    int64_t timeout = std::max<int64_t>(left_ms, 1);
+    int64_t timeout = std::max<int64_t>(ms_left(CooperativeNowMicros()), 1);
     if (options.step_timeout_ms > 0) timeout = std::min(timeout, options.step_timeout_ms);
     auto probe = scaffold.UninitializedVariables(session, StepOptions(timeout));
     if (probe.ok() && probe->empty()) break;
@@ -113,7 +111,7 @@ Status WaitForSessionReady(Session* session, const Scaffold& scaffold,
       }
       last_error = probe.status();
     }
-    const Clock::time_point now = Clock::now();
+    const int64_t now = CooperativeNowMicros();
     if (now >= deadline) {
       std::string why =
           missing.empty() ? "the ready check did not succeed (last: " + last_error.ToString() + ")"
@@ -127,18 +125,16 @@ Status WaitForSessionReady(Session* session, const Scaffold& scaffold,
     // A line when the wait starts and one every 10 s, so that a chief that is slow
     // or missing shows at once, not only when the wait runs out.
     if (now >= next_report) {
-      const long long waited =
-          std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
       std::cerr << "MonitoredTrainingSession (non-chief): waiting for the chief to make the "
                    "model ready ("
-                << waited << " of " << options.wait_for_model_ms << " ms; "
+                << (now - start) / 1000 << " of " << options.wait_for_model_ms << " ms; "
                 << (missing.empty() ? "the ready check: " + last_error.ToString()
                                     : "uninitialized: " + QuotedNames(missing))
                 << ")\n";
-      next_report = now + std::chrono::seconds(10);
+      next_report = now + 10 * 1000 * 1000;
     }
-    std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    SleepCooperatively(std::min(backoff_ms, ms_left(now)));
+    backoff_ms = std::min<int64_t>(backoff_ms * 2, 1000);
   }
   return FinishPreparation(session, scaffold, options.step_timeout_ms);
 }

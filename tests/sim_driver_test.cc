@@ -1,0 +1,176 @@
+// A user's driver program, unchanged, on a simulated cluster (SimulatedCluster::
+// RunDrivers): examples/sync_replicas's SyncReplicasOptimizer + MonitoredTrainingSession
+// driver trains Iris on sim:ps=1,worker=2; with worker 1 killed mid-training and
+// restarted, its driver runs again and training ends at the last step; the same run
+// gives the same event log twice; bad input is named.
+#include <iostream>
+#include <regex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "actorflow.h"
+#include "actorflow_testing.h"
+#include "examples/sync_replicas/iris_sync_driver.h"
+
+namespace actorflow {
+namespace {
+
+constexpr int64_t kLastStep = 60;
+
+std::unique_ptr<SimulatedCluster> StartCluster(const std::string& faults_json) {
+  SimulatedCluster::Options options;
+  options.shape = *ParseSimClusterSpec("sim:ps=1,worker=2");
+  options.seed = 11;
+  if (!faults_json.empty()) {
+    StatusOr<ClusterSpec> spec = options.shape.ToClusterSpec();
+    EXPECT_OK(spec.status());
+    StatusOr<FaultPlan> plan = ParseFaultPlan(faults_json, *spec);
+    EXPECT_OK(plan.status());
+    options.faults = *plan;
+  }
+  StatusOr<std::unique_ptr<SimulatedCluster>> cluster = SimulatedCluster::Start(options);
+  EXPECT_OK(cluster.status());
+  return std::move(*cluster);
+}
+
+struct DriverOutput {
+  SimulatedCluster::DriversReport report;
+  std::string hash;
+  std::vector<int64_t> final_steps;  // "Global step N" of every run that finished
+  std::vector<double> accuracies;
+};
+
+DriverOutput RunIrisSync(const std::string& faults_json) {
+  auto cluster = StartCluster(faults_json);
+  DriverOutput out;
+  if (cluster == nullptr) return out;
+  testing::internal::CaptureStdout();
+  StatusOr<SimulatedCluster::DriversReport> report =
+      cluster->RunDrivers([] { return TrainIrisSync("", kLastStep); });
+  const std::string printed = testing::internal::GetCapturedStdout();
+  EXPECT_OK(report.status());
+  if (!report.ok()) return out;
+  out.report = *report;
+  out.hash = cluster->EventLogHash();
+  for (const auto& r : report->runs) {
+    std::cerr << "run of " << r.task.ToString() << ": virtual " << r.started_s << " to "
+              << r.ended_s << " s: " << r.status << "\n";
+  }
+  const std::regex line(R"(Global step (\d+), test set accuracy: ([0-9.]+))");
+  for (std::sregex_iterator it(printed.begin(), printed.end(), line), end; it != end; ++it) {
+    out.final_steps.push_back(std::stoll((*it)[1]));
+    out.accuracies.push_back(std::stod((*it)[2]));
+  }
+  return out;
+}
+
+TEST(SimDriverTest, TheSyncReplicasDriverTrainsUnchangedOnASimulatedCluster) {
+  DriverOutput run = RunIrisSync("");
+  ASSERT_EQ(run.report.runs.size(), 2u);
+  for (const auto& r : run.report.runs) EXPECT_OK(r.status) << r.task.ToString();
+  ASSERT_EQ(run.final_steps.size(), 2u);
+  for (size_t i = 0; i < run.final_steps.size(); ++i) {
+    EXPECT_GE(run.final_steps[i], kLastStep);
+    EXPECT_GE(run.accuracies[i], 0.6);
+  }
+  EXPECT_GT(run.report.virtual_seconds, 0);
+}
+
+TEST(SimDriverTest, AWorkerKilledMidTrainingRunsAgainAndTrainingReachesTheLastStep) {
+  // Mid-training: at 80% of an undisturbed run's virtual time (worker 1 spends the
+  // first part waiting for the chief to make the model ready); back 1 ms later.
+  DriverOutput calm = RunIrisSync("");
+  ASSERT_GT(calm.report.virtual_seconds, 0);
+  const double kill_at = calm.report.virtual_seconds * 0.8;
+  const std::string faults =
+      R"({"faults": [{"kill": "/job:worker/task:1", "at_s": )" + std::to_string(kill_at) +
+      R"(}, {"restart": "/job:worker/task:1", "at_s": )" + std::to_string(kill_at + 0.001) + "}]}";
+  DriverOutput run = RunIrisSync(faults);
+  ASSERT_EQ(run.report.runs.size(), 3u);
+  int worker1_runs = 0;
+  bool worker1_failed_first = false;
+  for (const auto& r : run.report.runs) {
+    if (r.task.index == 1) {
+      if (++worker1_runs == 1) {
+        // Its calls fail from the kill on, as its process died; it was training then.
+        worker1_failed_first = r.status.code() == Code::kCancelled;
+        EXPECT_THAT(r.status.message(), testing::HasSubstr("was killed")) << r.status;
+        EXPECT_THAT(r.status.message(), testing::Not(testing::HasSubstr("model is ready")))
+            << r.status;
+        EXPECT_GE(r.ended_s, kill_at);
+      }
+      if (worker1_runs == 2) EXPECT_OK(r.status) << "worker 1's second run";
+    } else {
+      EXPECT_OK(r.status) << "the chief";
+    }
+  }
+  EXPECT_EQ(worker1_runs, 2);
+  EXPECT_TRUE(worker1_failed_first) << "worker 1's first run should end with its task's death";
+  ASSERT_EQ(run.final_steps.size(), 2u);  // the chief and worker 1's second run
+  for (int64_t step : run.final_steps) EXPECT_GE(step, kLastStep);
+
+  // The same plan and seed give the same run.
+  DriverOutput again = RunIrisSync(faults);
+  EXPECT_EQ(again.hash, run.hash);
+  ASSERT_EQ(again.report.runs.size(), run.report.runs.size());
+  for (size_t i = 0; i < run.report.runs.size(); ++i) {
+    EXPECT_EQ(again.report.runs[i].ended_s, run.report.runs[i].ended_s) << i;
+    EXPECT_EQ(again.report.runs[i].status.ToString(), run.report.runs[i].status.ToString()) << i;
+  }
+}
+
+TEST(SimDriverTest, ADriverThatWaitsForeverIsToldTheClusterWentQuiet) {
+  auto cluster = StartCluster("");
+  ASSERT_NE(cluster, nullptr);
+  // Each worker dequeues from a queue nobody fills, with no deadline.
+  StatusOr<SimulatedCluster::DriversReport> report = cluster->RunDrivers([]() -> Status {
+    AF_ASSIGN_OR_RETURN(TfConfig config, TfConfigFromEnv());
+    AF_ASSIGN_OR_RETURN(auto server, Server::Start(config));
+    Scope root = Scope::NewRootScope();
+    Queue queue = FIFOQueue(root.WithDevice("/job:ps/task:0"), {DType::kFloat32}, {Shape{}}, 4,
+                            "never_filled");
+    std::vector<Output> element = QueueDequeue(root, queue);
+    SessionOptions options;
+    options.target = server->target();
+    AF_ASSIGN_OR_RETURN(auto session, NewSession(root.graph(), options));
+    std::vector<Tensor> out;
+    return session->Run({}, {element[0].name()}, {}, &out);
+  });
+  ASSERT_OK(report.status());
+  ASSERT_EQ(report->runs.size(), 2u);
+  for (const auto& r : report->runs) {
+    EXPECT_FALSE(r.status.ok());
+    EXPECT_THAT(r.status.message(), testing::HasSubstr("went quiet")) << r.status;
+  }
+}
+
+TEST(SimDriverTest, BadInputIsNamed) {
+  auto cluster = StartCluster(R"({"faults": [{"kill": "/job:worker/task:1", "at_step": 5}]})");
+  ASSERT_NE(cluster, nullptr);
+  auto driver = [] { return Status::OK(); };
+  StatusOr<SimulatedCluster::DriversReport> report = cluster->RunDrivers(driver);
+  EXPECT_EQ(report.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(report.status().message(), testing::HasSubstr("at_step"));
+
+  auto calm = StartCluster("");
+  ASSERT_NE(calm, nullptr);
+  report = calm->RunDrivers(driver, {TaskId{"worker", 7}});
+  EXPECT_EQ(report.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(report.status().message(), testing::HasSubstr("/job:worker/task:7"));
+  report = calm->RunDrivers(driver, {TaskId{"worker", 0}, TaskId{"worker", 0}});
+  EXPECT_EQ(report.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(report.status().message(), testing::HasSubstr("twice"));
+
+  // A driver that throws is a run that failed, named.
+  report = calm->RunDrivers([]() -> Status { throw std::runtime_error("boom"); });
+  ASSERT_OK(report.status());
+  ASSERT_EQ(report->runs.size(), 2u);
+  EXPECT_THAT(report->runs[0].status.message(), testing::HasSubstr("boom"));
+}
+
+}  // namespace
+}  // namespace actorflow
