@@ -7,6 +7,7 @@
 #include <regex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -164,6 +165,25 @@ TEST(SimDriverTest, BadInputIsNamed) {
   report = calm->RunDrivers(driver, {TaskId{"worker", 0}, TaskId{"worker", 0}});
   EXPECT_EQ(report.status().code(), Code::kInvalidArgument);
   EXPECT_THAT(report.status().message(), testing::HasSubstr("twice"));
+
+  // A thread the driver starts on its own (not through a Coordinator) is refused.
+  report = calm->RunDrivers([]() -> Status {
+    AF_ASSIGN_OR_RETURN(TfConfig config, TfConfigFromEnv());
+    AF_ASSIGN_OR_RETURN(auto server, Server::Start(config));
+    Scope root = Scope::NewRootScope();
+    auto one = Const(root.WithOpName("one"), 1.0f);
+    SessionOptions options;
+    options.target = server->target();
+    AF_ASSIGN_OR_RETURN(auto session, NewSession(root.graph(), options));
+    Status from_thread;
+    std::thread own([&] { from_thread = session->Run({}, {one.name()}, {}, nullptr); });
+    own.join();
+    return from_thread;
+  }, {TaskId{"worker", 0}});
+  ASSERT_OK(report.status());
+  ASSERT_EQ(report->runs.size(), 1u);
+  EXPECT_EQ(report->runs[0].status.code(), Code::kFailedPrecondition);
+  EXPECT_THAT(report->runs[0].status.message(), testing::HasSubstr("Coordinator"));
 
   // A driver that throws is a run that failed, named.
   report = calm->RunDrivers([]() -> Status { throw std::runtime_error("boom"); });

@@ -140,8 +140,12 @@ struct SimulatedCluster::Impl {
 
   template <class Reply, class Handle, class... Ts>
   Status Ask(Reply* reply, const Handle& dest, const std::string& what, Ts&&... xs) {
-    if (turns != nullptr && turns->OnTurnThread()) {
-      return AskAsDriver(reply, dest, what, std::forward<Ts>(xs)...);
+    if (turns != nullptr) {
+      if (turns->OnTurnThread()) return AskAsDriver(reply, dest, what, std::forward<Ts>(xs)...);
+      // Running the cluster from it would race the drivers' turns.
+      return FailedPrecondition(
+          what + ": called from a thread the simulated cluster's drivers did not start "
+                 "through a Coordinator (graph/cooperative.h), while drivers run");
     }
     bool answered = false;
     return AskWith(
