@@ -35,6 +35,8 @@
 //                       datasets (CSV, IDX and TFRecord files, image augmentation,
 //                       character text), DNNClassifier,
 //                       checkpoints (Saver), SummaryWriter (TensorBoard event files)
+//   data parallelism    Train (TrainerOptions: a model x a cluster x a policy; sync,
+//                       async, SSP or elastic workers on ps tasks, with recovery)
 #ifndef ACTORFLOW_ACTORFLOW_H_
 #define ACTORFLOW_ACTORFLOW_H_
 
@@ -92,6 +94,11 @@
 #include "training/estimators/sequence_layers.h"
 #include "training/optimizers/optimizer.h"
 #include "training/summary/summary_writer.h"
+// The library trainer: a model x a cluster (local, or one worker of a cluster spec) x a
+// policy (sync, async, SSP, elastic), what `actorflow train --cluster` runs.
+#include "actors/cluster/cluster_trainer.h"
+#include "training/distributed/trainer.h"
+#include "training/distributed/trainer_options.h"
 // Synchronous between-graph training of any graph (tf.train.SyncReplicasOptimizer).
 #include "training/distributed/allreduce_optimizer.h"
 #include "training/distributed/sync_replicas_optimizer.h"

@@ -27,6 +27,7 @@
 
 #include "graph/status.h"
 #include "graph/tensor.h"
+#include "kernels/default_learning_rate.h"
 #include "kernels/optimizer_rules.h"
 
 namespace actorflow {
@@ -43,7 +44,7 @@ struct ParameterServerOptions {
   int staleness_bound = 0;        // kStaleSynchronous
   // The update rule the shards apply: "sgd", "momentum", "adam", "adagrad".
   std::string optimizer = "sgd";
-  double learning_rate = 0.1;
+  double learning_rate = kDefaultLearningRate;
   // kSync with elastic membership: workers join and leave, each update averages the
   // gradients of the workers live for its version (at least min_workers; fewer
   // pauses training), total_replicas is the number of worker slots.

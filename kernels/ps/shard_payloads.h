@@ -15,6 +15,7 @@
 
 #include "graph/status.h"
 #include "graph/tensor.h"
+#include "kernels/default_learning_rate.h"
 #include "kernels/parameter_client.h"
 
 namespace actorflow {
@@ -26,7 +27,7 @@ struct ShardConfig {
   int replicas_to_aggregate = 1;
   int staleness_bound = 0;
   std::string optimizer = "sgd";
-  double learning_rate = 0.1;
+  double learning_rate = kDefaultLearningRate;
   // Elastic membership (kSync): total_replicas is the number of worker slots, workers
   // come and go, and each update averages the gradients of the workers live for its
   // version (replicas_to_aggregate is not used). Below min_workers live workers the

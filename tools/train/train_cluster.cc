@@ -2,28 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
-
-#include "actors/sim/sim_cluster_spec.h"
-#include "tools/train/train_allreduce.h"
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "actors/cluster/local_cluster.h"
-#include "actors/ps/parameter_client_impl.h"
+#include "actors/cluster/cluster_trainer.h"
+#include "actors/sim/sim_cluster_spec.h"
 #include "placement/cluster_spec.h"
-#include "tools/train/multi_progress.h"
 #include "tools/cli/status_server.h"
+#include "tools/train/cluster_report.h"
+#include "tools/train/train_allreduce.h"
 #include "tools/train/train_elastic.h"
 #include "tools/train/train_flags.h"
 #include "tools/train/train_summaries.h"
-#include "training/distributed/recovery.h"
+#include "training/distributed/trainer.h"
 #include "training/summary/status_board.h"
 
 namespace actorflow {
@@ -31,225 +24,6 @@ namespace cli {
 namespace {
 
 constexpr char kPsJob[] = "ps";
-
-// Prints one line per worker every ~10% of its planned steps (and its last step).
-// Called from the worker threads.
-class ProgressPrinter {
- public:
-  explicit ProgressPrinter(std::ostream& out) : out_(out) {}
-
-  void Report(const WorkerProgress& p) {
-    if (!p.paused.empty() || !p.failover.empty() || !p.members.empty()) return ReportElastic(p);
-    const int64_t planned = std::max<int64_t>(p.planned_steps, 1);
-    const int64_t tenth = std::max<int64_t>(planned / 10, 1);
-    std::lock_guard<std::mutex> lock(mu_);
-    Window& w = windows_[p.worker];
-    w.loss_sum += p.loss;
-    ++w.count;
-    if (p.step % tenth != 0 && p.step != planned) return;
-    char line[200];
-    std::snprintf(line, sizeof(line),
-                  "worker %d: step %lld/%lld (epoch %lld), loss %.4f, global step %lld%s",
-                  p.worker, static_cast<long long>(p.step), static_cast<long long>(planned),
-                  static_cast<long long>(p.epoch + 1), w.loss_sum / w.count,
-                  static_cast<long long>(p.global_step), p.applied ? "" : " (dropped as stale)");
-    out_ << line << "\n";
-    out_.flush();
-    w = Window();
-  }
-
- private:
-  // Elastic: a line per ~10% of the run's batches, and one for every membership
-  // change and every pause.
-  void ReportElastic(const WorkerProgress& p) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const int64_t tenth = std::max<int64_t>(p.total_batches / 10, 1);
-    const int64_t decile = p.batch_index / tenth;
-    const bool changed = p.membership_epoch != last_membership_epoch_ || !p.paused.empty() ||
-                         !p.failover.empty() || decile != last_decile_;
-    if (!changed) return;
-    last_membership_epoch_ = p.membership_epoch;
-    last_decile_ = decile;
-    out_ << ElasticProgressLine(p);
-    if (p.paused.empty() && p.failover.empty() && !p.members.empty()) {
-      // Name the tasks that joined or were lost since the last line.
-      std::string joined, gone;
-      for (int m : p.members) {
-        if (have_members_ && !std::count(last_members_.begin(), last_members_.end(), m)) {
-          joined += " /job:worker/task:" + std::to_string(m);
-        }
-      }
-      for (int m : last_members_) {
-        if (!std::count(p.members.begin(), p.members.end(), m)) {
-          gone += " /job:worker/task:" + std::to_string(m);
-        }
-      }
-      if (!joined.empty()) out_ << "; joined:" << joined;
-      if (!gone.empty()) out_ << "; gone:" << gone;
-      last_members_ = p.members;
-      have_members_ = true;
-    }
-    out_ << "\n";
-    out_.flush();
-  }
-
-  struct Window {
-    double loss_sum = 0.0;
-    int64_t count = 0;
-  };
-  int64_t last_membership_epoch_ = -1;
-  int64_t last_decile_ = -1;
-  std::vector<int> last_members_;
-  bool have_members_ = false;
-  std::ostream& out_;
-  std::mutex mu_;
-  std::map<int, Window> windows_;
-};
-
-// On a terminal: one bar per worker thread of a local cluster, redrawn in place
-// (tools/train/multi_progress.h). Called from the worker threads.
-class TerminalProgress {
- public:
-  TerminalProgress(std::ostream& out, int workers, int64_t batch_size)
-      : out_(out), bars_(workers, batch_size, MultiProgress::Clock::now()) {}
-
-  void Report(const WorkerProgress& p) {
-    std::lock_guard<std::mutex> lock(mu_);
-    Write(bars_.Update(p.worker, p.step, p.planned_steps, p.loss, MultiProgress::Clock::now()));
-  }
-  // The final frame, before the result lines.
-  void Finish() {
-    std::lock_guard<std::mutex> lock(mu_);
-    Write(bars_.Finish(MultiProgress::Clock::now()));
-  }
-
- private:
-  void Write(const std::string& frame) {
-    if (frame.empty()) return;
-    out_ << frame;
-    out_.flush();
-  }
-
-  std::ostream& out_;
-  std::mutex mu_;
-  MultiProgress bars_;
-};
-
-std::string LostList(const std::vector<int>& lost) {
-  if (lost.empty()) return "none";
-  std::string text;
-  for (int w : lost) text += (text.empty() ? "" : ", ") + std::to_string(w);
-  return text;
-}
-
-nlohmann::ordered_json RecoveryJson(const RecoveryReport& report) {
-  nlohmann::ordered_json events = nlohmann::ordered_json::array();
-  int64_t lost = 0;
-  for (const RecoveryEvent& e : report.events) {
-    nlohmann::ordered_json ej;
-    ej["failure"] = e.failure.ToString();
-    ej["step_at_failure"] = e.step_at_failure;
-    ej["resumed_from"] = e.resumed_from;
-    ej["waited_for_workers"] = e.waited_for_workers;
-    ej["restored"] = e.restored;
-    if (e.restored) {
-      ej["checkpoint"] = e.checkpoint;
-      ej["checkpoint_step"] = e.checkpoint_step;
-    }
-    ej["steps_lost"] = e.steps_lost;
-    ej["recovery_seconds"] = e.recovery_seconds;
-    events.push_back(ej);
-    lost += e.steps_lost;
-  }
-  nlohmann::ordered_json j;
-  j["restarts"] = report.restarts;
-  j["steps_lost"] = lost;
-  j["global_step_monotone"] = report.global_step_monotone;
-  j["started_from_global_step"] = report.started_from;
-  if (!report.start_checkpoint.empty()) {
-    j["start_checkpoint"] = report.start_checkpoint;
-    j["start_restored"] = report.start_restored;
-  }
-  if (!report.last_checkpoint.empty()) j["last_checkpoint"] = report.last_checkpoint;
-  j["events"] = events;
-  return j;
-}
-
-// Under --logdir: the end of each worker run here, at its last step.
-void LogResult(const DataParallelResult& result, TrainSummaries* summaries) {
-  const ParameterStats& stats = result.stats;
-  const std::vector<std::pair<std::string, float>> scalars = {
-      {"accuracy", static_cast<float>(result.eval.accuracy)},
-      {"updates_applied", static_cast<float>(stats.updates_applied)},
-      {"dropped_stale", static_cast<float>(stats.gradients_dropped_stale)},
-      {"mean_staleness", static_cast<float>(stats.mean_staleness)},
-      {"workers_lost", static_cast<float>(result.workers_lost.size())}};
-  for (const WorkerReport& w : result.workers) summaries->End(w.worker, w.steps, scalars);
-}
-
-// `recovery`: the supervisor's report of a cluster file's worker (else null).
-void PrintResult(const TrainCommandOptions& options, const DataParallelOptions& dp,
-                 const DataParallelResult& result, const RecoveryReport* recovery,
-                 std::ostream& out) {
-  const ParameterStats& stats = result.stats;
-  if (options.json) {
-    nlohmann::ordered_json j = ResultJsonHead(result.eval, result.seconds);
-    j["updates_applied"] = stats.updates_applied;
-    j["dropped_stale"] = stats.gradients_dropped_stale;
-    j["mean_staleness"] = stats.mean_staleness;
-    j["workers_lost"] = result.workers_lost;
-    j["mode"] = options.mode;
-    j["workers"] = dp.ps.total_replicas;
-    if (dp.ps.mode == UpdateMode::kSync) j["replicas_to_aggregate"] = dp.ps.replicas_to_aggregate;
-    j["epochs"] = dp.epochs;
-    j["examples"] = result.eval.num_examples;
-    nlohmann::ordered_json workers = nlohmann::ordered_json::array();
-    for (const WorkerReport& w : result.workers) {
-      nlohmann::ordered_json wj;
-      wj["worker"] = w.worker;
-      wj["steps"] = w.steps;
-      wj["dropped_stale"] = w.dropped_stale;
-      wj["seconds"] = w.seconds;
-      if (!w.status.ok()) wj["error"] = w.status.ToString();
-      workers.push_back(wj);
-    }
-    j["worker_reports"] = workers;
-    if (!result.checkpoint.empty()) j["checkpoint"] = result.checkpoint;
-    if (recovery != nullptr) j["recovery"] = RecoveryJson(*recovery);
-    out << j.dump() << "\n";
-    out.flush();
-    return;
-  }
-  char line[320];
-  for (const WorkerReport& w : result.workers) {
-    std::snprintf(line, sizeof(line), "worker %d: %lld steps, %lld dropped as stale, %.2f s%s%s",
-                  w.worker, static_cast<long long>(w.steps),
-                  static_cast<long long>(w.dropped_stale), w.seconds,
-                  w.status.ok() ? "" : ", lost: ", w.status.ok() ? "" : w.status.ToString().c_str());
-    out << line << "\n";
-  }
-  std::snprintf(line, sizeof(line),
-                "updates applied %lld, gradients dropped as stale %lld, mean staleness %.2f, "
-                "workers lost: %s",
-                static_cast<long long>(stats.updates_applied),
-                static_cast<long long>(stats.gradients_dropped_stale), stats.mean_staleness,
-                LostList(result.workers_lost).c_str());
-  out << line << "\n";
-  if (!result.checkpoint.empty()) out << "checkpoint saved in " << options.checkpoint_dir << "\n";
-  if (recovery != nullptr && (!recovery->events.empty() || recovery->started_from > 0)) {
-    if (recovery->started_from > 0) {
-      out << "recovery: started at global step " << recovery->started_from << "\n";
-    }
-    std::string summary = recovery->Summary();
-    for (size_t at = 0, end; at < summary.size(); at = end + 1) {
-      end = summary.find('\n', at);
-      if (end == std::string::npos) end = summary.size();
-      out << "recovery: " << summary.substr(at, end - at) << "\n";
-    }
-  }
-  out << TestAccuracyLine(result.eval, result.seconds) << "\n";
-  out.flush();
-}
 
 }  // namespace
 
@@ -311,14 +85,6 @@ Status CheckElasticFlags(const TrainCommandOptions& options) {
                            " is more than --max-workers " + std::to_string(options.max_workers));
   }
   return Status::OK();
-}
-
-ParameterClientOptions WorkerClientOptions(const ClusterSpec& cluster,
-                                           const TrainCommandOptions& options) {
-  ParameterClientOptions client_options;
-  auto address = cluster.Address(TaskId{options.job, options.task});
-  if (address.ok()) client_options.bulk_reply_host = address->host;
-  return client_options;
 }
 
 Status CheckClusterFlags(const TrainCommandOptions& options) {
@@ -431,66 +197,23 @@ void EndStatusBoard(const std::vector<int>& lost, int workers, const Status& sta
 
 }  // namespace
 
-Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
-                      const LabeledData& train, const LabeledData& test, std::ostream& out,
-                      std::ostream& progress, std::ostream& warnings, bool interactive) {
-  DataParallelOptions dp;
-  dp.spec = spec;
-  dp.seed = options.seed;
-  dp.batch_size = options.batch;
-  dp.epochs = ClusterEpochs(options, train.features.dim(0));
-  AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &dp.ps.mode, &dp.ps.staleness_bound));
-  dp.ps.optimizer = options.optimizer;
-  dp.ps.learning_rate = options.learning_rate;
-  dp.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
-  dp.model_dir = ResolveUserPath(options.checkpoint_dir);
-  SessionOptions session_options;  // target "": the actor runtime, per worker
-  AF_ASSIGN_OR_RETURN(session_options.device_count, ParseDeviceCounts(options.devices));
-  dp.session_factory = SessionFactoryFor(session_options);
-  ProgressPrinter printer(progress);
-  std::unique_ptr<TerminalProgress> bars;  // set for a local cluster on a terminal
-  TrainSummaries summaries(ResolveUserPath(options.logdir), options.batch, options.learning_rate,
-                           warnings);
-  StatusBoard board("actorflow train --cluster " + options.cluster + " --mode " + options.mode);
-  // The board is only fed while a status page serves it: no work per step otherwise.
-  const bool live_status = options.status_port >= 0;
-  const auto report_progress = [&printer, &bars, &summaries, &board,
-                                live_status](const WorkerProgress& p) {
-    if (bars != nullptr) {
-      bars->Report(p);
-    } else {
-      printer.Report(p);
-    }
-    summaries.Progress(p.worker, p.step, p.planned_steps, p.loss);
-    if (live_status) {
-      board.Step(p.worker, p.step, p.planned_steps, p.loss, p.global_step, p.applied);
-    }
-  };
+namespace {
 
-  ClusterSpec cluster;
-  std::unique_ptr<LocalCluster> local;
-  int workers = 0;
-  if (IsLocalCluster(options.cluster)) {
-    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
-    workers = shape.at("worker");
-    // The workers are this process's threads; only the ps tasks need servers.
-    AF_ASSIGN_OR_RETURN(local, LocalCluster::Start({{kPsJob, shape.at(kPsJob)}}));
-    cluster = local->spec();
-  } else {
-    AF_ASSIGN_OR_RETURN(cluster, LoadClusterFile(options.cluster));
-    workers = cluster.num_tasks(options.job);
-    if (workers == 0) {
-      return InvalidArgument("--job " + options.job + ": cluster " + options.cluster +
-                             " has no such job");
-    }
-    if (options.task >= workers) {
-      return InvalidArgument("--task " + std::to_string(options.task) + ": job " + options.job +
-                             " has " + std::to_string(workers) + " tasks");
-    }
-    if (cluster.num_tasks(kPsJob) == 0) {
-      return InvalidArgument("cluster " + options.cluster + " has no '" + kPsJob +
-                             "' job for the variables");
-    }
+// --cluster FILE: the workers of --job (with --elastic, at most --max-workers), checked
+// against --task and the file's jobs; InvalidArgument naming the flag.
+StatusOr<int> ClusterFileWorkers(const TrainCommandOptions& options, const ClusterSpec& cluster) {
+  int workers = cluster.num_tasks(options.job);
+  if (workers == 0) {
+    return InvalidArgument("--job " + options.job + ": cluster " + options.cluster +
+                           " has no such job");
+  }
+  if (options.task >= workers) {
+    return InvalidArgument("--task " + std::to_string(options.task) + ": job " + options.job +
+                           " has " + std::to_string(workers) + " tasks");
+  }
+  if (cluster.num_tasks(kPsJob) == 0) {
+    return InvalidArgument("cluster " + options.cluster + " has no '" + kPsJob +
+                           "' job for the variables");
   }
   if (options.elastic) {
     if (options.max_workers > workers) {
@@ -503,91 +226,133 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
       return InvalidArgument("--task " + std::to_string(options.task) + " is outside the " +
                              std::to_string(workers) + " worker slots of --max-workers");
     }
-    dp.ps.elastic = true;
-    dp.ps.min_workers = options.min_workers;
-    dp.ps.lr_scaling = options.lr_scaling;
   }
-  dp.ps.total_replicas = workers;
-  dp.ps.replicas_to_aggregate =
-      options.replicas_to_aggregate > 0 ? options.replicas_to_aggregate : workers;
-  if (dp.ps.replicas_to_aggregate > workers) {
+  if (options.replicas_to_aggregate > workers) {
     return InvalidArgument("--replicas-to-aggregate " +
-                           std::to_string(dp.ps.replicas_to_aggregate) + " is more than the " +
+                           std::to_string(options.replicas_to_aggregate) + " is more than the " +
                            std::to_string(workers) + " workers of job " + options.job);
   }
-  progress << SetShardRateSchedule(options, train.features.dim(0), &dp.ps);
-  AF_RETURN_IF_ERROR(ValidateDataParallelOptions(dp));
-  ReportRescaledSteps(options, dp, train.features.dim(0), progress);
-  std::unique_ptr<StatusServer> status_page;
-  if (options.status_port >= 0) {
-    AF_ASSIGN_OR_RETURN(status_page, StartStatusPage(options, cluster, workers, &board));
-    progress << "status page: " << status_page->url() << "\n";
-    progress.flush();
-  }
-  const ParameterServerOptions ps = dp.ps;
-  const int64_t timeout = dp.timeout_ms;
+  return workers;
+}
 
-  if (local != nullptr) {
-    // A cluster file's worker keeps plain lines: its recovery lines interleave.
-    if (interactive && !options.json) {
-      bars = std::make_unique<TerminalProgress>(progress, workers, dp.batch_size);
-    }
-    DataParallelJob job(
-        dp,
-        [&cluster, ps, timeout](int) { return ConnectParameterServers(cluster, kPsJob, ps, timeout); },
-        train, test);
-    job.set_progress(report_progress);
-    StatusOr<DataParallelResult> ran = job.Run();
-    if (bars != nullptr) bars->Finish();
-    EndStatusBoard(ran.ok() ? ran->workers_lost : std::vector<int>{}, workers, ran.status(),
-                   &board);
-    AF_RETURN_IF_ERROR(ran.status());
-    const DataParallelResult& result = *ran;
-    LogResult(result, &summaries);
-    PrintResult(options, dp, result, nullptr, out);
-    return Status::OK();
-  }
+// --mode (sync, async, ssp:S) and the elastic flags as the trainer's policy.
+StatusOr<TrainingPolicy> PolicyFromFlags(const TrainCommandOptions& options) {
+  UpdateMode mode;
+  TrainingPolicy policy;
+  AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &mode, &policy.staleness_bound));
+  policy.kind = mode == UpdateMode::kAsync              ? TrainingPolicyKind::kAsync
+                : mode == UpdateMode::kStaleSynchronous ? TrainingPolicyKind::kStaleSynchronous
+                                                        : TrainingPolicyKind::kSync;
+  policy.replicas_to_aggregate = options.replicas_to_aggregate;
   if (options.elastic) {
-    return TrainElasticWorker(options, cluster, dp, report_progress, train, test, &summaries,
-                              &board, out);
+    policy.kind = TrainingPolicyKind::kElastic;
+    policy.min_workers = options.min_workers;
+    policy.max_workers = options.max_workers;
+    policy.lr_scaling =
+        options.lr_scaling == "linear" ? LearningRateScaling::kLinear : LearningRateScaling::kNone;
+    policy.ps_replicas = options.ps_replicas;
   }
-  // One worker of a cluster file, under the recovery supervisor; only the chief
-  // checkpoints.
-  WorkerOptions worker;
-  worker.worker = options.task;
-  worker.progress = report_progress;
-  RecoveryOptions recovery;
-  recovery.max_restarts = options.max_restarts >= 0 ? options.max_restarts : 3;
-  recovery.reconnect_timeout_ms =
-      options.reconnect_timeout_ms > 0 ? options.reconnect_timeout_ms : 30000;
-  for (int w = 0; w < cluster.num_tasks(options.job); ++w) {
-    auto address = cluster.Address(TaskId{options.job, w});
-    recovery.worker_addresses.push_back(address.ok() ? address->ToString() : "");
-  }
-  if (options.task == 0) {
-    recovery.checkpoint_dir = dp.model_dir;
-    recovery.checkpoint_every_steps = options.checkpoint_every;
+  return policy;
+}
+
+}  // namespace
+
+StatusOr<TrainerOptions> TrainerOptionsFromFlags(const TrainCommandOptions& options,
+                                                 const DNNModelSpec& spec, int64_t train_rows) {
+  TrainerOptions trainer;
+  trainer.model = spec;
+  if (IsLocalCluster(options.cluster)) {
+    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
+    trainer.cluster = TrainerCluster::Local(shape.at(kPsJob), shape.at("worker"));
   } else {
-    dp.model_dir.clear();
+    AF_ASSIGN_OR_RETURN(ClusterSpec cluster, LoadClusterFile(options.cluster));
+    AF_RETURN_IF_ERROR(ClusterFileWorkers(options, cluster).status());
+    trainer.cluster =
+        TrainerCluster::OfSpec(std::move(cluster), options.job, options.task, options.cluster);
   }
+  AF_ASSIGN_OR_RETURN(trainer.policy, PolicyFromFlags(options));
+  trainer.optimizer = options.optimizer;
+  trainer.learning_rate = options.learning_rate;
+  trainer.learning_rate_decay_per_epoch = options.lr_decay;
+  trainer.scale_learning_rate_with_replicas = options.scale_lr_with_replicas;
+  trainer.batch_size = options.batch;
+  trainer.epochs = ClusterEpochs(options, train_rows);
+  trainer.seed = options.seed;
+  trainer.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
+  trainer.checkpoint_dir = ResolveUserPath(options.checkpoint_dir);
+  if (options.max_restarts >= 0) trainer.recovery.max_restarts = options.max_restarts;
+  if (options.reconnect_timeout_ms > 0) {
+    trainer.recovery.reconnect_timeout_ms = options.reconnect_timeout_ms;
+  }
+  trainer.recovery.checkpoint_every = options.checkpoint_every;
+  AF_ASSIGN_OR_RETURN(trainer.session_options.device_count, ParseDeviceCounts(options.devices));
+  return trainer;
+}
+
+Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
+                      const LabeledData& train, const LabeledData& test, std::ostream& out,
+                      std::ostream& progress, std::ostream& warnings, bool interactive) {
+  const int64_t rows = train.features.dim(0);
+  AF_ASSIGN_OR_RETURN(TrainerOptions trainer, TrainerOptionsFromFlags(options, spec, rows));
+  const bool local = trainer.cluster.kind == TrainerCluster::Kind::kLocal;
+  ClusterProgressPrinter printer(progress);
+  std::unique_ptr<TerminalProgress> bars;  // set for a local cluster on a terminal
+  TrainSummaries summaries(ResolveUserPath(options.logdir), options.batch, options.learning_rate,
+                           warnings);
+  StatusBoard board("actorflow train --cluster " + options.cluster + " --mode " + options.mode);
+  // The board is only fed while a status page serves it: no work per step otherwise.
+  const bool live_status = options.status_port >= 0;
+  trainer.progress = [&printer, &bars, &summaries, &board, live_status](const WorkerProgress& p) {
+    if (bars != nullptr) {
+      bars->Report(p);
+    } else {
+      printer.Report(p);
+    }
+    summaries.Progress(p.worker, p.step, p.planned_steps, p.loss);
+    if (live_status) {
+      board.Step(p.worker, p.step, p.planned_steps, p.loss, p.global_step, p.applied);
+    }
+  };
   const int task = options.task;
-  recovery.log = [&progress, task](const std::string& line) {
+  trainer.recovery_log = [&progress, task](const std::string& line) {
     progress << "worker " << task << ": " << line << "\n";
     progress.flush();
   };
-  const int64_t connect_timeout = std::min(timeout, recovery.reconnect_timeout_ms);
-  const ParameterClientOptions client_options = WorkerClientOptions(cluster, options);
-  RecoverySupervisor supervisor(
-      dp, worker, recovery, [&cluster, ps, connect_timeout, client_options](int) {
-        return ConnectParameterServers(cluster, kPsJob, ps, connect_timeout, client_options);
-      });
-  RecoveryReport report;
-  const Status ran = supervisor.Run(train, test, &report);
-  EndStatusBoard({}, 0, ran, &board);
-  board.WorkerDone(options.task, !ran.ok());
-  AF_RETURN_IF_ERROR(ran);
-  LogResult(report.result, &summaries);
-  PrintResult(options, dp, report.result, &report, out);
+  std::unique_ptr<StatusServer> status_page;
+  int workers = 0;
+  trainer.on_start = [&](const TrainerPlan& plan) -> Status {
+    workers = plan.workers;
+    progress << ShardRateLine(options, plan.data_parallel.ps);
+    ReportRescaledSteps(options, plan.data_parallel, rows, progress);
+    if (live_status) {
+      AF_ASSIGN_OR_RETURN(status_page, StartStatusPage(options, plan.cluster, workers, &board));
+      progress << "status page: " << status_page->url() << "\n";
+      progress.flush();
+    }
+    // A cluster file's worker keeps plain lines: its recovery lines interleave.
+    if (local && interactive && !options.json) {
+      bars = std::make_unique<TerminalProgress>(progress, workers, options.batch);
+    }
+    return Status::OK();
+  };
+
+  StatusOr<TrainerResult> ran = Train(trainer, train, test);
+  if (bars != nullptr) bars->Finish();
+  if (local) {
+    EndStatusBoard(ran.ok() ? ran->workers_lost : std::vector<int>{}, workers, ran.status(),
+                   &board);
+  } else {
+    EndStatusBoard({}, 0, ran.status(), &board);
+    board.WorkerDone(task, !ran.ok());
+  }
+  AF_RETURN_IF_ERROR(ran.status());
+  const DataParallelOptions& dp = ran->plan.data_parallel;
+  if (trainer.policy.kind == TrainingPolicyKind::kElastic) {
+    ReportElasticResult(options, dp, ran->details, &summaries, out);
+    return Status::OK();
+  }
+  LogClusterResult(ran->details, &summaries);
+  PrintClusterResult(options, dp, ran->details, ran->supervised ? &ran->recovery : nullptr, out);
   return Status::OK();
 }
 

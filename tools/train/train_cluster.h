@@ -1,6 +1,7 @@
-// `actorflow train --cluster ...`: between-graph data-parallel training
-// (training/distributed/data_parallel.h) of the same DNN classifier `actorflow train` trains
-// alone.
+// `actorflow train --cluster ...`: between-graph data-parallel training of the same
+// model `actorflow train` trains alone, by the library trainer
+// (actors/cluster/cluster_trainer.h, training/distributed/trainer.h): this file maps
+// the flags onto TrainerOptions and shows the run (tools/train/cluster_report.h).
 //
 //   actorflow train --cluster local:ps=P,worker=W --mode sync|async|ssp:S
 //                   [--replicas-to-aggregate N] [the model and data flags of train]
@@ -53,20 +54,23 @@
 #include <ostream>
 #include <string>
 
-#include "actors/ps/parameter_client_impl.h"
 #include "graph/status.h"
 #include "tools/train/train_command.h"
 #include "training/distributed/data_parallel.h"
+#include "training/distributed/trainer_options.h"
 #include "training/estimators/model_spec.h"
 
 namespace actorflow {
 namespace cli {
 
-// The parameter client options of worker --task of --job in a cluster file: the ps
-// tasks write push replies' values (ParameterClientOptions::bulk_reply_host) to the
-// host the file gives this worker.
-ParameterClientOptions WorkerClientOptions(const ClusterSpec& cluster,
-                                           const TrainCommandOptions& options);
+// The library trainer's options (training/distributed/trainer_options.h) that the
+// flags mean for `spec` on `train_rows` rows: --cluster (a local shape, or a cluster
+// file read here and checked against --job, --task, --max-workers and
+// --replicas-to-aggregate: InvalidArgument naming the flag), --mode and the elastic
+// flags, the optimizer, rate, batch, epochs (ClusterEpochs), seed, timeout,
+// checkpoint and recovery flags, and --devices. No callbacks.
+StatusOr<TrainerOptions> TrainerOptionsFromFlags(const TrainCommandOptions& options,
+                                                 const DNNModelSpec& spec, int64_t train_rows);
 
 // --epochs, or the passes over `rows` rows that --steps batches of --batch rows make
 // (at least 1).
@@ -80,7 +84,7 @@ int64_t ClusterEpochs(const TrainCommandOptions& options, int64_t rows);
 // cluster flags given without --cluster.
 Status CheckClusterFlags(const TrainCommandOptions& options);
 
-// Runs the cluster mode on loaded data; writes the result to `out`, progress (and
+// Runs the cluster mode on loaded data through Train (actors/cluster/cluster_trainer.h); writes the result to `out`, progress (and
 // the recovery supervisor's lines) to `progress`, a --logdir warning to `warnings`;
 // `interactive`: `progress` is a terminal (bars for a local cluster, see above).
 // Under --logdir each worker this process runs logs to DIR/worker_<task>/

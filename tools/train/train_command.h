@@ -77,6 +77,7 @@
 #include <string>
 
 #include "graph/status.h"
+#include "kernels/default_learning_rate.h"
 #include "tools/cli/cli_common.h"
 
 namespace actorflow {
@@ -104,7 +105,7 @@ struct TrainCommandOptions {
   // 0: the training file's largest label + 1.
   int64_t classes = 0;
   std::string optimizer = "adam";
-  double learning_rate = 0.01;
+  double learning_rate = kDefaultLearningRate;
   // --lr-decay: the learning rate is multiplied by this over each epoch, decaying
   // smoothly with the global step (tf.train.exponential_decay); 1 keeps it constant.
   double lr_decay = 1.0;

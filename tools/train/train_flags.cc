@@ -279,21 +279,19 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
   return model;
 }
 
-LearningRateDecay DecayPerEpoch(double factor_per_epoch, int64_t rows, int64_t rows_per_update) {
-  if (factor_per_epoch == 1.0 || rows_per_update <= 0) return {};
-  return {std::max<long long>(1, (rows + rows_per_update - 1) / rows_per_update), factor_per_epoch};
-}
-
 std::string SetShardRateSchedule(const TrainCommandOptions& options, int64_t rows,
                                  ParameterServerOptions* ps) {
-  const int64_t batches_per_update = ps->mode == UpdateMode::kSync ? ps->replicas_to_aggregate : 1;
-  ps->learning_rate = options.learning_rate;
-  ps->lr_decay = DecayPerEpoch(options.lr_decay, rows, options.batch * batches_per_update);
+  SetShardLearningRate(options.learning_rate, options.lr_decay, options.scale_lr_with_replicas,
+                       options.batch, rows, ps);
+  return ShardRateLine(options, *ps);
+}
+
+std::string ShardRateLine(const TrainCommandOptions& options, const ParameterServerOptions& ps) {
+  const int64_t batches_per_update = ps.mode == UpdateMode::kSync ? ps.replicas_to_aggregate : 1;
   if (!options.scale_lr_with_replicas || batches_per_update <= 1) return "";
-  ps->learning_rate *= static_cast<double>(batches_per_update);
   std::ostringstream line;
   line << "sync updates average " << batches_per_update << " batches of " << options.batch
-       << ": learning rate " << ps->learning_rate << " (" << options.learning_rate
+       << ": learning rate " << ps.learning_rate << " (" << options.learning_rate
        << " per batch, scaled linearly; --lr sets it as it is)\n";
   return line.str();
 }

@@ -22,6 +22,7 @@
 #include "kernels/session.h"
 #include "tools/train/train_command.h"
 #include "tools/train/train_data.h"
+#include "training/distributed/trainer_options.h"
 #include "training/estimators/dnn_classifier.h"
 #include "training/estimators/model_spec.h"
 
@@ -87,9 +88,7 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
                                                           const TrainingData& data,
                                                           int64_t classes);
 
-// --lr-decay's schedule: `factor_per_epoch` per ceil(rows / rows_per_update) updates
-// (an epoch's updates when each update takes rows_per_update rows); no decay for 1.
-LearningRateDecay DecayPerEpoch(double factor_per_epoch, int64_t rows, int64_t rows_per_update);
+// --lr-decay's schedule: DecayPerEpoch (training/distributed/trainer_options.h).
 
 // The parameter shards' rate for `rows` training rows, from options.learning_rate:
 // times the batches a sync update averages (replicas_to_aggregate; async and ssp
@@ -98,6 +97,8 @@ LearningRateDecay DecayPerEpoch(double factor_per_epoch, int64_t rows, int64_t r
 // Returns a line saying how the rate was scaled, or "" when it was not.
 std::string SetShardRateSchedule(const TrainCommandOptions& options, int64_t rows,
                                  ParameterServerOptions* ps);
+// The line SetShardRateSchedule returns, for a `ps` it has set.
+std::string ShardRateLine(const TrainCommandOptions& options, const ParameterServerOptions& ps);
 
 // The part of `options` that defines the graph (and model.json).
 DNNModelSpec ModelSpecOf(const DNNClassifierOptions& options);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "graph/status.h"
+#include "kernels/default_learning_rate.h"
 #include "training/distributed/data_parallel.h"
 #include "training/estimators/dnn_classifier.h"
 #include "training/estimators/dnn_model.h"
@@ -39,7 +40,7 @@ struct AllReduceTrainingOptions {
   int64_t batch_size = 32;  // rows per worker per step
   int64_t epochs = 1;
   std::string optimizer = "sgd";
-  double learning_rate = 0.01;
+  double learning_rate = kDefaultLearningRate;
   int64_t bucket_bytes = int64_t{25} << 20;
   std::string algorithm = "auto";
   // One full device name per worker, in rank order.

@@ -42,6 +42,7 @@
 #include "graph/graph.h"
 #include "graph/scope.h"
 #include "graph/status.h"
+#include "kernels/default_learning_rate.h"
 #include "kernels/session.h"
 #include "training/data/dataset.h"
 #include "training/estimators/feature_columns.h"
@@ -72,7 +73,7 @@ struct DNNClassifierOptions {
   // MakeOptimizer's name ("sgd", "momentum", "adam", "adagrad") and learning rate,
   // used unless optimizer_factory is set.
   std::string optimizer = "adam";
-  double learning_rate = 0.01;
+  double learning_rate = kDefaultLearningRate;
   // Applied to the optimizer (MakeOptimizer's or optimizer_factory's) when enabled:
   // the rate decays with the global step (Optimizer::SetLearningRateDecay).
   LearningRateDecay learning_rate_decay;

@@ -1,0 +1,43 @@
+// Train: the library trainer's entry point (training/distributed/trainer.h): starts
+// or reaches the cluster of TrainerOptions.cluster, connects each worker this
+// process runs to its ps tasks, and trains. What `actorflow train --cluster ...`
+// runs; a program calls it the same way:
+//
+//   TrainerOptions options;
+//   options.model.feature_columns = columns;   // e.g. Iris: 4 numeric columns
+//   options.model.hidden_units = {10, 10};
+//   options.model.n_classes = 3;
+//   options.cluster = TrainerCluster::Local(/*ps_tasks=*/1, /*workers=*/2);
+//   options.epochs = 30;
+//   StatusOr<TrainerResult> result = Train(options, train, test);
+//
+// - kLocal: starts the ps tasks as a LocalCluster in this process (real servers on
+//   127.0.0.1, stopped when Train returns); the workers are threads.
+// - kSpec: this process is worker `task`; the ps tasks of the spec's job "ps" must
+//   be running. The ps tasks send push replies to the host the spec gives this
+//   worker; kElastic workers keep ps_replicas copies of every shard and replace lost
+//   shards without a standby by empty ones for the chief to restore.
+// - Each worker computes its gradients in its own local session
+//   (TrainerOptions.session_options).
+//
+// CAF-free header. Errors: ValidateTrainerOptions', TrainerWorkers',
+// LocalCluster::Start's, ConnectParameterServers' (a ps task that cannot be
+// reached), the on_start callback's, RunTrainerWorkers'.
+#ifndef ACTORFLOW_ACTORS_CLUSTER_CLUSTER_TRAINER_H_
+#define ACTORFLOW_ACTORS_CLUSTER_CLUSTER_TRAINER_H_
+
+#include "graph/status.h"
+#include "training/distributed/data_parallel.h"
+#include "training/distributed/trainer.h"
+#include "training/distributed/trainer_options.h"
+
+namespace actorflow {
+
+// Trains on `train` (features float32 [N, F], labels int32 [N]) and evaluates the
+// final parameters on `test`; see the top of this file.
+StatusOr<TrainerResult> Train(const TrainerOptions& options, const LabeledData& train,
+                              const LabeledData& test);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_ACTORS_CLUSTER_CLUSTER_TRAINER_H_

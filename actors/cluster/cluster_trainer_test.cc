@@ -1,0 +1,89 @@
+#include "actors/cluster/cluster_trainer.h"
+
+#include <atomic>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "graph/status_testing.h"
+#include "training/distributed/iris_testing.h"
+
+namespace actorflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Iris as the drivers' tests train it, through the library trainer.
+TrainerOptions IrisTrainerOptions(const IrisData& iris) {
+  TrainerOptions options;
+  options.model.feature_columns = iris.columns;
+  options.model.hidden_units = {10, 10};
+  options.model.n_classes = 3;
+  options.seed = 3;
+  options.batch_size = 16;
+  options.epochs = 30;
+  options.learning_rate = 0.2;
+  options.cluster = TrainerCluster::Local(/*ps_tasks=*/1, /*workers=*/2);
+  return options;
+}
+
+TEST(ClusterTrainerTest, IrisOnALocalClusterOfTwoSyncWorkersLearns) {
+  ASSERT_OK_AND_ASSIGN(IrisData iris, LoadIris());
+  TrainerOptions options = IrisTrainerOptions(iris);
+  std::atomic<int64_t> pushes{0};
+  options.progress = [&pushes](const WorkerProgress&) { ++pushes; };
+  int started = 0;
+  options.on_start = [&started](const TrainerPlan& plan) {
+    ++started;
+    EXPECT_EQ(plan.workers, 2);
+    EXPECT_EQ(plan.data_parallel.ps.replicas_to_aggregate, 2);
+    EXPECT_EQ(plan.cluster.num_tasks("ps"), 1);
+    return Status::OK();
+  };
+  ASSERT_OK_AND_ASSIGN(TrainerResult result, Train(options, iris.train, iris.test));
+  EXPECT_EQ(started, 1);
+  EXPECT_GE(result.accuracy, 0.9);
+  EXPECT_GT(result.global_step, 0);
+  EXPECT_EQ(result.updates_applied, result.global_step);
+  EXPECT_EQ(result.dropped_stale, 0);
+  EXPECT_TRUE(result.workers_lost.empty());
+  EXPECT_EQ(pushes.load(), 2 * result.global_step);  // every update averages both
+  EXPECT_FALSE(result.supervised);
+}
+
+TEST(ClusterTrainerTest, ABadOptionIsRefusedNamingItsFieldBeforeAnyClusterStarts) {
+  ASSERT_OK_AND_ASSIGN(IrisData iris, LoadIris());
+  TrainerOptions options = IrisTrainerOptions(iris);
+  options.policy.replicas_to_aggregate = 3;  // of 2 workers
+  bool started = false;
+  options.on_start = [&started](const TrainerPlan&) {
+    started = true;
+    return Status::OK();
+  };
+  StatusOr<TrainerResult> result = Train(options, iris.train, iris.test);
+  EXPECT_EQ(result.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("TrainerOptions.policy.replicas_to_aggregate"));
+  EXPECT_FALSE(started);
+
+  options = IrisTrainerOptions(iris);
+  options.batch_size = 0;
+  result = Train(options, iris.train, iris.test);
+  EXPECT_EQ(result.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("TrainerOptions.batch_size"));
+}
+
+TEST(ClusterTrainerTest, AnAsyncRunPushesEveryWorkersShare) {
+  ASSERT_OK_AND_ASSIGN(IrisData iris, LoadIris());
+  TrainerOptions options = IrisTrainerOptions(iris);
+  options.policy.kind = TrainingPolicyKind::kAsync;
+  options.epochs = 10;
+  ASSERT_OK_AND_ASSIGN(TrainerResult result, Train(options, iris.train, iris.test));
+  int64_t steps = 0;
+  for (const WorkerReport& w : result.details.workers) steps += w.steps;
+  EXPECT_EQ(result.updates_applied, steps);
+  EXPECT_EQ(result.plan.data_parallel.ps.mode, UpdateMode::kAsync);
+  EXPECT_GT(result.accuracy, 0.6);
+}
+
+}  // namespace
+}  // namespace actorflow

@@ -1,0 +1,72 @@
+// The library trainer: between-graph data-parallel training of a workload on a
+// cluster under a policy (training/distributed/trainer_options.h), the one
+// composition behind `actorflow train --cluster ...` and any program that wants the
+// same:
+//
+//   kLocal cluster      the W workers on W threads (DataParallelJob); the result is
+//                       the chief's evaluation and the shards' stats.
+//   kSpec, kElastic     this process's worker joins the elastic sync training; a
+//                       worker other than the chief that loses the ps tasks
+//                       (Unavailable) rejoins as a new member within
+//                       recovery.reconnect_timeout_ms.
+//   kSpec, otherwise    this process's worker under the recovery supervisor
+//                       (training/distributed/recovery.h): reconnects to lost ps
+//                       tasks, restores from the chief's checkpoints, waits for lost
+//                       workers; only the chief checkpoints.
+//
+// Train (actors/cluster/cluster_trainer.h) starts the cluster and connects to it;
+// RunTrainerWorkers is the part that only needs a way to reach the ps tasks, so that
+// it runs against any ParameterClient (tests: FakeParameterServer).
+//
+// Thread safety: one call at a time per options object; the callbacks in
+// TrainerOptions are called from the workers' threads.
+#ifndef ACTORFLOW_TRAINING_DISTRIBUTED_TRAINER_H_
+#define ACTORFLOW_TRAINING_DISTRIBUTED_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "graph/status.h"
+#include "kernels/parameter_client.h"
+#include "training/distributed/data_parallel.h"
+#include "training/distributed/recovery.h"
+#include "training/distributed/trainer_options.h"
+
+namespace actorflow {
+
+struct TrainerResult {
+  // At the final parameters, on the test set (global_step includes a resumed
+  // checkpoint's), and from the shards.
+  double accuracy = 0.0;
+  double loss = 0.0;             // mean test cross-entropy
+  int64_t global_step = 0;
+  int64_t updates_applied = 0;
+  int64_t dropped_stale = 0;     // gradients computed on a version already replaced
+  double mean_staleness = 0.0;
+  std::vector<int> workers_lost;
+  double seconds = 0.0;          // training and evaluation
+
+  TrainerPlan plan;              // what ran (workers, the data-parallel options)
+  DataParallelResult details;    // per-worker reports, the stats, the checkpoint
+  // Set for a supervised kSpec worker (not kElastic): its failures and recoveries.
+  bool supervised = false;
+  RecoveryReport recovery;
+};
+
+// Opens worker `worker`'s connection to the ps tasks, waiting at most `timeout_ms`.
+using ParameterServerConnector =
+    std::function<StatusOr<std::unique_ptr<ParameterClient>>(int worker, int64_t timeout_ms)>;
+
+// Runs the workers this process runs under `plan` (see the top of this file) and
+// fills the result. `plan.data_parallel` needs its session factory. Errors: the
+// workers' (a kLocal run fails only when no worker finished), the supervisor's, a
+// rejoin that did not succeed in time.
+StatusOr<TrainerResult> RunTrainerWorkers(const TrainerOptions& options, const TrainerPlan& plan,
+                                          const ParameterServerConnector& connect,
+                                          const LabeledData& train, const LabeledData& test);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_TRAINING_DISTRIBUTED_TRAINER_H_

@@ -1,0 +1,245 @@
+#include "training/distributed/trainer_options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+namespace actorflow {
+namespace {
+
+constexpr char kPsJob[] = "ps";
+
+Status BadField(const std::string& field, const std::string& why) {
+  return InvalidArgument("TrainerOptions." + field + " " + why);
+}
+
+std::string ClusterName(const TrainerCluster& cluster) {
+  return cluster.name.empty() ? "the cluster spec" : "cluster " + cluster.name;
+}
+
+Status ValidatePolicy(const TrainingPolicy& policy, const TrainerCluster& cluster) {
+  using Kind = TrainingPolicyKind;
+  if (policy.staleness_bound < 0) {
+    return BadField("policy.staleness_bound", std::to_string(policy.staleness_bound) +
+                                                  ": must be >= 0");
+  }
+  if (policy.staleness_bound > 0 && policy.kind != Kind::kStaleSynchronous) {
+    return BadField("policy.staleness_bound", "applies to kStaleSynchronous only");
+  }
+  if (policy.replicas_to_aggregate < 0) {
+    return BadField("policy.replicas_to_aggregate",
+                    std::to_string(policy.replicas_to_aggregate) + ": must be >= 1 (0: every worker)");
+  }
+  if (policy.replicas_to_aggregate > 0 && policy.kind != Kind::kSync) {
+    return BadField("policy.replicas_to_aggregate",
+                    "applies to kSync only (kElastic averages the live workers' gradients)");
+  }
+  const bool elastic = policy.kind == Kind::kElastic;
+  if (!elastic && (policy.min_workers != 1 || policy.max_workers != 0 ||
+                   policy.lr_scaling != LearningRateScaling::kNone || policy.ps_replicas != 1)) {
+    return BadField("policy", "min_workers, max_workers, lr_scaling and ps_replicas apply to "
+                              "kElastic only");
+  }
+  if (policy.min_workers < 1) {
+    return BadField("policy.min_workers", std::to_string(policy.min_workers) + ": must be >= 1");
+  }
+  if (policy.max_workers < 0) {
+    return BadField("policy.max_workers",
+                    std::to_string(policy.max_workers) + ": must be >= 1 (0: every worker slot)");
+  }
+  if (policy.max_workers > 0 && policy.min_workers > policy.max_workers) {
+    return BadField("policy.min_workers", std::to_string(policy.min_workers) +
+                                              " is more than max_workers " +
+                                              std::to_string(policy.max_workers));
+  }
+  if (policy.ps_replicas < 1 || policy.ps_replicas > 2) {
+    return BadField("policy.ps_replicas", std::to_string(policy.ps_replicas) + ": must be 1 or 2");
+  }
+  if (elastic && cluster.kind != TrainerCluster::Kind::kSpec) {
+    return BadField("policy.kind", "kElastic needs a cluster spec (TrainerCluster::OfSpec): its "
+                                   "workers are processes that come and go");
+  }
+  return Status::OK();
+}
+
+Status ValidateCluster(const TrainerCluster& cluster) {
+  if (cluster.kind == TrainerCluster::Kind::kLocal) {
+    if (cluster.local_ps_tasks < 1) {
+      return BadField("cluster.local_ps_tasks",
+                      std::to_string(cluster.local_ps_tasks) + ": must be >= 1");
+    }
+    if (cluster.local_workers < 1) {
+      return BadField("cluster.local_workers",
+                      std::to_string(cluster.local_workers) + ": must be >= 1");
+    }
+    if (cluster.task >= 0) {
+      return BadField("cluster.task", "a local cluster runs every worker itself: leave it -1");
+    }
+    return Status::OK();
+  }
+  if (cluster.job.empty()) return BadField("cluster.job", "is empty");
+  if (cluster.task < 0) {
+    return BadField("cluster.task", std::to_string(cluster.task) +
+                                        ": a cluster spec needs this process's worker index");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+TrainerCluster TrainerCluster::Local(int ps_tasks, int workers) {
+  TrainerCluster cluster;
+  cluster.kind = Kind::kLocal;
+  cluster.local_ps_tasks = ps_tasks;
+  cluster.local_workers = workers;
+  return cluster;
+}
+
+TrainerCluster TrainerCluster::OfSpec(ClusterSpec spec, std::string job, int task,
+                                      std::string name) {
+  TrainerCluster cluster;
+  cluster.kind = Kind::kSpec;
+  cluster.spec = std::move(spec);
+  cluster.job = std::move(job);
+  cluster.task = task;
+  cluster.name = std::move(name);
+  return cluster;
+}
+
+Status ValidateTrainerOptions(const TrainerOptions& options) {
+  AF_RETURN_IF_ERROR(ValidateCluster(options.cluster));
+  AF_RETURN_IF_ERROR(ValidatePolicy(options.policy, options.cluster));
+  const std::string optimizer = OptimizerConfigError(options.optimizer, options.learning_rate);
+  if (!optimizer.empty()) {
+    const bool unknown = optimizer.rfind("unknown", 0) == 0;
+    return BadField(unknown ? "optimizer" : "learning_rate", "(" + optimizer + ")");
+  }
+  if (!std::isfinite(options.learning_rate_decay_per_epoch) ||
+      options.learning_rate_decay_per_epoch <= 0 || options.learning_rate_decay_per_epoch > 1) {
+    return BadField("learning_rate_decay_per_epoch",
+                    std::to_string(options.learning_rate_decay_per_epoch) +
+                        ": must be in (0, 1] (1: a constant rate)");
+  }
+  if (options.batch_size < 1) {
+    return BadField("batch_size", std::to_string(options.batch_size) + ": must be >= 1");
+  }
+  if (options.epochs < 1) {
+    return BadField("epochs", std::to_string(options.epochs) + ": must be >= 1");
+  }
+  if (options.timeout_ms <= 0) {
+    return BadField("timeout_ms", std::to_string(options.timeout_ms) + ": must be > 0");
+  }
+  const TrainerRecovery& recovery = options.recovery;
+  if (recovery.max_restarts < 0) {
+    return BadField("recovery.max_restarts",
+                    std::to_string(recovery.max_restarts) + ": must be >= 0");
+  }
+  if (recovery.reconnect_timeout_ms <= 0) {
+    return BadField("recovery.reconnect_timeout_ms",
+                    std::to_string(recovery.reconnect_timeout_ms) + ": must be > 0");
+  }
+  if (recovery.checkpoint_every < 0) {
+    return BadField("recovery.checkpoint_every",
+                    std::to_string(recovery.checkpoint_every) + ": must be >= 0");
+  }
+  if (recovery.checkpoint_every > 0 && options.checkpoint_dir.empty()) {
+    return BadField("recovery.checkpoint_every", "needs checkpoint_dir (where they go)");
+  }
+  return ValidateModelSpec(options.model).WithContext("TrainerOptions.model");
+}
+
+StatusOr<int> TrainerWorkers(const TrainerOptions& options) {
+  const TrainerCluster& cluster = options.cluster;
+  const TrainingPolicy& policy = options.policy;
+  int workers = cluster.local_workers;
+  if (cluster.kind == TrainerCluster::Kind::kSpec) {
+    workers = cluster.spec.num_tasks(cluster.job);
+    if (workers == 0) {
+      return BadField("cluster.job", cluster.job + ": " + ClusterName(cluster) +
+                                         " has no such job");
+    }
+    if (cluster.task >= workers) {
+      return BadField("cluster.task", std::to_string(cluster.task) + ": job " + cluster.job +
+                                          " has " + std::to_string(workers) + " tasks");
+    }
+    if (cluster.spec.num_tasks(kPsJob) == 0) {
+      return BadField("cluster.spec", ClusterName(cluster) + " has no '" + kPsJob +
+                                          "' job for the variables");
+    }
+  }
+  if (policy.kind == TrainingPolicyKind::kElastic) {
+    if (policy.max_workers > workers) {
+      return BadField("policy.max_workers", std::to_string(policy.max_workers) + ": " +
+                                                ClusterName(cluster) + " has " +
+                                                std::to_string(workers) + " worker slots");
+    }
+    if (policy.max_workers > 0) workers = policy.max_workers;
+    if (cluster.task >= workers) {
+      return BadField("cluster.task", std::to_string(cluster.task) + " is outside the " +
+                                          std::to_string(workers) +
+                                          " worker slots of policy.max_workers");
+    }
+  }
+  if (policy.replicas_to_aggregate > workers) {
+    return BadField("policy.replicas_to_aggregate",
+                    std::to_string(policy.replicas_to_aggregate) + " is more than the " +
+                        std::to_string(workers) + " workers of job " + cluster.job);
+  }
+  return workers;
+}
+
+LearningRateDecay DecayPerEpoch(double factor_per_epoch, int64_t rows, int64_t rows_per_update) {
+  if (factor_per_epoch == 1.0 || rows_per_update <= 0) return {};
+  return {std::max<long long>(1, (rows + rows_per_update - 1) / rows_per_update), factor_per_epoch};
+}
+
+void SetShardLearningRate(double learning_rate, double decay_per_epoch, bool scale_with_replicas,
+                          int64_t batch, int64_t rows, ParameterServerOptions* ps) {
+  const int64_t batches_per_update = ps->mode == UpdateMode::kSync ? ps->replicas_to_aggregate : 1;
+  ps->learning_rate = learning_rate;
+  ps->lr_decay = DecayPerEpoch(decay_per_epoch, rows, batch * batches_per_update);
+  if (scale_with_replicas && batches_per_update > 1) {
+    ps->learning_rate *= static_cast<double>(batches_per_update);
+  }
+}
+
+DataParallelOptions DataParallelOptionsFor(const TrainerOptions& options, int workers,
+                                           int64_t train_rows) {
+  DataParallelOptions dp;
+  dp.spec = options.model;
+  dp.seed = options.seed;
+  dp.batch_size = options.batch_size;
+  dp.epochs = options.epochs;
+  dp.timeout_ms = options.timeout_ms;
+  dp.model_dir = options.checkpoint_dir;
+  const TrainingPolicy& policy = options.policy;
+  switch (policy.kind) {
+    case TrainingPolicyKind::kSync:
+    case TrainingPolicyKind::kElastic:
+      dp.ps.mode = UpdateMode::kSync;
+      break;
+    case TrainingPolicyKind::kAsync:
+      dp.ps.mode = UpdateMode::kAsync;
+      break;
+    case TrainingPolicyKind::kStaleSynchronous:
+      dp.ps.mode = UpdateMode::kStaleSynchronous;
+      break;
+  }
+  dp.ps.staleness_bound = policy.staleness_bound;
+  dp.ps.optimizer = options.optimizer;
+  if (policy.kind == TrainingPolicyKind::kElastic) {
+    dp.ps.elastic = true;
+    dp.ps.min_workers = policy.min_workers;
+    dp.ps.lr_scaling = policy.lr_scaling == LearningRateScaling::kLinear ? "linear" : "none";
+  }
+  dp.ps.total_replicas = workers;
+  dp.ps.replicas_to_aggregate =
+      policy.replicas_to_aggregate > 0 ? policy.replicas_to_aggregate : workers;
+  SetShardLearningRate(options.learning_rate, options.learning_rate_decay_per_epoch,
+                       options.scale_learning_rate_with_replicas, options.batch_size, train_rows,
+                       &dp.ps);
+  return dp;
+}
+
+}  // namespace actorflow

@@ -1,0 +1,168 @@
+// What the library trainer (training/distributed/trainer.h, run by Train in
+// actors/cluster/cluster_trainer.h) trains, where and how: a workload (a model of
+// training/estimators/dnn_model.h: the DNN, the cnn, the rnn, the convnets) x a
+// cluster (ps tasks started in this process, or one worker of a cluster spec) x a
+// policy (sync, async, SSP, elastic sync). Every field has one default; a program,
+// `actorflow train --cluster` included, only fills the fields it cares about.
+//
+//   TrainerOptions options;
+//   options.model = spec;                                  // the workload
+//   options.cluster = TrainerCluster::Local(/*ps_tasks=*/1, /*workers=*/2);
+//   options.policy.kind = TrainingPolicy::kSync;
+//   options.epochs = 30;
+//
+// ValidateTrainerOptions checks everything that can be judged before a cluster is
+// reached; its InvalidArgument names the field ("TrainerOptions.policy.min_workers
+// ...").
+#ifndef ACTORFLOW_TRAINING_DISTRIBUTED_TRAINER_OPTIONS_H_
+#define ACTORFLOW_TRAINING_DISTRIBUTED_TRAINER_OPTIONS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "graph/status.h"
+#include "kernels/default_learning_rate.h"
+#include "kernels/parameter_client.h"
+#include "kernels/session.h"
+#include "placement/cluster_spec.h"
+#include "training/distributed/data_parallel.h"
+#include "training/estimators/model_spec.h"
+
+namespace actorflow {
+
+// How the workers' gradients become updates on the ps tasks
+// (kernels/parameter_client.h's UpdateMode; kElastic is sync with workers joining
+// and leaving, training/distributed/data_parallel.h).
+enum class TrainingPolicyKind { kSync, kAsync, kStaleSynchronous, kElastic };
+
+// kElastic: how the rate follows the live workers.
+enum class LearningRateScaling {
+  kNone,    // the learning rate as given
+  kLinear,  // learning_rate * live workers / worker slots (the linear scaling rule)
+};
+
+struct TrainingPolicy {
+  TrainingPolicyKind kind = TrainingPolicyKind::kSync;
+  // kStaleSynchronous: how many pushes a worker may run ahead of the slowest (>= 0).
+  int staleness_bound = 0;
+  // kSync: gradients averaged per update, in [1, workers]; 0: every worker (the
+  // others are backup workers whose late gradients are dropped as stale).
+  int replicas_to_aggregate = 0;
+  // kElastic: fewer live workers pause training (>= 1); worker slots used (0: every
+  // task of the cluster's worker job); the rate's scaling; copies of every
+  // parameter shard (1 or 2: a standby on another ps task, switched to when the
+  // shard's task dies).
+  int min_workers = 1;
+  int max_workers = 0;
+  LearningRateScaling lr_scaling = LearningRateScaling::kNone;
+  int ps_replicas = 1;
+};
+
+// Where the workers and the ps tasks run.
+struct TrainerCluster {
+  enum class Kind {
+    kLocal,  // ps tasks started in this process (real servers on 127.0.0.1), the
+             // workers on threads of this process
+    kSpec,   // this process is worker `task` of `job` in `spec`; the ps tasks of job
+             // "ps" run elsewhere (`actorflow server --cluster FILE --job ps --task J`)
+  };
+  Kind kind = Kind::kLocal;
+  int local_ps_tasks = 1;  // kLocal, >= 1
+  int local_workers = 2;   // kLocal, >= 1
+  ClusterSpec spec;        // kSpec
+  std::string job = "worker";
+  int task = -1;           // kSpec: this process's worker index, in [0, tasks of job)
+  // How messages name the cluster (e.g. its file); empty: "the cluster spec".
+  std::string name;
+
+  static TrainerCluster Local(int ps_tasks, int workers);
+  static TrainerCluster OfSpec(ClusterSpec spec, std::string job, int task,
+                               std::string name = "");
+};
+
+// Supervision of a kSpec worker that is not elastic (training/distributed/recovery.h):
+// a lost ps task is reconnected to and (chief) restored from the latest checkpoint.
+struct TrainerRecovery {
+  int max_restarts = 3;                  // >= 0
+  int64_t reconnect_timeout_ms = 30000;  // > 0; also an elastic worker's rejoin budget
+  // Chief: a coordinated checkpoint into checkpoint_dir every N global steps (0: only
+  // at the end). Needs checkpoint_dir.
+  int64_t checkpoint_every = 0;
+};
+
+// What the trainer settled on before the first step, given to on_start.
+struct TrainerPlan {
+  ClusterSpec cluster;   // for kLocal, the servers started in this process
+  int workers = 0;       // worker slots W (kElastic: max_workers when set)
+  DataParallelOptions data_parallel;  // as every worker here runs it (ps: W, R, rate)
+  int64_t train_rows = 0;
+};
+
+struct TrainerOptions {
+  // The workload: a model of training/estimators/dnn_model.h (model "mlp", "cnn",
+  // "rnn", "convnet", "convnet-bn"; split "none").
+  DNNModelSpec model;
+  TrainerCluster cluster;
+  TrainingPolicy policy;
+  // The update rule the ps tasks apply ("sgd", "momentum", "adam", "adagrad") and
+  // its rate per batch.
+  std::string optimizer = "sgd";
+  double learning_rate = kDefaultLearningRate;
+  // The rate is multiplied by this over each epoch (1: constant), decaying with the
+  // shards' version.
+  double learning_rate_decay_per_epoch = 1.0;
+  // kSync: an update averages R batches, so its rate is R x learning_rate.
+  bool scale_learning_rate_with_replicas = false;
+  int64_t batch_size = 32;  // rows per worker per step, >= 1
+  int64_t epochs = 1;       // passes over the training set, all workers together, >= 1
+  uint64_t seed = 1;        // the initial weights and the shuffles
+  // Bounds every pull, push and local step (ms, > 0).
+  int64_t timeout_ms = 30000;
+  // The chief's checkpoint at the end (and where it resumes from); empty: none.
+  std::string checkpoint_dir;
+  TrainerRecovery recovery;
+  // Each worker's local session (target "": the actor runtime in this process).
+  SessionOptions session_options;
+
+  // Optional callbacks, called on the trainer's threads.
+  // After every push of every worker this process runs (thread-safe when W > 1).
+  WorkerProgressFn progress;
+  // One line per failure, restore, checkpoint and recovery of a supervised worker.
+  std::function<void(const std::string&)> recovery_log;
+  // Once the cluster is up and the options checked, before the first step; an error
+  // ends the run before it trains.
+  std::function<Status(const TrainerPlan&)> on_start;
+};
+
+// OK, or InvalidArgument naming the first bad field of `options` (see the comments
+// above). Does not read the cluster's job sizes for kSpec (TrainerWorkers does).
+Status ValidateTrainerOptions(const TrainerOptions& options);
+
+// The worker slots of `options.cluster`, checked against the job and the policy:
+// InvalidArgument when job has no task, task is outside it, the spec has no "ps" job,
+// max_workers exceeds the job or the task exceeds max_workers, or
+// replicas_to_aggregate exceeds the workers.
+StatusOr<int> TrainerWorkers(const TrainerOptions& options);
+
+// The data-parallel options every worker runs with `workers` slots on `train_rows`
+// rows: the policy's update mode, the rate (scaled, with its decay) on the shards.
+// The session factory is left empty (the cluster side sets it).
+DataParallelOptions DataParallelOptionsFor(const TrainerOptions& options, int workers,
+                                           int64_t train_rows);
+
+// The shards' rate for `rows` training rows of `batch` rows per worker step:
+// `learning_rate` (x ps->replicas_to_aggregate for a sync update when
+// `scale_with_replicas`), decaying by `decay_per_epoch` over each epoch. Reads
+// ps->mode and ps->replicas_to_aggregate; sets ps->learning_rate and ps->lr_decay.
+void SetShardLearningRate(double learning_rate, double decay_per_epoch,
+                          bool scale_with_replicas, int64_t batch, int64_t rows,
+                          ParameterServerOptions* ps);
+
+// The rate decay that multiplies the rate by `factor_per_epoch` over each epoch of
+// `rows` rows, `rows_per_update` per update; none for a factor of 1.
+LearningRateDecay DecayPerEpoch(double factor_per_epoch, int64_t rows, int64_t rows_per_update);
+
+}  // namespace actorflow
+
+#endif  // ACTORFLOW_TRAINING_DISTRIBUTED_TRAINER_OPTIONS_H_

@@ -1,0 +1,99 @@
+#include "training/distributed/trainer_options.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "graph/status_testing.h"
+
+namespace actorflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+TrainerOptions IrisLikeOptions() {
+  TrainerOptions options;
+  options.model.feature_columns = {NumericColumn{"a"}, NumericColumn{"b"}};
+  options.model.hidden_units = {4};
+  options.model.n_classes = 3;
+  return options;
+}
+
+TEST(TrainerOptionsTest, TheDefaultsAreValidAndUseTheOneLearningRate) {
+  const TrainerOptions options = IrisLikeOptions();
+  EXPECT_OK(ValidateTrainerOptions(options));
+  EXPECT_EQ(options.learning_rate, kDefaultLearningRate);
+  EXPECT_EQ(ParameterServerOptions().learning_rate, kDefaultLearningRate);
+  EXPECT_EQ(options.cluster.kind, TrainerCluster::Kind::kLocal);
+  EXPECT_EQ(options.policy.kind, TrainingPolicyKind::kSync);
+}
+
+TEST(TrainerOptionsTest, ABadOptionIsInvalidArgumentNamingItsField) {
+  const std::vector<std::pair<std::function<void(TrainerOptions*)>, std::string>> cases = {
+      {[](TrainerOptions* o) { o->batch_size = 0; }, "TrainerOptions.batch_size"},
+      {[](TrainerOptions* o) { o->epochs = 0; }, "TrainerOptions.epochs"},
+      {[](TrainerOptions* o) { o->learning_rate = -1; }, "TrainerOptions.learning_rate"},
+      {[](TrainerOptions* o) { o->optimizer = "rmsprop"; }, "TrainerOptions.optimizer"},
+      {[](TrainerOptions* o) { o->timeout_ms = 0; }, "TrainerOptions.timeout_ms"},
+      {[](TrainerOptions* o) { o->cluster.local_workers = 0; },
+       "TrainerOptions.cluster.local_workers"},
+      {[](TrainerOptions* o) { o->policy.replicas_to_aggregate = -1; },
+       "TrainerOptions.policy.replicas_to_aggregate"},
+      {[](TrainerOptions* o) {
+         o->policy.kind = TrainingPolicyKind::kAsync;
+         o->policy.replicas_to_aggregate = 1;
+       },
+       "TrainerOptions.policy.replicas_to_aggregate"},
+      {[](TrainerOptions* o) { o->policy.kind = TrainingPolicyKind::kElastic; },
+       "TrainerOptions.policy.kind"},
+      {[](TrainerOptions* o) { o->recovery.checkpoint_every = 10; },
+       "TrainerOptions.recovery.checkpoint_every"},
+      {[](TrainerOptions* o) { o->model.n_classes = 1; }, "TrainerOptions.model"},
+  };
+  for (const auto& [spoil, field] : cases) {
+    TrainerOptions options = IrisLikeOptions();
+    spoil(&options);
+    const Status status = ValidateTrainerOptions(options);
+    EXPECT_EQ(status.code(), Code::kInvalidArgument) << field;
+    EXPECT_THAT(status.message(), HasSubstr(field)) << status;
+  }
+}
+
+TEST(TrainerOptionsTest, ASpecsJobAndTaskAreCheckedAgainstIt) {
+  TrainerOptions options = IrisLikeOptions();
+  ASSERT_OK_AND_ASSIGN(ClusterSpec spec,
+                       ClusterSpec::FromJson(R"({"ps": ["127.0.0.1:1"],
+                                                 "worker": ["127.0.0.1:2", "127.0.0.1:3"]})"));
+  options.cluster = TrainerCluster::OfSpec(spec, "worker", 1, "c.json");
+  ASSERT_OK_AND_ASSIGN(int workers, TrainerWorkers(options));
+  EXPECT_EQ(workers, 2);
+  options.cluster.task = 2;
+  EXPECT_THAT(TrainerWorkers(options).status().message(), HasSubstr("TrainerOptions.cluster.task"));
+  options.cluster = TrainerCluster::OfSpec(spec, "trainer", 0, "c.json");
+  EXPECT_THAT(TrainerWorkers(options).status().message(),
+              HasSubstr("cluster c.json has no such job"));
+}
+
+TEST(TrainerOptionsTest, SyncScalesTheRateByTheBatchesAnUpdateAveragesWhenAsked) {
+  TrainerOptions options = IrisLikeOptions();
+  options.learning_rate = 0.05;
+  options.cluster = TrainerCluster::Local(1, 4);
+  options.policy.replicas_to_aggregate = 3;
+  DataParallelOptions dp = DataParallelOptionsFor(options, 4, 120);
+  EXPECT_EQ(dp.ps.mode, UpdateMode::kSync);
+  EXPECT_EQ(dp.ps.total_replicas, 4);
+  EXPECT_EQ(dp.ps.replicas_to_aggregate, 3);
+  EXPECT_DOUBLE_EQ(dp.ps.learning_rate, 0.05);
+  options.scale_learning_rate_with_replicas = true;
+  dp = DataParallelOptionsFor(options, 4, 120);
+  EXPECT_DOUBLE_EQ(dp.ps.learning_rate, 0.15);
+  options.policy = TrainingPolicy();
+  options.policy.kind = TrainingPolicyKind::kStaleSynchronous;
+  options.policy.staleness_bound = 2;
+  dp = DataParallelOptionsFor(options, 4, 120);
+  EXPECT_EQ(dp.ps.mode, UpdateMode::kStaleSynchronous);
+  EXPECT_EQ(dp.ps.staleness_bound, 2);
+  EXPECT_DOUBLE_EQ(dp.ps.learning_rate, 0.05);
+}
+
+}  // namespace
+}  // namespace actorflow
