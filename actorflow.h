@@ -96,7 +96,7 @@
 #include "training/summary/summary_writer.h"
 // The library trainer: a model x a cluster (local, or one worker of a cluster spec) x a
 // policy (sync, async, SSP, elastic), what `actorflow train --cluster` runs.
-#include "actors/cluster/cluster_trainer.h"
+#include "actors/trainer/cluster_trainer.h"
 #include "training/distributed/trainer.h"
 #include "training/distributed/trainer_options.h"
 // Synchronous between-graph training of any graph (tf.train.SyncReplicasOptimizer).

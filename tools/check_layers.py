@@ -21,7 +21,7 @@ LAYERS = [
     "training/optimizers", "training/data", "training/summary", "training/checkpoint",
     "training/monitored",
     "training/estimators", "training/distributed", "training/serving",
-    "actors/serving", "actors/monitored",
+    "actors/serving", "actors/monitored", "actors/trainer",
     "tools/cli", "tools/train", "tools/serve", "tools", "tools/fuzz",
     "examples", "tests", "tools/bench",
 ]

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "actors/cluster/cluster_trainer.h"
+#include "actors/trainer/cluster_trainer.h"
 #include "actors/sim/sim_cluster_spec.h"
 #include "placement/cluster_spec.h"
 #include "tools/cli/status_server.h"

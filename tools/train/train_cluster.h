@@ -1,6 +1,6 @@
 // `actorflow train --cluster ...`: between-graph data-parallel training of the same
 // model `actorflow train` trains alone, by the library trainer
-// (actors/cluster/cluster_trainer.h, training/distributed/trainer.h): this file maps
+// (actors/trainer/cluster_trainer.h, training/distributed/trainer.h): this file maps
 // the flags onto TrainerOptions and shows the run (tools/train/cluster_report.h).
 //
 //   actorflow train --cluster local:ps=P,worker=W --mode sync|async|ssp:S
@@ -84,7 +84,7 @@ int64_t ClusterEpochs(const TrainCommandOptions& options, int64_t rows);
 // cluster flags given without --cluster.
 Status CheckClusterFlags(const TrainCommandOptions& options);
 
-// Runs the cluster mode on loaded data through Train (actors/cluster/cluster_trainer.h); writes the result to `out`, progress (and
+// Runs the cluster mode on loaded data through Train (actors/trainer/cluster_trainer.h); writes the result to `out`, progress (and
 // the recovery supervisor's lines) to `progress`, a --logdir warning to `warnings`;
 // `interactive`: `progress` is a terminal (bars for a local cluster, see above).
 // Under --logdir each worker this process runs logs to DIR/worker_<task>/

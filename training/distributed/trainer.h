@@ -14,7 +14,7 @@
 //                       tasks, restores from the chief's checkpoints, waits for lost
 //                       workers; only the chief checkpoints.
 //
-// Train (actors/cluster/cluster_trainer.h) starts the cluster and connects to it;
+// Train (actors/trainer/cluster_trainer.h) starts the cluster and connects to it;
 // RunTrainerWorkers is the part that only needs a way to reach the ps tasks, so that
 // it runs against any ParameterClient (tests: FakeParameterServer).
 //

@@ -1,5 +1,5 @@
 // What the library trainer (training/distributed/trainer.h, run by Train in
-// actors/cluster/cluster_trainer.h) trains, where and how: a workload (a model of
+// actors/trainer/cluster_trainer.h) trains, where and how: a workload (a model of
 // training/estimators/dnn_model.h: the DNN, the cnn, the rnn, the convnets) x a
 // cluster (ps tasks started in this process, or one worker of a cluster spec) x a
 // policy (sync, async, SSP, elastic sync). Every field has one default; a program,

@@ -23,8 +23,8 @@
 // CAF-free header. Errors: ValidateTrainerOptions', TrainerWorkers',
 // LocalCluster::Start's, ConnectParameterServers' (a ps task that cannot be
 // reached), the on_start callback's, RunTrainerWorkers'.
-#ifndef ACTORFLOW_ACTORS_CLUSTER_CLUSTER_TRAINER_H_
-#define ACTORFLOW_ACTORS_CLUSTER_CLUSTER_TRAINER_H_
+#ifndef ACTORFLOW_ACTORS_TRAINER_CLUSTER_TRAINER_H_
+#define ACTORFLOW_ACTORS_TRAINER_CLUSTER_TRAINER_H_
 
 #include "graph/status.h"
 #include "training/distributed/data_parallel.h"
@@ -40,4 +40,4 @@ StatusOr<TrainerResult> Train(const TrainerOptions& options, const LabeledData& 
 
 }  // namespace actorflow
 
-#endif  // ACTORFLOW_ACTORS_CLUSTER_CLUSTER_TRAINER_H_
+#endif  // ACTORFLOW_ACTORS_TRAINER_CLUSTER_TRAINER_H_

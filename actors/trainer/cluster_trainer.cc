@@ -1,4 +1,4 @@
-#include "actors/cluster/cluster_trainer.h"
+#include "actors/trainer/cluster_trainer.h"
 
 #include <memory>
 #include <utility>
