@@ -1,11 +1,15 @@
 #include "actors/trainer/cluster_trainer.h"
 
 #include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "actors/cluster/local_cluster.h"
+#include "actors/cluster/server.h"
 #include "actors/cluster/session_factory.h"
 #include "actors/ps/parameter_client_impl.h"
+#include "training/distributed/allreduce_trainer.h"
 
 namespace actorflow {
 namespace {
@@ -26,11 +30,57 @@ ParameterClientOptions SpecClientOptions(const TrainerOptions& options) {
   return client_options;
 }
 
+// A session factory on `target`'s master.
+SessionFactory SessionsOn(const std::string& target) {
+  SessionOptions session;
+  session.target = target;
+  return [session](const Graph* graph) { return NewSession(graph, session); };
+}
+
+// kAllReduce: serves the worker tasks (all of a local cluster's; a spec's own task,
+// whose peers serve theirs), each with policy.members_per_task CPUs, then trains.
+StatusOr<TrainerResult> TrainWithAllReduceOnCluster(const TrainerOptions& options,
+                                                    const LabeledData& train,
+                                                    const LabeledData& test) {
+  const TrainerCluster& cluster = options.cluster;
+  const int cpus = options.policy.members_per_task;
+  TrainerPlan plan;
+  AF_ASSIGN_OR_RETURN(plan.workers, TrainerWorkers(options));
+  const int tasks = plan.workers / cpus;
+  std::unique_ptr<LocalCluster> local;  // both stopped when training ends
+  std::unique_ptr<Server> own;
+  std::vector<SessionFactory> task_sessions;
+  if (cluster.kind == TrainerCluster::Kind::kLocal) {
+    AF_ASSIGN_OR_RETURN(local, LocalCluster::Start({{"worker", tasks}}, cpus));
+    plan.cluster = local->spec();
+    for (int t = 0; t < tasks; ++t) {
+      AF_ASSIGN_OR_RETURN(std::string target, local->Target("worker", t));
+      task_sessions.push_back(SessionsOn(target));
+    }
+  } else {
+    plan.cluster = cluster.spec;
+    ServerOptions server;
+    server.cluster = cluster.spec;
+    server.task = TaskId{cluster.job, cluster.task};
+    server.cpus = cpus;
+    AF_ASSIGN_OR_RETURN(own, Server::Start(server));
+    // Only this task's factory is ever called: its peers run their own members.
+    task_sessions.assign(tasks, SessionsOn(own->target()));
+  }
+  plan.train_rows = train.features.dim(0);
+  AF_ASSIGN_OR_RETURN(plan.allreduce, AllReduceOptionsFor(options, task_sessions));
+  if (options.on_start) AF_RETURN_IF_ERROR(options.on_start(plan));
+  return RunAllReduceTrainer(plan, train, test);
+}
+
 }  // namespace
 
 StatusOr<TrainerResult> Train(const TrainerOptions& options, const LabeledData& train,
                               const LabeledData& test) {
   AF_RETURN_IF_ERROR(ValidateTrainerOptions(options));
+  if (options.policy.kind == TrainingPolicyKind::kAllReduce) {
+    return TrainWithAllReduceOnCluster(options, train, test);
+  }
   TrainerPlan plan;
   std::unique_ptr<LocalCluster> local;  // stopped when training ends
   if (options.cluster.kind == TrainerCluster::Kind::kLocal) {

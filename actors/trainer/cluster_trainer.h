@@ -19,10 +19,16 @@
 //   shards without a standby by empty ones for the chief to restore.
 // - Each worker computes its gradients in its own local session
 //   (TrainerOptions.session_options).
+// - kAllReduce: no ps tasks. kLocal starts the worker tasks as a LocalCluster (real
+//   servers on 127.0.0.1, policy.members_per_task CPUs each) and runs every member;
+//   kSpec serves this process's task (the spec's address for it) and runs its
+//   members, the other tasks' processes theirs. Each member's session is on its own
+//   task's master (training/distributed/allreduce_trainer.h).
 //
 // CAF-free header. Errors: ValidateTrainerOptions', TrainerWorkers',
-// LocalCluster::Start's, ConnectParameterServers' (a ps task that cannot be
-// reached), the on_start callback's, RunTrainerWorkers'.
+// LocalCluster::Start's, Server::Start's (kAllReduce, kSpec: the task's port in
+// use), ConnectParameterServers' (a ps task that cannot be reached), the on_start
+// callback's, RunTrainerWorkers', RunAllReduceTrainer's.
 #ifndef ACTORFLOW_ACTORS_TRAINER_CLUSTER_TRAINER_H_
 #define ACTORFLOW_ACTORS_TRAINER_CLUSTER_TRAINER_H_
 

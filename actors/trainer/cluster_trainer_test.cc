@@ -85,5 +85,55 @@ TEST(ClusterTrainerTest, AnAsyncRunPushesEveryWorkersShare) {
   EXPECT_GT(result.accuracy, 0.6);
 }
 
+TEST(ClusterTrainerTest, IrisAllReducedOnTwoLocalWorkersLearnsWithIdenticalReplicas) {
+  ASSERT_OK_AND_ASSIGN(IrisData iris, LoadIris());
+  TrainerOptions options = IrisTrainerOptions(iris);
+  options.cluster = TrainerCluster::Local(/*ps_tasks=*/0, /*workers=*/2);
+  options.policy.kind = TrainingPolicyKind::kAllReduce;
+  options.policy.bucket_bytes = 256;  // several buckets per step
+  std::atomic<int64_t> steps{0};
+  options.progress = [&steps](const WorkerProgress&) { ++steps; };
+  int started = 0;
+  options.on_start = [&started](const TrainerPlan& plan) {
+    ++started;
+    EXPECT_EQ(plan.workers, 2);
+    EXPECT_EQ(plan.cluster.num_tasks("worker"), 2);
+    EXPECT_EQ(plan.cluster.num_tasks("ps"), 0);
+    EXPECT_EQ(plan.allreduce.devices.size(), 2u);
+    return Status::OK();
+  };
+  ASSERT_OK_AND_ASSIGN(TrainerResult result, Train(options, iris.train, iris.test));
+  EXPECT_EQ(started, 1);
+  EXPECT_GE(result.accuracy, 0.9);
+  EXPECT_TRUE(result.allreduce.replicas_identical);
+  EXPECT_GT(result.allreduce.buckets, 1);
+  EXPECT_FALSE(result.allreduce.weights_hash.empty());
+  ASSERT_EQ(result.allreduce.workers.size(), 2u);
+  EXPECT_EQ(result.allreduce.workers[0].steps, result.global_step);
+  EXPECT_EQ(result.allreduce.workers[1].steps, result.global_step);
+  EXPECT_EQ(steps.load(), 2 * result.global_step);
+}
+
+TEST(ClusterTrainerTest, AllReduceWithPsTasksIsRefusedNamingTheFieldBeforeAnyClusterStarts) {
+  ASSERT_OK_AND_ASSIGN(IrisData iris, LoadIris());
+  TrainerOptions options = IrisTrainerOptions(iris);
+  options.policy.kind = TrainingPolicyKind::kAllReduce;  // on Local(1, 2): a ps task
+  bool started = false;
+  options.on_start = [&started](const TrainerPlan&) {
+    started = true;
+    return Status::OK();
+  };
+  StatusOr<TrainerResult> result = Train(options, iris.train, iris.test);
+  EXPECT_EQ(result.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("TrainerOptions.cluster.local_ps_tasks"));
+
+  options.cluster = TrainerCluster::Local(0, 2);
+  options.policy.replicas_to_aggregate = 2;  // a sync-only field
+  result = Train(options, iris.train, iris.test);
+  EXPECT_EQ(result.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("TrainerOptions.policy.replicas_to_aggregate"));
+  EXPECT_FALSE(started);
+}
+
 }  // namespace
 }  // namespace actorflow

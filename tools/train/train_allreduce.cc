@@ -3,20 +3,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "actors/cluster/local_cluster.h"
-#include "actors/cluster/server.h"
-#include "actors/cluster/session_factory.h"
+#include "actors/trainer/cluster_trainer.h"
 #include "actors/sim/sim_cluster_spec.h"
+#include "placement/cluster_spec.h"
 #include "tools/cli/cli_common.h"
 #include "tools/train/train_cluster.h"
 #include "tools/train/train_flags.h"
 #include "training/distributed/allreduce_training.h"
+#include "training/distributed/trainer_options.h"
 
 namespace actorflow {
 namespace cli {
@@ -77,101 +77,85 @@ Status CheckAllReduceFlags(const TrainCommandOptions& options) {
   return Status::OK();
 }
 
+namespace {
+
+// The library trainer's options (policy kAllReduce) that the flags mean: --cluster
+// local:worker=W (W tasks started here) or a cluster file's --job/--task (this
+// process's task), --devices cpu=N members per task, --bucket-mb, the optimizer,
+// rate, batch, epochs (ClusterEpochs), seed and timeout. No callbacks.
+StatusOr<TrainerOptions> AllReduceTrainerOptionsFromFlags(const TrainCommandOptions& options,
+                                                          const DNNModelSpec& spec,
+                                                          int64_t train_rows) {
+  TrainerOptions trainer;
+  trainer.model = spec;
+  if (IsLocalCluster(options.cluster)) {
+    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
+    trainer.cluster = TrainerCluster::Local(/*ps_tasks=*/0, shape.at("worker"));
+  } else {
+    AF_ASSIGN_OR_RETURN(ClusterSpec spec_file, LoadClusterFile(options.cluster));
+    const int tasks = spec_file.num_tasks(options.job);
+    if (options.task >= tasks) {
+      return InvalidArgument("--task " + std::to_string(options.task) + ": job " + options.job +
+                             " of " + options.cluster + " has " + std::to_string(tasks) +
+                             " task(s)");
+    }
+    trainer.cluster = TrainerCluster::OfSpec(std::move(spec_file), options.job, options.task,
+                                             options.cluster);
+  }
+  trainer.policy.kind = TrainingPolicyKind::kAllReduce;
+  AF_ASSIGN_OR_RETURN(trainer.policy.members_per_task, MemberCpusPerTask(options.devices));
+  trainer.policy.bucket_bytes =
+      std::max<int64_t>(1, std::llround(options.bucket_mb * 1024 * 1024));
+  trainer.optimizer = options.optimizer;
+  trainer.learning_rate = options.learning_rate;
+  trainer.batch_size = options.batch;
+  trainer.epochs = ClusterEpochs(options, train_rows);
+  trainer.seed = options.seed;
+  trainer.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
+  return trainer;
+}
+
+}  // namespace
+
 Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNModelSpec& spec,
                                const LabeledData& train, const LabeledData& test,
                                std::ostream& out, std::ostream& progress) {
   AF_RETURN_IF_ERROR(CheckAllReduceFlags(options));
-  AF_ASSIGN_OR_RETURN(const int cpus, MemberCpusPerTask(options.devices));
-  // The members' tasks: a local cluster's servers, all in this process; or, for a
-  // cluster file, this process's own server for its task, the others elsewhere.
-  std::unique_ptr<LocalCluster> cluster;
-  std::unique_ptr<Server> own;
-  std::string job = "worker";
-  int tasks = 0;
-  std::vector<std::string> targets;
-  if (IsLocalCluster(options.cluster)) {
-    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
-    tasks = shape.at("worker");
-    AF_ASSIGN_OR_RETURN(cluster, LocalCluster::Start({{"worker", tasks}}, cpus));
-    for (int t = 0; t < tasks; ++t) {
-      AF_ASSIGN_OR_RETURN(std::string target, cluster->Target("worker", t));
-      targets.push_back(target);
-    }
-  } else {
-    AF_ASSIGN_OR_RETURN(ClusterSpec spec_file, LoadClusterFile(options.cluster));
-    job = options.job;
-    tasks = spec_file.num_tasks(job);
-    if (options.task >= tasks) {
-      return InvalidArgument("--task " + std::to_string(options.task) + ": job " + job + " of " +
-                             options.cluster + " has " + std::to_string(tasks) + " task(s)");
-    }
-    ServerOptions server;
-    server.cluster = spec_file;
-    server.task = TaskId{job, options.task};
-    server.cpus = cpus;
-    AF_ASSIGN_OR_RETURN(own, Server::Start(server));
-    targets.assign(tasks, own->target());  // only this task's is ever used
-  }
-  const int workers = tasks * cpus;
-
-  AllReduceTrainingOptions ar;
-  ar.spec = spec;
-  ar.seed = options.seed;
-  ar.batch_size = options.batch;
-  ar.epochs = ClusterEpochs(options, train.features.dim(0));
-  ar.optimizer = options.optimizer;
-  ar.learning_rate = options.learning_rate;
-  ar.bucket_bytes = static_cast<int64_t>(std::llround(options.bucket_mb * 1024 * 1024));
-  ar.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
-  ar.log = [&progress](const std::string& line) {
+  AF_ASSIGN_OR_RETURN(TrainerOptions trainer,
+                      AllReduceTrainerOptionsFromFlags(options, spec, train.features.dim(0)));
+  trainer.recovery_log = [&progress](const std::string& line) {
     progress << line << "\n";
     progress.flush();
   };
-  // Member r = cpus * task + cpu: a task's members are sessions on its own master.
-  for (int task = 0; task < tasks; ++task) {
-    SessionOptions session;
-    session.target = targets[task];
-    for (int cpu = 0; cpu < cpus; ++cpu) {
-      if (own != nullptr && task == options.task) {
-        ar.local_workers.push_back(static_cast<int>(ar.devices.size()));
-      }
-      ar.devices.push_back("/job:" + job + "/replica:0/task:" + std::to_string(task) +
-                           "/device:CPU:" + std::to_string(cpu));
-      ar.session_factories.push_back(SessionFactoryFor(session));
-    }
-  }
-  ar.progress = [&progress](int worker, int64_t step, int64_t planned, double loss) {
-    const int64_t tenth = std::max<int64_t>(planned / 10, 1);
-    if (step % tenth != 0 && step != planned) return;
+  // One line per worker every ~10% of its steps (the members report one at a time).
+  trainer.progress = [&progress](const WorkerProgress& p) {
+    const int64_t tenth = std::max<int64_t>(p.planned_steps / 10, 1);
+    if (p.step % tenth != 0 && p.step != p.planned_steps) return;
     char line[160];
-    std::snprintf(line, sizeof(line), "worker %d: step %lld/%lld, loss %.4f", worker,
-                  static_cast<long long>(step), static_cast<long long>(planned), loss);
+    std::snprintf(line, sizeof(line), "worker %d: step %lld/%lld, loss %.4f", p.worker,
+                  static_cast<long long>(p.step), static_cast<long long>(p.planned_steps),
+                  p.loss);
     progress << line << "\n";
     progress.flush();
   };
-  AF_ASSIGN_OR_RETURN(AllReduceTrainingResult result, TrainWithAllReduce(ar, train, test));
-  // The workers this process ran (the others report in their own processes).
-  std::vector<AllReduceWorkerReport> here;
-  for (const AllReduceWorkerReport& w : result.workers) {
-    if (ar.local_workers.empty() || std::find(ar.local_workers.begin(), ar.local_workers.end(),
-                                              w.worker) != ar.local_workers.end()) {
-      here.push_back(w);
-    }
-  }
+  AF_ASSIGN_OR_RETURN(TrainerResult ran, Train(trainer, train, test));
+  const AllReduceTrainingResult& result = ran.allreduce;  // its workers: this process's
+  const int workers = ran.plan.workers;
+  const int tasks = workers / trainer.policy.members_per_task;
 
   if (options.json) {
     nlohmann::ordered_json j = ResultJsonHead(result.eval, result.seconds);
     j["mode"] = "allreduce";
     j["workers"] = workers;
     j["tasks"] = tasks;
-    j["epochs"] = ar.epochs;
+    j["epochs"] = trainer.epochs;
     j["examples"] = result.eval.num_examples;
     j["buckets"] = result.buckets;
     j["bucket_mb"] = options.bucket_mb;
     j["replicas_identical"] = result.replicas_identical;
     j["weights_hash"] = result.weights_hash;
     nlohmann::ordered_json reports = nlohmann::ordered_json::array();
-    for (const AllReduceWorkerReport& w : here) {
+    for (const AllReduceWorkerReport& w : result.workers) {
       reports.push_back({{"worker", w.worker}, {"steps", w.steps}, {"seconds", w.seconds}});
     }
     j["worker_reports"] = reports;
@@ -180,7 +164,7 @@ Status TrainAllReduceOnCluster(const TrainCommandOptions& options, const DNNMode
     return Status::OK();
   }
   char line[200];
-  for (const AllReduceWorkerReport& w : here) {
+  for (const AllReduceWorkerReport& w : result.workers) {
     std::snprintf(line, sizeof(line), "worker %d: %lld steps, %.2f s", w.worker,
                   static_cast<long long>(w.steps), w.seconds);
     out << line << "\n";

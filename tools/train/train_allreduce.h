@@ -1,8 +1,10 @@
 // `actorflow train --cluster local:worker=W --mode allreduce`: collective data
-// parallelism, no parameter servers (training/distributed/allreduce_training.h). The
-// W workers are tasks of a LocalCluster started here (real servers on 127.0.0.1, so
-// gradient chunks cross the loopback network as between separate processes); worker
-// r's thread trains its replica through a session on task r's master.
+// parallelism, no parameter servers, by the library trainer's kAllReduce policy
+// (actors/trainer/cluster_trainer.h, training/distributed/allreduce_trainer.h): this
+// file maps the flags onto TrainerOptions and prints the result. The W workers are
+// tasks of a LocalCluster started here (real servers on 127.0.0.1, so gradient
+// chunks cross the loopback network as between separate processes); worker r's
+// thread trains its replica through a session on task r's master.
 // `--cluster FILE --job worker --task I`: this process is worker I only; it serves
 // task I itself (the file's address) and trains its replica there, the others run
 // the same command with their --task. Every process prints its own result; their

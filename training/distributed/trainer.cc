@@ -140,6 +140,10 @@ StatusOr<TrainerResult> RunTrainerWorkers(const TrainerOptions& options, const T
   if (!plan.data_parallel.session_factory) {
     return InvalidArgument("RunTrainerWorkers: the plan's data_parallel.session_factory is unset");
   }
+  if (options.policy.kind == TrainingPolicyKind::kAllReduce) {
+    return InvalidArgument("RunTrainerWorkers: kAllReduce has no ps tasks to connect to "
+                           "(RunAllReduceTrainer runs it)");
+  }
   if (options.cluster.kind == TrainerCluster::Kind::kLocal) {
     return RunLocalWorkers(options, plan, connect, train, test);
   }

@@ -3,6 +3,9 @@
 // composition behind `actorflow train --cluster ...` and any program that wants the
 // same:
 //
+//   kAllReduce          no ps tasks: every member trains its own replica and the
+//                       gradients are all-reduced among them
+//                       (training/distributed/allreduce_trainer.h).
 //   kLocal cluster      the W workers on W threads (DataParallelJob); the result is
 //                       the chief's evaluation and the shards' stats.
 //   kSpec, kElastic     this process's worker joins the elastic sync training; a
@@ -49,7 +52,12 @@ struct TrainerResult {
   double seconds = 0.0;          // training and evaluation
 
   TrainerPlan plan;              // what ran (workers, the data-parallel options)
-  DataParallelResult details;    // per-worker reports, the stats, the checkpoint
+  DataParallelResult details;    // per-worker reports, the stats, the checkpoint (ps)
+  // kAllReduce (which leaves the shards' fields and `details` empty): the chief's
+  // evaluation, this process's members' reports, the all-reduces per step, whether
+  // this process's replicas ended byte-identical and the weights' hash (which
+  // replicas in other processes compare by).
+  AllReduceTrainingResult allreduce;
   // Set for a supervised kSpec worker (not kElastic): its failures and recoveries.
   bool supervised = false;
   RecoveryReport recovery;
@@ -60,7 +68,8 @@ using ParameterServerConnector =
     std::function<StatusOr<std::unique_ptr<ParameterClient>>(int worker, int64_t timeout_ms)>;
 
 // Runs the workers this process runs under `plan` (see the top of this file) and
-// fills the result. `plan.data_parallel` needs its session factory. Errors: the
+// fills the result. `plan.data_parallel` needs its session factory; kAllReduce is
+// InvalidArgument (RunAllReduceTrainer runs it). Errors: the
 // workers' (a kLocal run fails only when no worker finished), the supervisor's, a
 // rejoin that did not succeed in time.
 StatusOr<TrainerResult> RunTrainerWorkers(const TrainerOptions& options, const TrainerPlan& plan,

@@ -56,6 +56,24 @@ Status ValidatePolicy(const TrainingPolicy& policy, const TrainerCluster& cluste
   if (policy.ps_replicas < 1 || policy.ps_replicas > 2) {
     return BadField("policy.ps_replicas", std::to_string(policy.ps_replicas) + ": must be 1 or 2");
   }
+  const bool allreduce = policy.kind == Kind::kAllReduce;
+  if (!allreduce && (policy.bucket_bytes != kDefaultAllReduceBucketBytes ||
+                     policy.members_per_task != 1)) {
+    return BadField("policy", "bucket_bytes and members_per_task apply to kAllReduce only");
+  }
+  if (policy.bucket_bytes <= 0) {
+    return BadField("policy.bucket_bytes", std::to_string(policy.bucket_bytes) + ": must be > 0");
+  }
+  if (policy.members_per_task < 1) {
+    return BadField("policy.members_per_task",
+                    std::to_string(policy.members_per_task) + ": must be >= 1");
+  }
+  if (allreduce && cluster.kind == TrainerCluster::Kind::kLocal && cluster.local_ps_tasks != 0) {
+    return BadField("cluster.local_ps_tasks",
+                    std::to_string(cluster.local_ps_tasks) +
+                        ": kAllReduce keeps the variables on the workers, no ps task does "
+                        "(TrainerCluster::Local(0, workers))");
+  }
   if (elastic && cluster.kind != TrainerCluster::Kind::kSpec) {
     return BadField("policy.kind", "kElastic needs a cluster spec (TrainerCluster::OfSpec): its "
                                    "workers are processes that come and go");
@@ -63,9 +81,10 @@ Status ValidatePolicy(const TrainingPolicy& policy, const TrainerCluster& cluste
   return Status::OK();
 }
 
-Status ValidateCluster(const TrainerCluster& cluster) {
+// kAllReduce's ps tasks (none) are checked with the policy.
+Status ValidateCluster(const TrainerCluster& cluster, bool allreduce) {
   if (cluster.kind == TrainerCluster::Kind::kLocal) {
-    if (cluster.local_ps_tasks < 1) {
+    if (!allreduce && cluster.local_ps_tasks < 1) {
       return BadField("cluster.local_ps_tasks",
                       std::to_string(cluster.local_ps_tasks) + ": must be >= 1");
     }
@@ -82,6 +101,22 @@ Status ValidateCluster(const TrainerCluster& cluster) {
   if (cluster.task < 0) {
     return BadField("cluster.task", std::to_string(cluster.task) +
                                         ": a cluster spec needs this process's worker index");
+  }
+  return Status::OK();
+}
+
+// kAllReduce trains every replica at a constant rate and keeps no checkpoint.
+Status ValidateAllReduceOptions(const TrainerOptions& options) {
+  if (options.learning_rate_decay_per_epoch != 1.0) {
+    return BadField("learning_rate_decay_per_epoch",
+                    "applies to the ps policies only (kAllReduce trains at a constant rate)");
+  }
+  if (options.scale_learning_rate_with_replicas) {
+    return BadField("scale_learning_rate_with_replicas", "applies to kSync only");
+  }
+  if (!options.checkpoint_dir.empty()) {
+    return BadField("checkpoint_dir", "applies to the ps policies only (kAllReduce does not "
+                                      "checkpoint its replicas)");
   }
   return Status::OK();
 }
@@ -108,8 +143,10 @@ TrainerCluster TrainerCluster::OfSpec(ClusterSpec spec, std::string job, int tas
 }
 
 Status ValidateTrainerOptions(const TrainerOptions& options) {
-  AF_RETURN_IF_ERROR(ValidateCluster(options.cluster));
+  const bool allreduce = options.policy.kind == TrainingPolicyKind::kAllReduce;
+  AF_RETURN_IF_ERROR(ValidateCluster(options.cluster, allreduce));
   AF_RETURN_IF_ERROR(ValidatePolicy(options.policy, options.cluster));
+  if (allreduce) AF_RETURN_IF_ERROR(ValidateAllReduceOptions(options));
   const std::string optimizer = OptimizerConfigError(options.optimizer, options.learning_rate);
   if (!optimizer.empty()) {
     const bool unknown = optimizer.rfind("unknown", 0) == 0;
@@ -152,6 +189,7 @@ Status ValidateTrainerOptions(const TrainerOptions& options) {
 StatusOr<int> TrainerWorkers(const TrainerOptions& options) {
   const TrainerCluster& cluster = options.cluster;
   const TrainingPolicy& policy = options.policy;
+  const bool allreduce = policy.kind == TrainingPolicyKind::kAllReduce;
   int workers = cluster.local_workers;
   if (cluster.kind == TrainerCluster::Kind::kSpec) {
     workers = cluster.spec.num_tasks(cluster.job);
@@ -163,7 +201,7 @@ StatusOr<int> TrainerWorkers(const TrainerOptions& options) {
       return BadField("cluster.task", std::to_string(cluster.task) + ": job " + cluster.job +
                                           " has " + std::to_string(workers) + " tasks");
     }
-    if (cluster.spec.num_tasks(kPsJob) == 0) {
+    if (!allreduce && cluster.spec.num_tasks(kPsJob) == 0) {
       return BadField("cluster.spec", ClusterName(cluster) + " has no '" + kPsJob +
                                           "' job for the variables");
     }
@@ -186,7 +224,7 @@ StatusOr<int> TrainerWorkers(const TrainerOptions& options) {
                     std::to_string(policy.replicas_to_aggregate) + " is more than the " +
                         std::to_string(workers) + " workers of job " + cluster.job);
   }
-  return workers;
+  return allreduce ? workers * policy.members_per_task : workers;
 }
 
 LearningRateDecay DecayPerEpoch(double factor_per_epoch, int64_t rows, int64_t rows_per_update) {
@@ -217,6 +255,7 @@ DataParallelOptions DataParallelOptionsFor(const TrainerOptions& options, int wo
   switch (policy.kind) {
     case TrainingPolicyKind::kSync:
     case TrainingPolicyKind::kElastic:
+    case TrainingPolicyKind::kAllReduce:  // not used: no ps tasks
       dp.ps.mode = UpdateMode::kSync;
       break;
     case TrainingPolicyKind::kAsync:

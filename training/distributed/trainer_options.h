@@ -2,7 +2,8 @@
 // actors/trainer/cluster_trainer.h) trains, where and how: a workload (a model of
 // training/estimators/dnn_model.h: the DNN, the cnn, the rnn, the convnets) x a
 // cluster (ps tasks started in this process, or one worker of a cluster spec) x a
-// policy (sync, async, SSP, elastic sync). Every field has one default; a program,
+// policy (sync, async, SSP, elastic sync through ps tasks; or all-reduce among the
+// workers, without ps tasks). Every field has one default; a program,
 // `actorflow train --cluster` included, only fills the fields it cares about.
 //
 //   TrainerOptions options;
@@ -26,15 +27,22 @@
 #include "kernels/parameter_client.h"
 #include "kernels/session.h"
 #include "placement/cluster_spec.h"
+#include "training/distributed/allreduce_training.h"
 #include "training/distributed/data_parallel.h"
 #include "training/estimators/model_spec.h"
 
 namespace actorflow {
 
-// How the workers' gradients become updates on the ps tasks
+// How the workers' gradients become updates: on the ps tasks
 // (kernels/parameter_client.h's UpdateMode; kElastic is sync with workers joining
-// and leaving, training/distributed/data_parallel.h).
-enum class TrainingPolicyKind { kSync, kAsync, kStaleSynchronous, kElastic };
+// and leaving, training/distributed/data_parallel.h), or, for kAllReduce, on every
+// worker's own replica after an all-reduce of the gradients among the workers
+// (training/distributed/allreduce_training.h; no ps tasks: TrainerCluster::Local(0,
+// W) or a spec whose worker tasks this process and its peers serve themselves).
+enum class TrainingPolicyKind { kSync, kAsync, kStaleSynchronous, kElastic, kAllReduce };
+
+// kAllReduce's default bucket: DDP's 25 MiB of gradients per all-reduce.
+constexpr int64_t kDefaultAllReduceBucketBytes = int64_t{25} << 20;
 
 // kElastic: how the rate follows the live workers.
 enum class LearningRateScaling {
@@ -57,6 +65,11 @@ struct TrainingPolicy {
   int max_workers = 0;
   LearningRateScaling lr_scaling = LearningRateScaling::kNone;
   int ps_replicas = 1;
+  // kAllReduce: bytes of gradients per all-reduce (> 0), and the CPU devices each
+  // worker task serves, every one a member of the group (>= 1; members are tasks x
+  // members_per_task, member r being CPU r mod N of task r / N).
+  int64_t bucket_bytes = kDefaultAllReduceBucketBytes;
+  int members_per_task = 1;
 };
 
 // Where the workers and the ps tasks run.
@@ -66,10 +79,12 @@ struct TrainerCluster {
              // workers on threads of this process
     kSpec,   // this process is worker `task` of `job` in `spec`; the ps tasks of job
              // "ps" run elsewhere (`actorflow server --cluster FILE --job ps --task J`)
+             // (kAllReduce: this process serves its task itself, its peers theirs;
+             // a "ps" job of the spec is not used)
   };
   Kind kind = Kind::kLocal;
-  int local_ps_tasks = 1;  // kLocal, >= 1
-  int local_workers = 2;   // kLocal, >= 1
+  int local_ps_tasks = 1;  // kLocal, >= 1 (kAllReduce: 0)
+  int local_workers = 2;   // kLocal, >= 1 (kAllReduce: worker tasks, each a server here)
   ClusterSpec spec;        // kSpec
   std::string job = "worker";
   int task = -1;           // kSpec: this process's worker index, in [0, tasks of job)
@@ -94,8 +109,13 @@ struct TrainerRecovery {
 // What the trainer settled on before the first step, given to on_start.
 struct TrainerPlan {
   ClusterSpec cluster;   // for kLocal, the servers started in this process
-  int workers = 0;       // worker slots W (kElastic: max_workers when set)
-  DataParallelOptions data_parallel;  // as every worker here runs it (ps: W, R, rate)
+  int workers = 0;       // worker slots W (kElastic: max_workers when set; kAllReduce:
+                         // the members, tasks x policy.members_per_task)
+  // As every worker here runs it (ps: W, R, rate); not used by kAllReduce.
+  DataParallelOptions data_parallel;
+  // kAllReduce only: what every member runs (its device in rank order, the members
+  // this process runs in local_workers, empty for all of them).
+  AllReduceTrainingOptions allreduce;
   int64_t train_rows = 0;
 };
 
@@ -110,7 +130,7 @@ struct TrainerOptions {
   std::string optimizer = "sgd";
   double learning_rate = kDefaultLearningRate;
   // The rate is multiplied by this over each epoch (1: constant), decaying with the
-  // shards' version.
+  // shards' version (kAllReduce: must be 1).
   double learning_rate_decay_per_epoch = 1.0;
   // kSync: an update averages R batches, so its rate is R x learning_rate.
   bool scale_learning_rate_with_replicas = false;
@@ -119,16 +139,19 @@ struct TrainerOptions {
   uint64_t seed = 1;        // the initial weights and the shuffles
   // Bounds every pull, push and local step (ms, > 0).
   int64_t timeout_ms = 30000;
-  // The chief's checkpoint at the end (and where it resumes from); empty: none.
+  // The chief's checkpoint at the end (and where it resumes from); empty: none
+  // (kAllReduce: must be empty, its replicas are not checkpointed).
   std::string checkpoint_dir;
   TrainerRecovery recovery;
   // Each worker's local session (target "": the actor runtime in this process).
+  // kAllReduce: not used (each member's session is on its own task's master).
   SessionOptions session_options;
 
   // Optional callbacks, called on the trainer's threads.
   // After every push of every worker this process runs (thread-safe when W > 1).
   WorkerProgressFn progress;
-  // One line per failure, restore, checkpoint and recovery of a supervised worker.
+  // One line per failure, restore, checkpoint and recovery of a supervised worker
+  // (kAllReduce: per membership change).
   std::function<void(const std::string&)> recovery_log;
   // Once the cluster is up and the options checked, before the first step; an error
   // ends the run before it trains.
@@ -140,9 +163,10 @@ struct TrainerOptions {
 Status ValidateTrainerOptions(const TrainerOptions& options);
 
 // The worker slots of `options.cluster`, checked against the job and the policy:
-// InvalidArgument when job has no task, task is outside it, the spec has no "ps" job,
-// max_workers exceeds the job or the task exceeds max_workers, or
-// replicas_to_aggregate exceeds the workers.
+// InvalidArgument when job has no task, task is outside it, the spec has no "ps" job
+// (but for kAllReduce), max_workers exceeds the job or the task exceeds max_workers,
+// or replicas_to_aggregate exceeds the workers. kAllReduce: the members, tasks x
+// policy.members_per_task.
 StatusOr<int> TrainerWorkers(const TrainerOptions& options);
 
 // The data-parallel options every worker runs with `workers` slots on `train_rows`

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/status_testing.h"
+#include "training/distributed/allreduce_trainer.h"
 
 namespace actorflow {
 namespace {
@@ -93,6 +94,80 @@ TEST(TrainerOptionsTest, SyncScalesTheRateByTheBatchesAnUpdateAveragesWhenAsked)
   EXPECT_EQ(dp.ps.mode, UpdateMode::kStaleSynchronous);
   EXPECT_EQ(dp.ps.staleness_bound, 2);
   EXPECT_DOUBLE_EQ(dp.ps.learning_rate, 0.05);
+}
+
+TEST(TrainerOptionsTest, AllReduceRefusesPsTasksAndTheFieldsOfThePsPoliciesNamingThem) {
+  auto all_reduce = [] {
+    TrainerOptions options = IrisLikeOptions();
+    options.policy.kind = TrainingPolicyKind::kAllReduce;
+    options.cluster = TrainerCluster::Local(/*ps_tasks=*/0, /*workers=*/2);
+    return options;
+  };
+  EXPECT_OK(ValidateTrainerOptions(all_reduce()));
+  const std::vector<std::pair<std::function<void(TrainerOptions*)>, std::string>> cases = {
+      {[](TrainerOptions* o) { o->cluster.local_ps_tasks = 1; },
+       "TrainerOptions.cluster.local_ps_tasks"},
+      {[](TrainerOptions* o) { o->policy.replicas_to_aggregate = 2; },
+       "TrainerOptions.policy.replicas_to_aggregate"},
+      {[](TrainerOptions* o) { o->policy.staleness_bound = 1; },
+       "TrainerOptions.policy.staleness_bound"},
+      {[](TrainerOptions* o) { o->policy.min_workers = 2; }, "TrainerOptions.policy"},
+      {[](TrainerOptions* o) { o->policy.bucket_bytes = 0; },
+       "TrainerOptions.policy.bucket_bytes"},
+      {[](TrainerOptions* o) { o->policy.members_per_task = 0; },
+       "TrainerOptions.policy.members_per_task"},
+      {[](TrainerOptions* o) { o->learning_rate_decay_per_epoch = 0.5; },
+       "TrainerOptions.learning_rate_decay_per_epoch"},
+      {[](TrainerOptions* o) { o->scale_learning_rate_with_replicas = true; },
+       "TrainerOptions.scale_learning_rate_with_replicas"},
+      {[](TrainerOptions* o) { o->checkpoint_dir = "/tmp/ckpt"; },
+       "TrainerOptions.checkpoint_dir"},
+      // The all-reduce fields under another policy.
+      {[](TrainerOptions* o) {
+         o->policy.kind = TrainingPolicyKind::kSync;
+         o->cluster.local_ps_tasks = 1;
+         o->policy.bucket_bytes = 1024;
+       },
+       "TrainerOptions.policy bucket_bytes"},
+      {[](TrainerOptions* o) {
+         o->policy.kind = TrainingPolicyKind::kSync;
+         o->cluster.local_ps_tasks = 0;
+       },
+       "TrainerOptions.cluster.local_ps_tasks"},
+  };
+  for (const auto& [spoil, field] : cases) {
+    TrainerOptions options = all_reduce();
+    spoil(&options);
+    const Status status = ValidateTrainerOptions(options);
+    EXPECT_EQ(status.code(), Code::kInvalidArgument) << field;
+    EXPECT_THAT(status.message(), HasSubstr(field)) << status;
+  }
+}
+
+TEST(TrainerOptionsTest, AllReduceMembersAreEveryCpuOfEveryTaskAndASpecRunsItsOwnTasks) {
+  TrainerOptions options = IrisLikeOptions();
+  options.policy.kind = TrainingPolicyKind::kAllReduce;
+  options.policy.members_per_task = 2;
+  options.policy.bucket_bytes = 4096;
+  ASSERT_OK_AND_ASSIGN(ClusterSpec spec,
+                       ClusterSpec::FromJson(R"({"worker": ["127.0.0.1:2", "127.0.0.1:3"]})"));
+  options.cluster = TrainerCluster::OfSpec(spec, "worker", 1, "c.json");
+  ASSERT_OK(ValidateTrainerOptions(options));
+  ASSERT_OK_AND_ASSIGN(int members, TrainerWorkers(options));  // no "ps" job needed
+  EXPECT_EQ(members, 4);
+  ASSERT_OK_AND_ASSIGN(AllReduceTrainingOptions ar,
+                       AllReduceOptionsFor(options, std::vector<SessionFactory>(2)));
+  EXPECT_EQ(ar.devices, (std::vector<std::string>{"/job:worker/replica:0/task:0/device:CPU:0",
+                                                  "/job:worker/replica:0/task:0/device:CPU:1",
+                                                  "/job:worker/replica:0/task:1/device:CPU:0",
+                                                  "/job:worker/replica:0/task:1/device:CPU:1"}));
+  EXPECT_EQ(ar.session_factories.size(), 4u);
+  EXPECT_EQ(ar.local_workers, (std::vector<int>{2, 3}));  // task 1's members
+  EXPECT_EQ(ar.bucket_bytes, 4096);
+
+  options.cluster = TrainerCluster::Local(0, 2);
+  ASSERT_OK_AND_ASSIGN(ar, AllReduceOptionsFor(options, std::vector<SessionFactory>(2)));
+  EXPECT_TRUE(ar.local_workers.empty());  // a local cluster runs every member
 }
 
 }  // namespace
