@@ -10,6 +10,7 @@
 #include "actors/cluster/session_factory.h"
 #include "actors/ps/parameter_client_impl.h"
 #include "training/distributed/allreduce_trainer.h"
+#include "training/distributed/in_graph_trainer.h"
 
 namespace actorflow {
 namespace {
@@ -73,6 +74,43 @@ StatusOr<TrainerResult> TrainWithAllReduceOnCluster(const TrainerOptions& option
   return RunAllReduceTrainer(plan, train, test);
 }
 
+// kInGraph: starts a local cluster's ps and worker tasks (none without ps tasks:
+// the towers are CPU devices of an in-process session), then trains as the one
+// client, through the master of worker 0 (a spec's: worker `task`).
+StatusOr<TrainerResult> TrainInGraphOnCluster(const TrainerOptions& options,
+                                              const LabeledData& train, const LabeledData& test) {
+  const TrainerCluster& cluster = options.cluster;
+  TrainerPlan plan;
+  AF_ASSIGN_OR_RETURN(plan.workers, TrainerWorkers(options));
+  std::unique_ptr<LocalCluster> local;  // stopped when training ends
+  SessionOptions session;
+  int ps_tasks = 0;
+  if (cluster.kind == TrainerCluster::Kind::kLocal) {
+    ps_tasks = cluster.local_ps_tasks;
+    if (ps_tasks > 0) {
+      AF_ASSIGN_OR_RETURN(local,
+                          LocalCluster::Start({{kPsJob, ps_tasks}, {"worker", plan.workers}}));
+      plan.cluster = local->spec();
+      AF_ASSIGN_OR_RETURN(session.target, local->Target("worker", 0));
+    } else {
+      session.device_count = {{"CPU", plan.workers}};
+    }
+  } else {
+    plan.cluster = cluster.spec;
+    ps_tasks = cluster.spec.num_tasks(kPsJob);
+    AF_ASSIGN_OR_RETURN(TaskAddress master,
+                        cluster.spec.Address(TaskId{cluster.job, cluster.task}));
+    session.target = "actorflow://" + master.ToString();
+  }
+  plan.train_rows = train.features.dim(0);
+  plan.in_graph = InGraphReplicationFor(options, plan.workers, ps_tasks);
+  if (options.on_start) AF_RETURN_IF_ERROR(options.on_start(plan));
+  const SessionFactory sessions = [session](const Graph* graph) {
+    return NewSession(graph, session);
+  };
+  return RunInGraphTrainer(options, plan, sessions, train, test);
+}
+
 }  // namespace
 
 StatusOr<TrainerResult> Train(const TrainerOptions& options, const LabeledData& train,
@@ -80,6 +118,9 @@ StatusOr<TrainerResult> Train(const TrainerOptions& options, const LabeledData& 
   AF_RETURN_IF_ERROR(ValidateTrainerOptions(options));
   if (options.policy.kind == TrainingPolicyKind::kAllReduce) {
     return TrainWithAllReduceOnCluster(options, train, test);
+  }
+  if (options.policy.kind == TrainingPolicyKind::kInGraph) {
+    return TrainInGraphOnCluster(options, train, test);
   }
   TrainerPlan plan;
   std::unique_ptr<LocalCluster> local;  // stopped when training ends

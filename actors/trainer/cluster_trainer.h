@@ -24,6 +24,11 @@
 //   kSpec serves this process's task (the spec's address for it) and runs its
 //   members, the other tasks' processes theirs. Each member's session is on its own
 //   task's master (training/distributed/allreduce_trainer.h).
+// - kInGraph: this process is the one client. kLocal with ps tasks starts the ps
+//   and worker tasks as a LocalCluster and runs the steps through worker 0's
+//   master; kLocal without ps tasks needs no server (the towers are CPU devices of
+//   an in-process session); kSpec runs them through worker `task`'s master
+//   (training/distributed/in_graph_trainer.h).
 //
 // CAF-free header. Errors: ValidateTrainerOptions', TrainerWorkers',
 // LocalCluster::Start's, Server::Start's (kAllReduce, kSpec: the task's port in

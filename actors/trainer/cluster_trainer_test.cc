@@ -1,6 +1,8 @@
 #include "actors/trainer/cluster_trainer.h"
 
 #include <atomic>
+#include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -133,6 +135,51 @@ TEST(ClusterTrainerTest, AllReduceWithPsTasksIsRefusedNamingTheFieldBeforeAnyClu
   EXPECT_EQ(result.status().code(), Code::kInvalidArgument);
   EXPECT_THAT(result.status().message(), HasSubstr("TrainerOptions.policy.replicas_to_aggregate"));
   EXPECT_FALSE(started);
+}
+
+TEST(ClusterTrainerTest, InGraphIrisGivesTheSameResultOnLocalCpusAsOnALocalCluster) {
+  ASSERT_OK_AND_ASSIGN(IrisData iris, LoadIris());
+  TrainerOptions options = IrisTrainerOptions(iris);
+  options.policy.kind = TrainingPolicyKind::kInGraph;
+  options.epochs = 0;
+  options.max_steps = 150;  // the set repeats until then
+  int64_t reported = 0;
+  options.progress = [&reported](const WorkerProgress& p) {
+    EXPECT_EQ(p.worker, 0);
+    EXPECT_EQ(p.planned_steps, 150);
+    ++reported;
+  };
+  options.cluster = TrainerCluster::Local(/*ps_tasks=*/0, /*workers=*/2);  // 2 CPUs here
+  ASSERT_OK_AND_ASSIGN(TrainerResult cpus, Train(options, iris.train, iris.test));
+  EXPECT_EQ(cpus.plan.in_graph.tower_devices, (std::vector<std::string>{"/cpu:0", "/cpu:1"}));
+  EXPECT_EQ(reported, 150);
+  EXPECT_EQ(cpus.global_step, 150);
+  EXPECT_EQ(cpus.in_graph.train.steps, 150);
+  EXPECT_GE(cpus.accuracy, 0.9);
+
+  options.cluster = TrainerCluster::Local(/*ps_tasks=*/1, /*workers=*/2);
+  ASSERT_OK_AND_ASSIGN(TrainerResult tasks, Train(options, iris.train, iris.test));
+  EXPECT_EQ(tasks.plan.in_graph.ps_devices, (std::vector<std::string>{"/job:ps/task:0"}));
+  EXPECT_EQ(tasks.plan.cluster.num_tasks("worker"), 2);
+  // The same graph, seeds and batches: the placement changes nothing.
+  EXPECT_EQ(tasks.accuracy, cpus.accuracy);
+  EXPECT_NEAR(tasks.loss, cpus.loss, 1e-6);
+}
+
+TEST(ClusterTrainerTest, InGraphRefusesTheFieldsOfTheOtherPoliciesNamingThem) {
+  ASSERT_OK_AND_ASSIGN(IrisData iris, LoadIris());
+  TrainerOptions options = IrisTrainerOptions(iris);
+  options.policy.kind = TrainingPolicyKind::kInGraph;
+  options.policy.replicas_to_aggregate = 1;
+  StatusOr<TrainerResult> result = Train(options, iris.train, iris.test);
+  EXPECT_EQ(result.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("TrainerOptions.policy.replicas_to_aggregate"));
+
+  options = IrisTrainerOptions(iris);
+  options.max_steps = 10;  // kSync runs whole epochs
+  result = Train(options, iris.train, iris.test);
+  EXPECT_EQ(result.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(result.status().message(), HasSubstr("TrainerOptions.max_steps"));
 }
 
 }  // namespace

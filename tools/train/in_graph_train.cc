@@ -1,19 +1,21 @@
 #include "tools/train/in_graph_train.h"
 
-#include <chrono>
 #include <functional>
 #include <iostream>
+#include <memory>
+#include <string>
 #include <utility>
 
 #include <nlohmann/json.hpp>
 
-#include "actors/cluster/local_cluster.h"
+#include "actors/trainer/cluster_trainer.h"
 #include "placement/cluster_spec.h"
 #include "tools/train/progress_bar.h"
 #include "tools/train/train_summaries.h"
 #include "tools/train/train_data.h"
 #include "tools/train/train_flags.h"
-#include "training/distributed/in_graph_classifier.h"
+#include "training/distributed/in_graph_trainer.h"
+#include "training/distributed/trainer_options.h"
 
 namespace actorflow {
 namespace cli {
@@ -25,109 +27,104 @@ constexpr char kBetweenGraph[] = "between-graph";
 const char* const kBetweenGraphOnlyFlags[] = {"--mode", "--replicas-to-aggregate", "--job",
                                                "--task", "--model", "--split"};
 
-// Where the towers and variables go, and the session that reaches them. Owns the
-// local cluster, if any, which must outlive the session.
-struct Placement {
-  std::unique_ptr<LocalCluster> cluster;
-  InGraphReplication replication;
-  std::string target;  // "" with device_count CPU = towers
-  std::string description;
-};
-
-StatusOr<Placement> PlaceReplicas(const std::string& cluster) {
-  Placement p;
+// The library trainer's options (policy kInGraph) that the flags mean: the model
+// and data flags as `actorflow train`'s, --cluster (empty: 2 towers on 2 CPU
+// devices of this process; local:ps=P,worker=W; or a file whose "ps" and "worker"
+// jobs run `actorflow server`, the steps going through worker 0's master), --epochs
+// or else --steps, --lr-decay, --checkpoint-dir and --timeout-ms. InvalidArgument
+// naming the flag for a shape without ps and worker tasks or with other jobs.
+StatusOr<TrainerOptions> InGraphTrainerOptionsFromFlags(const TrainCommandOptions& o,
+                                                        const std::string& cluster,
+                                                        const TrainingData& data,
+                                                        int64_t classes) {
+  TrainerOptions trainer;
+  AF_ASSIGN_OR_RETURN(DNNClassifierOptions model, ClassifierOptionsFromFlags(o, data, classes));
+  trainer.model = ModelSpecOf(model);
+  trainer.policy.kind = TrainingPolicyKind::kInGraph;
   if (cluster.empty()) {
-    p.replication.ps_devices = {"/cpu:0"};
-    p.replication.tower_devices = {"/cpu:0", "/cpu:1"};
-    p.description = "2 towers on 2 CPU devices of this process";
-    return p;
-  }
-  int ps = 0;
-  int workers = 0;
-  if (IsLocalCluster(cluster)) {
-    auto shape = ParseLocalClusterFlag(cluster);
-    if (!shape.ok()) return shape.status();
-    for (const auto& [job, count] : *shape) {
+    trainer.cluster = TrainerCluster::Local(/*ps_tasks=*/0, /*workers=*/2);
+  } else if (IsLocalCluster(cluster)) {
+    AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(cluster));
+    for (const auto& [job, count] : shape) {
       if (job != "ps" && job != "worker") {
         return InvalidArgument("--cluster " + cluster + ": job '" + job +
                                "' has no role in in-graph replication (use ps and worker)");
       }
     }
-    ps = shape->count("ps") ? shape->at("ps") : 0;
-    workers = shape->count("worker") ? shape->at("worker") : 0;
+    const int ps = shape.count("ps") ? shape.at("ps") : 0;
+    const int workers = shape.count("worker") ? shape.at("worker") : 0;
     if (ps < 1 || workers < 1) {
       return InvalidArgument("--cluster " + cluster + ": in-graph replication needs ps=P and "
                              "worker=W, both >= 1");
     }
-    AF_ASSIGN_OR_RETURN(p.cluster, LocalCluster::Start(*shape));
-    AF_ASSIGN_OR_RETURN(p.target, p.cluster->Target("worker", 0));
+    trainer.cluster = TrainerCluster::Local(ps, workers);
   } else {
     AF_ASSIGN_OR_RETURN(ClusterSpec spec, LoadClusterFile(cluster));
-    ps = spec.num_tasks("ps");
-    workers = spec.num_tasks("worker");
-    if (ps < 1 || workers < 1) {
+    if (spec.num_tasks("ps") < 1 || spec.num_tasks("worker") < 1) {
       return InvalidArgument("--cluster " + cluster + ": in-graph replication needs jobs 'ps' and "
                              "'worker' with at least one task each");
     }
-    AF_ASSIGN_OR_RETURN(TaskAddress master, spec.Address(TaskId{"worker", 0}));
-    p.target = "actorflow://" + master.ToString();
+    trainer.cluster = TrainerCluster::OfSpec(std::move(spec), "worker", /*task=*/0, cluster);
   }
-  for (int k = 0; k < ps; ++k) p.replication.ps_devices.push_back("/job:ps/task:" + std::to_string(k));
-  for (int i = 0; i < workers; ++i) {
-    p.replication.tower_devices.push_back("/job:worker/task:" + std::to_string(i));
-  }
-  p.description = std::to_string(workers) + " towers on the worker tasks, variables on " +
-                  std::to_string(ps) + " ps task(s)";
-  return p;
+  trainer.optimizer = o.optimizer;
+  trainer.learning_rate = o.learning_rate;
+  trainer.learning_rate_decay_per_epoch = o.lr_decay;
+  trainer.batch_size = o.batch;  // per tower
+  trainer.seed = o.seed;
+  trainer.checkpoint_dir = model.model_dir;
+  trainer.timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 24 * 3600 * 1000;
+  trainer.epochs = o.epochs > 0 ? o.epochs : 0;
+  trainer.max_steps = o.epochs > 0 ? 0 : o.steps;
+  return trainer;
 }
 
-Status Train(const TrainCommandOptions& o, const std::string& cluster, std::ostream& out,
-             std::ostream& progress, std::ostream& err, bool interactive) {
+// "2 towers on 2 CPU devices of this process" or "W towers on the worker tasks,
+// variables on P ps task(s)".
+std::string PlacementLine(const TrainerOptions& trainer, const TrainerPlan& plan) {
+  const std::string towers = std::to_string(plan.in_graph.tower_devices.size());
+  if (trainer.cluster.kind == TrainerCluster::Kind::kLocal && trainer.cluster.local_ps_tasks == 0) {
+    return towers + " towers on " + towers + " CPU devices of this process";
+  }
+  return towers + " towers on the worker tasks, variables on " +
+         std::to_string(plan.in_graph.ps_devices.size()) + " ps task(s)";
+}
+
+Status TrainInGraph(const TrainCommandOptions& o, const std::string& cluster, std::ostream& out,
+                    std::ostream& progress, std::ostream& err, bool interactive) {
   AF_ASSIGN_OR_RETURN(TrainingData data, LoadTrainingData(o));
   AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, o.classes));
-  AF_ASSIGN_OR_RETURN(Placement placement, PlaceReplicas(cluster));
-  const int64_t towers = static_cast<int64_t>(placement.replication.tower_devices.size());
-
-  InGraphClassifierOptions options;
-  AF_ASSIGN_OR_RETURN(options.model, ClassifierOptionsFromFlags(o, data, classes));
-  SessionOptions session;
-  session.target = placement.target;
-  if (session.target.empty()) session.device_count = {{"CPU", static_cast<int>(towers)}};
-  options.model.session_factory = SessionFactoryFor(session);
-  // One update trains a batch on every tower: an epoch has `towers` times fewer.
-  options.model.learning_rate_decay =
-      DecayPerEpoch(o.lr_decay, data.train.features.dim(0), o.batch * towers);
-  options.replication = placement.replication;
-  progress << "in-graph replication: " << placement.description << "\n";
-
-  const auto start = std::chrono::steady_clock::now();
-  AF_ASSIGN_OR_RETURN(std::unique_ptr<InGraphClassifier> classifier,
-                      InGraphClassifier::Create(std::move(options)));
-  // One step trains a batch on every tower.
+  AF_ASSIGN_OR_RETURN(TrainerOptions trainer,
+                      InGraphTrainerOptionsFromFlags(o, cluster, data, classes));
   const int64_t rows = data.train.labels.NumElements();
-  const int64_t step_rows = o.batch * towers;
-  const int64_t planned = PlannedTrainSteps(o, rows, step_rows);
-  ProgressBar bar(progress, planned, interactive);
-  // One graph trains every tower: its run is worker_0.
-  TrainSummaries summaries(ResolveUserPath(o.logdir), step_rows, o.learning_rate, err);
-  StatusOr<TrainResult> trained =
-      classifier->Train(TrainingInput(data.train, step_rows, o.seed, o.epochs), MaxTrainSteps(o),
-                        [&bar, &summaries, planned](const TrainProgress& p) {
-                          bar.Update(p.step, p.loss);
-                          summaries.Progress(0, p.step, planned, p.loss);
-                        });
-  bar.Finish();
-  AF_RETURN_IF_ERROR(trained.status());
-  AF_ASSIGN_OR_RETURN(EvalResult eval, classifier->Evaluate(EvaluationInput(data.test)));
-  summaries.End(0, trained->steps, {{"accuracy", static_cast<float>(eval.accuracy)}});
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::unique_ptr<ProgressBar> bar;
+  std::unique_ptr<TrainSummaries> summaries;
+  int64_t planned = 0;
+  trainer.on_start = [&](const TrainerPlan& plan) {
+    progress << "in-graph replication: " << PlacementLine(trainer, plan) << "\n";
+    const int towers = static_cast<int>(plan.in_graph.tower_devices.size());
+    planned = PlannedInGraphSteps(trainer, towers, rows);
+    bar = std::make_unique<ProgressBar>(progress, planned, interactive);
+    // One graph trains every tower: its run is worker_0.
+    summaries = std::make_unique<TrainSummaries>(ResolveUserPath(o.logdir), o.batch * towers,
+                                                 o.learning_rate, err);
+    return Status::OK();
+  };
+  trainer.progress = [&](const WorkerProgress& p) {
+    bar->Update(p.step, p.loss);
+    summaries->Progress(0, p.step, planned, p.loss);
+  };
+  StatusOr<TrainerResult> ran = Train(trainer, {data.train.features, data.train.labels},
+                                      {data.test.features, data.test.labels});
+  if (bar != nullptr) bar->Finish();
+  AF_RETURN_IF_ERROR(ran.status());
+  const InGraphTrainerReport& report = ran->in_graph;
+  summaries->End(0, report.train.steps, {{"accuracy", static_cast<float>(report.eval.accuracy)}});
 
   nlohmann::ordered_json extra;
   extra["replication"] = kInGraph;
-  extra["towers"] = towers;
-  extra["ps_tasks"] = placement.replication.ps_devices.size();
-  PrintTrainResult(o, eval, *trained, seconds, classes, extra, out);
+  extra["towers"] = ran->plan.in_graph.tower_devices.size();
+  extra["ps_tasks"] = ran->plan.in_graph.ps_devices.size();
+  PrintTrainResult(o, report.eval, report.train, ran->seconds, classes, extra, out);
   return Status::OK();
 }
 
@@ -138,7 +135,7 @@ int InGraphTrainCommand(const TrainCommandOptions& options, const std::string& c
   std::ostream& progress = options.json ? err : out;  // stdout: the result alone
   return RunChecked(
       out, err, [&]() { return CheckModelAndTrainingFlags(options); },
-      [&]() { return Train(options, cluster, out, progress, err, interactive); },
+      [&]() { return TrainInGraph(options, cluster, out, progress, err, interactive); },
       // The cluster's shape is judged only once the cluster is placed.
       [](const Status& status) {
         return status.code() == Code::kInvalidArgument && status.message().rfind("--", 0) == 0

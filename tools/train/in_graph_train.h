@@ -1,7 +1,9 @@
 // `actorflow train --replication in-graph`: trains the DNN classifier of `actorflow
-// train` with in-graph replication (training/distributed/in_graph_classifier.h): this one client
-// builds a graph with a tower per worker and the variables on the ps tasks, and runs
-// every step as one Session::Run.
+// train` with in-graph replication, by the library trainer's kInGraph policy
+// (actors/trainer/cluster_trainer.h, training/distributed/in_graph_trainer.h): this
+// one client builds a graph with a tower per worker and the variables on the ps
+// tasks, and runs every step as one Session::Run. This file maps the flags onto
+// TrainerOptions and shows the run.
 //
 //   actorflow train --replication in-graph [--cluster local:ps=P,worker=W | FILE]
 //                   [the model and data flags of train]

@@ -144,6 +144,10 @@ StatusOr<TrainerResult> RunTrainerWorkers(const TrainerOptions& options, const T
     return InvalidArgument("RunTrainerWorkers: kAllReduce has no ps tasks to connect to "
                            "(RunAllReduceTrainer runs it)");
   }
+  if (options.policy.kind == TrainingPolicyKind::kInGraph) {
+    return InvalidArgument("RunTrainerWorkers: kInGraph has one client, no workers "
+                           "(RunInGraphTrainer runs it)");
+  }
   if (options.cluster.kind == TrainerCluster::Kind::kLocal) {
     return RunLocalWorkers(options, plan, connect, train, test);
   }

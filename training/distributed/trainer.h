@@ -6,6 +6,9 @@
 //   kAllReduce          no ps tasks: every member trains its own replica and the
 //                       gradients are all-reduced among them
 //                       (training/distributed/allreduce_trainer.h).
+//   kInGraph            one client (this process) drives a tower per worker, the
+//                       variables on the ps tasks
+//                       (training/distributed/in_graph_trainer.h).
 //   kLocal cluster      the W workers on W threads (DataParallelJob); the result is
 //                       the chief's evaluation and the shards' stats.
 //   kSpec, kElastic     this process's worker joins the elastic sync training; a
@@ -39,6 +42,12 @@
 
 namespace actorflow {
 
+// kInGraph: the client's evaluation and training (steps run, the last batch's loss).
+struct InGraphTrainerReport {
+  EvalResult eval;
+  TrainResult train;
+};
+
 struct TrainerResult {
   // At the final parameters, on the test set (global_step includes a resumed
   // checkpoint's), and from the shards.
@@ -58,6 +67,7 @@ struct TrainerResult {
   // this process's replicas ended byte-identical and the weights' hash (which
   // replicas in other processes compare by).
   AllReduceTrainingResult allreduce;
+  InGraphTrainerReport in_graph;  // kInGraph (which leaves the same fields empty)
   // Set for a supervised kSpec worker (not kElastic): its failures and recoveries.
   bool supervised = false;
   RecoveryReport recovery;
@@ -68,8 +78,9 @@ using ParameterServerConnector =
     std::function<StatusOr<std::unique_ptr<ParameterClient>>(int worker, int64_t timeout_ms)>;
 
 // Runs the workers this process runs under `plan` (see the top of this file) and
-// fills the result. `plan.data_parallel` needs its session factory; kAllReduce is
-// InvalidArgument (RunAllReduceTrainer runs it). Errors: the
+// fills the result. `plan.data_parallel` needs its session factory; kAllReduce and
+// kInGraph are InvalidArgument (RunAllReduceTrainer, RunInGraphTrainer run them).
+// Errors: the
 // workers' (a kLocal run fails only when no worker finished), the supervisor's, a
 // rejoin that did not succeed in time.
 StatusOr<TrainerResult> RunTrainerWorkers(const TrainerOptions& options, const TrainerPlan& plan,

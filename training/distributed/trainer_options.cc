@@ -81,12 +81,14 @@ Status ValidatePolicy(const TrainingPolicy& policy, const TrainerCluster& cluste
   return Status::OK();
 }
 
-// kAllReduce's ps tasks (none) are checked with the policy.
-Status ValidateCluster(const TrainerCluster& cluster, bool allreduce) {
+// kAllReduce's ps tasks (none) are checked with the policy; kInGraph runs without
+// any (on CPU devices of this process).
+Status ValidateCluster(const TrainerCluster& cluster, TrainingPolicyKind policy) {
   if (cluster.kind == TrainerCluster::Kind::kLocal) {
-    if (!allreduce && cluster.local_ps_tasks < 1) {
-      return BadField("cluster.local_ps_tasks",
-                      std::to_string(cluster.local_ps_tasks) + ": must be >= 1");
+    const int least = policy == TrainingPolicyKind::kInGraph ? 0 : 1;
+    if (policy != TrainingPolicyKind::kAllReduce && cluster.local_ps_tasks < least) {
+      return BadField("cluster.local_ps_tasks", std::to_string(cluster.local_ps_tasks) +
+                                                    ": must be >= " + std::to_string(least));
     }
     if (cluster.local_workers < 1) {
       return BadField("cluster.local_workers",
@@ -144,9 +146,19 @@ TrainerCluster TrainerCluster::OfSpec(ClusterSpec spec, std::string job, int tas
 
 Status ValidateTrainerOptions(const TrainerOptions& options) {
   const bool allreduce = options.policy.kind == TrainingPolicyKind::kAllReduce;
-  AF_RETURN_IF_ERROR(ValidateCluster(options.cluster, allreduce));
+  AF_RETURN_IF_ERROR(ValidateCluster(options.cluster, options.policy.kind));
   AF_RETURN_IF_ERROR(ValidatePolicy(options.policy, options.cluster));
   if (allreduce) AF_RETURN_IF_ERROR(ValidateAllReduceOptions(options));
+  const bool in_graph = options.policy.kind == TrainingPolicyKind::kInGraph;
+  if (in_graph && options.scale_learning_rate_with_replicas) {
+    return BadField("scale_learning_rate_with_replicas", "applies to kSync only");
+  }
+  if (options.max_steps < 0) {
+    return BadField("max_steps", std::to_string(options.max_steps) + ": must be >= 0");
+  }
+  if (options.max_steps > 0 && !in_graph) {
+    return BadField("max_steps", "applies to kInGraph only (the others run whole epochs)");
+  }
   const std::string optimizer = OptimizerConfigError(options.optimizer, options.learning_rate);
   if (!optimizer.empty()) {
     const bool unknown = optimizer.rfind("unknown", 0) == 0;
@@ -161,8 +173,10 @@ Status ValidateTrainerOptions(const TrainerOptions& options) {
   if (options.batch_size < 1) {
     return BadField("batch_size", std::to_string(options.batch_size) + ": must be >= 1");
   }
-  if (options.epochs < 1) {
-    return BadField("epochs", std::to_string(options.epochs) + ": must be >= 1");
+  const bool repeat_until_max_steps = in_graph && options.epochs == 0 && options.max_steps > 0;
+  if (options.epochs < 1 && !repeat_until_max_steps) {
+    return BadField("epochs", std::to_string(options.epochs) +
+                                  ": must be >= 1 (kInGraph: 0 with max_steps > 0)");
   }
   if (options.timeout_ms <= 0) {
     return BadField("timeout_ms", std::to_string(options.timeout_ms) + ": must be > 0");
@@ -256,6 +270,7 @@ DataParallelOptions DataParallelOptionsFor(const TrainerOptions& options, int wo
     case TrainingPolicyKind::kSync:
     case TrainingPolicyKind::kElastic:
     case TrainingPolicyKind::kAllReduce:  // not used: no ps tasks
+    case TrainingPolicyKind::kInGraph:    // not used: one client
       dp.ps.mode = UpdateMode::kSync;
       break;
     case TrainingPolicyKind::kAsync:

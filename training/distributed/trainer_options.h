@@ -2,8 +2,9 @@
 // actors/trainer/cluster_trainer.h) trains, where and how: a workload (a model of
 // training/estimators/dnn_model.h: the DNN, the cnn, the rnn, the convnets) x a
 // cluster (ps tasks started in this process, or one worker of a cluster spec) x a
-// policy (sync, async, SSP, elastic sync through ps tasks; or all-reduce among the
-// workers, without ps tasks). Every field has one default; a program,
+// policy (sync, async, SSP, elastic sync through ps tasks; all-reduce among the
+// workers, without ps tasks; or in-graph replication, one client driving a tower
+// per worker). Every field has one default; a program,
 // `actorflow train --cluster` included, only fills the fields it cares about.
 //
 //   TrainerOptions options;
@@ -29,6 +30,7 @@
 #include "placement/cluster_spec.h"
 #include "training/distributed/allreduce_training.h"
 #include "training/distributed/data_parallel.h"
+#include "training/distributed/in_graph_replication.h"
 #include "training/estimators/model_spec.h"
 
 namespace actorflow {
@@ -39,7 +41,20 @@ namespace actorflow {
 // worker's own replica after an all-reduce of the gradients among the workers
 // (training/distributed/allreduce_training.h; no ps tasks: TrainerCluster::Local(0,
 // W) or a spec whose worker tasks this process and its peers serve themselves).
-enum class TrainingPolicyKind { kSync, kAsync, kStaleSynchronous, kElastic, kAllReduce };
+// kInGraph is in-graph replication (training/distributed/in_graph_classifier.h):
+// this process is the one client; its graph has a tower per worker and the
+// variables on the ps tasks, and a step is one Session::Run over every tower (an
+// update averages every tower's batch). Its cluster: TrainerCluster::Local(P, W)
+// (P >= 1: servers started here; P = 0: W towers on CPU devices of an in-process
+// session, the variables on its CPU:0) or a spec whose tasks run `actorflow server`.
+enum class TrainingPolicyKind {
+  kSync,
+  kAsync,
+  kStaleSynchronous,
+  kElastic,
+  kAllReduce,
+  kInGraph,
+};
 
 // kAllReduce's default bucket: DDP's 25 MiB of gradients per all-reduce.
 constexpr int64_t kDefaultAllReduceBucketBytes = int64_t{25} << 20;
@@ -80,10 +95,11 @@ struct TrainerCluster {
     kSpec,   // this process is worker `task` of `job` in `spec`; the ps tasks of job
              // "ps" run elsewhere (`actorflow server --cluster FILE --job ps --task J`)
              // (kAllReduce: this process serves its task itself, its peers theirs;
-             // a "ps" job of the spec is not used)
+             // a "ps" job of the spec is not used. kInGraph: every task runs
+             // elsewhere; `task` is the worker whose master runs the steps)
   };
   Kind kind = Kind::kLocal;
-  int local_ps_tasks = 1;  // kLocal, >= 1 (kAllReduce: 0)
+  int local_ps_tasks = 1;  // kLocal, >= 1 (kAllReduce: 0; kInGraph: >= 0)
   int local_workers = 2;   // kLocal, >= 1 (kAllReduce: worker tasks, each a server here)
   ClusterSpec spec;        // kSpec
   std::string job = "worker";
@@ -116,6 +132,8 @@ struct TrainerPlan {
   // kAllReduce only: what every member runs (its device in rank order, the members
   // this process runs in local_workers, empty for all of them).
   AllReduceTrainingOptions allreduce;
+  // kInGraph only: where the variables and the towers go (workers: the towers).
+  InGraphReplication in_graph;
   int64_t train_rows = 0;
 };
 
@@ -136,19 +154,24 @@ struct TrainerOptions {
   bool scale_learning_rate_with_replicas = false;
   int64_t batch_size = 32;  // rows per worker per step, >= 1
   int64_t epochs = 1;       // passes over the training set, all workers together, >= 1
+                            // (kInGraph: 0 repeats the set until max_steps)
+  int64_t max_steps = 0;    // kInGraph: at most this many steps (0: until the epochs end)
   uint64_t seed = 1;        // the initial weights and the shuffles
   // Bounds every pull, push and local step (ms, > 0).
   int64_t timeout_ms = 30000;
   // The chief's checkpoint at the end (and where it resumes from); empty: none
-  // (kAllReduce: must be empty, its replicas are not checkpointed).
+  // (kAllReduce: must be empty, its replicas are not checkpointed; kInGraph: the
+  // client's model directory, as DNNClassifier's).
   std::string checkpoint_dir;
   TrainerRecovery recovery;
   // Each worker's local session (target "": the actor runtime in this process).
-  // kAllReduce: not used (each member's session is on its own task's master).
+  // kAllReduce, kInGraph: not used (each session is on a task's master; kInGraph
+  // on Local(0, W): an in-process session with W CPU devices).
   SessionOptions session_options;
 
   // Optional callbacks, called on the trainer's threads.
-  // After every push of every worker this process runs (thread-safe when W > 1).
+  // After every push of every worker this process runs (thread-safe when W > 1);
+  // kInGraph: after every step, as worker 0.
   WorkerProgressFn progress;
   // One line per failure, restore, checkpoint and recovery of a supervised worker
   // (kAllReduce: per membership change).

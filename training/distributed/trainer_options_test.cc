@@ -5,6 +5,7 @@
 
 #include "graph/status_testing.h"
 #include "training/distributed/allreduce_trainer.h"
+#include "training/distributed/in_graph_trainer.h"
 
 namespace actorflow {
 namespace {
@@ -168,6 +169,31 @@ TEST(TrainerOptionsTest, AllReduceMembersAreEveryCpuOfEveryTaskAndASpecRunsItsOw
   options.cluster = TrainerCluster::Local(0, 2);
   ASSERT_OK_AND_ASSIGN(ar, AllReduceOptionsFor(options, std::vector<SessionFactory>(2)));
   EXPECT_TRUE(ar.local_workers.empty());  // a local cluster runs every member
+}
+
+TEST(TrainerOptionsTest, InGraphMayRepeatTheSetUntilMaxStepsAndPlacesATowerPerWorker) {
+  TrainerOptions options = IrisLikeOptions();
+  options.policy.kind = TrainingPolicyKind::kInGraph;
+  options.cluster = TrainerCluster::Local(/*ps_tasks=*/0, /*workers=*/3);
+  options.epochs = 0;
+  EXPECT_THAT(ValidateTrainerOptions(options).message(), HasSubstr("TrainerOptions.epochs"));
+  options.max_steps = 100;
+  EXPECT_OK(ValidateTrainerOptions(options));
+  EXPECT_EQ(PlannedInGraphSteps(options, 3, 120), 100);
+  options.epochs = 2;  // 120 rows, 3 towers x 32 rows a step: 2 steps an epoch
+  EXPECT_EQ(PlannedInGraphSteps(options, 3, 120), 4);
+
+  InGraphReplication cpus = InGraphReplicationFor(options, 3, 0);
+  EXPECT_EQ(cpus.ps_devices, (std::vector<std::string>{"/cpu:0"}));
+  EXPECT_EQ(cpus.tower_devices, (std::vector<std::string>{"/cpu:0", "/cpu:1", "/cpu:2"}));
+  InGraphReplication tasks = InGraphReplicationFor(options, 2, 2);
+  EXPECT_EQ(tasks.ps_devices, (std::vector<std::string>{"/job:ps/task:0", "/job:ps/task:1"}));
+  EXPECT_EQ(tasks.tower_devices,
+            (std::vector<std::string>{"/job:worker/task:0", "/job:worker/task:1"}));
+
+  options.cluster.local_ps_tasks = -1;
+  EXPECT_THAT(ValidateTrainerOptions(options).message(),
+              HasSubstr("TrainerOptions.cluster.local_ps_tasks"));
 }
 
 }  // namespace
