@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "graph/cooperative.h"
 #include "training/optimizers/variables.h"
 
 namespace actorflow {
@@ -44,19 +45,19 @@ bool SecondOrStepTimer::ShouldTrigger(int64_t step) const {
   if (step == *last_step_) return false;
   if (every_steps_ > 0) return step >= *last_step_ + every_steps_;
   if (every_secs_ > 0) {
-    return std::chrono::steady_clock::now() - last_time_ >= std::chrono::seconds(every_secs_);
+    return CooperativeNowMicros() - last_time_us_ >= every_secs_ * 1000000;
   }
   return false;
 }
 
 std::optional<SecondOrStepTimer::Elapsed> SecondOrStepTimer::Update(int64_t step) {
-  const auto now = std::chrono::steady_clock::now();
+  const int64_t now_us = CooperativeNowMicros();
   std::optional<Elapsed> elapsed;
   if (last_step_) {
-    elapsed = Elapsed{std::chrono::duration<double>(now - last_time_).count(), step - *last_step_};
+    elapsed = Elapsed{static_cast<double>(now_us - last_time_us_) / 1e6, step - *last_step_};
   }
   last_step_ = step;
-  last_time_ = now;
+  last_time_us_ = now_us;
   return elapsed;
 }
 

@@ -10,7 +10,6 @@
 #ifndef ACTORFLOW_TRAINING_MONITORED_HOOKS_H_
 #define ACTORFLOW_TRAINING_MONITORED_HOOKS_H_
 
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -59,7 +58,10 @@ class SecondOrStepTimer {
   int64_t every_steps_;
   int64_t every_secs_;
   std::optional<int64_t> last_step_;
-  std::chrono::steady_clock::time_point last_time_;
+  // CooperativeNowMicros (graph/cooperative.h): the steady clock, or a simulated
+  // cluster's virtual one for a driver it runs, so that time-based hooks fire alike
+  // on every run of a simulation.
+  int64_t last_time_us_ = 0;
 };
 
 // Requests a stop once the global step reaches a last step: `last_step` itself, or
