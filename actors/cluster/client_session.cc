@@ -4,23 +4,9 @@
 #include <string>
 
 #include "actors/cluster/session_factory.h"
+#include "graph/output_fetches.h"
 
 namespace actorflow {
-namespace {
-
-// "fetch #2" style position names for errors about empty Outputs.
-std::string Position(const char* what, size_t i) {
-  return std::string(what) + " #" + std::to_string(i);
-}
-
-Status EmptyOutputError(const std::string& position) {
-  return InvalidArgument(position +
-                         " is an empty Output (the op function that returned it failed; "
-                         "Scope::status() says why)");
-}
-
-}  // namespace
-
 StatusOr<std::unique_ptr<ClientSession>> ClientSession::Create(const Scope& scope,
                                                                const SessionOptions& options) {
   AF_RETURN_IF_ERROR(scope.status());
@@ -74,31 +60,16 @@ Status ClientSession::Run(const RunOptions& options, const FeedType& feeds,
   feed_list.reserve(feeds.size());
   for (size_t i = 0; i < feeds.size(); ++i) {
     const Output& fed = feeds[i].first;
-    if (!fed.valid()) return EmptyOutputError(Position("feed", i));
+    if (!fed.valid()) return EmptyOutputError("feed", i);
     feed_list.emplace_back(fed.name(), feeds[i].second.tensor());
   }
 
-  // Fetches of ops without outputs run as targets; `fetched` maps each session
-  // fetch back to its slot in `outputs`.
-  std::vector<std::string> fetch_names;
-  std::vector<std::string> target_names;
-  std::vector<size_t> fetched;
-  fetch_names.reserve(fetches.size());
-  fetched.reserve(fetches.size());
-  target_names.reserve(targets.size());
-  for (size_t i = 0; i < fetches.size(); ++i) {
-    const Output& fetch = fetches[i];
-    if (!fetch.valid()) return EmptyOutputError(Position("fetch", i));
-    if (fetch.node->num_outputs() == 0) {
-      target_names.push_back(fetch.node->name());
-    } else {
-      fetch_names.push_back(fetch.name());
-      fetched.push_back(i);
-    }
-  }
+  // Fetches of ops without outputs run as targets.
+  AF_ASSIGN_OR_RETURN(OutputFetches split, SplitOutputFetches(fetches));
+  std::vector<std::string>& target_names = split.target_names;
   for (size_t i = 0; i < targets.size(); ++i) {
     if (targets[i].name().empty()) {
-      return InvalidArgument(Position("target", i) +
+      return InvalidArgument("target #" + std::to_string(i) +
                              " names no op: an empty Output (the op function that returned "
                              "it failed; Scope::status() says why), a null Node or an empty "
                              "name");
@@ -106,19 +77,14 @@ Status ClientSession::Run(const RunOptions& options, const FeedType& feeds,
     target_names.push_back(targets[i].name());
   }
 
-  if (fetched.size() == fetches.size()) {
+  if (split.all_fetched()) {
     // Every fetch has outputs: the session fills `outputs` in order itself.
-    return session_->Run(options, feed_list, fetch_names, target_names, outputs, metadata);
+    return session_->Run(options, feed_list, split.fetch_names, target_names, outputs, metadata);
   }
   std::vector<Tensor> values;
   AF_RETURN_IF_ERROR(
-      session_->Run(options, feed_list, fetch_names, target_names, &values, metadata));
-  if (outputs != nullptr) {
-    outputs->assign(fetches.size(), Tensor());
-    for (size_t k = 0; k < fetched.size() && k < values.size(); ++k) {
-      (*outputs)[fetched[k]] = std::move(values[k]);
-    }
-  }
+      session_->Run(options, feed_list, split.fetch_names, target_names, &values, metadata));
+  split.PlaceValues(std::move(values), outputs);
   return Status::OK();
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "graph/output_fetches.h"
 #include "training/data/coordinator.h"
 #include "training/monitored/hooks.h"
 #include "training/monitored/session_manager.h"
@@ -265,35 +266,13 @@ Status MonitoredTrainingSession::Run(const std::vector<std::pair<Output, Tensor>
                                      std::vector<Tensor>* outputs) {
   FeedList feed_list;
   for (size_t i = 0; i < feeds.size(); ++i) {
-    if (!feeds[i].first.valid()) {
-      return InvalidArgument("feed #" + std::to_string(i) +
-                             " is an empty Output (the op function that returned it failed; "
-                             "Scope::status() says why)");
-    }
+    if (!feeds[i].first.valid()) return EmptyOutputError("feed", i);
     feed_list.emplace_back(feeds[i].first.name(), feeds[i].second);
   }
-  // Ops without outputs run as targets; `fetched` maps each fetch back to its slot.
-  std::vector<std::string> names, targets;
-  std::vector<size_t> fetched;
-  for (size_t i = 0; i < fetches.size(); ++i) {
-    if (!fetches[i].valid()) {
-      return InvalidArgument("fetch #" + std::to_string(i) +
-                             " is an empty Output (the op function that returned it failed; "
-                             "Scope::status() says why)");
-    }
-    if (fetches[i].node->num_outputs() == 0) {
-      targets.push_back(fetches[i].node->name());
-    } else {
-      names.push_back(fetches[i].name());
-      fetched.push_back(i);
-    }
-  }
+  AF_ASSIGN_OR_RETURN(OutputFetches split, SplitOutputFetches(fetches));
   std::vector<Tensor> values;
-  AF_RETURN_IF_ERROR(Run(feed_list, names, targets, &values));
-  if (outputs != nullptr) {
-    outputs->assign(fetches.size(), Tensor());
-    for (size_t k = 0; k < fetched.size(); ++k) (*outputs)[fetched[k]] = std::move(values[k]);
-  }
+  AF_RETURN_IF_ERROR(Run(feed_list, split.fetch_names, split.target_names, &values));
+  split.PlaceValues(std::move(values), outputs);
   return Status::OK();
 }
 
