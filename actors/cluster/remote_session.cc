@@ -227,7 +227,7 @@ class RemoteSession : public Session {
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs, RunMetadata* metadata) override {
     if (closed_) return FailedPrecondition("Run on a closed session");
-    if (graph_->num_nodes() != sent_nodes_) AF_RETURN_IF_ERROR(OpenSession(connect_timeout_ms_));
+    if (graph_->num_nodes() != sent_nodes_.load()) AF_RETURN_IF_ERROR(ExtendSession());
     const int64_t timeout_ms = run_options.timeout_in_ms > 0
                                    ? run_options.timeout_in_ms
                                    : options_.default_step_timeout_in_ms;
@@ -366,6 +366,28 @@ class RemoteSession : public Session {
     return status;
   }
 
+  // The graph grew since it was sent: the server's session takes the new nodes
+  // (TensorFlow's Session::Extend) and keeps its id, plans, steps in flight and
+  // private resources. One thread extends; the others find it done.
+  Status ExtendSession() {
+    std::lock_guard<std::mutex> lock(extend_mu_);
+    const int nodes = graph_->num_nodes();
+    if (nodes == sent_nodes_.load()) return Status::OK();
+    OpenSessionRequest req;
+    req.graph_json = GraphToJson(*graph_);
+    caf::scoped_actor self{system()};
+    Status status = Internal("no answer");
+    self->request(front_, std::chrono::milliseconds(connect_timeout_ms_), extend_atom::value,
+                  session_id_, std::move(req))
+        .receive([&](Status& s) { status = std::move(s); },
+                 [&](caf::error& e) {
+                   status = Unavailable("cannot extend session " + std::to_string(session_id_) +
+                                        " on " + options_.target + ": " + system().render(e));
+                 });
+    if (status.ok()) sent_nodes_ = nodes;
+    return status;
+  }
+
   // The session's stepper, spawned with its first step.
   StepperActor Stepper() {
     std::lock_guard<std::mutex> lock(stepper_mu_);
@@ -385,7 +407,9 @@ class RemoteSession : public Session {
   std::mutex stepper_mu_;
   StepperActor stepper_;
   uint64_t session_id_ = 0;
-  int sent_nodes_ = -1;
+  // The nodes the server's session has (ExtendSession sends the rest).
+  std::atomic<int> sent_nodes_{-1};
+  std::mutex extend_mu_;
   // SessionOptions.connect_timeout_in_ms: bounds every (re)open of the session.
   int64_t connect_timeout_ms_ = 30000;
   std::atomic<bool> closed_{false};

@@ -127,6 +127,28 @@ FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
         result.step_port = st.step_port;
         return result;
       },
+      [self](extend_atom, uint64_t id, const OpenSessionRequest& req) -> caf::result<Status> {
+        auto it = self->state.sessions.find(id);
+        if (it == self->state.sessions.end()) {
+          return FailedPrecondition("session " + std::to_string(id) + " is not open on " +
+                                    self->state.task_name);
+        }
+        auto graph = GraphFromJson(req.graph_json);
+        if (!graph.ok()) return graph.status();
+        Status fits = CheckGraphNodes((*graph)->num_nodes(), self->state.limits);
+        if (!fits.ok()) return fits;
+        auto answer = self->make_response_promise<Status>();
+        const std::string task = self->state.task_name;
+        self->request(it->second, caf::infinite, extend_atom::value,
+                      std::shared_ptr<const Graph>(std::move(graph).value()))
+            .then([answer](Status& s) mutable { answer.deliver(std::move(s)); },
+                  [answer, id, task](caf::error& e) mutable {
+                    answer.deliver(Unavailable("session " + std::to_string(id) + " on " + task +
+                                               ": its master did not answer: " +
+                                               caf::to_string(e)));
+                  });
+        return answer;
+      },
       [self](remote_step_atom, RemoteStep& step) -> caf::result<RemoteStepResult> {
         auto it = self->state.sessions.find(step.session_id);
         if (it == self->state.sessions.end()) {

@@ -103,6 +103,14 @@ struct FrontStats {
 //   (open_atom, OpenSessionRequest) -> OpenSessionResult
 //       Spawns a master over the graph (InvalidArgument for bad graph JSON); the id
 //       names the session in later messages.
+//   (extend_atom, uint64 session_id, OpenSessionRequest) -> Status
+//       The session's graph grew (TensorFlow's Session::Extend): graph_json is the
+//       whole graph now, the session's graph with nodes added after its own (the
+//       other fields are ignored). The session keeps its id, master, plans, steps in
+//       flight and private resources (queues and readers without a shared name).
+//       FailedPrecondition for a session that is not open; InvalidArgument for bad
+//       graph JSON, too many nodes, or a graph that does not extend the session's
+//       (MasterActor's extend_atom).
 //   (remote_step_atom, RemoteStep) -> RemoteStepResult
 //       One step of an open session (FailedPrecondition naming the session and
 //       task when it is not open); the master's contract (MasterActor) applies.
@@ -121,6 +129,7 @@ using FrontActor = caf::typed_actor<
     caf::replies_to<ping_atom>::with<std::string>,
     caf::replies_to<devices_atom>::with<std::vector<DevicePeer>>,
     caf::replies_to<open_atom, OpenSessionRequest>::with<OpenSessionResult>,
+    caf::replies_to<extend_atom, uint64_t, OpenSessionRequest>::with<Status>,
     caf::replies_to<remote_step_atom, RemoteStep>::with<RemoteStepResult>,
     caf::replies_to<close_atom, uint64_t>::with<Status>,
     caf::replies_to<reset_atom, std::vector<std::string>>::with<std::string>,

@@ -21,6 +21,7 @@
 
 #include "actors/protocol/wire_core.h"
 #include "actors/protocol/device_protocol.h"
+#include "graph/graph.h"
 #include "graph/prune.h"
 #include "graph/status.h"
 #include "graph/tensor.h"
@@ -32,6 +33,7 @@ using step_atom = caf::atom_constant<caf::atom("step")>;
 using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
 using close_atom = caf::atom_constant<caf::atom("close")>;
 using master_stats_atom = caf::atom_constant<caf::atom("mstats")>;
+using extend_atom = caf::atom_constant<caf::atom("extend")>;
 using device_restarted_atom = caf::atom_constant<caf::atom("devrestart")>;
 using step_deadline_atom = caf::atom_constant<caf::atom("stepdeadl")>;
 
@@ -124,6 +126,8 @@ struct MasterStats {
 }  // namespace actorflow
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<actorflow::StepRequest>)
+// A grown graph, from a task's front to its master (extend_atom): local only.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<const actorflow::Graph>)
 
 namespace actorflow {
 
@@ -162,8 +166,16 @@ namespace actorflow {
 //       new actor in its place under the same name: steps still on the old actor
 //       end with Unavailable, plans that used it are dropped, and later steps
 //       register their partitions with the new actor.
+//   (extend_atom, shared_ptr<const Graph> grown) -> Status
+//       The session's graph grew (TensorFlow's Session::Extend): `grown` is the
+//       master's graph with nodes added after its own. Later steps plan on it; plans
+//       made before and steps in flight keep the graph they were made on (the master
+//       keeps every version alive), as do the session's resources. InvalidArgument
+//       naming the first node that differs when `grown` does not start with the
+//       graph's nodes; FailedPrecondition once closed.
 using MasterActor = caf::typed_actor<
     caf::reacts_to<step_atom, std::shared_ptr<StepRequest>>,
+    caf::replies_to<extend_atom, std::shared_ptr<const Graph>>::with<Status>,
     caf::reacts_to<heartbeat_atom>,
     caf::reacts_to<step_deadline_atom, uint64_t>,
     caf::reacts_to<device_restarted_atom, DevicePeer>,

@@ -572,6 +572,10 @@ MasterActor::behavior_type MasterBehavior(MasterSelf self, MasterConfig config) 
   return {
       [self](step_atom, std::shared_ptr<StepRequest>& req) { HandleStep(self, std::move(req)); },
       [self](close_atom) -> caf::result<Status> { return Close(self); },
+      [self](extend_atom, std::shared_ptr<const Graph>& grown) -> Status {
+        if (self->state.closed) return FailedPrecondition("extending a closed session");
+        return ExtendGraph(self->state, std::move(grown));
+      },
       [self](master_stats_atom) -> MasterStats { return Stats(self->state); },
       [self](heartbeat_atom) { Heartbeat(self); },
       [self](step_deadline_atom, uint64_t generation) { CheckDeadlines(self, generation); },

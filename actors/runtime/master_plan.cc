@@ -262,4 +262,26 @@ StatusOr<std::shared_ptr<Plan>> BuildPlan(MasterSelf self, const StepRequest& re
   return plan;
 }
 
+Status ExtendGraph(MasterState& st, std::shared_ptr<const Graph> grown) {
+  if (grown == nullptr) return InvalidArgument("extending a session: no graph");
+  const Graph& now = *st.graph;
+  if (grown->num_nodes() < now.num_nodes()) {
+    return InvalidArgument("extending a session: the graph has " +
+                           std::to_string(grown->num_nodes()) + " nodes, fewer than the " +
+                           std::to_string(now.num_nodes()) + " it had");
+  }
+  for (int i = 0; i < now.num_nodes(); ++i) {
+    const Node& was = *now.node(i);
+    const Node& is = *grown->node(i);
+    if (was.name() != is.name() || was.op() != is.op()) {
+      return InvalidArgument("extending a session: node " + std::to_string(i) + " was '" +
+                             was.name() + "' (" + was.op() + "), the graph now has '" + is.name() +
+                             "' (" + is.op() + "): only nodes added after the graph's own extend it");
+    }
+  }
+  st.graph = grown.get();
+  st.extended_graphs.push_back(std::move(grown));
+  return Status::OK();
+}
+
 }  // namespace actorflow

@@ -90,6 +90,9 @@ struct Registered {
 struct MasterState {
   MasterConfig config;
   const Graph* graph = nullptr;
+  // The versions the session's graph grew into (extend_atom); graph is the last.
+  // Kept alive for the plans and steps made on earlier ones.
+  std::vector<std::shared_ptr<const Graph>> extended_graphs;
   std::unordered_map<std::string, std::shared_ptr<Plan>> plans;
   std::map<int64_t, std::shared_ptr<StepInFlight>> in_flight;
   std::map<std::string, TaskEntry> tasks;  // by task name, other tasks only
@@ -143,6 +146,11 @@ std::vector<std::string> CollectiveMembers(const Node& node);
 bool HasCollectiveMember(const Plan& plan, const std::set<std::string>& devices);
 // Whether `plan` has a partition on, or a collective member among, `devices`.
 bool UsesAny(const Plan& plan, const std::set<std::string>& devices);
+
+// Makes `grown` the graph later steps plan on (extend_atom at MasterActor):
+// InvalidArgument naming the first node of the current graph that `grown` lacks or
+// has in another place or op.
+Status ExtendGraph(MasterState& st, std::shared_ptr<const Graph> grown);
 
 // Prunes, places and partitions for `req`, and registers the partitions with their
 // devices (the plan becomes ready when all have answered); records them in

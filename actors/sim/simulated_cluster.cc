@@ -76,6 +76,17 @@ StatusOr<std::vector<Tensor>> SimulatedCluster::Run(const TaskId& task, uint64_t
   return std::move(result.outputs);
 }
 
+Status SimulatedCluster::ExtendSession(const TaskId& task, uint64_t session, const Graph& graph) {
+  AF_ASSIGN_OR_RETURN(Impl::TaskSlot * slot, impl_->LiveSlot(task));
+  OpenSessionRequest req;
+  req.graph_json = GraphToJson(graph);
+  Status extended;
+  AF_RETURN_IF_ERROR(impl_->Ask(&extended, slot->actors.front,
+                                "extending a session on " + task.ToString(), extend_atom::value,
+                                session, std::move(req)));
+  return extended;
+}
+
 Status SimulatedCluster::CloseSession(const TaskId& task, uint64_t session) {
   AF_ASSIGN_OR_RETURN(Impl::TaskSlot * slot, impl_->LiveSlot(task));
   Status closed;
@@ -101,12 +112,13 @@ class SimulatedSession : public Session {
              std::vector<Tensor>* outputs, RunMetadata* /*metadata*/) override {
     if (closed_) return FailedPrecondition("Run on a closed session");
     if (process_end_ != nullptr && !process_end_->ok()) return *process_end_;
-    if (!open_ || graph_->num_nodes() != sent_nodes_) {
-      if (open_) (void)cluster_->CloseSession(task_, session_);  // the old graph's session
-      open_ = false;
+    if (!open_) {
       AF_ASSIGN_OR_RETURN(session_, cluster_->OpenSession(task_, *graph_));
       sent_nodes_ = graph_->num_nodes();
       open_ = true;
+    } else if (graph_->num_nodes() != sent_nodes_) {
+      AF_RETURN_IF_ERROR(cluster_->ExtendSession(task_, session_, *graph_));
+      sent_nodes_ = graph_->num_nodes();
     }
     StatusOr<std::vector<Tensor>> out =
         cluster_->Run(task_, session_, feeds, fetches, targets, options.timeout_in_ms);

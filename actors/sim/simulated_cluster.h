@@ -69,6 +69,10 @@ class SimulatedCluster {
                                     const std::vector<std::string>& targets = {},
                                     int64_t timeout_in_ms = 0);
   Status CloseSession(const TaskId& task, uint64_t session);
+  // The session's graph grew: `graph` is it with nodes added (the front's
+  // extend_atom, actors/protocol/front_protocol.h); the session keeps its id,
+  // plans and resources.
+  Status ExtendSession(const TaskId& task, uint64_t session, const Graph& graph);
 
   // One step of RunTogether: Run's arguments.
   struct Step {
@@ -89,7 +93,7 @@ class SimulatedCluster {
 
   // A Session (kernels/session.h) whose steps run on `task`'s master in this
   // cluster: what training code that takes a SessionFactory runs on. It opens its
-  // session at the first Run and again whenever `graph` has grown since (as a
+  // session at the first Run and extends it whenever `graph` has grown since (as a
   // remote session does); RunOptions::timeout_in_ms is virtual. `graph` and this
   // cluster must outlive it.
   std::unique_ptr<Session> NewSession(const TaskId& task, const Graph* graph);

@@ -150,13 +150,31 @@ TEST(SimulatedClusterTest, ItsSessionsRunStatefulStepsAndFollowAGrowingGraph) {
   std::vector<Tensor> out;
   for (float d : {2.0f, 3.0f}) ASSERT_OK(session->Run({{"delta", Tensor::Scalar(d)}}, {"add"}, {}, &out));
   EXPECT_EQ(out[0].data<float>()[0], 6.0f);
-  // A node added after the first steps: the session opens again; the variable stays.
+  // A node added after the first steps: the session takes it (extends); the variable stays.
   Neg(root.WithDevice("/job:worker/task:0").WithOpName("negated"), v);
   ASSERT_TRUE(root.ok());
   ASSERT_OK(session->Run({}, {"negated"}, {}, &out));
   EXPECT_EQ(out[0].data<float>()[0], -6.0f);
   ASSERT_OK(session->Close());
   EXPECT_EQ(session->Run({}, {"negated"}, {}, &out).code(), Code::kFailedPrecondition);
+}
+
+// Extending a session with a graph that is not its own with nodes added is refused,
+// naming the first node that differs; the session goes on with its own graph.
+TEST(SimulatedClusterTest, AnExtensionThatIsNotTheSessionsGraphGrownIsRefused) {
+  ASSERT_OK_AND_ASSIGN(auto cluster, SimulatedCluster::Start(OptionsFor("sim:ps=1,worker=2")));
+  auto graph = ThreeTaskGraph();
+  ASSERT_OK_AND_ASSIGN(uint64_t session, cluster->OpenSession(kChief, *graph));
+  Scope other = Scope::NewRootScope();
+  Const(other.WithOpName("w"), 3.0f);
+  for (const char* name : {"something_else", "a", "b", "c"}) Const(other.WithOpName(name), 1.0f);
+  Status refused = cluster->ExtendSession(kChief, session, *other.graph());
+  EXPECT_EQ(refused.code(), Code::kInvalidArgument);
+  EXPECT_THAT(refused.message(), HasSubstr("'something_else'"));
+  EXPECT_EQ(cluster->ExtendSession(kChief, session + 100, *graph).code(),
+            Code::kFailedPrecondition);
+  ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, cluster->Run(kChief, session, {}, {"z"}));
+  EXPECT_EQ(out[0].data<float>()[0], -21.0f);
 }
 
 // The ps cut off from the chief between virtual seconds 1 and 2: steps in that

@@ -35,8 +35,8 @@
 // step deadline and keeps the runtime's message (which names what it waited on).
 //
 // The graph is final once Create returns (TF1's graph.finalize()): a Run after nodes
-// were added to it is FailedPrecondition saying so, since a session opens a grown graph
-// again, which would end the steps the hooks' threads run.
+// were added to it is FailedPrecondition saying so, since the hooks' threads read the
+// graph while they run.
 //
 // Close: the hooks' End (skipped when the last Run failed with an error other than
 // OutOfRange, as TensorFlow skips it on an exception), the coordinator's stop, the
