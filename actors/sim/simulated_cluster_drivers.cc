@@ -96,7 +96,6 @@ struct TaskDriver {
   std::shared_ptr<Status> process_end;
 };
 
-
 }  // namespace
 
 StatusOr<SimulatedCluster::DriversReport> SimulatedCluster::RunDrivers(
