@@ -2,7 +2,8 @@
 // RunDrivers): examples/sync_replicas's SyncReplicasOptimizer + MonitoredTrainingSession
 // driver trains Iris on sim:ps=1,worker=2; with worker 1 killed mid-training and
 // restarted, its driver runs again and training ends at the last step; the same run
-// gives the same event log twice; bad input is named.
+// gives the same event log twice; a between-graph all-reduce driver keeps its
+// replicas bit-identical; bad input is named.
 #include <iostream>
 #include <regex>
 #include <stdexcept>
@@ -122,6 +123,88 @@ TEST(SimDriverTest, AWorkerKilledMidTrainingRunsAgainAndTrainingReachesTheLastSt
     EXPECT_EQ(again.report.runs[i].ended_s, run.report.runs[i].ended_s) << i;
     EXPECT_EQ(again.report.runs[i].status.ToString(), run.report.runs[i].status.ToString()) << i;
   }
+}
+
+// A between-graph all-reduce driver (no ps): each worker's Run waits in the
+// collective until every member's step joins it, so only the turns let it run on
+// one simulated cluster. The replicas start from different seeds, the broadcast makes
+// them equal, and after training they are still bit-identical; the same run twice
+// gives the same event log.
+struct AllReduceRun {
+  std::vector<std::vector<float>> synced;   // per worker, after the broadcast
+  std::vector<std::vector<float>> weights;  // per worker, after training
+  std::string hash;
+};
+
+AllReduceRun RunAllReduceDrivers() {
+  SimulatedCluster::Options options;
+  options.shape = *ParseSimClusterSpec("sim:worker=3");
+  options.seed = 5;
+  auto cluster = SimulatedCluster::Start(options);
+  EXPECT_OK(cluster.status());
+  AllReduceRun run;
+  if (!cluster.ok()) return run;
+  run.synced.resize(3);
+  run.weights.resize(3);
+  auto report = (*cluster)->RunDrivers([&run]() -> Status {
+    AF_ASSIGN_OR_RETURN(TfConfig config, TfConfigFromEnv());
+    AF_ASSIGN_OR_RETURN(auto server, Server::Start(config));
+    const int r = config.task.index;
+    CollectiveGroup group{"gradients", {}};
+    for (int t = 0; t < config.cluster.num_tasks("worker"); ++t) {
+      group.devices.push_back("/job:worker/replica:0/task:" + std::to_string(t) + "/device:CPU:0");
+    }
+    Scope root = Scope::NewRootScope();
+    Scope s = root.WithDevice(group.devices[r]);
+    auto x = Placeholder(s.WithOpName("x"), DType::kFloat32, Shape{-1, 3});
+    auto y = Placeholder(s.WithOpName("y"), DType::kFloat32, Shape{-1, 1});
+    AF_ASSIGN_OR_RETURN(Output w, CreateVariable(s, "w", RandomNormal(s, Shape{3, 1}, DType::kFloat32, 7 + r, 0, 1)));
+    Output diff = Sub(s, MatMul(s, x, w), y);
+    Output loss = Mean(s, Mul(s, diff, diff), {0, 1});
+    AF_ASSIGN_OR_RETURN(Output step, CreateGlobalStep(s));
+    AllReduceOptions reduce;
+    reduce.group = group;
+    AllReduceOptimizer sgd(std::make_unique<GradientDescentOptimizer>(0.1), reduce);
+    AF_ASSIGN_OR_RETURN(Output train, sgd.Minimize(s, loss, step));
+    AF_ASSIGN_OR_RETURN(Output sync, BroadcastGlobalVariables(s, group));
+    GlobalVariablesInitializer(root.WithOpName("init"));
+    AF_RETURN_IF_ERROR(root.status());
+    SessionOptions session_options;
+    session_options.target = server->target();
+    AF_ASSIGN_OR_RETURN(auto session, NewSession(root.graph(), session_options));
+    AF_RETURN_IF_ERROR(session->Run({}, {}, {"init"}, nullptr));
+    AF_RETURN_IF_ERROR(session->Run({}, {}, {sync.node->name()}, nullptr));
+    std::vector<Tensor> out;
+    AF_RETURN_IF_ERROR(session->Run({}, {w.name()}, {}, &out));
+    run.synced[r].assign(out[0].data<float>(), out[0].data<float>() + 3);
+    for (int t = 0; t < 4; ++t) {
+      // Each worker's own rows.
+      Tensor features = Tensor::FromVector<float>({1.0f * (r + 1), 0.5f, -1.0f, 0.2f, 1.0f * t, 0.3f}, Shape{2, 3});
+      Tensor targets = Tensor::FromVector<float>({0.5f, -0.25f * r}, Shape{2, 1});
+      AF_RETURN_IF_ERROR(session->Run({{x.name(), features}, {y.name(), targets}}, {}, {train.node->name()}, nullptr));
+    }
+    AF_RETURN_IF_ERROR(session->Run({}, {w.name()}, {}, &out));
+    run.weights[r].assign(out[0].data<float>(), out[0].data<float>() + 3);
+    return session->Close();
+  });
+  EXPECT_OK(report.status());
+  if (report.ok()) {
+    for (const auto& r : report->runs) EXPECT_OK(r.status) << r.task.ToString();
+  }
+  run.hash = (*cluster)->EventLogHash();
+  return run;
+}
+
+TEST(SimDriverTest, AnAllReduceDriverKeepsItsReplicasIdenticalOnASimulatedCluster) {
+  AllReduceRun run = RunAllReduceDrivers();
+  ASSERT_EQ(run.weights.size(), 3u);
+  ASSERT_EQ(run.weights[0].size(), 3u);
+  EXPECT_EQ(run.synced[1], run.synced[0]);  // the broadcast made the replicas equal
+  EXPECT_EQ(run.synced[2], run.synced[0]);
+  EXPECT_NE(run.weights[0], run.synced[0]);  // training moved them
+  EXPECT_EQ(run.weights[1], run.weights[0]);  // bit-identical
+  EXPECT_EQ(run.weights[2], run.weights[0]);
+  EXPECT_EQ(RunAllReduceDrivers().hash, run.hash);
 }
 
 TEST(SimDriverTest, ADriverThatWaitsForeverIsToldTheClusterWentQuiet) {
