@@ -11,6 +11,7 @@
 #include "actors/trainer/cluster_trainer.h"
 #include "placement/cluster_spec.h"
 #include "tools/train/progress_bar.h"
+#include "tools/train/train_cluster.h"
 #include "tools/train/train_summaries.h"
 #include "tools/train/train_data.h"
 #include "tools/train/train_flags.h"
@@ -37,7 +38,7 @@ StatusOr<TrainerOptions> InGraphTrainerOptionsFromFlags(const TrainCommandOption
                                                         const std::string& cluster,
                                                         const TrainingData& data,
                                                         int64_t classes) {
-  TrainerOptions trainer;
+  TrainerOptions trainer = TrainerOptionsOfCommonFlags(o);
   AF_ASSIGN_OR_RETURN(DNNClassifierOptions model, ClassifierOptionsFromFlags(o, data, classes));
   trainer.model = ModelSpecOf(model);
   trainer.policy.kind = TrainingPolicyKind::kInGraph;
@@ -66,13 +67,8 @@ StatusOr<TrainerOptions> InGraphTrainerOptionsFromFlags(const TrainCommandOption
     }
     trainer.cluster = TrainerCluster::OfSpec(std::move(spec), "worker", /*task=*/0, cluster);
   }
-  trainer.optimizer = o.optimizer;
-  trainer.learning_rate = o.learning_rate;
   trainer.learning_rate_decay_per_epoch = o.lr_decay;
-  trainer.batch_size = o.batch;  // per tower
-  trainer.seed = o.seed;
-  trainer.checkpoint_dir = model.model_dir;
-  trainer.timeout_ms = o.timeout_ms > 0 ? o.timeout_ms : 24 * 3600 * 1000;
+  trainer.checkpoint_dir = model.model_dir;  // --batch: rows per tower
   trainer.epochs = o.epochs > 0 ? o.epochs : 0;
   trainer.max_steps = o.epochs > 0 ? 0 : o.steps;
   return trainer;

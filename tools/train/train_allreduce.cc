@@ -86,7 +86,7 @@ namespace {
 StatusOr<TrainerOptions> AllReduceTrainerOptionsFromFlags(const TrainCommandOptions& options,
                                                           const DNNModelSpec& spec,
                                                           int64_t train_rows) {
-  TrainerOptions trainer;
+  TrainerOptions trainer = TrainerOptionsOfCommonFlags(options);
   trainer.model = spec;
   if (IsLocalCluster(options.cluster)) {
     AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
@@ -106,12 +106,7 @@ StatusOr<TrainerOptions> AllReduceTrainerOptionsFromFlags(const TrainCommandOpti
   AF_ASSIGN_OR_RETURN(trainer.policy.members_per_task, MemberCpusPerTask(options.devices));
   trainer.policy.bucket_bytes =
       std::max<int64_t>(1, std::llround(options.bucket_mb * 1024 * 1024));
-  trainer.optimizer = options.optimizer;
-  trainer.learning_rate = options.learning_rate;
-  trainer.batch_size = options.batch;
   trainer.epochs = ClusterEpochs(options, train_rows);
-  trainer.seed = options.seed;
-  trainer.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
   return trainer;
 }
 

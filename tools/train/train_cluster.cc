@@ -257,9 +257,19 @@ StatusOr<TrainingPolicy> PolicyFromFlags(const TrainCommandOptions& options) {
 
 }  // namespace
 
+TrainerOptions TrainerOptionsOfCommonFlags(const TrainCommandOptions& options) {
+  TrainerOptions trainer;
+  trainer.optimizer = options.optimizer;
+  trainer.learning_rate = options.learning_rate;
+  trainer.batch_size = options.batch;
+  trainer.seed = options.seed;
+  trainer.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
+  return trainer;
+}
+
 StatusOr<TrainerOptions> TrainerOptionsFromFlags(const TrainCommandOptions& options,
                                                  const DNNModelSpec& spec, int64_t train_rows) {
-  TrainerOptions trainer;
+  TrainerOptions trainer = TrainerOptionsOfCommonFlags(options);
   trainer.model = spec;
   if (IsLocalCluster(options.cluster)) {
     AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(options.cluster));
@@ -271,14 +281,9 @@ StatusOr<TrainerOptions> TrainerOptionsFromFlags(const TrainCommandOptions& opti
         TrainerCluster::OfSpec(std::move(cluster), options.job, options.task, options.cluster);
   }
   AF_ASSIGN_OR_RETURN(trainer.policy, PolicyFromFlags(options));
-  trainer.optimizer = options.optimizer;
-  trainer.learning_rate = options.learning_rate;
   trainer.learning_rate_decay_per_epoch = options.lr_decay;
   trainer.scale_learning_rate_with_replicas = options.scale_lr_with_replicas;
-  trainer.batch_size = options.batch;
   trainer.epochs = ClusterEpochs(options, train_rows);
-  trainer.seed = options.seed;
-  trainer.timeout_ms = options.timeout_ms > 0 ? options.timeout_ms : 24 * 3600 * 1000;
   trainer.checkpoint_dir = ResolveUserPath(options.checkpoint_dir);
   if (options.max_restarts >= 0) trainer.recovery.max_restarts = options.max_restarts;
   if (options.reconnect_timeout_ms > 0) {

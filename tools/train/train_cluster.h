@@ -72,6 +72,10 @@ namespace cli {
 StatusOr<TrainerOptions> TrainerOptionsFromFlags(const TrainCommandOptions& options,
                                                  const DNNModelSpec& spec, int64_t train_rows);
 
+// The flags every cluster mode maps alike: --optimizer, --lr, --batch, --seed and
+// --timeout-ms (unset: a day). Each mode's own mapping starts from these.
+TrainerOptions TrainerOptionsOfCommonFlags(const TrainCommandOptions& options);
+
 // --epochs, or the passes over `rows` rows that --steps batches of --batch rows make
 // (at least 1).
 int64_t ClusterEpochs(const TrainCommandOptions& options, int64_t rows);
