@@ -95,8 +95,11 @@
 #include "training/optimizers/optimizer.h"
 #include "training/summary/summary_writer.h"
 // The library trainer: a model x a cluster (local, or one worker of a cluster spec) x a
-// policy (sync, async, SSP, elastic), what `actorflow train --cluster` runs.
+// policy (sync, async, SSP, elastic, all-reduce, in-graph), what `actorflow train
+// --cluster` runs; and TrainGraphWorkload for models that build their own graphs.
 #include "actors/trainer/cluster_trainer.h"
+#include "actors/trainer/graph_trainer.h"
+#include "training/distributed/graph_workload.h"
 #include "training/distributed/trainer.h"
 #include "training/distributed/trainer_options.h"
 // Synchronous between-graph training of any graph (tf.train.SyncReplicasOptimizer).

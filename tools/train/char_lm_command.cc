@@ -10,7 +10,7 @@
 
 #include "actors/cluster/session_factory.h"
 #include "kernels/chrome_trace.h"
-#include "tools/train/between_graph_cluster.h"
+#include "tools/train/graph_cluster_flag.h"
 #include "tools/train/train_flags.h"
 #include "tools/train/train_summaries.h"
 #include "training/estimators/char_lm.h"
@@ -51,35 +51,37 @@ int64_t Stages(const TrainCommandOptions& flags, const CharLmOptions& o) {
                                     : o.spec.blocks;
 }
 
-// Where the model runs: the placement, the session that runs it and the devices
-// used (for the result).
+// Where the model runs: the placement and the devices used (for the result).
 struct CharLmRuntime {
   CharLmPlacement placement;
-  WorkerSessionFactory sessions;
   std::vector<std::string> devices;
-  BetweenGraphCluster cluster;  // with --cluster: its servers stop with this
 };
 
-// --cluster: a tower per worker task, the variables over the ps tasks, the session
-// on worker 0 (in-graph replication). Otherwise the local session's --devices, the
-// stages spread over them with --split layer.
-StatusOr<CharLmRuntime> OpenRuntime(const TrainCommandOptions& flags, const CharLmOptions& o) {
+// The library trainer's options: --cluster's, or without one a local session over
+// --devices (soft placement for --split layer: an op without a GPU kernel runs on a
+// CPU).
+StatusOr<GraphTrainerOptions> TrainerOptionsOf(const TrainCommandOptions& flags) {
+  AF_ASSIGN_OR_RETURN(GraphTrainerOptions trainer,
+                      GraphTrainerOptionsFromFlag(flags.cluster, flags.model, flags.timeout_ms));
+  if (!flags.cluster.empty()) return trainer;
+  AF_ASSIGN_OR_RETURN(trainer.session_options, LocalSessionOptions(flags.devices));
+  trainer.session_options.allow_soft_placement = flags.split == "layer";
+  return trainer;
+}
+
+// On a cluster: a tower per worker task, the variables over the ps tasks, the
+// session on worker 0 (in-graph replication). Otherwise the local session's
+// --devices, the stages spread over them with --split layer.
+StatusOr<CharLmRuntime> RuntimeOn(const GraphCluster& cluster, const TrainCommandOptions& flags,
+                                  const CharLmOptions& o, const SessionOptions& local_session) {
   CharLmRuntime runtime;
-  if (!flags.cluster.empty()) {
-    AF_ASSIGN_OR_RETURN(runtime.cluster,
-                        OpenBetweenGraphCluster(flags.cluster, flags.model, flags.timeout_ms));
-    for (int w = 0; w < runtime.cluster.num_workers; ++w) {
-      runtime.placement.tower_devices.push_back("/job:worker/task:" + std::to_string(w));
-    }
-    for (int p = 0; p < runtime.cluster.num_ps; ++p) {
-      runtime.placement.ps_devices.push_back("/job:ps/task:" + std::to_string(p));
-    }
-    runtime.sessions = runtime.cluster.sessions;
+  if (!cluster.in_process) {
+    runtime.placement.tower_devices = cluster.WorkerDevices();
+    runtime.placement.ps_devices = cluster.PsDevices();
     runtime.devices = runtime.placement.tower_devices;
     return runtime;
   }
-  AF_ASSIGN_OR_RETURN(SessionOptions session_options, LocalSessionOptions(flags.devices));
-  const std::vector<std::string> local = LocalDeviceNames(session_options.device_count);
+  const std::vector<std::string> local = LocalDeviceNames(local_session.device_count);
   if (flags.split == "layer") {
     if (local.size() < 2) {
       return InvalidArgument("--model " + flags.model + " --split layer needs at least 2 "
@@ -89,14 +91,10 @@ StatusOr<CharLmRuntime> OpenRuntime(const TrainCommandOptions& flags, const Char
     const size_t used = std::min<size_t>(local.size(), static_cast<size_t>(Stages(flags, o)));
     runtime.placement.stage_devices.assign(local.begin(), local.begin() + used);
     runtime.placement.micro_batches = flags.pipeline > 0 ? static_cast<int>(flags.pipeline) : 1;
-    session_options.allow_soft_placement = true;  // an op without a GPU kernel runs on a CPU
     runtime.devices = runtime.placement.stage_devices;
   } else {
     runtime.devices = {local.front()};
   }
-  runtime.sessions = [session_options](const Graph* graph, int) {
-    return NewSession(graph, session_options);
-  };
   return runtime;
 }
 
@@ -163,11 +161,17 @@ Status TrainCharLmCommand(const TrainCommandOptions& flags, std::ostream& out,
       summaries.Progress(worker, step, planned, loss);
     };
   }
-  AF_ASSIGN_OR_RETURN(CharLmRuntime runtime, OpenRuntime(flags, o));
-  o.placement = runtime.placement;
-  // A pipeline's bubble is measured from a traced step.
-  o.trace_step = !flags.trace_path.empty() || o.placement.micro_batches > 1;
-  AF_ASSIGN_OR_RETURN(CharLmResult r, TrainCharLm(o, corpus, runtime.sessions));
+  AF_ASSIGN_OR_RETURN(GraphTrainerOptions trainer, TrainerOptionsOf(flags));
+  CharLmRuntime runtime;
+  CharLmResult r;
+  AF_RETURN_IF_ERROR(TrainGraphWorkload(trainer, [&](const GraphCluster& cluster) -> Status {
+    AF_ASSIGN_OR_RETURN(runtime, RuntimeOn(cluster, flags, o, trainer.session_options));
+    o.placement = runtime.placement;
+    // A pipeline's bubble is measured from a traced step.
+    o.trace_step = !flags.trace_path.empty() || o.placement.micro_batches > 1;
+    AF_ASSIGN_OR_RETURN(r, TrainCharLm(o, corpus, cluster.sessions));
+    return Status::OK();
+  }));
   summaries.End(0, r.global_step, {{"bits_per_char", static_cast<float>(r.bits_per_char)}});
   if (!flags.trace_path.empty()) {
     AF_RETURN_IF_ERROR(WriteChromeTrace(r.traced_step, ResolveUserPath(flags.trace_path)));

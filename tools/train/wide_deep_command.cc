@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/cli/cli_common.h"
-#include "tools/train/between_graph_cluster.h"
+#include "tools/train/graph_cluster_flag.h"
 #include "tools/train/train_flags.h"
 #include "tools/train/train_summaries.h"
 #include "training/estimators/wide_deep.h"
@@ -29,7 +29,7 @@ StatusOr<WideDeepOptions> OptionsOf(const TrainCommandOptions& flags) {
   o.seed = flags.seed;
   o.timeout_ms = flags.timeout_ms;
   AF_RETURN_IF_ERROR(CheckMode(flags));
-  AF_ASSIGN_OR_RETURN(BetweenGraphCluster shape, BetweenGraphShape(flags.cluster, "wide-deep"));
+  AF_ASSIGN_OR_RETURN(GraphCluster shape, GraphClusterOfFlag(flags.cluster, "wide-deep"));
   o.num_ps = shape.num_ps;
   o.num_workers = shape.num_workers;
   o.sync = flags.mode == "sync";
@@ -56,8 +56,8 @@ Status TrainWideDeepCommand(const TrainCommandOptions& flags, std::ostream& out,
   AF_ASSIGN_OR_RETURN(CsvData test, LoadCsv(ResolveUserPath(flags.test_path), csv));
   progress << "wide & deep: " << train.features.dim(0) << " training rows, "
            << test.features.dim(0) << " test rows\n";
-  AF_ASSIGN_OR_RETURN(BetweenGraphCluster cluster,
-                      OpenBetweenGraphCluster(flags.cluster, "wide-deep", flags.timeout_ms));
+  AF_ASSIGN_OR_RETURN(GraphTrainerOptions trainer,
+                      GraphTrainerOptionsFromFlag(flags.cluster, "wide-deep", flags.timeout_ms));
   TrainSummaries summaries(ResolveUserPath(flags.logdir), o.batch, o.linear_learning_rate,
                            progress);
   if (summaries.enabled()) {
@@ -65,7 +65,11 @@ Status TrainWideDeepCommand(const TrainCommandOptions& flags, std::ostream& out,
       summaries.Progress(worker, step, planned, loss);
     };
   }
-  AF_ASSIGN_OR_RETURN(WideDeepResult r, TrainWideDeep(o, train, test, cluster.sessions));
+  WideDeepResult r;
+  AF_RETURN_IF_ERROR(TrainGraphWorkload(trainer, [&](const GraphCluster& cluster) -> Status {
+    AF_ASSIGN_OR_RETURN(r, TrainWideDeep(o, train, test, cluster.sessions));
+    return Status::OK();
+  }));
   summaries.End(0, r.global_step,
                 {{"auc", static_cast<float>(r.auc)},
                  {"accuracy", static_cast<float>(r.accuracy)},

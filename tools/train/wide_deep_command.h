@@ -1,7 +1,7 @@
 // `actorflow train --model wide-deep`: the wide & deep classifier
 // (training/estimators/wide_deep.h) on CSV files of tools/ctr_data.py's layout (user,
 // item, site, category, hour, price and a 0/1 label), in one process or between-graph
-// on a cluster (tools/train/between_graph_cluster.h: local:ps=P,worker=W, or a cluster
+// on a cluster (tools/train/graph_cluster_flag.h: local:ps=P,worker=W, or a cluster
 // file).
 //
 //   actorflow train --model wide-deep --train DIR/train.csv --test DIR/test.csv

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/cli/cli_common.h"
-#include "tools/train/between_graph_cluster.h"
+#include "tools/train/graph_cluster_flag.h"
 #include "tools/train/train_summaries.h"
 #include "training/estimators/word2vec.h"
 
@@ -74,7 +74,7 @@ Status CheckWord2VecFlags(const TrainCommandOptions& flags) {
     return InvalidArgument("--model word2vec --mode " + flags.mode +
                            ": its workers train between-graph asynchronously (--mode async)");
   }
-  AF_ASSIGN_OR_RETURN(BetweenGraphCluster shape, BetweenGraphShape(flags.cluster, "word2vec"));
+  AF_ASSIGN_OR_RETURN(GraphCluster shape, GraphClusterOfFlag(flags.cluster, "word2vec"));
   o.num_ps = shape.num_ps;
   o.num_workers = shape.num_workers;
   const Status valid = ValidateWord2VecOptions(o);
@@ -89,17 +89,21 @@ Status TrainWord2VecCommand(const TrainCommandOptions& flags, std::ostream& out,
                       ReadCorpus(ResolveUserPath(flags.text_path), o.vocab_size));
   progress << "word2vec: " << corpus.ids.size() << " words, vocabulary of "
            << corpus.words.size() << "\n";
-  AF_ASSIGN_OR_RETURN(BetweenGraphCluster cluster,
-                      OpenBetweenGraphCluster(flags.cluster, "word2vec", flags.timeout_ms));
-  o.num_ps = cluster.num_ps;
-  o.num_workers = cluster.num_workers;
+  AF_ASSIGN_OR_RETURN(GraphTrainerOptions trainer,
+                      GraphTrainerOptionsFromFlag(flags.cluster, "word2vec", flags.timeout_ms));
   TrainSummaries summaries(ResolveUserPath(flags.logdir), o.batch, o.learning_rate, progress);
   if (summaries.enabled()) {
     o.on_step = [&summaries](int worker, int64_t step, int64_t planned, double loss) {
       summaries.Progress(worker, step, planned, loss);
     };
   }
-  AF_ASSIGN_OR_RETURN(Word2VecResult result, TrainWord2Vec(o, corpus, cluster.sessions));
+  Word2VecResult result;
+  AF_RETURN_IF_ERROR(TrainGraphWorkload(trainer, [&](const GraphCluster& cluster) -> Status {
+    o.num_ps = cluster.num_ps;
+    o.num_workers = cluster.num_workers;
+    AF_ASSIGN_OR_RETURN(result, TrainWord2Vec(o, corpus, cluster.sessions));
+    return Status::OK();
+  }));
   summaries.End(0, result.global_step,
                 {{"loss", static_cast<float>(result.loss)},
                  {"words_per_second", static_cast<float>(result.words_per_second)},
