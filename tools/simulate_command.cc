@@ -118,8 +118,14 @@ Status CheckSimulateOptions(const SimulateCommandOptions& options) {
   if (!(options.device_gflops > 0)) return InvalidArgument("--device-gflops must be > 0");
   if (options.eval_every < 0) return InvalidArgument("--eval-every must be >= 0");
   if (!(options.max_virtual_seconds > 0)) return InvalidArgument("--max-virtual-seconds must be > 0");
-  if (options.train.model != "mlp") {
-    return InvalidArgument("--model " + options.train.model + ": the simulator trains --model mlp");
+  // Between-graph replication trains any model of train (the library trainer's
+  // workload); all-reduce and in-graph runs the MLP.
+  const bool between_graph_ps = options.mode != "allreduce" && options.replication == "between-graph";
+  if (options.train.model != "mlp" && !between_graph_ps) {
+    return InvalidArgument("--model " + options.train.model + ": the simulator's " +
+                           (options.mode == "allreduce" ? "--mode allreduce" : "--replication in-graph") +
+                           " trains --model mlp (between-graph replication with ps tasks trains "
+                           "every model)");
   }
   LinkModel link;
   link.latency_us = options.latency_us;

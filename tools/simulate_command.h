@@ -11,7 +11,9 @@
 //       [--replication between-graph|in-graph] [...the model and data flags of train]
 //
 // between-graph (default): TensorFlow 1.x's between-graph replication with parameter
-// servers (actors/sim/sim_training.h): a worker driver per worker task, the
+// servers (actors/sim/sim_training.h), run by the library trainer on a simulated
+// cluster (Train with TrainerCluster::Simulated, actors/trainer/cluster_trainer.h),
+// so any --model of train: a worker driver per worker task, the
 // variables on the ps tasks' shards, --mode's update protocol; sync with
 // --replicas-to-aggregate below W has W - N backup workers. --steps: sync, the
 // global step that ends the run; async/ssp, the gradients each worker pushes.

@@ -142,6 +142,25 @@ TEST(SimulateCommandTest, RefusesBadFlagsAndPlansNamingThem) {
   EXPECT_THAT(status.message(), AllOf(HasSubstr("faults_1.json"), HasSubstr("task 9")));
 }
 
+// The between-graph run goes through the library trainer, whose workload is any model
+// of train: a convolutional network on the 8x8 digits.
+TEST(SimulateCommandTest, ACnnOnTheDigitsTrainsBetweenGraphAndReproduces) {
+  SimulateCommandOptions o = Options(5);
+  o.train.model = "cnn";
+  o.train.train_path = "examples/data/digits_training.csv";
+  o.train.test_path = "examples/data/digits_test.csv";
+  o.train.steps = 40;
+  const nlohmann::json first = RunJson(o);
+  const nlohmann::json again = RunJson(o);
+  EXPECT_EQ(first["global_step"], 40);
+  EXPECT_EQ(first["invariant_violations"], 0);
+  EXPECT_GT(first["accuracy"].get<double>(), 0.3);  // ten classes: chance is 0.1
+  EXPECT_EQ(first["weights_hash"], again["weights_hash"]);
+  EXPECT_EQ(first["event_log_hash"], again["event_log_hash"]);
+  o.replication = "in-graph";
+  EXPECT_THAT(CheckSimulateOptions(o).message(), HasSubstr("--replication in-graph trains --model mlp"));
+}
+
 // The process's peak resident memory (VmHWM) since the last ResetPeakMemory, in KiB;
 // -1 where /proc cannot tell.
 void ResetPeakMemory() { std::ofstream("/proc/self/clear_refs") << "5"; }

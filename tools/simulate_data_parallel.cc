@@ -1,9 +1,6 @@
 // `actorflow simulate` with between-graph replication (the default): a worker driver
-// per worker task, the shards on the ps tasks (actors/sim/sim_training.h).
-#include <cblas.h>
-
-#include <chrono>
-#include <cstdlib>
+// per worker task, the shards on the ps tasks (actors/sim/sim_training.h), run by the
+// library trainer (actors/trainer/cluster_trainer.h) on a simulated cluster.
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -11,10 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/sim/simulated_cluster.h"
+#include "actors/trainer/cluster_trainer.h"
 #include "tools/simulate_command.h"
+#include "tools/train/train_cluster.h"
 #include "tools/train/train_data.h"
 #include "tools/train/train_flags.h"
-#include "training/distributed/dnn_workload.h"
+#include "training/distributed/trainer_options.h"
 
 namespace actorflow {
 namespace cli {
@@ -47,75 +46,91 @@ Status WriteSimTrace(const SimTrainingReport& report, int workers, const std::st
 
 }  // namespace
 
+namespace {
+
+// The simulate flags as the library trainer's options: the model and data flags of
+// train, --mode's policy, the simulated cluster and how its run goes.
+StatusOr<TrainerOptions> TrainerOptionsOfSimulation(const SimulateCommandOptions& options,
+                                                    const SimClusterShape& shape,
+                                                    const DNNModelSpec& spec,
+                                                    const TrainingData& data, int64_t classes) {
+  const TrainCommandOptions& o = options.train;
+  TrainerOptions trainer = TrainerOptionsOfCommonFlags(o);
+  trainer.model = spec;
+  UpdateMode mode;
+  AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &mode, &trainer.policy.staleness_bound));
+  trainer.policy.kind = mode == UpdateMode::kAsync              ? TrainingPolicyKind::kAsync
+                        : mode == UpdateMode::kStaleSynchronous ? TrainingPolicyKind::kStaleSynchronous
+                                                                : TrainingPolicyKind::kSync;
+  trainer.policy.replicas_to_aggregate = options.replicas_to_aggregate;
+  trainer.learning_rate_decay_per_epoch = o.lr_decay;
+  trainer.scale_learning_rate_with_replicas = o.scale_lr_with_replicas;
+  // --epochs sets the run's length in passes; otherwise --steps: sync, the global step
+  // that ends it, async/ssp, each worker's pushes.
+  if (o.epochs > 0) {
+    trainer.epochs = o.epochs;
+  } else {
+    trainer.max_steps = o.steps;
+  }
+  trainer.recovery.checkpoint_every = o.checkpoint_every;
+  AF_ASSIGN_OR_RETURN(SimulatedCluster::Options sim,
+                      SimulationOptionsFromFlags(options, shape, data.train.features.dim(1),
+                                                 classes));
+  TrainerSimulation simulation;
+  simulation.shape = shape;
+  simulation.faults = sim.faults;
+  simulation.link = sim.link;
+  simulation.device_gflops = options.device_gflops;
+  simulation.step_us = options.compute_us;
+  AF_ASSIGN_OR_RETURN(simulation.stragglers,
+                      ParseStragglerSpec(options.stragglers, shape.tasks.at("worker")));
+  simulation.eval_every = options.eval_every;
+  simulation.target_accuracy = options.target_accuracy;
+  simulation.stop_at_target = options.stop_at_target;
+  simulation.max_virtual_seconds = options.max_virtual_seconds;
+  simulation.trace = !options.trace_path.empty();
+  trainer.cluster = TrainerCluster::Simulated(std::move(simulation));
+  return trainer;
+}
+
+}  // namespace
+
 Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream& out,
                             std::ostream& err) {
-  const auto wall_start = std::chrono::steady_clock::now();
-  // One thread runs the simulation; OpenBLAS on one thread too, so that a matrix
-  // product sums in the same order on every host, whatever its core count (the
-  // weights hash is then the same everywhere). OPENBLAS_NUM_THREADS, when set, decides.
-  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
   const TrainCommandOptions& o = options.train;
   AF_ASSIGN_OR_RETURN(SimClusterShape shape, ParseSimClusterSpec(options.cluster));
-  AF_ASSIGN_OR_RETURN(ClusterSpec spec, shape.ToClusterSpec());
+  if (shape.tasks.count("worker") == 0) {
+    return InvalidArgument("--cluster " + options.cluster + ": needs worker tasks");
+  }
   const int workers = shape.tasks.at("worker");
   AF_ASSIGN_OR_RETURN(TrainingData data, LoadTrainingData(o));
   AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, o.classes));
   AF_ASSIGN_OR_RETURN(DNNClassifierOptions model, ClassifierOptionsFromFlags(o, data, classes));
-
-  SimTrainingOptions training;
-  AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &training.ps.mode, &training.ps.staleness_bound));
-  training.ps.optimizer = o.optimizer;
-  training.ps.learning_rate = o.learning_rate;
-  training.ps.replicas_to_aggregate =
-      options.replicas_to_aggregate > 0 ? options.replicas_to_aggregate : workers;
-  if (training.ps.mode == UpdateMode::kSync && training.ps.replicas_to_aggregate > workers) {
+  AF_ASSIGN_OR_RETURN(TrainerOptions trainer,
+                      TrainerOptionsOfSimulation(options, shape, ModelSpecOf(model), data, classes));
+  if (options.replicas_to_aggregate > workers) {
     return InvalidArgument("--replicas-to-aggregate " +
                            std::to_string(options.replicas_to_aggregate) + " exceeds the " +
                            std::to_string(workers) + " workers of " + options.cluster);
   }
-  SetShardRateSchedule(o, data.train.features.dim(0), &training.ps);
-  training.steps = o.steps;
-  training.timeout_ms = o.timeout_ms;
-  training.eval_every = options.eval_every;
-  training.checkpoint_every = o.checkpoint_every;
-  training.target_accuracy = options.target_accuracy;
-  training.stop_at_target = options.stop_at_target;
-  training.max_virtual_seconds = options.max_virtual_seconds;
-  training.compute.device_gflops = options.device_gflops;
-  training.compute.step_us = options.compute_us;
-  AF_ASSIGN_OR_RETURN(training.compute.stragglers,
-                      ParseStragglerSpec(options.stragglers, workers));
-  training.trace = !options.trace_path.empty();
+  AF_ASSIGN_OR_RETURN(TrainerResult result, Train(trainer, {data.train.features, data.train.labels},
+                                                  {data.test.features, data.test.labels}));
+  const SimulatedTrainerRun& run = *result.simulation;
+  const SimTrainingReport& report = run.report;
+  if (trainer.cluster.simulation.trace) {
+    AF_RETURN_IF_ERROR(WriteSimTrace(report, workers, ResolveUserPath(options.trace_path)));
+  }
+  const double wall_seconds = result.seconds;
+  const int replicas_to_aggregate = result.plan.data_parallel.ps.replicas_to_aggregate;
 
-  DNNWorkloadOptions workload_options;
-  workload_options.spec = ModelSpecOf(model);
-  workload_options.seed = o.seed;
-  workload_options.batch_size = o.batch;
-  workload_options.num_workers = workers;
-  workload_options.train = {data.train.features, data.train.labels};
-  workload_options.test = {data.test.features, data.test.labels};
-  AF_ASSIGN_OR_RETURN(std::unique_ptr<TrainingWorkload> workload, NewDNNWorkload(workload_options));
-  training.workload = workload.get();
-
-  AF_ASSIGN_OR_RETURN(SimulatedCluster::Options sim,
-                      SimulationOptionsFromFlags(options, shape, data.train.features.dim(1),
-                                                 classes));
-  AF_ASSIGN_OR_RETURN(std::unique_ptr<SimulatedCluster> cluster, SimulatedCluster::Start(sim));
-  AF_ASSIGN_OR_RETURN(SimTrainingReport report, cluster->TrainDataParallel(training));
-  if (training.trace) AF_RETURN_IF_ERROR(WriteSimTrace(report, workers, ResolveUserPath(options.trace_path)));
-  const double wall_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-
-  const EventLog& log = cluster->event_log();
   int64_t steps = 0;
   for (const SimWorkerCounts& c : report.workers) steps += c.steps;
   if (!o.json) {
     out << "simulated " << options.cluster << " (" << report.mode << ", "
-        << training.ps.replicas_to_aggregate << " of " << workers << " aggregated): global step "
+        << replicas_to_aggregate << " of " << workers << " aggregated): global step "
         << report.global_step << " in " << report.virtual_seconds << " virtual s (" << wall_seconds
-        << " s wall), " << log.count() << " messages, " << log.Count(SimEvent::Kind::kDropped)
-        << " dropped\n"
-        << "event log " << log.Hash() << ", weights " << report.weights_hash << ", "
+        << " s wall), " << run.messages << " messages, " << run.dropped << " dropped\n"
+        << "event log " << run.event_log_hash << ", weights " << report.weights_hash << ", "
         << report.invariant_violations() << " invariant violations"
         << (report.hung ? ", HUNG: " + report.hang : std::string()) << "\n"
         << "test accuracy " << report.final_eval.accuracy << ", loss " << report.final_eval.loss
@@ -128,9 +143,9 @@ Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream&
     j["steps"] = steps;
     j["virtual_seconds"] = report.virtual_seconds;
     j["wall_seconds"] = wall_seconds;
-    j["messages"] = log.count();
-    j["dropped"] = log.Count(SimEvent::Kind::kDropped);
-    j["event_log_hash"] = log.Hash();
+    j["messages"] = run.messages;
+    j["dropped"] = run.dropped;
+    j["event_log_hash"] = run.event_log_hash;
     j["weights_hash"] = report.weights_hash;
     j["updates_applied"] = report.updates_applied;
     j["dropped_stale"] = report.dropped_stale;
@@ -161,35 +176,14 @@ Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream&
     j["cluster"] = options.cluster;
     j["mode"] = report.mode;
     j["replication"] = "between-graph";
-    j["replicas_to_aggregate"] = training.ps.replicas_to_aggregate;
+    j["replicas_to_aggregate"] = replicas_to_aggregate;
     j["stragglers"] = options.stragglers;
     j["seed"] = o.seed;
     out << j.dump() << "\n";
   }
   out.flush();
   (void)err;
-  if (report.hung) return DeadlineExceeded("the simulated run hung: " + report.hang);
-  if (report.out_of_time) {
-    return DeadlineExceeded("the simulated run was still going after --max-virtual-seconds " +
-                            std::to_string(options.max_virtual_seconds) + " (global step " +
-                            std::to_string(report.global_step) + ")");
-  }
-  std::string lost;
-  for (size_t w = 0; w < report.workers.size(); ++w) {
-    if (report.workers[w].killed > 0) lost += " /job:worker/task:" + std::to_string(w);
-  }
-  for (size_t w = 0; w < report.workers.size(); ++w) {
-    const SimWorkerCounts& c = report.workers[w];
-    if (c.status.empty()) continue;
-    return Aborted("simulated training failed: /job:worker/task:" + std::to_string(w) + ": " +
-                   c.status + " (virtual time " + std::to_string(report.virtual_seconds) + " s, " +
-                   std::to_string(report.workers_lost) + " worker(s) lost:" + lost + ")");
-  }
-  if (report.invariant_violations() > 0) {
-    return Internal(std::to_string(report.invariant_violations()) +
-                    " invariant violations (listed above)");
-  }
-  return Status::OK();
+  return SimulatedRunVerdict(run);
 }
 
 }  // namespace cli

@@ -9,6 +9,7 @@
 #include "actors/cluster/server.h"
 #include "actors/cluster/session_factory.h"
 #include "actors/ps/parameter_client_impl.h"
+#include "actors/trainer/sim_trainer.h"
 #include "training/distributed/allreduce_trainer.h"
 #include "training/distributed/in_graph_trainer.h"
 
@@ -116,6 +117,9 @@ StatusOr<TrainerResult> TrainInGraphOnCluster(const TrainerOptions& options,
 StatusOr<TrainerResult> Train(const TrainerOptions& options, const LabeledData& train,
                               const LabeledData& test) {
   AF_RETURN_IF_ERROR(ValidateTrainerOptions(options));
+  if (options.cluster.kind == TrainerCluster::Kind::kSimulated) {
+    return TrainOnSimulatedCluster(options, train, test);
+  }
   if (options.policy.kind == TrainingPolicyKind::kAllReduce) {
     return TrainWithAllReduceOnCluster(options, train, test);
   }

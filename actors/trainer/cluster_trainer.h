@@ -30,6 +30,15 @@
 //   an in-process session); kSpec runs them through worker `task`'s master
 //   (training/distributed/in_graph_trainer.h).
 //
+// - kSimulated: the ps policies on a simulated cluster in this process
+//   (actors/sim/sim_training.h): a worker driver per worker task on the model's
+//   real kernels, compute in virtual time, the fault plan's faults, the invariants
+//   judged at the end. Train returns the run, whatever it found, in
+//   result.simulation; SimulatedRunVerdict says whether it went well. No progress
+//   callback (nothing runs on a worker thread), no files. OpenBLAS runs on one
+//   thread (unless OPENBLAS_NUM_THREADS says otherwise), so that the same options
+//   give the same weights on every host.
+//
 // CAF-free header. Errors: ValidateTrainerOptions', TrainerWorkers',
 // LocalCluster::Start's, Server::Start's (kAllReduce, kSpec: the task's port in
 // use), ConnectParameterServers' (a ps task that cannot be reached), the on_start
@@ -37,12 +46,32 @@
 #ifndef ACTORFLOW_ACTORS_TRAINER_CLUSTER_TRAINER_H_
 #define ACTORFLOW_ACTORS_TRAINER_CLUSTER_TRAINER_H_
 
+#include <cstdint>
+#include <string>
+
+#include "actors/sim/sim_training.h"
 #include "graph/status.h"
 #include "training/distributed/data_parallel.h"
 #include "training/distributed/trainer.h"
 #include "training/distributed/trainer_options.h"
 
 namespace actorflow {
+
+// What TrainerResult::simulation holds.
+struct SimulatedTrainerRun {
+  SimTrainingReport report;
+  std::string event_log_hash;  // identifies the run: the same options give the same
+  int64_t messages = 0;        // messages between tasks
+  int64_t dropped = 0;         // of which the fault plan dropped
+  int64_t steps_per_worker = 0;  // sync: the global step that ends the run;
+                                 // async/SSP: each worker's pushes
+};
+
+// OK for a simulated run that ended as planned; DeadlineExceeded for one that hung
+// (naming what each unfinished driver waited for) or ran out of virtual time;
+// Aborted naming the first worker that failed (and the workers lost); Internal for
+// invariant violations.
+Status SimulatedRunVerdict(const SimulatedTrainerRun& run);
 
 // Trains on `train` (features float32 [N, F], labels int32 [N]) and evaluates the
 // final parameters on `test`; see the top of this file.

@@ -182,5 +182,74 @@ TEST(ClusterTrainerTest, InGraphRefusesTheFieldsOfTheOtherPoliciesNamingThem) {
   EXPECT_THAT(result.status().message(), HasSubstr("TrainerOptions.max_steps"));
 }
 
+
+// Iris on a simulated cluster: 1 ps task, `workers` workers, `steps` steps.
+TrainerOptions SimulatedIrisOptions(const IrisData& iris, int workers, int64_t steps,
+                                    const std::string& faults = "") {
+  TrainerOptions options = IrisTrainerOptions(iris);
+  TrainerSimulation simulation;
+  simulation.shape = *ParseSimClusterSpec("sim:ps=1,worker=" + std::to_string(workers));
+  if (!faults.empty()) {
+    simulation.faults = *ParseFaultPlan(faults, *simulation.shape.ToClusterSpec());
+  }
+  simulation.step_us = 1000;
+  options.cluster = TrainerCluster::Simulated(simulation);
+  options.max_steps = steps;
+  return options;
+}
+
+TEST(ClusterTrainerTest, OnASimulatedClusterTheSameOptionsGiveTheSameRunAndItLearns) {
+  ASSERT_OK_AND_ASSIGN(IrisData iris, LoadIris());
+  const TrainerOptions options = SimulatedIrisOptions(iris, 2, 200);
+  ASSERT_OK_AND_ASSIGN(TrainerResult first, Train(options, iris.train, iris.test));
+  ASSERT_OK_AND_ASSIGN(TrainerResult again, Train(options, iris.train, iris.test));
+  ASSERT_NE(first.simulation, nullptr);
+  EXPECT_OK(SimulatedRunVerdict(*first.simulation));
+  EXPECT_EQ(first.global_step, 200);  // sync: the global step that ends the run
+  EXPECT_EQ(first.updates_applied, 200);
+  EXPECT_GE(first.accuracy, 0.8);
+  EXPECT_EQ(first.simulation->report.invariant_violations(), 0);
+  EXPECT_EQ(first.simulation->event_log_hash, again.simulation->event_log_hash);
+  EXPECT_EQ(first.simulation->report.weights_hash, again.simulation->report.weights_hash);
+  EXPECT_EQ(first.plan.data_parallel.ps.replicas_to_aggregate, 2);
+
+  TrainerOptions other_seed = options;
+  other_seed.seed = 4;
+  ASSERT_OK_AND_ASSIGN(TrainerResult other, Train(other_seed, iris.train, iris.test));
+  EXPECT_NE(first.simulation->report.weights_hash, other.simulation->report.weights_hash);
+}
+
+TEST(ClusterTrainerTest, ASimulatedWorkerKilledMidTrainingIsReportedAndTheOthersFinish) {
+  ASSERT_OK_AND_ASSIGN(IrisData iris, LoadIris());
+  TrainerOptions options = SimulatedIrisOptions(
+      iris, 3, 40, R"({"faults": [{"kill": "/job:worker/task:2", "at_step": 10}]})");
+  options.policy.kind = TrainingPolicyKind::kAsync;
+  ASSERT_OK_AND_ASSIGN(TrainerResult result, Train(options, iris.train, iris.test));
+  EXPECT_OK(SimulatedRunVerdict(*result.simulation));
+  EXPECT_EQ(result.workers_lost, std::vector<int>{2});
+  const auto& workers = result.simulation->report.workers;
+  ASSERT_EQ(workers.size(), 3u);
+  EXPECT_EQ(workers[0].steps, 40);  // async: each live worker's pushes
+  EXPECT_EQ(workers[1].steps, 40);
+  EXPECT_LT(workers[2].steps, 40);
+  EXPECT_EQ(result.simulation->report.invariant_violations(), 0);
+}
+
+TEST(ClusterTrainerTest, ASimulatedClusterRunsThePsPoliciesOnItsPsAndWorkerTasks) {
+  ASSERT_OK_AND_ASSIGN(IrisData iris, LoadIris());
+  TrainerOptions allreduce = SimulatedIrisOptions(iris, 2, 10);
+  allreduce.policy.kind = TrainingPolicyKind::kAllReduce;
+  EXPECT_THAT(Train(allreduce, iris.train, iris.test).status().message(),
+              HasSubstr("TrainerOptions.policy.kind"));
+  TrainerOptions no_ps = SimulatedIrisOptions(iris, 2, 10);
+  no_ps.cluster.simulation.shape = *ParseSimClusterSpec("sim:worker=2");
+  EXPECT_THAT(Train(no_ps, iris.train, iris.test).status().message(),
+              HasSubstr("TrainerOptions.cluster.simulation.shape"));
+  TrainerOptions too_many = SimulatedIrisOptions(iris, 2, 10);
+  too_many.policy.replicas_to_aggregate = 3;
+  EXPECT_THAT(Train(too_many, iris.train, iris.test).status().message(),
+              HasSubstr("TrainerOptions.policy.replicas_to_aggregate"));
+}
+
 }  // namespace
 }  // namespace actorflow

@@ -9,6 +9,9 @@
 //   kInGraph            one client (this process) drives a tower per worker, the
 //                       variables on the ps tasks
 //                       (training/distributed/in_graph_trainer.h).
+//   kSimulated          every task simulated in this process, in virtual time
+//                       (actors/trainer/cluster_trainer.h runs it; the result's
+//                       `simulation` holds the run).
 //   kLocal cluster      the W workers on W threads (DataParallelJob); the result is
 //                       the chief's evaluation and the shards' stats.
 //   kSpec, kElastic     this process's worker joins the elastic sync training; a
@@ -42,6 +45,10 @@
 
 namespace actorflow {
 
+// A simulated run's report and event log (kSimulated; defined in
+// actors/trainer/cluster_trainer.h, which runs it).
+struct SimulatedTrainerRun;
+
 // kInGraph: the client's evaluation and training (steps run, the last batch's loss).
 struct InGraphTrainerReport {
   EvalResult eval;
@@ -68,6 +75,9 @@ struct TrainerResult {
   // replicas in other processes compare by).
   AllReduceTrainingResult allreduce;
   InGraphTrainerReport in_graph;  // kInGraph (which leaves the same fields empty)
+  // kSimulated: the run's report (invariants, hang, per-worker counts, the
+  // parameters) and event log; `seconds` is wall time, the virtual time is in it.
+  std::shared_ptr<const SimulatedTrainerRun> simulation;
   // Set for a supervised kSpec worker (not kElastic): its failures and recoveries.
   bool supervised = false;
   RecoveryReport recovery;

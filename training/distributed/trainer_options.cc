@@ -81,9 +81,45 @@ Status ValidatePolicy(const TrainingPolicy& policy, const TrainerCluster& cluste
   return Status::OK();
 }
 
+// A simulated cluster runs the ps policies, on its ps and worker tasks.
+Status ValidateSimulation(const TrainerCluster& cluster, TrainingPolicyKind policy) {
+  if (policy != TrainingPolicyKind::kSync && policy != TrainingPolicyKind::kAsync &&
+      policy != TrainingPolicyKind::kStaleSynchronous) {
+    return BadField("policy.kind", "a simulated cluster trains kSync, kAsync or "
+                                   "kStaleSynchronous (its all-reduce and in-graph runs: "
+                                   "`actorflow simulate --mode allreduce|--replication in-graph`)");
+  }
+  const TrainerSimulation& sim = cluster.simulation;
+  for (const char* job : {kPsJob, "worker"}) {
+    const auto it = sim.shape.tasks.find(job);
+    if (it == sim.shape.tasks.end() || it->second < 1) {
+      return BadField("cluster.simulation.shape",
+                      std::string("needs a '") + job + "' job (e.g. sim:ps=1,worker=2)");
+    }
+  }
+  const Status link = sim.link.Validate();
+  if (!link.ok()) return BadField("cluster.simulation.link", link.message());
+  if (!(sim.device_gflops > 0)) {
+    return BadField("cluster.simulation.device_gflops",
+                    std::to_string(sim.device_gflops) + ": must be > 0");
+  }
+  if (sim.eval_every < 0) {
+    return BadField("cluster.simulation.eval_every",
+                    std::to_string(sim.eval_every) + ": must be >= 0");
+  }
+  if (!(sim.max_virtual_seconds > 0)) {
+    return BadField("cluster.simulation.max_virtual_seconds",
+                    std::to_string(sim.max_virtual_seconds) + ": must be > 0");
+  }
+  return Status::OK();
+}
+
 // kAllReduce's ps tasks (none) are checked with the policy; kInGraph runs without
 // any (on CPU devices of this process).
 Status ValidateCluster(const TrainerCluster& cluster, TrainingPolicyKind policy) {
+  if (cluster.kind == TrainerCluster::Kind::kSimulated) {
+    return ValidateSimulation(cluster, policy);
+  }
   if (cluster.kind == TrainerCluster::Kind::kLocal) {
     const int least = policy == TrainingPolicyKind::kInGraph ? 0 : 1;
     if (policy != TrainingPolicyKind::kAllReduce && cluster.local_ps_tasks < least) {
@@ -133,6 +169,13 @@ TrainerCluster TrainerCluster::Local(int ps_tasks, int workers) {
   return cluster;
 }
 
+TrainerCluster TrainerCluster::Simulated(TrainerSimulation simulation) {
+  TrainerCluster cluster;
+  cluster.kind = Kind::kSimulated;
+  cluster.simulation = std::move(simulation);
+  return cluster;
+}
+
 TrainerCluster TrainerCluster::OfSpec(ClusterSpec spec, std::string job, int task,
                                       std::string name) {
   TrainerCluster cluster;
@@ -156,8 +199,15 @@ Status ValidateTrainerOptions(const TrainerOptions& options) {
   if (options.max_steps < 0) {
     return BadField("max_steps", std::to_string(options.max_steps) + ": must be >= 0");
   }
-  if (options.max_steps > 0 && !in_graph) {
-    return BadField("max_steps", "applies to kInGraph only (the others run whole epochs)");
+  const bool simulated = options.cluster.kind == TrainerCluster::Kind::kSimulated;
+  if (options.max_steps > 0 && !in_graph && !simulated) {
+    return BadField("max_steps", "applies to kInGraph and simulated clusters only (the others "
+                                 "run whole epochs)");
+  }
+  if (simulated && !options.checkpoint_dir.empty()) {
+    return BadField("checkpoint_dir", "a simulated cluster writes no files (its coordinated "
+                                      "checkpoints are checked in memory: "
+                                      "recovery.checkpoint_every)");
   }
   const std::string optimizer = OptimizerConfigError(options.optimizer, options.learning_rate);
   if (!optimizer.empty()) {
@@ -194,7 +244,7 @@ Status ValidateTrainerOptions(const TrainerOptions& options) {
     return BadField("recovery.checkpoint_every",
                     std::to_string(recovery.checkpoint_every) + ": must be >= 0");
   }
-  if (recovery.checkpoint_every > 0 && options.checkpoint_dir.empty()) {
+  if (recovery.checkpoint_every > 0 && options.checkpoint_dir.empty() && !simulated) {
     return BadField("recovery.checkpoint_every", "needs checkpoint_dir (where they go)");
   }
   return ValidateModelSpec(options.model).WithContext("TrainerOptions.model");
@@ -205,6 +255,10 @@ StatusOr<int> TrainerWorkers(const TrainerOptions& options) {
   const TrainingPolicy& policy = options.policy;
   const bool allreduce = policy.kind == TrainingPolicyKind::kAllReduce;
   int workers = cluster.local_workers;
+  if (cluster.kind == TrainerCluster::Kind::kSimulated) {
+    const auto it = cluster.simulation.shape.tasks.find("worker");
+    workers = it == cluster.simulation.shape.tasks.end() ? 0 : it->second;
+  }
   if (cluster.kind == TrainerCluster::Kind::kSpec) {
     workers = cluster.spec.num_tasks(cluster.job);
     if (workers == 0) {

@@ -23,6 +23,10 @@
 #include <functional>
 #include <string>
 
+#include "actors/sim/fault_injector.h"
+#include "actors/sim/fault_plan.h"
+#include "actors/sim/sim_cluster_spec.h"
+#include "actors/sim/stragglers.h"
 #include "graph/status.h"
 #include "kernels/default_learning_rate.h"
 #include "kernels/parameter_client.h"
@@ -87,6 +91,28 @@ struct TrainingPolicy {
   int members_per_task = 1;
 };
 
+// A simulated cluster (actors/sim/simulated_cluster.h): every task in this process
+// under one deterministic scheduler and a virtual clock, every message across a
+// simulated link and the fault plan; the same options give the same run (event
+// log, weights, virtual time) on every host. The ps policies run as
+// actors/sim/sim_training.h says: a worker driver per worker task speaking the
+// shards' protocol, the run's invariants judged at its end.
+struct TrainerSimulation {
+  SimClusterShape shape;  // its ps and worker tasks (ParseSimClusterSpec("sim:ps=1,worker=2"))
+  FaultPlan faults;       // message faults on every link; task kills and restarts when due
+  LinkModel link;
+  // A step's virtual compute time: the model's FLOPs / device_gflops (> 0), or
+  // step_us when >= 0; times the stragglers' factor for (worker, step).
+  double device_gflops = 10;
+  double step_us = -1;
+  StragglerSpec stragglers;
+  int64_t eval_every = 0;       // evaluate every K global steps (0: at the end only)
+  double target_accuracy = 0;   // > 0: note the virtual time an evaluation first reaches it
+  bool stop_at_target = false;  // ... and end the run there
+  double max_virtual_seconds = 3600;  // > 0
+  bool trace = false;           // record the workers' compute and wait spans
+};
+
 // Where the workers and the ps tasks run.
 struct TrainerCluster {
   enum class Kind {
@@ -97,6 +123,8 @@ struct TrainerCluster {
              // (kAllReduce: this process serves its task itself, its peers theirs;
              // a "ps" job of the spec is not used. kInGraph: every task runs
              // elsewhere; `task` is the worker whose master runs the steps)
+    kSimulated,  // `simulation`: every task simulated in this process (kSync, kAsync,
+                 // kStaleSynchronous)
   };
   Kind kind = Kind::kLocal;
   int local_ps_tasks = 1;  // kLocal, >= 1 (kAllReduce: 0; kInGraph: >= 0)
@@ -106,8 +134,10 @@ struct TrainerCluster {
   int task = -1;           // kSpec: this process's worker index, in [0, tasks of job)
   // How messages name the cluster (e.g. its file); empty: "the cluster spec".
   std::string name;
+  TrainerSimulation simulation;  // kSimulated
 
   static TrainerCluster Local(int ps_tasks, int workers);
+  static TrainerCluster Simulated(TrainerSimulation simulation);
   static TrainerCluster OfSpec(ClusterSpec spec, std::string job, int task,
                                std::string name = "");
 };
@@ -155,9 +185,11 @@ struct TrainerOptions {
   int64_t batch_size = 32;  // rows per worker per step, >= 1
   int64_t epochs = 1;       // passes over the training set, all workers together, >= 1
                             // (kInGraph: 0 repeats the set until max_steps)
-  int64_t max_steps = 0;    // kInGraph: at most this many steps (0: until the epochs end)
+  int64_t max_steps = 0;    // kInGraph: at most this many steps (0: until the epochs end);
+                            // kSimulated: sync, the global step that ends the run,
+                            // async/SSP, the pushes of each worker (0: the epochs')
   uint64_t seed = 1;        // the initial weights and the shuffles
-  // Bounds every pull, push and local step (ms, > 0).
+  // Bounds every pull, push and local step (ms, > 0; kSimulated: virtual).
   int64_t timeout_ms = 30000;
   // The chief's checkpoint at the end (and where it resumes from); empty: none
   // (kAllReduce: must be empty, its replicas are not checkpointed; kInGraph: the
