@@ -10,73 +10,73 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/sim/simulated_cluster.h"
+#include "actors/trainer/cluster_trainer.h"
+#include "tools/train/train_cluster.h"
 #include "tools/train/train_data.h"
 #include "tools/train/train_flags.h"
 #include "training/distributed/in_graph_classifier.h"
 
 namespace actorflow {
 namespace cli {
-namespace {
-
-const TaskId kChief{"worker", 0};
-
-// The trainable variables' hash (HashParameters: names and bytes, in name order).
-StatusOr<std::string> WeightsHash(const InGraphClassifier& classifier) {
-  std::vector<std::string> names;
-  for (const Output& v : classifier.model().variables) names.push_back(v.name());
-  std::vector<Tensor> values;
-  AF_RETURN_IF_ERROR(classifier.session()->Run({}, names, {}, &values));
-  std::map<std::string, Tensor> parameters;
-  for (size_t i = 0; i < names.size() && i < values.size(); ++i) parameters[names[i]] = values[i];
-  return HashParameters(parameters);
-}
-
-// The variables' bytes: the features through --hidden to the classes.
-int64_t ModelBytes(int64_t features, const std::vector<int64_t>& hidden, int64_t classes) {
-  int64_t bytes = 0;
-  int64_t in = features;
-  for (int64_t units : hidden) {
-    bytes += 4 * (in * units + units);
-    in = units;
-  }
-  return bytes + 4 * (in * classes + classes);
-}
-
-// Carries out the plan's kill and restart entries due at `global_step`.
-Status ApplyTaskFaults(SimulatedCluster& cluster, const FaultPlan& plan, int64_t global_step,
-                       int64_t* workers_lost) {
-  for (const Fault& f : plan.faults) {
-    if (f.at_step != global_step) continue;
-    if (f.action == Fault::Action::kKill) {
-      AF_RETURN_IF_ERROR(cluster.KillTask(f.task));
-      if (f.task.job == "worker") ++*workers_lost;
-    } else if (f.action == Fault::Action::kRestart) {
-      AF_RETURN_IF_ERROR(cluster.RestartTask(f.task));
-    }
-  }
-  return Status::OK();
-}
-
-}  // namespace
-
-StatusOr<SimulatedCluster::Options> SimulationOptionsFromFlags(
-    const SimulateCommandOptions& options, const SimClusterShape& shape, int64_t features,
-    int64_t classes) {
+StatusOr<FaultPlan> FaultPlanFromFlags(const SimulateCommandOptions& options,
+                                       const SimClusterShape& shape) {
   AF_ASSIGN_OR_RETURN(ClusterSpec spec, shape.ToClusterSpec());
-  AF_ASSIGN_OR_RETURN(std::vector<int64_t> hidden, ParseHiddenUnits(options.train.hidden));
-  SimulatedCluster::Options sim;
-  sim.shape = shape;
   if (!options.faults_path.empty()) {
-    AF_ASSIGN_OR_RETURN(sim.faults, LoadFaultPlan(ResolveUserPath(options.faults_path), spec));
-  } else if (!options.faults_text.empty()) {
-    AF_ASSIGN_OR_RETURN(sim.faults, ParseFaultPlan(options.faults_text, spec));
+    return LoadFaultPlan(ResolveUserPath(options.faults_path), spec);
   }
-  sim.link.latency_us = options.latency_us;
-  sim.link.bandwidth_gbps = options.bandwidth_gbps;
-  sim.link.jitter_us = options.jitter_us;
-  sim.seed = options.train.seed;
-  sim.model_bytes = ModelBytes(features, hidden, classes);
-  return sim;
+  if (!options.faults_text.empty()) return ParseFaultPlan(options.faults_text, spec);
+  return FaultPlan();
+}
+
+StatusOr<TrainerOptions> TrainerOptionsOfSimulation(const SimulateCommandOptions& options,
+                                                    const SimClusterShape& shape,
+                                                    const DNNModelSpec& spec) {
+  const TrainCommandOptions& o = options.train;
+  TrainerOptions trainer = TrainerOptionsOfCommonFlags(o);
+  trainer.model = spec;
+  TrainingPolicy& policy = trainer.policy;
+  if (options.mode == "allreduce") {
+    policy.kind = TrainingPolicyKind::kAllReduce;
+    policy.bucket_bytes = static_cast<int64_t>(o.bucket_mb * 1024 * 1024);
+  } else if (options.replication == "in-graph") {
+    policy.kind = TrainingPolicyKind::kInGraph;
+  } else {
+    UpdateMode mode;
+    AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &mode, &policy.staleness_bound));
+    policy.kind = mode == UpdateMode::kAsync              ? TrainingPolicyKind::kAsync
+                  : mode == UpdateMode::kStaleSynchronous ? TrainingPolicyKind::kStaleSynchronous
+                                                          : TrainingPolicyKind::kSync;
+    policy.replicas_to_aggregate = options.replicas_to_aggregate;
+    trainer.learning_rate_decay_per_epoch = o.lr_decay;
+    trainer.scale_learning_rate_with_replicas = o.scale_lr_with_replicas;
+    trainer.recovery.checkpoint_every = o.checkpoint_every;
+  }
+  if (o.epochs > 0) {
+    trainer.epochs = o.epochs;
+  } else {
+    trainer.max_steps = o.steps;
+    // In-graph repeats the training set until max_steps.
+    if (policy.kind == TrainingPolicyKind::kInGraph) trainer.epochs = 0;
+  }
+  TrainerSimulation simulation;
+  simulation.shape = shape;
+  AF_ASSIGN_OR_RETURN(simulation.faults, FaultPlanFromFlags(options, shape));
+  simulation.link.latency_us = options.latency_us;
+  simulation.link.bandwidth_gbps = options.bandwidth_gbps;
+  simulation.link.jitter_us = options.jitter_us;
+  simulation.device_gflops = options.device_gflops;
+  simulation.step_us = options.compute_us;
+  const auto workers = shape.tasks.find("worker");
+  AF_ASSIGN_OR_RETURN(simulation.stragglers,
+                      ParseStragglerSpec(options.stragglers,
+                                         workers == shape.tasks.end() ? -1 : workers->second));
+  simulation.eval_every = options.eval_every;
+  simulation.target_accuracy = options.target_accuracy;
+  simulation.stop_at_target = options.stop_at_target;
+  simulation.max_virtual_seconds = options.max_virtual_seconds;
+  simulation.trace = !options.trace_path.empty();
+  trainer.cluster = TrainerCluster::Simulated(std::move(simulation));
+  return trainer;
 }
 
 Status CheckSimulateOptions(const SimulateCommandOptions& options) {
@@ -139,80 +139,40 @@ Status CheckSimulateOptions(const SimulateCommandOptions& options) {
 Status Simulate(const SimulateCommandOptions& options, std::ostream& out, std::ostream& err) {
   if (options.mode == "allreduce") return SimulateAllReduce(options, out);
   if (options.replication == "between-graph") return SimulateDataParallel(options, out, err);
-  const auto wall_start = std::chrono::steady_clock::now();
   const TrainCommandOptions& o = options.train;
   AF_ASSIGN_OR_RETURN(SimClusterShape shape, ParseSimClusterSpec(options.cluster));
-  AF_ASSIGN_OR_RETURN(ClusterSpec spec, shape.ToClusterSpec());
   AF_ASSIGN_OR_RETURN(TrainingData data, LoadTrainingData(o));
   AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, o.classes));
-  AF_ASSIGN_OR_RETURN(std::vector<int64_t> hidden, ParseHiddenUnits(o.hidden));
-
-  AF_ASSIGN_OR_RETURN(SimulatedCluster::Options sim,
-                      SimulationOptionsFromFlags(options, shape, data.train.features.dim(1),
-                                                 classes));
-  AF_ASSIGN_OR_RETURN(std::unique_ptr<SimulatedCluster> cluster, SimulatedCluster::Start(sim));
-
-  InGraphClassifierOptions classifier_options;
-  AF_ASSIGN_OR_RETURN(classifier_options.model, ClassifierOptionsFromFlags(o, data, classes));
-  SimulatedCluster* raw = cluster.get();
-  classifier_options.model.session_factory =
-      [raw](const Graph* graph) -> StatusOr<std::unique_ptr<Session>> {
-    return raw->NewSession(kChief, graph);
-  };
-  const int workers = shape.tasks.at("worker");
-  for (int k = 0; k < shape.tasks.at("ps"); ++k) {
-    classifier_options.replication.ps_devices.push_back("/job:ps/task:" + std::to_string(k));
-  }
-  for (int i = 0; i < workers; ++i) {
-    classifier_options.replication.tower_devices.push_back("/job:worker/task:" + std::to_string(i));
-  }
-  AF_ASSIGN_OR_RETURN(std::unique_ptr<InGraphClassifier> classifier,
-                      InGraphClassifier::Create(std::move(classifier_options)));
-
-  int64_t workers_lost = 0;
-  Status faults_applied = ApplyTaskFaults(*cluster, sim.faults, 0, &workers_lost);
-  const int64_t step_rows = o.batch * workers;
-  StatusOr<TrainResult> trained = classifier->Train(
-      TrainingInput(data.train, step_rows, o.seed, o.epochs), MaxTrainSteps(o),
-      [&](const TrainProgress& p) {
-        if (faults_applied.ok()) {
-          faults_applied = ApplyTaskFaults(*cluster, sim.faults, p.global_step, &workers_lost);
-        }
-      });
-  AF_RETURN_IF_ERROR(faults_applied);
-  if (!trained.ok()) {
-    return trained.status().WithContext("simulated training (virtual time " +
-                                        std::to_string(cluster->VirtualSeconds()) + " s, " +
-                                        std::to_string(workers_lost) + " worker(s) lost)");
-  }
-  AF_ASSIGN_OR_RETURN(EvalResult eval, classifier->Evaluate(EvaluationInput(data.test)));
-  AF_ASSIGN_OR_RETURN(std::string weights_hash, WeightsHash(*classifier));
-  const double wall_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-
-  const EventLog& log = cluster->event_log();
+  AF_ASSIGN_OR_RETURN(DNNClassifierOptions model, ClassifierOptionsFromFlags(o, data, classes));
+  AF_ASSIGN_OR_RETURN(TrainerOptions trainer,
+                      TrainerOptionsOfSimulation(options, shape, ModelSpecOf(model)));
+  AF_ASSIGN_OR_RETURN(TrainerResult result, Train(trainer, {data.train.features, data.train.labels},
+                                                  {data.test.features, data.test.labels}));
+  const SimulatedTrainerRun& run = *result.simulation;
+  const SimTrainingReport& report = run.report;
+  const int64_t steps = result.in_graph.train.steps;
   if (!o.json) {
-    out << "simulated " << options.cluster << ": " << trained->steps << " synchronous steps in "
-        << cluster->VirtualSeconds() << " virtual s (" << wall_seconds << " s wall), "
-        << log.count() << " messages, " << log.Count(SimEvent::Kind::kDropped) << " dropped\n"
-        << "event log " << log.Hash() << ", weights " << weights_hash << "\n"
-        << TestAccuracyLine(eval, wall_seconds) << "\n";
+    out << "simulated " << options.cluster << ": " << steps << " synchronous steps in "
+        << report.virtual_seconds << " virtual s (" << result.seconds << " s wall), "
+        << run.messages << " messages, " << run.dropped << " dropped\n"
+        << "event log " << run.event_log_hash << ", weights " << report.weights_hash << "\n"
+        << TestAccuracyLine(result.in_graph.eval, result.seconds) << "\n";
     out.flush();
     return Status::OK();
   }
   nlohmann::ordered_json j;
-  j["accuracy"] = eval.accuracy;
-  j["loss"] = eval.loss;
-  j["global_step"] = trained->global_step;
-  j["steps"] = trained->steps;
-  j["virtual_seconds"] = cluster->VirtualSeconds();
-  j["wall_seconds"] = wall_seconds;
-  j["messages"] = log.count();
-  j["dropped"] = log.Count(SimEvent::Kind::kDropped);
-  j["event_log_hash"] = log.Hash();
-  j["weights_hash"] = weights_hash;
-  j["updates_applied"] = trained->steps;
-  j["workers_lost"] = workers_lost;
+  j["accuracy"] = result.accuracy;
+  j["loss"] = result.loss;
+  j["global_step"] = result.global_step;
+  j["steps"] = steps;
+  j["virtual_seconds"] = report.virtual_seconds;
+  j["wall_seconds"] = result.seconds;
+  j["messages"] = run.messages;
+  j["dropped"] = run.dropped;
+  j["event_log_hash"] = run.event_log_hash;
+  j["weights_hash"] = report.weights_hash;
+  j["updates_applied"] = steps;
+  j["workers_lost"] = report.workers_lost;
   j["cluster"] = options.cluster;
   j["mode"] = options.mode;
   j["seed"] = o.seed;

@@ -46,6 +46,7 @@
 #include "graph/status.h"
 #include "tools/cli/cli_common.h"
 #include "tools/train/train_command.h"
+#include "training/distributed/trainer_options.h"
 
 namespace actorflow {
 namespace cli {
@@ -75,11 +76,20 @@ struct SimulateCommandOptions {
 Status CheckSimulateOptions(const SimulateCommandOptions& options);
 // Runs the simulation and prints its result on `out` (progress on `err`).
 Status Simulate(const SimulateCommandOptions& options, std::ostream& out, std::ostream& err);
-// The simulated cluster the flags describe (--cluster's shape, --faults or an inline
-// plan, the link, the seed, the model's size from --hidden). Errors: the plan's.
-StatusOr<SimulatedCluster::Options> SimulationOptionsFromFlags(
-    const SimulateCommandOptions& options, const SimClusterShape& shape, int64_t features,
-    int64_t classes);
+// The fault plan of --faults (a file) or an inline plan, checked against `shape`'s
+// tasks; none without either. Errors: the plan's, naming its source.
+StatusOr<FaultPlan> FaultPlanFromFlags(const SimulateCommandOptions& options,
+                                       const SimClusterShape& shape);
+
+// The flags as the library trainer's options (actors/trainer/cluster_trainer.h):
+// train's model and training flags, --mode's policy (kInGraph for --replication
+// in-graph), and TrainerCluster::Simulated with the cluster, the plan, the link and
+// the compute model. --epochs sets the run's length in passes; otherwise --steps
+// (ps sync and in-graph: the global step that ends it; async/ssp: each worker's
+// pushes; allreduce: the steps). Errors: the plan's, the stragglers'.
+StatusOr<TrainerOptions> TrainerOptionsOfSimulation(const SimulateCommandOptions& options,
+                                                    const SimClusterShape& shape,
+                                                    const DNNModelSpec& spec);
 
 // --mode allreduce (tools/simulate_allreduce.cc): all-reduce data parallelism, no
 // ps; every step checks that every member's weights are byte-identical (the run

@@ -46,55 +46,6 @@ Status WriteSimTrace(const SimTrainingReport& report, int workers, const std::st
 
 }  // namespace
 
-namespace {
-
-// The simulate flags as the library trainer's options: the model and data flags of
-// train, --mode's policy, the simulated cluster and how its run goes.
-StatusOr<TrainerOptions> TrainerOptionsOfSimulation(const SimulateCommandOptions& options,
-                                                    const SimClusterShape& shape,
-                                                    const DNNModelSpec& spec,
-                                                    const TrainingData& data, int64_t classes) {
-  const TrainCommandOptions& o = options.train;
-  TrainerOptions trainer = TrainerOptionsOfCommonFlags(o);
-  trainer.model = spec;
-  UpdateMode mode;
-  AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &mode, &trainer.policy.staleness_bound));
-  trainer.policy.kind = mode == UpdateMode::kAsync              ? TrainingPolicyKind::kAsync
-                        : mode == UpdateMode::kStaleSynchronous ? TrainingPolicyKind::kStaleSynchronous
-                                                                : TrainingPolicyKind::kSync;
-  trainer.policy.replicas_to_aggregate = options.replicas_to_aggregate;
-  trainer.learning_rate_decay_per_epoch = o.lr_decay;
-  trainer.scale_learning_rate_with_replicas = o.scale_lr_with_replicas;
-  // --epochs sets the run's length in passes; otherwise --steps: sync, the global step
-  // that ends it, async/ssp, each worker's pushes.
-  if (o.epochs > 0) {
-    trainer.epochs = o.epochs;
-  } else {
-    trainer.max_steps = o.steps;
-  }
-  trainer.recovery.checkpoint_every = o.checkpoint_every;
-  AF_ASSIGN_OR_RETURN(SimulatedCluster::Options sim,
-                      SimulationOptionsFromFlags(options, shape, data.train.features.dim(1),
-                                                 classes));
-  TrainerSimulation simulation;
-  simulation.shape = shape;
-  simulation.faults = sim.faults;
-  simulation.link = sim.link;
-  simulation.device_gflops = options.device_gflops;
-  simulation.step_us = options.compute_us;
-  AF_ASSIGN_OR_RETURN(simulation.stragglers,
-                      ParseStragglerSpec(options.stragglers, shape.tasks.at("worker")));
-  simulation.eval_every = options.eval_every;
-  simulation.target_accuracy = options.target_accuracy;
-  simulation.stop_at_target = options.stop_at_target;
-  simulation.max_virtual_seconds = options.max_virtual_seconds;
-  simulation.trace = !options.trace_path.empty();
-  trainer.cluster = TrainerCluster::Simulated(std::move(simulation));
-  return trainer;
-}
-
-}  // namespace
-
 Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream& out,
                             std::ostream& err) {
   const TrainCommandOptions& o = options.train;
@@ -107,7 +58,7 @@ Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream&
   AF_ASSIGN_OR_RETURN(const int64_t classes, ResolveClasses(data, o.classes));
   AF_ASSIGN_OR_RETURN(DNNClassifierOptions model, ClassifierOptionsFromFlags(o, data, classes));
   AF_ASSIGN_OR_RETURN(TrainerOptions trainer,
-                      TrainerOptionsOfSimulation(options, shape, ModelSpecOf(model), data, classes));
+                      TrainerOptionsOfSimulation(options, shape, ModelSpecOf(model)));
   if (options.replicas_to_aggregate > workers) {
     return InvalidArgument("--replicas-to-aggregate " +
                            std::to_string(options.replicas_to_aggregate) + " exceeds the " +

@@ -30,10 +30,13 @@
 //   an in-process session); kSpec runs them through worker `task`'s master
 //   (training/distributed/in_graph_trainer.h).
 //
-// - kSimulated: the ps policies on a simulated cluster in this process
-//   (actors/sim/sim_training.h): a worker driver per worker task on the model's
-//   real kernels, compute in virtual time, the fault plan's faults, the invariants
-//   judged at the end. Train returns the run, whatever it found, in
+// - kSimulated: a simulated cluster in this process. The ps policies as
+//   actors/sim/sim_training.h runs them: a worker driver per worker task on the
+//   model's real kernels, compute in virtual time, the fault plan's faults, the
+//   invariants judged at the end. kAllReduce: a replica per worker task, their steps
+//   run together, the replicas compared byte for byte at every step (message faults
+//   only). kInGraph: one replicated graph driven from worker 0, kills and restarts
+//   at their global step. Train returns the run, whatever it found, in
 //   result.simulation; SimulatedRunVerdict says whether it went well. No progress
 //   callback (nothing runs on a worker thread), no files. OpenBLAS runs on one
 //   thread (unless OPENBLAS_NUM_THREADS says otherwise), so that the same options
@@ -64,10 +67,18 @@ struct SimulatedTrainerRun {
   int64_t messages = 0;        // messages between tasks
   int64_t dropped = 0;         // of which the fault plan dropped
   int64_t steps_per_worker = 0;  // sync: the global step that ends the run;
-                                 // async/SSP: each worker's pushes
+                                 // async/SSP: each worker's pushes; kAllReduce,
+                                 // kInGraph: the steps
+  // kAllReduce: the all-reduces per step, the last step's training loss, and the
+  // step that failed (a chunk lost to a fault: its members' deadline), which ended
+  // the run. Its invariant "identical weights" lists the steps whose members'
+  // weights differed.
+  int64_t allreduce_buckets = 0;
+  double train_loss = 0;
+  Status failure;
 };
 
-// OK for a simulated run that ended as planned; DeadlineExceeded for one that hung
+// OK for a simulated run that ended as planned; the failure of a kAllReduce run; DeadlineExceeded for one that hung
 // (naming what each unfinished driver waited for) or ran out of virtual time;
 // Aborted naming the first worker that failed (and the workers lost); Internal for
 // invariant violations.

@@ -235,12 +235,45 @@ TEST(ClusterTrainerTest, ASimulatedWorkerKilledMidTrainingIsReportedAndTheOthers
   EXPECT_EQ(result.simulation->report.invariant_violations(), 0);
 }
 
-TEST(ClusterTrainerTest, ASimulatedClusterRunsThePsPoliciesOnItsPsAndWorkerTasks) {
+TEST(ClusterTrainerTest, AllReduceAndInGraphOnASimulatedClusterLearnAndReplay) {
   ASSERT_OK_AND_ASSIGN(IrisData iris, LoadIris());
-  TrainerOptions allreduce = SimulatedIrisOptions(iris, 2, 10);
+  TrainerOptions allreduce = SimulatedIrisOptions(iris, 3, 100);
+  allreduce.cluster.simulation.shape = *ParseSimClusterSpec("sim:worker=3");
   allreduce.policy.kind = TrainingPolicyKind::kAllReduce;
-  EXPECT_THAT(Train(allreduce, iris.train, iris.test).status().message(),
+  ASSERT_OK_AND_ASSIGN(TrainerResult first, Train(allreduce, iris.train, iris.test));
+  ASSERT_OK_AND_ASSIGN(TrainerResult again, Train(allreduce, iris.train, iris.test));
+  EXPECT_OK(SimulatedRunVerdict(*first.simulation));
+  EXPECT_EQ(first.global_step, 100);
+  EXPECT_GE(first.accuracy, 0.8);
+  EXPECT_TRUE(first.allreduce.replicas_identical);
+  EXPECT_EQ(first.simulation->report.invariants.at(0).name, "identical weights");
+  EXPECT_EQ(first.simulation->event_log_hash, again.simulation->event_log_hash);
+  EXPECT_EQ(first.allreduce.weights_hash, again.allreduce.weights_hash);
+
+  TrainerOptions in_graph = SimulatedIrisOptions(iris, 2, 100);
+  in_graph.policy.kind = TrainingPolicyKind::kInGraph;
+  in_graph.epochs = 0;  // repeat the rows until max_steps
+  ASSERT_OK_AND_ASSIGN(TrainerResult one, Train(in_graph, iris.train, iris.test));
+  ASSERT_OK_AND_ASSIGN(TrainerResult two, Train(in_graph, iris.train, iris.test));
+  EXPECT_EQ(one.in_graph.train.steps, 100);
+  EXPECT_GE(one.accuracy, 0.8);
+  EXPECT_FALSE(one.simulation->report.weights_hash.empty());
+  EXPECT_EQ(one.simulation->report.weights_hash, two.simulation->report.weights_hash);
+  EXPECT_EQ(one.simulation->event_log_hash, two.simulation->event_log_hash);
+}
+
+TEST(ClusterTrainerTest, ASimulatedClusterRefusesWhatItCannotRunNamingTheField) {
+  ASSERT_OK_AND_ASSIGN(IrisData iris, LoadIris());
+  TrainerOptions elastic = SimulatedIrisOptions(iris, 2, 10);
+  elastic.policy.kind = TrainingPolicyKind::kElastic;
+  EXPECT_THAT(Train(elastic, iris.train, iris.test).status().message(),
               HasSubstr("TrainerOptions.policy.kind"));
+  TrainerOptions killing_allreduce = SimulatedIrisOptions(
+      iris, 2, 10, R"({"faults": [{"kill": "/job:worker/task:1", "at_step": 3}]})");
+  killing_allreduce.cluster.simulation.shape = *ParseSimClusterSpec("sim:ps=1,worker=2");
+  killing_allreduce.policy.kind = TrainingPolicyKind::kAllReduce;
+  EXPECT_THAT(Train(killing_allreduce, iris.train, iris.test).status().message(),
+              HasSubstr("TrainerOptions.cluster.simulation.faults"));
   TrainerOptions no_ps = SimulatedIrisOptions(iris, 2, 10);
   no_ps.cluster.simulation.shape = *ParseSimClusterSpec("sim:worker=2");
   EXPECT_THAT(Train(no_ps, iris.train, iris.test).status().message(),

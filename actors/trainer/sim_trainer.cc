@@ -11,7 +11,9 @@
 
 #include "actors/sim/simulated_cluster.h"
 #include "actors/trainer/cluster_trainer.h"
+#include "training/distributed/allreduce_trainer.h"
 #include "training/distributed/dnn_workload.h"
+#include "training/distributed/in_graph_trainer.h"
 
 namespace actorflow {
 namespace {
@@ -55,6 +57,82 @@ void FillResult(const SimTrainingReport& report, TrainerResult* result) {
   }
 }
 
+// The ps policies: a worker driver per worker task (actors/sim/sim_training.h).
+StatusOr<TrainerResult> TrainWithPsOnSimulatedCluster(const TrainerOptions& options,
+                                                      SimulatedCluster& cluster,
+                                                      const TrainerPlan& plan,
+                                                      TrainingWorkload* workload) {
+  auto run = std::make_shared<SimulatedTrainerRun>();
+  run->steps_per_worker = options.max_steps > 0
+                              ? options.max_steps
+                              : PlannedStepsPerWorker(plan.data_parallel, plan.train_rows);
+  AF_ASSIGN_OR_RETURN(run->report, cluster.TrainDataParallel(SimTrainingOptionsFor(
+                                       options, plan, run->steps_per_worker, workload)));
+  TrainerResult result;
+  FillResult(run->report, &result);
+  result.simulation = std::move(run);
+  return result;
+}
+
+// Carries out the plan's kill and restart entries due at `global_step`.
+Status ApplyTaskFaults(SimulatedCluster& cluster, const FaultPlan& plan, int64_t global_step,
+                       int64_t* workers_lost) {
+  for (const Fault& f : plan.faults) {
+    if (f.at_step != global_step) continue;
+    if (f.action == Fault::Action::kKill) {
+      AF_RETURN_IF_ERROR(cluster.KillTask(f.task));
+      if (f.task.job == "worker") ++*workers_lost;
+    } else if (f.action == Fault::Action::kRestart) {
+      AF_RETURN_IF_ERROR(cluster.RestartTask(f.task));
+    }
+  }
+  return Status::OK();
+}
+
+// kInGraph: one replicated graph (a tower per worker task, the variables on the ps
+// tasks) driven from worker 0; the plan's kills and restarts act at their global
+// step, and a step that loses a task ends training with an error naming it.
+StatusOr<TrainerResult> TrainInGraphOnSimulatedCluster(const TrainerOptions& options,
+                                                       SimulatedCluster& cluster,
+                                                       const TrainerPlan& plan,
+                                                       const LabeledData& train,
+                                                       const LabeledData& test) {
+  const FaultPlan& faults = options.cluster.simulation.faults;
+  int64_t workers_lost = 0;
+  Status faults_applied = ApplyTaskFaults(cluster, faults, 0, &workers_lost);
+  TrainerOptions with_faults = options;
+  with_faults.progress = [&](const WorkerProgress& p) {
+    if (faults_applied.ok()) {
+      faults_applied = ApplyTaskFaults(cluster, faults, p.global_step, &workers_lost);
+    }
+    if (options.progress) options.progress(p);
+  };
+  SimulatedCluster* raw = &cluster;
+  const SessionFactory chief = [raw](const Graph* graph) -> StatusOr<std::unique_ptr<Session>> {
+    return raw->NewSession({"worker", 0}, graph);
+  };
+  StatusOr<TrainerResult> trained = RunInGraphTrainer(with_faults, plan, chief, train, test);
+  AF_RETURN_IF_ERROR(faults_applied);
+  if (!trained.ok()) {
+    return trained.status().WithContext("simulated training (virtual time " +
+                                        std::to_string(cluster.VirtualSeconds()) + " s, " +
+                                        std::to_string(workers_lost) + " worker(s) lost)");
+  }
+  auto run = std::make_shared<SimulatedTrainerRun>();
+  run->steps_per_worker = trained->in_graph.train.steps;
+  SimTrainingReport& report = run->report;
+  report.mode = "sync";
+  report.global_step = trained->global_step;
+  report.updates_applied = trained->in_graph.train.steps;
+  report.workers_lost = workers_lost;
+  report.final_eval.accuracy = trained->accuracy;
+  report.final_eval.loss = trained->loss;
+  report.parameters = trained->in_graph.parameters;
+  report.weights_hash = HashParameters(report.parameters);
+  trained->simulation = std::move(run);
+  return trained;
+}
+
 }  // namespace
 
 StatusOr<TrainerResult> TrainOnSimulatedCluster(const TrainerOptions& options,
@@ -64,16 +142,21 @@ StatusOr<TrainerResult> TrainOnSimulatedCluster(const TrainerOptions& options,
   // product sums in the same order on every host, whatever its core count.
   if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
   const TrainerSimulation& sim = options.cluster.simulation;
+  const TrainingPolicyKind policy = options.policy.kind;
   TrainerPlan plan;
   AF_ASSIGN_OR_RETURN(plan.cluster, sim.shape.ToClusterSpec());
   AF_ASSIGN_OR_RETURN(plan.workers, TrainerWorkers(options));
   plan.train_rows = train.features.dim(0);
   plan.data_parallel = DataParallelOptionsFor(options, plan.workers, plan.train_rows);
-  auto run = std::make_shared<SimulatedTrainerRun>();
-  run->steps_per_worker = options.max_steps > 0
-                              ? options.max_steps
-                              : PlannedStepsPerWorker(plan.data_parallel, plan.train_rows);
-
+  if (policy == TrainingPolicyKind::kAllReduce) {
+    // Only the plan's devices and model are used: the replicas run on the cluster's
+    // sessions (RunTogether), not through factories.
+    AF_ASSIGN_OR_RETURN(plan.allreduce,
+                        AllReduceOptionsFor(options, std::vector<SessionFactory>(plan.workers)));
+  }
+  if (policy == TrainingPolicyKind::kInGraph) {
+    plan.in_graph = InGraphReplicationFor(options, plan.workers, plan.cluster.num_tasks("ps"));
+  }
   DNNWorkloadOptions workload_options;
   workload_options.spec = options.model;
   workload_options.seed = options.seed;
@@ -93,25 +176,28 @@ StatusOr<TrainerResult> TrainOnSimulatedCluster(const TrainerOptions& options,
   if (options.on_start) AF_RETURN_IF_ERROR(options.on_start(plan));
   AF_ASSIGN_OR_RETURN(std::unique_ptr<SimulatedCluster> cluster,
                       SimulatedCluster::Start(cluster_options));
-  AF_ASSIGN_OR_RETURN(run->report,
-                      cluster->TrainDataParallel(SimTrainingOptionsFor(
-                          options, plan, run->steps_per_worker, workload.get())));
+  StatusOr<TrainerResult> result =
+      policy == TrainingPolicyKind::kAllReduce
+          ? TrainAllReduceOnSimulatedCluster(options, *cluster, plan, train, test)
+      : policy == TrainingPolicyKind::kInGraph
+          ? TrainInGraphOnSimulatedCluster(options, *cluster, plan, train, test)
+          : TrainWithPsOnSimulatedCluster(options, *cluster, plan, workload.get());
+  AF_RETURN_IF_ERROR(result.status());
+  auto run = std::const_pointer_cast<SimulatedTrainerRun>(result->simulation);
   const EventLog& log = cluster->event_log();
   run->event_log_hash = log.Hash();
   run->messages = log.count();
   run->dropped = log.Count(SimEvent::Kind::kDropped);
-
-  TrainerResult result;
-  FillResult(run->report, &result);
-  result.plan = std::move(plan);
-  result.seconds =
+  run->report.virtual_seconds = cluster->VirtualSeconds();
+  result->plan = std::move(plan);
+  result->seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  result.simulation = std::move(run);
   return result;
 }
 
 Status SimulatedRunVerdict(const SimulatedTrainerRun& run) {
   const SimTrainingReport& report = run.report;
+  if (!run.failure.ok()) return run.failure;
   if (report.hung) return DeadlineExceeded("the simulated run hung: " + report.hang);
   if (report.out_of_time) {
     return DeadlineExceeded("the simulated run was still going after its max_virtual_seconds "

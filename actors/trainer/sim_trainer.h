@@ -9,6 +9,17 @@
 
 namespace actorflow {
 
+class SimulatedCluster;
+
+// kAllReduce on `cluster` (actors/trainer/sim_allreduce_trainer.cc): `plan.allreduce`
+// gives the replicas' model and devices. The result's `simulation` holds the run
+// (event log fields left to the caller).
+StatusOr<TrainerResult> TrainAllReduceOnSimulatedCluster(const TrainerOptions& options,
+                                                         SimulatedCluster& cluster,
+                                                         const TrainerPlan& plan,
+                                                         const LabeledData& train,
+                                                         const LabeledData& test);
+
 // `options` were validated (ValidateTrainerOptions) and name a simulated cluster.
 StatusOr<TrainerResult> TrainOnSimulatedCluster(const TrainerOptions& options,
                                                 const LabeledData& train, const LabeledData& test);

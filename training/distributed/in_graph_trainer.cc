@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "training/data/dataset.h"
 #include "training/distributed/in_graph_classifier.h"
@@ -112,6 +113,13 @@ StatusOr<TrainerResult> RunInGraphTrainer(const TrainerOptions& options, const T
   };
   AF_ASSIGN_OR_RETURN(EvalResult eval, classifier->Evaluate(evaluation));
   TrainerResult result;
+  std::vector<std::string> names;
+  for (const Output& v : classifier->model().variables) names.push_back(v.name());
+  std::vector<Tensor> values;
+  AF_RETURN_IF_ERROR(classifier->session()->Run({}, names, {}, &values));
+  for (size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    result.in_graph.parameters[names[i]] = values[i];
+  }
   result.accuracy = eval.accuracy;
   result.loss = eval.loss;
   result.global_step = eval.global_step;

@@ -34,7 +34,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "graph/status.h"
@@ -53,6 +55,7 @@ struct SimulatedTrainerRun;
 struct InGraphTrainerReport {
   EvalResult eval;
   TrainResult train;
+  std::map<std::string, Tensor> parameters;  // the trained variables, by name
 };
 
 struct TrainerResult {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace actorflow {
 namespace {
@@ -81,20 +82,46 @@ Status ValidatePolicy(const TrainingPolicy& policy, const TrainerCluster& cluste
   return Status::OK();
 }
 
-// A simulated cluster runs the ps policies, on its ps and worker tasks.
-Status ValidateSimulation(const TrainerCluster& cluster, TrainingPolicyKind policy) {
-  if (policy != TrainingPolicyKind::kSync && policy != TrainingPolicyKind::kAsync &&
-      policy != TrainingPolicyKind::kStaleSynchronous) {
-    return BadField("policy.kind", "a simulated cluster trains kSync, kAsync or "
-                                   "kStaleSynchronous (its all-reduce and in-graph runs: "
-                                   "`actorflow simulate --mode allreduce|--replication in-graph`)");
+// A simulated cluster needs worker tasks, and ps tasks but for kAllReduce; kAllReduce
+// takes message faults only (its members run together, a lost one would end the
+// run); kElastic needs processes that come and go.
+Status ValidateSimulation(const TrainerCluster& cluster, const TrainingPolicy& policy) {
+  if (policy.kind == TrainingPolicyKind::kElastic) {
+    return BadField("policy.kind", "kElastic needs a cluster spec (TrainerCluster::OfSpec), "
+                                   "not a simulated cluster");
   }
+  const bool allreduce = policy.kind == TrainingPolicyKind::kAllReduce;
   const TrainerSimulation& sim = cluster.simulation;
-  for (const char* job : {kPsJob, "worker"}) {
+  std::vector<const char*> jobs = {"worker"};
+  if (!allreduce) jobs.push_back(kPsJob);
+  for (const char* job : jobs) {
     const auto it = sim.shape.tasks.find(job);
     if (it == sim.shape.tasks.end() || it->second < 1) {
       return BadField("cluster.simulation.shape",
                       std::string("needs a '") + job + "' job (e.g. sim:ps=1,worker=2)");
+    }
+  }
+  if (allreduce) {
+    for (const Fault& fault : sim.faults.faults) {
+      if (fault.action == Fault::Action::kKill || fault.action == Fault::Action::kRestart) {
+        return BadField("cluster.simulation.faults",
+                        "kAllReduce on a simulated cluster takes message faults; its kills and "
+                        "restarts are for the ps policies");
+      }
+    }
+    if (policy.members_per_task != 1) {
+      return BadField("policy.members_per_task",
+                      "a simulated cluster's worker task is one member (1)");
+    }
+  }
+  if (policy.kind == TrainingPolicyKind::kInGraph) {
+    for (const Fault& fault : sim.faults.faults) {
+      if ((fault.action == Fault::Action::kKill || fault.action == Fault::Action::kRestart) &&
+          fault.at_step < 0) {
+        return BadField("cluster.simulation.faults",
+                        "kInGraph on a simulated cluster kills and restarts at a global step "
+                        "(at_step), not at a virtual time");
+      }
     }
   }
   const Status link = sim.link.Validate();
@@ -117,9 +144,6 @@ Status ValidateSimulation(const TrainerCluster& cluster, TrainingPolicyKind poli
 // kAllReduce's ps tasks (none) are checked with the policy; kInGraph runs without
 // any (on CPU devices of this process).
 Status ValidateCluster(const TrainerCluster& cluster, TrainingPolicyKind policy) {
-  if (cluster.kind == TrainerCluster::Kind::kSimulated) {
-    return ValidateSimulation(cluster, policy);
-  }
   if (cluster.kind == TrainerCluster::Kind::kLocal) {
     const int least = policy == TrainingPolicyKind::kInGraph ? 0 : 1;
     if (policy != TrainingPolicyKind::kAllReduce && cluster.local_ps_tasks < least) {
@@ -189,7 +213,9 @@ TrainerCluster TrainerCluster::OfSpec(ClusterSpec spec, std::string job, int tas
 
 Status ValidateTrainerOptions(const TrainerOptions& options) {
   const bool allreduce = options.policy.kind == TrainingPolicyKind::kAllReduce;
-  AF_RETURN_IF_ERROR(ValidateCluster(options.cluster, options.policy.kind));
+  AF_RETURN_IF_ERROR(options.cluster.kind == TrainerCluster::Kind::kSimulated
+                         ? ValidateSimulation(options.cluster, options.policy)
+                         : ValidateCluster(options.cluster, options.policy.kind));
   AF_RETURN_IF_ERROR(ValidatePolicy(options.policy, options.cluster));
   if (allreduce) AF_RETURN_IF_ERROR(ValidateAllReduceOptions(options));
   const bool in_graph = options.policy.kind == TrainingPolicyKind::kInGraph;

@@ -96,7 +96,9 @@ struct TrainingPolicy {
 // simulated link and the fault plan; the same options give the same run (event
 // log, weights, virtual time) on every host. The ps policies run as
 // actors/sim/sim_training.h says: a worker driver per worker task speaking the
-// shards' protocol, the run's invariants judged at its end.
+// shards' protocol, the run's invariants judged at its end. kAllReduce: the
+// replicas' steps run together and their weights are compared at every step
+// (message faults only); kInGraph: kills and restarts at their global step.
 struct TrainerSimulation {
   SimClusterShape shape;  // its ps and worker tasks (ParseSimClusterSpec("sim:ps=1,worker=2"))
   FaultPlan faults;       // message faults on every link; task kills and restarts when due
@@ -123,8 +125,8 @@ struct TrainerCluster {
              // (kAllReduce: this process serves its task itself, its peers theirs;
              // a "ps" job of the spec is not used. kInGraph: every task runs
              // elsewhere; `task` is the worker whose master runs the steps)
-    kSimulated,  // `simulation`: every task simulated in this process (kSync, kAsync,
-                 // kStaleSynchronous)
+    kSimulated,  // `simulation`: every task simulated in this process (every policy
+                 // but kElastic; kAllReduce needs no ps task)
   };
   Kind kind = Kind::kLocal;
   int local_ps_tasks = 1;  // kLocal, >= 1 (kAllReduce: 0; kInGraph: >= 0)
