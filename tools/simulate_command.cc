@@ -41,12 +41,7 @@ StatusOr<TrainerOptions> TrainerOptionsOfSimulation(const SimulateCommandOptions
   } else if (options.replication == "in-graph") {
     policy.kind = TrainingPolicyKind::kInGraph;
   } else {
-    UpdateMode mode;
-    AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &mode, &policy.staleness_bound));
-    policy.kind = mode == UpdateMode::kAsync              ? TrainingPolicyKind::kAsync
-                  : mode == UpdateMode::kStaleSynchronous ? TrainingPolicyKind::kStaleSynchronous
-                                                          : TrainingPolicyKind::kSync;
-    policy.replicas_to_aggregate = options.replicas_to_aggregate;
+    AF_ASSIGN_OR_RETURN(policy, PsPolicyOfMode(options.mode, options.replicas_to_aggregate));
     trainer.learning_rate_decay_per_epoch = o.lr_decay;
     trainer.scale_learning_rate_with_replicas = o.scale_lr_with_replicas;
     trainer.recovery.checkpoint_every = o.checkpoint_every;

@@ -237,13 +237,8 @@ StatusOr<int> ClusterFileWorkers(const TrainCommandOptions& options, const Clust
 
 // --mode (sync, async, ssp:S) and the elastic flags as the trainer's policy.
 StatusOr<TrainingPolicy> PolicyFromFlags(const TrainCommandOptions& options) {
-  UpdateMode mode;
-  TrainingPolicy policy;
-  AF_RETURN_IF_ERROR(ParseUpdateMode(options.mode, &mode, &policy.staleness_bound));
-  policy.kind = mode == UpdateMode::kAsync              ? TrainingPolicyKind::kAsync
-                : mode == UpdateMode::kStaleSynchronous ? TrainingPolicyKind::kStaleSynchronous
-                                                        : TrainingPolicyKind::kSync;
-  policy.replicas_to_aggregate = options.replicas_to_aggregate;
+  AF_ASSIGN_OR_RETURN(TrainingPolicy policy,
+                      PsPolicyOfMode(options.mode, options.replicas_to_aggregate));
   if (options.elastic) {
     policy.kind = TrainingPolicyKind::kElastic;
     policy.min_workers = options.min_workers;
@@ -256,6 +251,17 @@ StatusOr<TrainingPolicy> PolicyFromFlags(const TrainCommandOptions& options) {
 }
 
 }  // namespace
+
+StatusOr<TrainingPolicy> PsPolicyOfMode(const std::string& mode, int replicas_to_aggregate) {
+  UpdateMode update;
+  TrainingPolicy policy;
+  AF_RETURN_IF_ERROR(ParseUpdateMode(mode, &update, &policy.staleness_bound));
+  policy.kind = update == UpdateMode::kAsync              ? TrainingPolicyKind::kAsync
+                : update == UpdateMode::kStaleSynchronous ? TrainingPolicyKind::kStaleSynchronous
+                                                          : TrainingPolicyKind::kSync;
+  policy.replicas_to_aggregate = replicas_to_aggregate;
+  return policy;
+}
 
 TrainerOptions TrainerOptionsOfCommonFlags(const TrainCommandOptions& options) {
   TrainerOptions trainer;

@@ -72,6 +72,10 @@ namespace cli {
 StatusOr<TrainerOptions> TrainerOptionsFromFlags(const TrainCommandOptions& options,
                                                  const DNNModelSpec& spec, int64_t train_rows);
 
+// --mode sync|async|ssp:S (ParseUpdateMode's errors) and --replicas-to-aggregate as
+// the trainer's ps policy.
+StatusOr<TrainingPolicy> PsPolicyOfMode(const std::string& mode, int replicas_to_aggregate);
+
 // The flags every cluster mode maps alike: --optimizer, --lr, --batch, --seed and
 // --timeout-ms (unset: a day). Each mode's own mapping starts from these.
 TrainerOptions TrainerOptionsOfCommonFlags(const TrainCommandOptions& options);
