@@ -58,6 +58,7 @@ namespace actorflow {
 using ShardAssigner = std::function<StatusOr<std::map<std::string, int>>(
     const std::map<std::string, int64_t>& bytes, int num_shards)>;
 
+// How kSync pulls whose shards disagree are caught up: see "Sync catch-up" above.
 enum class SyncCatchUp { kPullShardsBehind, kPushToShardsBehind };
 
 struct ShardWorkerOptions {
