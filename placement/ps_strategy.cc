@@ -69,6 +69,14 @@ StatusOr<PsAssignment> AssignVariablesToPs(const std::vector<VariableSize>& vari
   return out;
 }
 
+StatusOr<std::map<std::string, int>> AssignVariablesByBytes(
+    const std::map<std::string, int64_t>& bytes, int num_tasks, PsStrategy strategy) {
+  std::vector<VariableSize> sizes;
+  for (const auto& [name, size] : bytes) sizes.push_back(VariableSize{name, size});
+  AF_ASSIGN_OR_RETURN(PsAssignment assignment, AssignVariablesToPs(sizes, num_tasks, strategy));
+  return assignment.task_of;
+}
+
 std::string PsDeviceName(const std::string& ps_job, int task) {
   return "/job:" + ps_job + "/replica:0/task:" + std::to_string(task) + "/device:CPU:0";
 }

@@ -47,6 +47,12 @@ struct PsAssignment {
 StatusOr<PsAssignment> AssignVariablesToPs(const std::vector<VariableSize>& variables,
                                            int num_tasks, PsStrategy strategy);
 
+// AssignVariablesToPs over every variable's size by name: the ps task of each, in
+// the form a worker's shard protocol takes it (kernels/ps/shard_worker_protocol.h's
+// ShardAssigner, bound to a strategy).
+StatusOr<std::map<std::string, int>> AssignVariablesByBytes(
+    const std::map<std::string, int64_t>& bytes, int num_tasks, PsStrategy strategy);
+
 // "/job:<ps_job>/replica:0/task:<task>/device:CPU:0": where a variable assigned to
 // `task` lives, as a device name.
 std::string PsDeviceName(const std::string& ps_job, int task);

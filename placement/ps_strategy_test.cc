@@ -66,6 +66,15 @@ TEST(PsStrategyTest, BadInputIsNamed) {
   EXPECT_NE(negative.status().message().find("'v'"), std::string::npos);
 }
 
+TEST(PsStrategyTest, AssignsByBytesAsByVariableSizes) {
+  auto greedy =
+      AssignVariablesByBytes({{"a", 4}, {"b", 100}, {"c", 8}}, 2, PsStrategy::kGreedyBytes);
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  EXPECT_EQ(*greedy, (std::map<std::string, int>{{"a", 1}, {"b", 0}, {"c", 1}}));
+  auto none = AssignVariablesByBytes({{"w", 4}}, 0, PsStrategy::kRoundRobin);
+  EXPECT_EQ(none.status().code(), Code::kInvalidArgument);
+}
+
 TEST(PsStrategyTest, ParsesStrategyNames) {
   PsStrategy s;
   ASSERT_TRUE(ParsePsStrategy("greedy_bytes", &s).ok());

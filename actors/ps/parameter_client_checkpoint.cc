@@ -34,46 +34,23 @@ Status ParameterClientImpl::Restore(const std::map<std::string, Tensor>& values,
   std::map<std::string, Tensor> variables;
   std::map<std::string, std::string> slot_of;  // slot name -> variable
   ShardOptimizer::SplitVariablesAndSlots(values, options_.optimizer, &variables, &slot_of);
-  AF_ASSIGN_OR_RETURN(PsAssignment assignment, Assign(variables));
-  std::vector<std::vector<Tensor>> per_shard(NumShards());
-  for (int t = 0; t < NumShards(); ++t) {
-    for (const std::string& name : assignment.variables[t]) {
-      per_shard[t].push_back(variables.at(name));
-    }
-  }
+  AF_ASSIGN_OR_RETURN(InitializationPlan plan, protocol_.PlanInitialization(variables, "value"));
   std::vector<std::vector<std::string>> slot_names(NumShards());
   std::vector<std::vector<Tensor>> slot_values(NumShards());
   for (const auto& [slot, var] : slot_of) {
-    const int t = assignment.task_of.at(var);
+    const int t = plan.shard_of.at(var);
     slot_names[t].push_back(slot);
     slot_values[t].push_back(values.at(slot));
   }
   const Deadline deadline = Deadline::After(timeout_ms);
   auto call = Fan<Status>(AllShards(), deadline, [&](size_t t) {
-    return std::make_tuple(shard_restore_atom::value, assignment.variables[t], per_shard[t],
+    return std::make_tuple(shard_restore_atom::value, plan.names[t], plan.values[t],
                            slot_names[t], slot_values[t], version);
   });
   AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Restore"));
   for (const Status& s : call->replies()) AF_RETURN_IF_ERROR(s);
-  for (const auto& [name, value] : variables) {
-    Remember(name, assignment.task_of.at(name), value);
-  }
+  protocol_.Initialized(plan);
   return Status::OK();
-}
-
-StatusOr<PsAssignment> ParameterClientImpl::Assign(
-    const std::map<std::string, Tensor>& values) const {
-  std::vector<VariableSize> sizes;
-  for (const auto& [name, value] : values) {
-    if (!value.IsInitialized() ||
-        (value.dtype() != DType::kFloat32 && value.dtype() != DType::kFloat64)) {
-      return InvalidArgument("variable '" + name + "' has value " +
-                             (value.IsInitialized() ? value.DebugString() : "<empty>") +
-                             "; parameter servers hold float32 or float64 variables");
-    }
-    sizes.push_back(VariableSize{name, static_cast<int64_t>(value.TotalBytes())});
-  }
-  return AssignVariablesToPs(sizes, NumShards(), client_options_.strategy);
 }
 
 Status ParameterClientImpl::HoldAll(bool hold, const Deadline& deadline) {

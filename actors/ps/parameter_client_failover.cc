@@ -121,10 +121,10 @@ StatusOr<ParameterClient::FailOverReport> ParameterClientImpl::FailOver(int64_t 
       },
       deadline));
   for (int t : switched) names_[t] = replacement_names[t];
-  if (worker_ >= 0) {
+  if (protocol_.worker() >= 0) {
     // The new shards know no members yet: join them.
     caf::actor who = worker_actor_;
-    const int worker = worker_;
+    const int worker = protocol_.worker();
     auto call = Fan<Status>(switched, Deadline::After(setup_timeout_ms_), [&](size_t) {
       return std::make_tuple(shard_join_atom::value, int32_t{worker}, who);
     });

@@ -46,9 +46,10 @@ ParameterClientImpl::~ParameterClientImpl() {
   // Both post to the fan-out actor: they go before the actor system.
   if (bulk_sender_) bulk_sender_->Shutdown();
   values_receiver_.reset();
-  if (worker_ >= 0 && fanout_) {
-    auto call = Fan<Status>(AllShards(), Deadline::After(kLeaveTimeoutMs), [this](size_t) {
-      return std::make_tuple(shard_leave_atom::value, int32_t{worker_});
+  if (protocol_.worker() >= 0 && fanout_) {
+    const int32_t worker = protocol_.worker();
+    auto call = Fan<Status>(AllShards(), Deadline::After(kLeaveTimeoutMs), [worker](size_t) {
+      return std::make_tuple(shard_leave_atom::value, worker);
     });
     call->Wait(true, Clock::now() + std::chrono::milliseconds(kLeaveTimeoutMs), "leave");
   }
@@ -87,6 +88,12 @@ Status ParameterClientImpl::Connect(const ClusterSpec& cluster, const std::strin
   }
   fronts_ = fronts;
   replaced_.assign(tasks, false);
+  const PsStrategy strategy = client_options_.strategy;
+  protocol_ = ShardWorkerProtocol(ShardWorkerOptions{
+      tasks, options_.mode, SyncCatchUp::kPullShardsBehind,
+      [strategy](const std::map<std::string, int64_t>& bytes, int num_shards) {
+        return AssignVariablesByBytes(bytes, num_shards, strategy);
+      }});
   fanout_ = SpawnFanOut(*system_, std::move(shards), names_, addresses_);
   OpenValuesReceiver(hosts);
   return Status::OK();
@@ -124,9 +131,9 @@ Status ParameterClientImpl::Register(int worker) {
     return InvalidArgument("worker " + std::to_string(worker) + " is not one of the " +
                            std::to_string(options_.total_replicas) + " workers (total_replicas)");
   }
-  if (worker_ >= 0 && worker_ != worker) {
+  if (protocol_.worker() >= 0 && protocol_.worker() != worker) {
     return FailedPrecondition("this client is already registered as worker " +
-                              std::to_string(worker_) + "; use one client per worker");
+                              std::to_string(protocol_.worker()) + "; use one client per worker");
   }
   if (!worker_actor_) {
     worker_actor_ =
@@ -138,100 +145,50 @@ Status ParameterClientImpl::Register(int worker) {
   });
   AF_RETURN_IF_ERROR(WaitFor(call, Deadline::After(setup_timeout_ms_), "Register"));
   for (const Status& s : call->replies()) AF_RETURN_IF_ERROR(s);
-  worker_ = worker;
-  next_sequence_ = 1;
+  protocol_.JoinedAs(worker);
   return Status::OK();
 }
 
 Status ParameterClientImpl::Initialize(const std::map<std::string, Tensor>& initial_values) {
-  std::vector<VariableSize> sizes;
-  for (const auto& [name, value] : initial_values) {
-    if (!value.IsInitialized() ||
-        (value.dtype() != DType::kFloat32 && value.dtype() != DType::kFloat64)) {
-      return InvalidArgument("variable '" + name + "' has initial value " +
-                             (value.IsInitialized() ? value.DebugString() : "<empty>") +
-                             "; parameter servers hold float32 or float64 variables");
-    }
-    sizes.push_back(VariableSize{name, static_cast<int64_t>(value.TotalBytes())});
-  }
-  AF_ASSIGN_OR_RETURN(PsAssignment assignment,
-                      AssignVariablesToPs(sizes, NumShards(), client_options_.strategy));
-  std::vector<std::vector<Tensor>> values(NumShards());
-  for (int t = 0; t < NumShards(); ++t) {
-    for (const std::string& name : assignment.variables[t]) {
-      values[t].push_back(initial_values.at(name));
-    }
-  }
+  AF_ASSIGN_OR_RETURN(InitializationPlan plan, protocol_.PlanInitialization(initial_values));
   const Deadline deadline = Deadline::After(setup_timeout_ms_);
   auto call = Fan<Status>(AllShards(), deadline, [&](size_t t) {
-    return std::make_tuple(shard_init_atom::value, assignment.variables[t], values[t]);
+    return std::make_tuple(shard_init_atom::value, plan.names[t], plan.values[t]);
   });
   AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Initialize"));
   for (const Status& s : call->replies()) AF_RETURN_IF_ERROR(s);
-  for (const auto& [name, value] : initial_values) {
-    Remember(name, assignment.task_of.at(name), value);
-  }
+  protocol_.Initialized(plan);
   return Status::OK();
 }
 
 StatusOr<ParameterSnapshot> ParameterClientImpl::Pull(int64_t timeout_ms) {
   const Deadline deadline = Deadline::After(timeout_ms);
-  ParameterSnapshot snapshot;
-  snapshot.shard_versions.assign(NumShards(), 0);
-  std::vector<bool> holds(NumShards(), false);
-  std::vector<int> targets = AllShards();
-  std::vector<int64_t> min_version(NumShards(), 0);
-  int membership_from = NumShards();
-  while (!targets.empty()) {
-    auto call = Fan<PullReply>(targets, deadline, [&](size_t pos) {
-      return std::make_tuple(shard_pull_atom::value, min_version[targets[pos]],
-                             deadline.LeftMs());
+  PullRound round = protocol_.StartPull();
+  while (true) {
+    auto call = Fan<PullReply>(round.shards, deadline, [&](size_t) {
+      return std::make_tuple(shard_pull_atom::value, round.min_version, deadline.LeftMs());
     });
     AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Pull"));
-    for (size_t pos = 0; pos < targets.size(); ++pos) {
-      PullReply& r = call->replies()[pos];
-      AF_RETURN_IF_ERROR(r.status);
-      const int t = targets[pos];
-      snapshot.shard_versions[t] = r.version;
-      holds[t] = !r.names.empty();
-      // The first shard holding variables speaks for the membership.
-      if (holds[t] && t < membership_from) {
-        snapshot.membership = r.membership;
-        membership_from = t;
-      }
-      for (size_t i = 0; i < r.names.size() && i < r.values.size(); ++i) {
-        Remember(r.names[i], t, r.values[i]);
-        snapshot.values[r.names[i]] = r.values[i];
-      }
+    for (size_t pos = 0; pos < round.shards.size(); ++pos) {
+      AF_RETURN_IF_ERROR(protocol_.AddPullReply(round.shards[pos], call->replies()[pos]));
     }
-    // Under kSync every shard must be at the same version: ask the ones behind
-    // again for the newest version seen.
-    int64_t newest = 0;
-    for (int t = 0; t < NumShards(); ++t) {
-      if (holds[t]) newest = std::max(newest, snapshot.shard_versions[t]);
-    }
-    snapshot.global_step = newest;
-    targets.clear();
-    if (options_.mode != UpdateMode::kSync) break;
-    for (int t = 0; t < NumShards(); ++t) {
-      if (holds[t] && snapshot.shard_versions[t] < newest) {
-        targets.push_back(t);
-        min_version[t] = newest;
-      }
-    }
+    round = protocol_.NextPullRound();
+    if (round.shards.empty()) break;
     // An elastic shard behind may be waiting for this worker's gradient on its
-    // version, which it will not get: the gradient comes from `newest`. Sent by the
-    // fan-out actor before the pulls below, so it arrives first.
-    if (options_.elastic && worker_ >= 0 && !targets.empty()) {
-      const int32_t worker = worker_;
-      caf::anon_send(fanout_, FanOutTask{[targets, worker, newest](FanOutActor* self) {
-                       for (int t : targets) {
-                         self->send(self->state.shards[t], shard_skip_atom::value, worker, newest);
+    // version, which it will not get: the gradient comes from the newest version
+    // (the round's min_version). Sent by the fan-out actor before the pulls of the
+    // round, so it arrives first.
+    if (options_.elastic && protocol_.worker() >= 0) {
+      const int32_t worker = protocol_.worker();
+      caf::anon_send(fanout_, FanOutTask{[round, worker](FanOutActor* self) {
+                       for (int t : round.shards) {
+                         self->send(self->state.shards[t], shard_skip_atom::value, worker,
+                                    round.min_version);
                        }
                      }});
     }
   }
-  return snapshot;
+  return protocol_.snapshot();
 }
 
 StatusOr<PushResult> ParameterClientImpl::Push(const ParameterSnapshot& base,
@@ -287,12 +244,7 @@ void ParameterClientImpl::SendApart(int t, ShardPushArgs* push) {
   const std::string push_key = bulk_client_id_ + "/" + std::to_string(push->worker) + "/" +
                                std::to_string(push->sequence);
   if (push->return_values && values_receiver_) {
-    int64_t value_bytes = 0;
-    for (const auto& [name, shard] : location_) {
-      const Like& like = like_.at(name);
-      if (shard == t) value_bytes += like.shape.num_elements() * DTypeSize(like.dtype);
-    }
-    if (value_bytes >= client_options_.bulk_min_bytes) {
+    if (protocol_.BytesHeldBy(t) >= client_options_.bulk_min_bytes) {
       push->values_endpoint = values_receiver_->endpoint();
       push->values_key = push_key + "/values";
     }
@@ -320,80 +272,18 @@ void ParameterClientImpl::SendApart(int t, ShardPushArgs* push) {
 StatusOr<PushResult> ParameterClientImpl::PushImpl(const ParameterSnapshot& base,
                                                    const std::map<std::string, Tensor>& gradients,
                                                    int64_t timeout_ms, ParameterSnapshot* next) {
-  if (worker_ < 0) return FailedPrecondition("Push before Register: join as a worker first");
-  if (static_cast<int>(base.shard_versions.size()) != NumShards()) {
-    return InvalidArgument("the snapshot has " + std::to_string(base.shard_versions.size()) +
-                           " shard versions but there are " + std::to_string(NumShards()) +
-                           " ps tasks: push on a snapshot from this client's Pull");
+  AF_ASSIGN_OR_RETURN(PushPlan plan, protocol_.PlanPush(base, gradients, next != nullptr));
+  for (size_t pos = 0; pos < plan.shards.size(); ++pos) {
+    SendApart(plan.shards[pos], &plan.args[pos]);
   }
-  std::vector<ShardPushArgs> pushes(NumShards());
-  for (const auto& [name, g] : gradients) {
-    auto where = location_.find(name);
-    if (where == location_.end()) {
-      return InvalidArgument("gradient for unknown variable '" + name +
-                             "' (not in the last Pull); nothing was pushed");
-    }
-    const Like& like = like_.at(name);
-    if (!g.IsInitialized() || g.dtype() != like.dtype || g.shape() != like.shape) {
-      return InvalidArgument("gradient for variable '" + name + "' is " +
-                             (g.IsInitialized() ? g.DebugString() : "<empty>") +
-                             " but the variable is " + DTypeName(like.dtype) +
-                             like.shape.ToString() + "; nothing was pushed");
-    }
-    pushes[where->second].names.push_back(name);
-    pushes[where->second].gradients.push_back(g);
-  }
-  for (const auto& [name, shard] : location_) {
-    if (!gradients.count(name)) {
-      return InvalidArgument("no gradient for variable '" + name +
-                             "': every variable needs one (push zeros for a variable the "
-                             "loss does not depend on); nothing was pushed");
-    }
-  }
-  std::vector<int> targets;
-  const uint64_t sequence = next_sequence_++;
-  for (int t = 0; t < NumShards(); ++t) {
-    if (pushes[t].names.empty()) continue;
-    targets.push_back(t);
-    pushes[t].worker = worker_;
-    pushes[t].sequence = sequence;
-    pushes[t].base_version = base.shard_versions[t];
-    pushes[t].return_values = next != nullptr;
-  }
-  for (int t : targets) SendApart(t, &pushes[t]);
   const Deadline deadline = Deadline::After(timeout_ms);
-  auto call = Fan<PushReply>(targets, deadline, [&](size_t pos) {
-    return std::make_tuple(shard_push_atom::value, pushes[targets[pos]], deadline.LeftMs());
+  auto call = Fan<PushReply>(plan.shards, deadline, [&](size_t pos) {
+    return std::make_tuple(shard_push_atom::value, plan.args[pos], deadline.LeftMs());
   });
   AF_RETURN_IF_ERROR(WaitFor(call, deadline, "Push"));
-  PushResult result;
-  for (const PushReply& r : call->replies()) AF_RETURN_IF_ERROR(AddShardPushReply(r, &result));
-  if (next != nullptr) *next = SnapshotFromPushReplies(base, targets, call->replies());
+  AF_ASSIGN_OR_RETURN(PushResult result, ShardWorkerProtocol::PushResultOf(call->replies()));
+  if (next != nullptr) *next = protocol_.SnapshotFromPushReplies(base, plan, call->replies());
   return result;
-}
-
-ParameterSnapshot ParameterClientImpl::SnapshotFromPushReplies(const ParameterSnapshot& base,
-                                                               const std::vector<int>& targets,
-                                                               std::vector<PushReply>& replies) {
-  ParameterSnapshot snapshot;
-  snapshot.shard_versions = base.shard_versions;  // shards without variables keep theirs
-  for (size_t pos = 0; pos < targets.size(); ++pos) {
-    const PushReply& r = replies[pos];
-    if (r.names.empty() || r.names.size() != r.values.size()) return ParameterSnapshot();
-    if (options_.mode == UpdateMode::kSync && pos > 0 &&
-        r.values_version != replies[0].values_version) {
-      return ParameterSnapshot();
-    }
-    const int t = targets[pos];
-    snapshot.shard_versions[t] = r.values_version;
-    snapshot.global_step = std::max(snapshot.global_step, r.values_version);
-    if (pos == 0) snapshot.membership = r.membership;
-    for (size_t i = 0; i < r.names.size(); ++i) {
-      Remember(r.names[i], t, r.values[i]);
-      snapshot.values[r.names[i]] = r.values[i];
-    }
-  }
-  return snapshot;
 }
 
 }  // namespace parameter_client_internal

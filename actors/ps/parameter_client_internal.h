@@ -33,6 +33,7 @@
 #include "actors/protocol/shard_messages.h"
 #include "graph/status.h"
 #include "kernels/parameter_client.h"
+#include "kernels/ps/shard_worker_protocol.h"
 #include "placement/cluster_spec.h"
 #include "placement/ps_strategy.h"
 
@@ -143,15 +144,7 @@ class ParameterClientImpl : public ParameterClient {
                                 const std::map<std::string, Tensor>& gradients,
                                 int64_t timeout_ms, ParameterSnapshot* next);
 
-  // The values push replies carried, as a Pull would have returned them; empty when
-  // a reply carries none or, under kSync, the shards answered at different versions.
-  ParameterSnapshot SnapshotFromPushReplies(const ParameterSnapshot& base,
-                                            const std::vector<int>& targets,
-                                            std::vector<PushReply>& replies);
-
   // --- parameter_client_checkpoint.cc
-
-  StatusOr<PsAssignment> Assign(const std::map<std::string, Tensor>& values) const;
 
   Status HoldAll(bool hold, const Deadline& deadline);
 
@@ -166,11 +159,6 @@ class ParameterClientImpl : public ParameterClient {
     std::vector<int> all(NumShards());
     for (int i = 0; i < NumShards(); ++i) all[i] = i;
     return all;
-  }
-
-  void Remember(const std::string& name, int shard, const Tensor& value) {
-    location_[name] = shard;
-    like_[name] = Like{value.dtype(), value.shape()};
   }
 
   // Sends one request per target (args_of(position) -> tuple of the message) through
@@ -215,8 +203,6 @@ class ParameterClientImpl : public ParameterClient {
   // Every ps task's front (for replacements), and which shards were replaced.
   std::vector<FrontActor> fronts_;
   std::vector<bool> replaced_;
-  int worker_ = -1;
-  uint64_t next_sequence_ = 1;
   // Per ps task: its bulk channel's endpoint ("" when it has none); this client's id
   // in bulk keys; the sender, made on the first push that uses it.
   std::vector<std::string> bulk_endpoints_;
@@ -224,13 +210,10 @@ class ParameterClientImpl : public ParameterClient {
   std::unique_ptr<BulkSender> bulk_sender_;
   // Receives the values of push replies sent apart (null: they stay in the replies).
   std::unique_ptr<BulkReceiver> values_receiver_;
-  // Where each variable lives and what it looks like (from Initialize or Pull).
-  struct Like {
-    DType dtype;
-    Shape shape;
-  };
-  std::map<std::string, int> location_;
-  std::map<std::string, Like> like_;
+  // The worker's side of the shard protocol (made by Connect): the registered
+  // worker, push sequence numbers, where each variable lives, what a pull's and a
+  // push's replies make.
+  ShardWorkerProtocol protocol_;
 };
 
 }  // namespace parameter_client_internal

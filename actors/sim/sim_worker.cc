@@ -7,6 +7,7 @@
 
 #include "actors/protocol/messages.h"
 #include "actors/protocol/shard_messages.h"
+#include "kernels/ps/shard_worker_protocol.h"
 #include "placement/ps_strategy.h"
 
 namespace actorflow {
@@ -43,16 +44,15 @@ struct DriverState {
   int pending = 0;
   Outcome attempt = Outcome::kOk;
   std::string attempt_error;
-  std::vector<int64_t> versions;  // per shard, the last version seen
-  std::vector<bool> holds;        // per shard: holds variables
-  std::vector<std::vector<std::string>> names_on;  // per shard, its variables
-  std::map<std::string, Tensor> values;
-  // The push in flight: per target shard, what it answered.
-  std::vector<int> targets;
+  // The worker's side of the shard protocol: the snapshot it trains on, where the
+  // variables live, what to push where.
+  ShardWorkerProtocol protocol;
+  std::vector<int64_t> seen_versions;  // per shard, the last version seen
+  // The push in flight and, per shard it went to, what it answered.
+  PushPlan push;
   std::vector<Outcome> outcomes;
   std::vector<PushReply> push_replies;  // kOk outcomes: the shard's answer
   WorkloadGradients gradients;
-  uint64_t sequence = 0;
   int consecutive_failures = 0;
   double stage_start_s = 0;  // when the current pull or push was sent
   int64_t next_checkpoint = 0;  // chief: the global step of its next checkpoint
@@ -144,41 +144,27 @@ void CheckLateness(Driver* self, double sent_s, const std::string& what) {
   }
 }
 
+// Records a shard whose version went back (the run's invariant: it never should).
 void SeeVersion(Driver* self, int shard, int64_t version) {
   auto& st = self->state;
-  if (version < st.versions[shard]) {
+  if (version < st.seen_versions[shard]) {
     st.run->version_regressions.push_back(WorkerName(self) + " saw " + st.setup.ps_names[shard] +
                                           " go from version " +
-                                          std::to_string(st.versions[shard]) + " to " +
+                                          std::to_string(st.seen_versions[shard]) + " to " +
                                           std::to_string(version));
   }
-  st.versions[shard] = version;
-}
-
-int64_t NewestVersion(const DriverState& st) {
-  int64_t newest = 0;
-  for (size_t j = 0; j < st.versions.size(); ++j) {
-    if (st.holds[j]) newest = std::max(newest, st.versions[j]);
-  }
-  return newest;
-}
-
-int64_t OldestVersion(const DriverState& st) {
-  int64_t oldest = -1;
-  for (size_t j = 0; j < st.versions.size(); ++j) {
-    if (st.holds[j] && (oldest < 0 || st.versions[j] < oldest)) oldest = st.versions[j];
-  }
-  return std::max<int64_t>(oldest, 0);
+  st.seen_versions[shard] = version;
 }
 
 void MaybeEvaluate(Driver* self) {
   auto& st = self->state;
   SimRunState& run = *st.run;
-  const int64_t step = NewestVersion(st);
+  const int64_t step = st.protocol.NewestVersion();
   Counts(self).max_global_step = std::max(Counts(self).max_global_step, step);
   run.max_global_step = std::max(run.max_global_step, step);
   if (run.options.eval_every <= 0 || step < run.next_eval_step) return;
-  StatusOr<WorkloadEvaluation> eval = run.options.workload->Evaluate(st.values);
+  StatusOr<WorkloadEvaluation> eval =
+      run.options.workload->Evaluate(st.protocol.snapshot().values);
   if (!eval.ok()) {
     if (run.eval_error.ok()) run.eval_error = eval.status();
     return;
@@ -200,17 +186,17 @@ void MaybeCheckpoint(Driver* self) {
   SimRunState& run = *st.run;
   const int64_t every = run.options.checkpoint_every;
   if (every <= 0 || st.setup.worker != 0 || run.config.mode != UpdateMode::kSync) return;
-  const int64_t version = OldestVersion(st);
+  const int64_t version = st.protocol.OldestVersion();
   if (st.next_checkpoint == 0) st.next_checkpoint = every;
   if (version < st.next_checkpoint) return;
   st.next_checkpoint = (version / every + 1) * every;
   const size_t index = run.checkpoints.size();
   SimCheckpoint checkpoint;
   checkpoint.version = version;
-  for (int j = 0; j < run.num_shards; ++j) checkpoint.shards += st.holds[j] ? 1 : 0;
+  for (int j = 0; j < run.num_shards; ++j) checkpoint.shards += st.protocol.Holds(j) ? 1 : 0;
   run.checkpoints.push_back(checkpoint);
   for (int j = 0; j < run.num_shards; ++j) {
-    if (!st.holds[j]) continue;
+    if (!st.protocol.Holds(j)) continue;
     const std::string who = st.setup.ps_names[j];
     self->request(st.shards[j], RequestTimeout(self), shard_snap_atom::value, version,
                   run.options.timeout_ms)
@@ -243,13 +229,14 @@ void Step(Driver* self) {
   SimWorkerCounts& counts = Counts(self);
   MaybeEvaluate(self);
   const bool sync = run.config.mode == UpdateMode::kSync;
-  if (run.stop || (sync && OldestVersion(st) >= run.options.steps) ||
+  if (run.stop || (sync && st.protocol.OldestVersion() >= run.options.steps) ||
       (!sync && counts.steps >= run.options.steps)) {
     return Finish(self, Status::OK());
   }
   MaybeCheckpoint(self);  // not when finishing: the answers would find it gone
   StatusOr<WorkloadGradients> computed =
-      run.options.workload->ComputeGradients(st.setup.worker, counts.steps, st.values);
+      run.options.workload->ComputeGradients(st.setup.worker, counts.steps,
+                                             st.protocol.snapshot().values);
   if (!computed.ok()) return Finish(self, computed.status());
   st.gradients = std::move(computed).value();
   counts.last_loss = st.gradients.loss;
@@ -268,8 +255,8 @@ void PushDone(Driver* self) {
   Span(self, "push", st.stage_start_s, st.run->now_seconds());
   SimWorkerCounts& counts = Counts(self);
   bool all_applied = true, any_unknown = false, any_failed = false;
-  for (size_t pos = 0; pos < st.targets.size(); ++pos) {
-    const int j = st.targets[pos];
+  for (size_t pos = 0; pos < st.push.shards.size(); ++pos) {
+    const int j = st.push.shards[pos];
     if (st.outcomes[pos] == Outcome::kUnknown) {
       any_unknown = true;
       ++counts.shard_unknown[j];
@@ -294,29 +281,13 @@ void PushDone(Driver* self) {
   }
   if (any_unknown || any_failed) return RetryLater(self, Stage::kPush);
   st.consecutive_failures = 0;
-  // The replies carry the values: the next snapshot, when they cover every shard
-  // holding variables and (sync) agree on the version.
-  bool complete = true;
-  int64_t version = -1;
-  for (size_t j = 0; j < st.holds.size(); ++j) {
-    if (st.holds[j] && std::find(st.targets.begin(), st.targets.end(), static_cast<int>(j)) ==
-                           st.targets.end()) {
-      complete = false;
-    }
-  }
-  for (size_t pos = 0; pos < st.targets.size() && complete; ++pos) {
-    const PushReply& r = st.push_replies[pos];
-    if (r.names.empty() || r.names.size() != r.values.size()) complete = false;
-    if (st.run->config.mode == UpdateMode::kSync && version >= 0 && r.values_version != version) {
-      complete = false;
-    }
-    version = r.values_version;
-  }
-  if (!complete) return Pull(self);
-  for (size_t pos = 0; pos < st.targets.size(); ++pos) {
-    const PushReply& r = st.push_replies[pos];
-    SeeVersion(self, st.targets[pos], r.values_version);
-    for (size_t i = 0; i < r.names.size(); ++i) st.values[r.names[i]] = r.values[i];
+  // The replies carry the values: the next snapshot, unless they make none (a sync
+  // push that went to the shards behind only, or shards at different versions).
+  const ParameterSnapshot next =
+      st.protocol.SnapshotFromPushReplies(st.protocol.snapshot(), st.push, st.push_replies);
+  if (next.shard_versions.empty()) return Pull(self);
+  for (size_t pos = 0; pos < st.push.shards.size(); ++pos) {
+    SeeVersion(self, st.push.shards[pos], st.push_replies[pos].values_version);
   }
   Step(self);
 }
@@ -324,37 +295,23 @@ void PushDone(Driver* self) {
 void Push(Driver* self) {
   auto& st = self->state;
   SimRunState& run = *st.run;
-  // Sync: a shard ahead of the others (it completed a version the others did not)
-  // waits for them to catch up; the gradient goes to the shards behind only.
-  const int64_t oldest = OldestVersion(st);
-  st.targets.clear();
-  for (int j = 0; j < run.num_shards; ++j) {
-    if (!st.holds[j]) continue;
-    if (run.config.mode == UpdateMode::kSync && st.versions[j] != oldest) continue;
-    st.targets.push_back(j);
-  }
-  const size_t n = st.targets.size();
+  // Sync: the push goes to the shards behind only (SyncCatchUp::kPushToShardsBehind).
+  StatusOr<PushPlan> plan =
+      st.protocol.PlanPush(st.protocol.snapshot(), st.gradients.gradients, /*return_values=*/true);
+  if (!plan.ok()) return Finish(self, plan.status());
+  st.push = std::move(plan).value();
+  const size_t n = st.push.shards.size();
   if (n == 0) return Pull(self);  // no shard holds a variable yet: ask again
   st.outcomes.assign(n, Outcome::kOk);
   st.push_replies.assign(n, PushReply());
   ++Counts(self).pushes;
-  const uint64_t sequence = ++st.sequence;
   const uint64_t phase = Begin(self, static_cast<int>(n), "the answers to its push");
   const double sent = run.now_seconds();
   st.stage_start_s = sent;
   for (size_t pos = 0; pos < n; ++pos) {
-    const int j = st.targets[pos];
-    ShardPushArgs args;
-    args.worker = st.setup.worker;
-    args.sequence = sequence;
-    args.base_version = st.versions[j];
-    args.return_values = true;
-    for (const std::string& name : st.names_on[j]) {
-      args.names.push_back(name);
-      args.gradients.push_back(st.gradients.gradients.at(name));
-    }
+    const int j = st.push.shards[pos];
     const std::string who = st.setup.ps_names[j];
-    self->request(st.shards[j], RequestTimeout(self), shard_push_atom::value, std::move(args),
+    self->request(st.shards[j], RequestTimeout(self), shard_push_atom::value, st.push.args[pos],
                   run.options.timeout_ms)
         .then(
             [self, phase, pos, sent, who](PushReply& r) {
@@ -363,7 +320,7 @@ void Push(Driver* self) {
               CheckLateness(self, sent, "push to " + who);
               if (r.status.ok() || r.applied) {
                 // An SSP answer that waited past its deadline: applied on arrival.
-                SeeVersion(self, s.targets[pos], r.version);
+                SeeVersion(self, s.push.shards[pos], r.version);
                 s.push_replies[pos] = std::move(r);
               } else {
                 // A duplicate's answer says nothing of the original's outcome.
@@ -389,31 +346,31 @@ void Push(Driver* self) {
 void Pull(Driver* self) {
   auto& st = self->state;
   SimRunState& run = *st.run;
-  const uint64_t phase = Begin(self, run.num_shards, "the answers to its pull");
+  const PullRound round = st.protocol.StartPull();
+  const uint64_t phase =
+      Begin(self, static_cast<int>(round.shards.size()), "the answers to its pull");
   const double sent = run.now_seconds();
   st.stage_start_s = sent;
-  for (int j = 0; j < run.num_shards; ++j) {
+  for (int j : round.shards) {
     const std::string who = st.setup.ps_names[j];
-    self->request(st.shards[j], RequestTimeout(self), shard_pull_atom::value, int64_t{0},
+    self->request(st.shards[j], RequestTimeout(self), shard_pull_atom::value, round.min_version,
                   run.options.timeout_ms)
         .then(
             [self, phase, j, sent, who](PullReply& r) {
               auto& s = self->state;
               if (phase != s.phase) return;
               CheckLateness(self, sent, "pull from " + who);
-              if (r.status.ok()) {
+              const Status folded = s.protocol.AddPullReply(j, r);
+              if (folded.ok()) {
                 SeeVersion(self, j, r.version);
-                s.holds[j] = !r.names.empty();
-                s.names_on[j] = r.names;
-                for (size_t i = 0; i < r.names.size() && i < r.values.size(); ++i) {
-                  s.values[r.names[i]] = r.values[i];
-                }
               } else {
-                Fail(self, Outcome::kFailed, r.status.ToString());
+                Fail(self, Outcome::kFailed, folded.ToString());
               }
               if (--s.pending > 0) return;
               Span(self, "pull", s.stage_start_s, s.run->now_seconds());
               if (s.attempt != Outcome::kOk) return RetryLater(self, Stage::kPull);
+              // kPushToShardsBehind: a pull is one round; the snapshot is complete.
+              s.protocol.NextPullRound();
               Step(self);
             },
             [self, phase, sent, who](caf::error& e) {
@@ -433,21 +390,15 @@ void Initialize(Driver* self) {
   SimRunState& run = *st.run;
   StatusOr<std::map<std::string, Tensor>> initial = run.options.workload->InitialValues();
   if (!initial.ok()) return Finish(self, initial.status());
-  std::vector<VariableSize> sizes;
-  for (const auto& [name, value] : *initial) {
-    sizes.push_back(VariableSize{name, static_cast<int64_t>(value.TotalBytes())});
-  }
-  StatusOr<PsAssignment> assignment =
-      AssignVariablesToPs(sizes, run.num_shards, PsStrategy::kRoundRobin);
-  if (!assignment.ok()) return Finish(self, assignment.status());
+  StatusOr<InitializationPlan> planned = st.protocol.PlanInitialization(*initial);
+  if (!planned.ok()) return Finish(self, planned.status());
+  auto plan = std::make_shared<const InitializationPlan>(std::move(planned).value());
   const uint64_t phase = Begin(self, run.num_shards, "the shards' answers to its initialization");
   for (int j = 0; j < run.num_shards; ++j) {
-    std::vector<Tensor> values;
-    for (const std::string& name : assignment->variables[j]) values.push_back(initial->at(name));
-    self->request(st.shards[j], RequestTimeout(self), shard_init_atom::value,
-                  assignment->variables[j], std::move(values))
+    self->request(st.shards[j], RequestTimeout(self), shard_init_atom::value, plan->names[j],
+                  plan->values[j])
         .then(
-            [self, phase](Status& s) {
+            [self, phase, plan](Status& s) {
               auto& d = self->state;
               if (phase != d.phase) return;
               if (!s.ok() && s.code() != Code::kAlreadyExists) {
@@ -455,6 +406,7 @@ void Initialize(Driver* self) {
               }
               if (--d.pending > 0) return;
               if (d.attempt != Outcome::kOk) return RetryLater(self, Stage::kInitialization);
+              d.protocol.Initialized(*plan);
               Pull(self);
             },
             [self, phase](caf::error& e) {
@@ -481,6 +433,7 @@ void Join(Driver* self) {
               if (!s.ok()) Fail(self, Outcome::kFailed, s.ToString());
               if (--d.pending > 0) return;
               if (d.attempt != Outcome::kOk) return RetryLater(self, Stage::kJoin);
+              d.protocol.JoinedAs(d.setup.worker);
               if (d.setup.worker == 0) return Initialize(self);
               Pull(self);
             },
@@ -542,9 +495,12 @@ caf::behavior DriverBehavior(Driver* self, SimWorkerSetup setup) {
   const int n = st.run->num_shards;
   st.setup = std::move(setup);
   st.shards.assign(n, ShardActor());
-  st.versions.assign(n, 0);
-  st.holds.assign(n, false);
-  st.names_on.assign(n, {});
+  st.protocol = ShardWorkerProtocol(ShardWorkerOptions{
+      n, st.run->config.mode, SyncCatchUp::kPushToShardsBehind,
+      [](const std::map<std::string, int64_t>& bytes, int num_shards) {
+        return AssignVariablesByBytes(bytes, num_shards, PsStrategy::kRoundRobin);
+      }});
+  st.seen_versions.assign(n, 0);
   self->set_default_handler(caf::drop);
   Connect(self);
   return {
