@@ -8,6 +8,7 @@
 #include "kernels/ps/shard_config.h"
 #include "kernels/ps/shard_optimizer.h"
 #include "kernels/ps/shard_results.h"
+#include "kernels/ps/shard_worker_protocol.h"
 
 namespace actorflow {
 namespace {
@@ -19,11 +20,15 @@ constexpr int64_t kGiveUpAfterMs = 250;
 
 }  // namespace
 
+// A worker's connection: the worker's side of the protocol is the real one
+// (kernels/ps/shard_worker_protocol.h, over the one shard); the server plays the
+// shard.
 class FakeParameterServer::Client : public ParameterClient {
  public:
-  explicit Client(std::shared_ptr<FakeParameterServer> server) : server_(std::move(server)) {}
+  explicit Client(std::shared_ptr<FakeParameterServer> server)
+      : server_(std::move(server)), protocol_(WorkerOptions(server_->options_)) {}
   ~Client() override {
-    if (worker_ >= 0) server_->Disconnect(this, worker_);
+    if (protocol_.worker() >= 0) server_->Disconnect(this, protocol_.worker());
   }
 
   Status Register(int worker) override {
@@ -32,31 +37,40 @@ class FakeParameterServer::Client : public ParameterClient {
       return InvalidArgument("worker " + std::to_string(worker) + " is not one of the " +
                              std::to_string(total) + " workers (total_replicas)");
     }
-    if (worker_ >= 0 && worker_ != worker) {
+    if (protocol_.worker() >= 0 && protocol_.worker() != worker) {
       return FailedPrecondition("this client is already registered as worker " +
-                                std::to_string(worker_) + "; use one client per worker");
+                                std::to_string(protocol_.worker()) + "; use one client per worker");
     }
     AF_RETURN_IF_ERROR(server_->Register(this, worker));
-    worker_ = worker;
-    next_sequence_ = 1;
+    protocol_.JoinedAs(worker);
     return Status::OK();
   }
   Status Initialize(const std::map<std::string, Tensor>& initial_values) override {
-    return server_->Initialize(initial_values);
+    AF_ASSIGN_OR_RETURN(InitializationPlan plan, protocol_.PlanInitialization(initial_values));
+    AF_RETURN_IF_ERROR(server_->InitializeShard(plan.names[0], plan.values[0]));
+    protocol_.Initialized(plan);
+    return Status::OK();
   }
-  StatusOr<ParameterSnapshot> Pull(int64_t timeout_ms) override { return server_->Pull(timeout_ms); }
+  StatusOr<ParameterSnapshot> Pull(int64_t timeout_ms) override {
+    for (PullRound round = protocol_.StartPull(); !round.shards.empty();
+         round = protocol_.NextPullRound()) {
+      AF_ASSIGN_OR_RETURN(ShardPullReply reply, server_->PullShard(round.min_version, timeout_ms));
+      AF_RETURN_IF_ERROR(protocol_.AddPullReply(0, reply));
+    }
+    return protocol_.snapshot();
+  }
   StatusOr<PushResult> Push(const ParameterSnapshot& base,
                             const std::map<std::string, Tensor>& gradients,
                             int64_t timeout_ms) override {
-    return server_->Push(this, base, gradients, timeout_ms, nullptr);
+    return PushImpl(base, gradients, timeout_ms, nullptr);
   }
   StatusOr<PushResult> PushAndPull(const ParameterSnapshot& base,
                                    const std::map<std::string, Tensor>& gradients,
                                    int64_t timeout_ms, ParameterSnapshot* next) override {
-    AF_ASSIGN_OR_RETURN(PushResult pushed, server_->Push(this, base, gradients, timeout_ms, next));
+    AF_ASSIGN_OR_RETURN(PushResult pushed, PushImpl(base, gradients, timeout_ms, next));
     if (next->shard_versions.empty()) {
       // The reply carried no values (the push failed): pull as usual.
-      AF_ASSIGN_OR_RETURN(*next, server_->Pull(timeout_ms));
+      AF_ASSIGN_OR_RETURN(*next, Pull(timeout_ms));
     }
     return pushed;
   }
@@ -73,10 +87,39 @@ class FakeParameterServer::Client : public ParameterClient {
   }
 
  private:
+  // One shard holds every variable (ParameterServerOptions names no ps tasks).
+  static ShardWorkerOptions WorkerOptions(const ParameterServerOptions& options) {
+    ShardWorkerOptions worker;
+    worker.num_shards = 1;
+    worker.mode = options.mode;
+    worker.catch_up = SyncCatchUp::kPullShardsBehind;
+    worker.assign = [](const std::map<std::string, int64_t>& bytes,
+                       int) -> StatusOr<std::map<std::string, int>> {
+      std::map<std::string, int> shard_of;
+      for (const auto& [name, size] : bytes) shard_of[name] = 0;
+      return shard_of;
+    };
+    return worker;
+  }
+
+  // `next` (push-and-pull) becomes the snapshot the reply carries, or stays empty.
+  StatusOr<PushResult> PushImpl(const ParameterSnapshot& base,
+                                const std::map<std::string, Tensor>& gradients,
+                                int64_t timeout_ms, ParameterSnapshot* next) {
+    AF_ASSIGN_OR_RETURN(PushPlan plan, protocol_.PlanPush(base, gradients, next != nullptr));
+    std::vector<ShardPushReply> replies;
+    for (ShardPushArgs& args : plan.args) {
+      AF_ASSIGN_OR_RETURN(ShardPushReply reply, server_->PushShard(std::move(args), timeout_ms));
+      replies.push_back(std::move(reply));
+    }
+    AF_ASSIGN_OR_RETURN(PushResult result, ShardWorkerProtocol::PushResultOf(replies));
+    if (next != nullptr) *next = protocol_.SnapshotFromPushReplies(base, plan, replies);
+    return result;
+  }
+
   friend class FakeParameterServer;
   std::shared_ptr<FakeParameterServer> server_;
-  int worker_ = -1;
-  uint64_t next_sequence_ = 1;  // numbers this worker's pushes (duplicates are refused)
+  ShardWorkerProtocol protocol_;  // the worker's side; numbers its pushes
 };
 
 std::shared_ptr<FakeParameterServer> FakeParameterServer::Create(
@@ -188,63 +231,29 @@ void FakeParameterServer::Disconnect(const Client* client, int worker) {
   Deliver(&out);
 }
 
-Status FakeParameterServer::Initialize(const std::map<std::string, Tensor>& values) {
+Status FakeParameterServer::InitializeShard(const std::vector<std::string>& names,
+                                            const std::vector<Tensor>& values) {
   if (!shard_) return config_status_;
-  std::vector<std::string> names;
-  std::vector<Tensor> tensors;
-  for (const auto& [name, value] : values) {
-    names.push_back(name);
-    tensors.push_back(value);
-  }
   std::lock_guard<std::mutex> lock(mu_);
   ParameterShardState::Replies out;
-  Status status = shard_->Initialize(names, tensors, &out);
+  Status status = shard_->Initialize(names, values, &out);
   Deliver(&out);
   return status;
 }
 
-StatusOr<ParameterSnapshot> FakeParameterServer::Pull(int64_t timeout_ms) {
+StatusOr<ShardPullReply> FakeParameterServer::PullShard(int64_t min_version, int64_t timeout_ms) {
   if (!shard_) return config_status_;
   Lock lock(mu_);
   const RequestId id = next_id_++;
   const int64_t deadline = DeadlineFor(timeout_ms);
   ParameterShardState::Replies out;
-  shard_->Pull(id, /*min_version=*/0, deadline, &out);
+  shard_->Pull(id, min_version, deadline, &out);
   Deliver(&out);
-  ShardPullReply r = Await(lock, &pull_replies_, id, deadline);
-  AF_RETURN_IF_ERROR(r.status);
-  ParameterSnapshot snapshot;
-  snapshot.shard_versions = {r.version};
-  if (!r.names.empty()) {
-    snapshot.global_step = r.version;
-    snapshot.membership = r.membership;
-  }
-  for (size_t i = 0; i < r.names.size() && i < r.values.size(); ++i) {
-    snapshot.values[r.names[i]] = r.values[i];
-  }
-  return snapshot;
+  return Await(lock, &pull_replies_, id, deadline);
 }
 
-StatusOr<PushResult> FakeParameterServer::Push(Client* client, const ParameterSnapshot& base,
-                                               const std::map<std::string, Tensor>& gradients,
-                                               int64_t timeout_ms, ParameterSnapshot* next) {
+StatusOr<ShardPushReply> FakeParameterServer::PushShard(ShardPushArgs push, int64_t timeout_ms) {
   if (!shard_) return config_status_;
-  if (client->worker_ < 0) return FailedPrecondition("Push before Register: join as a worker first");
-  if (base.shard_versions.size() != 1) {
-    return InvalidArgument("the snapshot has " + std::to_string(base.shard_versions.size()) +
-                           " shard versions but there is 1 shard: push on a snapshot from "
-                           "this client's Pull");
-  }
-  ShardPushArgs push;
-  push.worker = client->worker_;
-  push.sequence = client->next_sequence_++;
-  push.base_version = base.shard_versions[0];
-  for (const auto& [name, gradient] : gradients) {
-    push.names.push_back(name);
-    push.gradients.push_back(gradient);
-  }
-  push.return_values = next != nullptr;
-
   Lock lock(mu_);
   ++pushes_received_;
   const RequestId id = next_id_++;
@@ -253,19 +262,7 @@ StatusOr<PushResult> FakeParameterServer::Push(Client* client, const ParameterSn
   ParameterShardState::Replies out;
   shard_->Push(id, push, deadline, &out);
   Deliver(&out);
-  ShardPushReply r = Await(lock, &push_replies_, id, deadline);
-  PushResult result;
-  AF_RETURN_IF_ERROR(AddShardPushReply(r, &result));
-  if (next != nullptr) {
-    *next = ParameterSnapshot();
-    if (!r.names.empty() && r.names.size() == r.values.size()) {
-      next->shard_versions = {r.values_version};
-      next->global_step = r.values_version;
-      next->membership = r.membership;
-      for (size_t i = 0; i < r.names.size(); ++i) next->values[r.names[i]] = r.values[i];
-    }
-  }
-  return result;
+  return Await(lock, &push_replies_, id, deadline);
 }
 
 StatusOr<ParameterStats> FakeParameterServer::Stats() {

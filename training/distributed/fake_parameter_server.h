@@ -1,8 +1,11 @@
 // FakeParameterServer: the ParameterClient contract (kernels/parameter_client.h) in
 // one process, for testing drivers without an actor system. It holds one parameter
 // shard's protocol state (kernels/ps/parameter_shard_state.h; ParameterServerOptions
-// names no number of ps tasks, so one shard holds every variable) and drives it as the shard actor (actors/ps/parameter_shard.cc) does, so its
-// rules are the real ones, not a copy: the three update modes, elastic membership,
+// names no number of ps tasks, so one shard holds every variable) and drives it as
+// the shard actor (actors/ps/parameter_shard.cc) does, and each client speaks the
+// worker's side through kernels/ps/shard_worker_protocol.h as the real client does
+// (gradients checked against the variables, pushes numbered, snapshots assembled),
+// so its rules are the real ones, not a copy: the three update modes, elastic membership,
 // staleness and versions, every optimizer the shards apply (sgd, momentum, adam,
 // adagrad), learning-rate decay and scaling, coordinated Snapshot, Restore and
 // AdvanceGlobalStep.
@@ -32,6 +35,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "graph/status.h"
 #include "kernels/parameter_client.h"
@@ -60,14 +64,14 @@ class FakeParameterServer : public std::enable_shared_from_this<FakeParameterSer
   FakeParameterServer(const ParameterServerOptions& options,
                       StatusOr<std::unique_ptr<ParameterShardState>> shard);
 
-  // The client calls, each as the real client would make it of its shards.
+  // The shard's side of the client calls, each the request the real client sends a
+  // shard (the client's side is kernels/ps/shard_worker_protocol.h); the shard's
+  // answer, or the options' error.
   Status Register(const Client* client, int worker);
-  Status Initialize(const std::map<std::string, Tensor>& values);
-  StatusOr<ParameterSnapshot> Pull(int64_t timeout_ms);
-  // `next` (push-and-pull) gets the values the shard attaches to its reply.
-  StatusOr<PushResult> Push(Client* client, const ParameterSnapshot& base,
-                            const std::map<std::string, Tensor>& gradients, int64_t timeout_ms,
-                            ParameterSnapshot* next);
+  Status InitializeShard(const std::vector<std::string>& names, const std::vector<Tensor>& values);
+  StatusOr<ShardPullReply> PullShard(int64_t min_version, int64_t timeout_ms);
+  // A push asking for values (push-and-pull) gets them attached to its reply.
+  StatusOr<ShardPushReply> PushShard(ShardPushArgs push, int64_t timeout_ms);
   StatusOr<ParameterStats> Stats();
   StatusOr<ParameterSnapshot> Snapshot(int64_t version, int64_t timeout_ms);
   Status Restore(const std::map<std::string, Tensor>& values, int64_t version);

@@ -171,5 +171,24 @@ TEST(FakeParameterServerTest, OptionsTheShardsRefuseFailEveryCall) {
   EXPECT_EQ(client->Pull(kTimeoutMs).status().code(), Code::kInvalidArgument);
 }
 
+// The clients speak the worker's side of the real protocol: what the real client
+// refuses before anything reaches a shard, the double refuses alike.
+TEST(FakeParameterServerTest, ItsClientsRefuseWhatTheRealClientRefusesBeforeAnyPush) {
+  auto server = FakeParameterServer::Create(Options(UpdateMode::kAsync, 1, "sgd", 0.1));
+  auto client = Worker(*server, 0, {1, 2});
+  ASSERT_OK_AND_ASSIGN(ParameterSnapshot base, client->Pull(kTimeoutMs));
+  const Status wrong_shape = client->Push(base, W({1, 2, 3}), kTimeoutMs).status();
+  EXPECT_EQ(wrong_shape.code(), Code::kInvalidArgument);
+  EXPECT_THAT(wrong_shape.message(), HasSubstr("gradient for variable 'w'"));
+  const Status unknown =
+      client->Push(base, {{"v", Tensor::FromVector<float>({1, 2})}}, kTimeoutMs).status();
+  EXPECT_THAT(unknown.message(), HasSubstr("unknown variable 'v'"));
+  const Status integer = server->NewClient()->Initialize({{"n", Tensor::Scalar<int32_t>(1)}});
+  EXPECT_THAT(integer.message(), HasSubstr("variable 'n'"));
+  EXPECT_EQ(server->pushes_received(), 0);  // nothing reached the shard
+  EXPECT_OK(client->Push(base, W({1, 1}), kTimeoutMs).status());
+  EXPECT_EQ(server->pushes_received(), 1);
+}
+
 }  // namespace
 }  // namespace actorflow
