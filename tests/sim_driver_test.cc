@@ -80,6 +80,11 @@ TEST(SimDriverTest, TheSyncReplicasDriverTrainsUnchangedOnASimulatedCluster) {
     EXPECT_GE(run.accuracies[i], 0.6);
   }
   EXPECT_GT(run.report.virtual_seconds, 0);
+  // The drivers' steps kept their deadlines and never saw the global step go back.
+  EXPECT_GT(run.report.global_step_reads, 0);
+  EXPECT_GT(run.report.steps, run.report.global_step_reads);
+  ASSERT_EQ(run.report.invariants.size(), 2u);
+  EXPECT_EQ(run.report.invariant_violations(), 0);
 }
 
 TEST(SimDriverTest, AWorkerKilledMidTrainingRunsAgainAndTrainingReachesTheLastStep) {
@@ -114,6 +119,7 @@ TEST(SimDriverTest, AWorkerKilledMidTrainingRunsAgainAndTrainingReachesTheLastSt
   EXPECT_TRUE(worker1_failed_first) << "worker 1's first run should end with its task's death";
   ASSERT_EQ(run.final_steps.size(), 2u);  // the chief and worker 1's second run
   for (int64_t step : run.final_steps) EXPECT_GE(step, kLastStep);
+  EXPECT_EQ(run.report.invariant_violations(), 0);
 
   // The same plan and seed give the same run.
   DriverOutput again = RunIrisSync(faults);
@@ -122,6 +128,31 @@ TEST(SimDriverTest, AWorkerKilledMidTrainingRunsAgainAndTrainingReachesTheLastSt
   for (size_t i = 0; i < run.report.runs.size(); ++i) {
     EXPECT_EQ(again.report.runs[i].ended_s, run.report.runs[i].ended_s) << i;
     EXPECT_EQ(again.report.runs[i].status.ToString(), run.report.runs[i].status.ToString()) << i;
+  }
+}
+
+// The chief killed mid-training and restarted against the live ps task: its driver
+// runs again, restores nothing and re-initializes nothing (the model is ready on the
+// ps), and no driver ever reads the global step go back.
+TEST(SimDriverTest, ARestartedChiefNeverResetsTheGlobalStep) {
+  DriverOutput calm = RunIrisSync("");
+  ASSERT_GT(calm.report.virtual_seconds, 0);
+  const double kill_at = calm.report.virtual_seconds * 0.6;
+  const std::string faults =
+      R"({"faults": [{"kill": "/job:worker/task:0", "at_s": )" + std::to_string(kill_at) +
+      R"(}, {"restart": "/job:worker/task:0", "at_s": )" + std::to_string(kill_at + 0.001) + "}]}";
+  DriverOutput run = RunIrisSync(faults);
+  int chief_runs = 0;
+  for (const auto& r : run.report.runs) {
+    if (r.task.index != 0) continue;
+    if (++chief_runs == 1) EXPECT_THAT(r.status.message(), testing::HasSubstr("was killed"));
+    if (chief_runs == 2) EXPECT_OK(r.status) << "the chief's second run";
+  }
+  EXPECT_EQ(chief_runs, 2);
+  for (int64_t step : run.final_steps) EXPECT_GE(step, kLastStep);
+  EXPECT_GT(run.report.global_step_reads, 0);
+  for (const SimInvariantResult& r : run.report.invariants) {
+    EXPECT_TRUE(r.violations.empty()) << r.name << ": " << r.violations.front();
   }
 }
 

@@ -66,7 +66,9 @@ Status CheckTrainingOptions(const SimTrainingOptions& options, const SimClusterS
   return Status::OK();
 }
 
-// The most virtual time one message can spend on a link, in microseconds.
+
+}  // namespace
+
 double WorstOneWayMicros(const SimulatedCluster::Options& sim, int64_t largest_message_bytes) {
   double us = sim.link.TransferMicros(largest_message_bytes) + sim.link.jitter_us;
   bool reorders = false;
@@ -77,8 +79,6 @@ double WorstOneWayMicros(const SimulatedCluster::Options& sim, int64_t largest_m
   if (reorders) us += 10 * sim.link.latency_us;
   return us;
 }
-
-}  // namespace
 
 StatusOr<SimTrainingReport> SimulatedCluster::TrainDataParallel(const SimTrainingOptions& options) {
   Impl& impl = *impl_;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "actors/protocol/messages.h"
+#include "actors/sim/driver_checks.h"
 #include "actors/sim/simulated_cluster_impl.h"
 #include "graph/graph_json.h"
 
@@ -100,11 +101,13 @@ namespace {
 class SimulatedSession : public Session {
  public:
   SimulatedSession(SimulatedCluster* cluster, TaskId task, const Graph* graph,
-                   std::shared_ptr<const Status> process_end)
+                   std::shared_ptr<const Status> process_end,
+                   std::shared_ptr<DriverStepChecks> checks)
       : cluster_(cluster),
         task_(std::move(task)),
         graph_(graph),
-        process_end_(std::move(process_end)) {}
+        process_end_(std::move(process_end)),
+        checks_(std::move(checks)) {}
   ~SimulatedSession() override { Close(); }
 
   Status Run(const RunOptions& options, const FeedList& feeds,
@@ -120,8 +123,10 @@ class SimulatedSession : public Session {
       AF_RETURN_IF_ERROR(cluster_->ExtendSession(task_, session_, *graph_));
       sent_nodes_ = graph_->num_nodes();
     }
+    const double started_s = cluster_->VirtualSeconds();
     StatusOr<std::vector<Tensor>> out =
         cluster_->Run(task_, session_, feeds, fetches, targets, options.timeout_in_ms);
+    if (checks_ != nullptr) Check(started_s, options, feeds, fetches, out);
     // A process that died during the step never sees its answer.
     if (process_end_ != nullptr && !process_end_->ok()) return *process_end_;
     AF_RETURN_IF_ERROR(out.status());
@@ -139,6 +144,30 @@ class SimulatedSession : public Session {
   }
 
  private:
+  // Tells checks_ the step's span and bytes, and the global step it read.
+  void Check(double started_s, const RunOptions& options, const FeedList& feeds,
+             const std::vector<std::string>& fetches,
+             const StatusOr<std::vector<Tensor>>& out) {
+    const double ended_s = cluster_->VirtualSeconds();
+    int64_t bytes = 0;
+    for (const auto& [name, value] : feeds) bytes += static_cast<int64_t>(value.TotalBytes());
+    if (out.ok()) {
+      for (const Tensor& t : *out) bytes += static_cast<int64_t>(t.TotalBytes());
+    }
+    const std::string task = task_.ToString();
+    checks_->Step(task, started_s, ended_s, options.timeout_in_ms, bytes);
+    const std::vector<std::string>& global_step = graph_->GetCollection(kGlobalStepCollection);
+    if (!out.ok() || global_step.empty()) return;
+    for (size_t i = 0; i < fetches.size() && i < out->size(); ++i) {
+      const Tensor& value = (*out)[i];
+      const bool is_step = fetches[i] == global_step.front() ||
+                           fetches[i] == global_step.front() + ":0";
+      if (is_step && value.dtype() == DType::kInt64 && value.NumElements() == 1) {
+        checks_->GlobalStep(task, value.data<int64_t>()[0], ended_s);
+      }
+    }
+  }
+
   SimulatedCluster* cluster_;
   TaskId task_;
   const Graph* graph_;
@@ -148,18 +177,21 @@ class SimulatedSession : public Session {
   bool closed_ = false;
   // Not OK once the process this session's client stands for has died.
   std::shared_ptr<const Status> process_end_;
+  std::shared_ptr<DriverStepChecks> checks_;  // null outside RunDrivers
 };
 
 }  // namespace
 
 std::unique_ptr<Session> SimulatedCluster::NewSession(const TaskId& task, const Graph* graph) {
-  return std::make_unique<SimulatedSession>(this, task, graph, nullptr);
+  return std::make_unique<SimulatedSession>(this, task, graph, nullptr, nullptr);
 }
 
 std::unique_ptr<Session> NewSimulatedDriverSession(SimulatedCluster* cluster, const TaskId& task,
                                                    const Graph* graph,
-                                                   std::shared_ptr<const Status> process_end) {
-  return std::make_unique<SimulatedSession>(cluster, task, graph, std::move(process_end));
+                                                   std::shared_ptr<const Status> process_end,
+                                                   std::shared_ptr<DriverStepChecks> checks) {
+  return std::make_unique<SimulatedSession>(cluster, task, graph, std::move(process_end),
+                                            std::move(checks));
 }
 
 Status SimulatedCluster::KillTask(const TaskId& task) {

@@ -122,7 +122,8 @@ class SimulatedCluster {
   // The fault plan's kill and restart entries (at_s) are carried out when due: a
   // driver whose task is killed sees its calls fail (its run ends with that error,
   // as the process would die), and once the task is restarted the driver runs on it
-  // again, as a restarted process would.
+  // again, as a restarted process would. The drivers' steps are checked as the
+  // report's invariants say.
   struct DriverRun {
     TaskId task;
     Status status;  // what the driver returned (Internal for an exception)
@@ -131,6 +132,13 @@ class SimulatedCluster {
   struct DriversReport {
     std::vector<DriverRun> runs;  // in the order they ended
     double virtual_seconds = 0;
+    int64_t steps = 0;              // Session::Run calls of the drivers
+    int64_t global_step_reads = 0;  // of which fetched the graph's global step
+    // steps_end_by_deadline and global_step_monotone (actors/sim/driver_checks.h):
+    // every step with a deadline ended by it plus the links' worst round trip; the
+    // global step, as each task's drivers read it, never went back.
+    std::vector<SimInvariantResult> invariants;
+    int64_t invariant_violations() const;
   };
   // InvalidArgument for a task not in the cluster (or named twice), a kill or
   // restart entry given at_step (drivers have no step the simulation could see), or

@@ -9,6 +9,7 @@
 
 #include "actors/cluster/driver_environment.h"
 #include "actors/cluster/server.h"
+#include "actors/sim/driver_checks.h"
 #include "actors/sim/driver_turns.h"
 #include "actors/sim/simulated_cluster.h"
 #include "actors/sim/simulated_cluster_impl.h"
@@ -46,7 +47,8 @@ class SimulatedTaskServer final : public Server {
 
 class SimulatedDriverEnvironment final : public DriverEnvironment {
  public:
-  explicit SimulatedDriverEnvironment(SimulatedCluster* cluster) : cluster_(cluster) {
+  SimulatedDriverEnvironment(SimulatedCluster* cluster, std::shared_ptr<DriverStepChecks> checks)
+      : cluster_(cluster), checks_(std::move(checks)) {
     for (const TaskId& task : cluster->cluster().AllTasks()) {
       StatusOr<TaskAddress> address = cluster->cluster().Address(task);
       if (address.ok()) tasks_[kTargetPrefix + address->ToString()] = task;
@@ -70,11 +72,12 @@ class SimulatedDriverEnvironment final : public DriverEnvironment {
     if (it == tasks_.end()) {
       return InvalidArgument("target '" + options.target + "' is not a task of the simulated cluster");
     }
-    return NewSimulatedDriverSession(cluster_, it->second, graph, current_process_end);
+    return NewSimulatedDriverSession(cluster_, it->second, graph, current_process_end, checks_);
   }
 
  private:
   SimulatedCluster* cluster_;
+  std::shared_ptr<DriverStepChecks> checks_;
   std::map<std::string, TaskId> tasks_;  // by target
 };
 
@@ -97,6 +100,12 @@ struct TaskDriver {
 };
 
 }  // namespace
+
+int64_t SimulatedCluster::DriversReport::invariant_violations() const {
+  int64_t n = 0;
+  for (const SimInvariantResult& r : invariants) n += static_cast<int64_t>(r.violations.size());
+  return n;
+}
 
 StatusOr<SimulatedCluster::DriversReport> SimulatedCluster::RunDrivers(
     const std::function<Status()>& driver, std::vector<TaskId> tasks) {
@@ -133,7 +142,10 @@ StatusOr<SimulatedCluster::DriversReport> SimulatedCluster::RunDrivers(
   }
 
   DriversReport report;
-  SimulatedDriverEnvironment environment(this);
+  const Options& sim = impl_->options;
+  auto checks = std::make_shared<DriverStepChecks>(
+      [&sim](int64_t bytes) { return 2 * WorstOneWayMicros(sim, bytes + 4096); });
+  SimulatedDriverEnvironment environment(this, checks);
   int64_t timers = 0;
   std::unique_ptr<DriverTurns> turns;
   std::function<void(TaskDriver&)> start_run;
@@ -241,6 +253,9 @@ StatusOr<SimulatedCluster::DriversReport> SimulatedCluster::RunDrivers(
   turns.reset();  // joins the drivers' threads
   impl_->turns = nullptr;
   report.virtual_seconds = VirtualSeconds();
+  report.steps = checks->steps();
+  report.global_step_reads = checks->global_step_reads();
+  report.invariants = checks->Results();
   return report;
 }
 

@@ -23,11 +23,19 @@
 
 namespace actorflow {
 
+class DriverStepChecks;
+
 // A session whose Run fails with *process_end once that is not OK: the client of a
-// driver whose simulated process has died (RunDrivers).
+// driver whose simulated process has died (RunDrivers). Its steps are told to
+// `checks` (actors/sim/driver_checks.h).
 std::unique_ptr<Session> NewSimulatedDriverSession(SimulatedCluster* cluster, const TaskId& task,
                                                    const Graph* graph,
-                                                   std::shared_ptr<const Status> process_end);
+                                                   std::shared_ptr<const Status> process_end,
+                                                   std::shared_ptr<DriverStepChecks> checks);
+
+// The most virtual time one message of `largest_message_bytes` can spend on a link of
+// `sim`, in microseconds: transfer, jitter, and the plan's delays and reorders.
+double WorstOneWayMicros(const SimulatedCluster::Options& sim, int64_t largest_message_bytes);
 
 struct SimulatedCluster::Impl {
   struct TaskSlot {
