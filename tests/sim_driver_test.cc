@@ -70,6 +70,12 @@ DriverOutput RunIrisSync(const std::string& faults_json) {
   return out;
 }
 
+// A plan that kills `task` at virtual second `at_s` and brings it back 1 ms later.
+std::string KillAndRestart(const std::string& task, double at_s) {
+  return R"({"faults": [{"kill": ")" + task + R"(", "at_s": )" + std::to_string(at_s) +
+         R"(}, {"restart": ")" + task + R"(", "at_s": )" + std::to_string(at_s + 0.001) + "}]}";
+}
+
 TEST(SimDriverTest, TheSyncReplicasDriverTrainsUnchangedOnASimulatedCluster) {
   DriverOutput run = RunIrisSync("");
   ASSERT_EQ(run.report.runs.size(), 2u);
@@ -93,9 +99,7 @@ TEST(SimDriverTest, AWorkerKilledMidTrainingRunsAgainAndTrainingReachesTheLastSt
   DriverOutput calm = RunIrisSync("");
   ASSERT_GT(calm.report.virtual_seconds, 0);
   const double kill_at = calm.report.virtual_seconds * 0.8;
-  const std::string faults =
-      R"({"faults": [{"kill": "/job:worker/task:1", "at_s": )" + std::to_string(kill_at) +
-      R"(}, {"restart": "/job:worker/task:1", "at_s": )" + std::to_string(kill_at + 0.001) + "}]}";
+  const std::string faults = KillAndRestart("/job:worker/task:1", kill_at);
   DriverOutput run = RunIrisSync(faults);
   ASSERT_EQ(run.report.runs.size(), 3u);
   int worker1_runs = 0;
@@ -138,9 +142,7 @@ TEST(SimDriverTest, ARestartedChiefNeverResetsTheGlobalStep) {
   DriverOutput calm = RunIrisSync("");
   ASSERT_GT(calm.report.virtual_seconds, 0);
   const double kill_at = calm.report.virtual_seconds * 0.6;
-  const std::string faults =
-      R"({"faults": [{"kill": "/job:worker/task:0", "at_s": )" + std::to_string(kill_at) +
-      R"(}, {"restart": "/job:worker/task:0", "at_s": )" + std::to_string(kill_at + 0.001) + "}]}";
+  const std::string faults = KillAndRestart("/job:worker/task:0", kill_at);
   DriverOutput run = RunIrisSync(faults);
   int chief_runs = 0;
   for (const auto& r : run.report.runs) {
