@@ -240,11 +240,11 @@ TEST(SimDriverTest, AnAllReduceDriverKeepsItsReplicasIdenticalOnASimulatedCluste
   EXPECT_EQ(RunAllReduceDrivers().hash, run.hash);
 }
 
-TEST(SimDriverTest, ADriverThatWaitsForeverIsToldTheClusterWentQuiet) {
-  auto cluster = StartCluster("");
-  ASSERT_NE(cluster, nullptr);
-  // Each worker dequeues from a queue nobody fills, with no deadline.
-  StatusOr<SimulatedCluster::DriversReport> report = cluster->RunDrivers([]() -> Status {
+// Each worker dequeues from a queue nobody fills, its session's steps bounded by
+// `default_step_timeout_ms` (0: none).
+StatusOr<SimulatedCluster::DriversReport> DequeueFromAnEmptyQueue(SimulatedCluster& cluster,
+                                                                  int64_t default_step_timeout_ms) {
+  return cluster.RunDrivers([default_step_timeout_ms]() -> Status {
     AF_ASSIGN_OR_RETURN(TfConfig config, TfConfigFromEnv());
     AF_ASSIGN_OR_RETURN(auto server, Server::Start(config));
     Scope root = Scope::NewRootScope();
@@ -253,15 +253,40 @@ TEST(SimDriverTest, ADriverThatWaitsForeverIsToldTheClusterWentQuiet) {
     std::vector<Output> element = QueueDequeue(root, queue);
     SessionOptions options;
     options.target = server->target();
+    options.default_step_timeout_in_ms = default_step_timeout_ms;
     AF_ASSIGN_OR_RETURN(auto session, NewSession(root.graph(), options));
     std::vector<Tensor> out;
     return session->Run({}, {element[0].name()}, {}, &out);
   });
+}
+
+TEST(SimDriverTest, ADriverThatWaitsForeverIsToldTheClusterWentQuiet) {
+  auto cluster = StartCluster("");
+  ASSERT_NE(cluster, nullptr);
+  StatusOr<SimulatedCluster::DriversReport> report = DequeueFromAnEmptyQueue(*cluster, 0);
   ASSERT_OK(report.status());
   ASSERT_EQ(report->runs.size(), 2u);
   for (const auto& r : report->runs) {
     EXPECT_FALSE(r.status.ok());
     EXPECT_THAT(r.status.message(), testing::HasSubstr("went quiet")) << r.status;
+  }
+}
+
+// The session's default step deadline bounds a step whose RunOptions give none, in
+// virtual time, as on a real cluster.
+TEST(SimDriverTest, TheSessionsDefaultStepDeadlineEndsABlockedStep) {
+  auto cluster = StartCluster("");
+  ASSERT_NE(cluster, nullptr);
+  StatusOr<SimulatedCluster::DriversReport> report = DequeueFromAnEmptyQueue(*cluster, 500);
+  ASSERT_OK(report.status());
+  ASSERT_EQ(report->runs.size(), 2u);
+  for (const auto& r : report->runs) {
+    EXPECT_EQ(r.status.code(), Code::kDeadlineExceeded) << r.status;
+    EXPECT_NEAR(r.ended_s - r.started_s, 0.5, 0.05) << r.status;
+  }
+  EXPECT_EQ(report->invariant_violations(), 0);
+  for (const SimInvariantResult& r : report->invariants) {
+    for (const std::string& v : r.violations) ADD_FAILURE() << r.name << ": " << v;
   }
 }
 

@@ -2,8 +2,10 @@
 // user's driver runs under on a simulated cluster, as the built-in data-parallel run
 // has its own, actors/sim/sim_training.h):
 //   steps_end_by_deadline  every Session::Run with a deadline (RunOptions::
-//                          timeout_in_ms) ended, answered or failed, by that deadline
-//                          plus the links' worst round trip for its bytes.
+//                          timeout_in_ms, or the session's default) ended, answered
+//                          or failed, by that deadline plus the links' worst round
+//                          trips for its bytes (the client's to the master and the
+//                          master's to the step's partitions).
 //   global_step_monotone   the global step (the graph's kGlobalStepCollection
 //                          variable) as the drivers of one task read it never went
 //                          back, across the task's kills and restarts: a restarted
@@ -24,8 +26,8 @@ namespace actorflow {
 
 class DriverStepChecks {
  public:
-  // `worst_round_trip_us(bytes)`: the most virtual time a step's request and answer
-  // of `bytes` bytes (feeds and fetches) can spend on the links.
+  // `worst_round_trip_us(bytes)`: the most virtual time a step's messages of `bytes`
+  // bytes (feeds and fetches) can spend on the links beyond its deadline.
   explicit DriverStepChecks(std::function<double(int64_t bytes)> worst_round_trip_us);
 
   // A step of `task` ran from `started_s` to `ended_s` (virtual) with a deadline of

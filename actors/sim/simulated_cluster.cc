@@ -102,18 +102,21 @@ class SimulatedSession : public Session {
  public:
   SimulatedSession(SimulatedCluster* cluster, TaskId task, const Graph* graph,
                    std::shared_ptr<const Status> process_end,
-                   std::shared_ptr<DriverStepChecks> checks)
+                   std::shared_ptr<DriverStepChecks> checks, int64_t default_step_timeout_ms)
       : cluster_(cluster),
         task_(std::move(task)),
         graph_(graph),
         process_end_(std::move(process_end)),
-        checks_(std::move(checks)) {}
+        checks_(std::move(checks)),
+        default_step_timeout_ms_(default_step_timeout_ms) {}
   ~SimulatedSession() override { Close(); }
 
-  Status Run(const RunOptions& options, const FeedList& feeds,
+  Status Run(const RunOptions& given, const FeedList& feeds,
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
              std::vector<Tensor>* outputs, RunMetadata* /*metadata*/) override {
     if (closed_) return FailedPrecondition("Run on a closed session");
+    RunOptions options = given;
+    if (options.timeout_in_ms == 0) options.timeout_in_ms = default_step_timeout_ms_;
     if (process_end_ != nullptr && !process_end_->ok()) return *process_end_;
     if (!open_) {
       AF_ASSIGN_OR_RETURN(session_, cluster_->OpenSession(task_, *graph_));
@@ -178,20 +181,24 @@ class SimulatedSession : public Session {
   // Not OK once the process this session's client stands for has died.
   std::shared_ptr<const Status> process_end_;
   std::shared_ptr<DriverStepChecks> checks_;  // null outside RunDrivers
+  // SessionOptions::default_step_timeout_in_ms: a step's deadline when its
+  // RunOptions give none (virtual; 0: none).
+  int64_t default_step_timeout_ms_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<Session> SimulatedCluster::NewSession(const TaskId& task, const Graph* graph) {
-  return std::make_unique<SimulatedSession>(this, task, graph, nullptr, nullptr);
+  return std::make_unique<SimulatedSession>(this, task, graph, nullptr, nullptr, 0);
 }
 
 std::unique_ptr<Session> NewSimulatedDriverSession(SimulatedCluster* cluster, const TaskId& task,
                                                    const Graph* graph,
                                                    std::shared_ptr<const Status> process_end,
-                                                   std::shared_ptr<DriverStepChecks> checks) {
+                                                   std::shared_ptr<DriverStepChecks> checks,
+                                                   int64_t default_step_timeout_ms) {
   return std::make_unique<SimulatedSession>(cluster, task, graph, std::move(process_end),
-                                            std::move(checks));
+                                            std::move(checks), default_step_timeout_ms);
 }
 
 Status SimulatedCluster::KillTask(const TaskId& task) {

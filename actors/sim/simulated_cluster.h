@@ -135,7 +135,7 @@ class SimulatedCluster {
     int64_t steps = 0;              // Session::Run calls of the drivers
     int64_t global_step_reads = 0;  // of which fetched the graph's global step
     // steps_end_by_deadline and global_step_monotone (actors/sim/driver_checks.h):
-    // every step with a deadline ended by it plus the links' worst round trip; the
+    // every step with a deadline ended by it plus the links' worst round trips; the
     // global step, as each task's drivers read it, never went back.
     std::vector<SimInvariantResult> invariants;
     int64_t invariant_violations() const;

@@ -72,7 +72,8 @@ class SimulatedDriverEnvironment final : public DriverEnvironment {
     if (it == tasks_.end()) {
       return InvalidArgument("target '" + options.target + "' is not a task of the simulated cluster");
     }
-    return NewSimulatedDriverSession(cluster_, it->second, graph, current_process_end, checks_);
+    return NewSimulatedDriverSession(cluster_, it->second, graph, current_process_end, checks_,
+                                     options.default_step_timeout_in_ms);
   }
 
  private:
@@ -143,8 +144,10 @@ StatusOr<SimulatedCluster::DriversReport> SimulatedCluster::RunDrivers(
 
   DriversReport report;
   const Options& sim = impl_->options;
+  // A step's answer past its deadline crosses two round trips: the client's to the
+  // master, and the master's to the step's partitions (whose aborts it collects).
   auto checks = std::make_shared<DriverStepChecks>(
-      [&sim](int64_t bytes) { return 2 * WorstOneWayMicros(sim, bytes + 4096); });
+      [&sim](int64_t bytes) { return 4 * WorstOneWayMicros(sim, bytes + 4096); });
   SimulatedDriverEnvironment environment(this, checks);
   int64_t timers = 0;
   std::unique_ptr<DriverTurns> turns;

@@ -27,11 +27,13 @@ class DriverStepChecks;
 
 // A session whose Run fails with *process_end once that is not OK: the client of a
 // driver whose simulated process has died (RunDrivers). Its steps are told to
-// `checks` (actors/sim/driver_checks.h).
+// `checks` (actors/sim/driver_checks.h); a step without a deadline of its own gets
+// `default_step_timeout_ms` (virtual; 0: none), as SessionOptions say.
 std::unique_ptr<Session> NewSimulatedDriverSession(SimulatedCluster* cluster, const TaskId& task,
                                                    const Graph* graph,
                                                    std::shared_ptr<const Status> process_end,
-                                                   std::shared_ptr<DriverStepChecks> checks);
+                                                   std::shared_ptr<DriverStepChecks> checks,
+                                                   int64_t default_step_timeout_ms);
 
 // The most virtual time one message of `largest_message_bytes` can spend on a link of
 // `sim`, in microseconds: transfer, jitter, and the plan's delays and reorders.
