@@ -2,6 +2,7 @@
 
 #include <thread>
 #include <utility>
+#include <vector>
 
 namespace actorflow {
 namespace {
@@ -22,6 +23,26 @@ ScopedCooperativeScheduler::~ScopedCooperativeScheduler() { current_scheduler = 
 std::function<void()> AdoptThread(const std::string& name, std::function<void()> body) {
   if (current_scheduler == nullptr) return body;
   return current_scheduler->Adopt(name, std::move(body));
+}
+
+void RunThreadsCooperatively(const std::string& name, int n, const std::function<void(int)>& body) {
+  std::mutex mu;
+  std::condition_variable all_done;
+  int done = 0;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back(AdoptThread(name + " " + std::to_string(i), [&, i] {
+      body(i);
+      std::lock_guard<std::mutex> lock(mu);
+      ++done;
+      all_done.notify_all();
+    }));
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    WaitCooperatively(lock, all_done, [&] { return done == n; });
+  }
+  for (std::thread& t : threads) t.join();
 }
 
 int64_t CooperativeNowMicros() {

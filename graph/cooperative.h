@@ -59,6 +59,11 @@ class ScopedCooperativeScheduler {
 // the scheduler's Adopt under one.
 std::function<void()> AdoptThread(const std::string& name, std::function<void()> body);
 
+// Runs body(0) .. body(n - 1), each on a thread of its own (AdoptThread, named
+// "<name> i"), and returns once all have: the threads of a driver's workers, which
+// may block in a simulated cluster's steps. Waits cooperatively, then joins.
+void RunThreadsCooperatively(const std::string& name, int n, const std::function<void(int)>& body);
+
 // Microseconds of the steady clock (an ordinary thread) or of the scheduler's clock.
 int64_t CooperativeNowMicros();
 

@@ -245,13 +245,7 @@ class RemoteSession : public Session {
     RemoteStepResult r = SendStep(std::move(step), timeout_ms);
     Status status = r.status;
     if (status.ok() && outputs != nullptr) *outputs = std::move(r.outputs);
-    if (metadata != nullptr) {
-      metadata->executed_nodes = std::move(r.executed_nodes);
-      metadata->step_stats = std::move(r.step_stats);
-      metadata->transfers = std::move(r.transfers);
-      metadata->transfer_stats = std::move(r.transfer_stats);
-      metadata->clock_offsets = std::move(r.clock_offsets);
-    }
+    if (metadata != nullptr) MoveRunMetadata(&r, metadata);
     return status;
   }
 

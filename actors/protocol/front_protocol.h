@@ -87,6 +87,16 @@ inline RemoteStepResult MakeRemoteStepResult(Status status, std::vector<Tensor> 
   return r;
 }
 
+// The run metadata of `r` into *metadata (the other way round), leaving `r`'s
+// moved from.
+inline void MoveRunMetadata(RemoteStepResult* r, RunMetadata* metadata) {
+  metadata->executed_nodes = std::move(r->executed_nodes);
+  metadata->step_stats = std::move(r->step_stats);
+  metadata->transfers = std::move(r->transfers);
+  metadata->transfer_stats = std::move(r->transfer_stats);
+  metadata->clock_offsets = std::move(r->clock_offsets);
+}
+
 // What a task holds (tests assert a long-lived server frees closed sessions).
 struct FrontStats {
   std::string task;

@@ -59,6 +59,10 @@ void DriverTurns::Start(const std::string& name, std::function<void()> body) {
 }
 
 std::function<void()> DriverTurns::Adopt(const std::string& name, std::function<void()> body) {
+  if (hooks_.adopter_context) {
+    auto in_context = hooks_.adopter_context();
+    body = [in_context = std::move(in_context), body = std::move(body)] { in_context(body); };
+  }
   return Wrap(NewSlot(name), std::move(body));
 }
 

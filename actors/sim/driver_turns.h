@@ -44,6 +44,10 @@ class DriverTurns final : public CooperativeScheduler {
     // Whether work may still come when every thread has ended (a restart that will
     // start a driver again); the run ends only when this is false too.
     std::function<bool()> more_to_come;
+    // Optional. Called on a thread that adopts another (Adopt): what the new thread
+    // runs its body through, so that it inherits the adopter's context (the
+    // simulated process it belongs to).
+    std::function<std::function<void(const std::function<void()>&)>()> adopter_context;
   };
 
   explicit DriverTurns(Hooks hooks);

@@ -58,7 +58,7 @@ StatusOr<std::vector<Tensor>> SimulatedCluster::Run(const TaskId& task, uint64_t
                                                     const FeedList& feeds,
                                                     const std::vector<std::string>& fetches,
                                                     const std::vector<std::string>& targets,
-                                                    int64_t timeout_in_ms) {
+                                                    int64_t timeout_in_ms, RunMetadata* metadata) {
   AF_ASSIGN_OR_RETURN(Impl::TaskSlot * slot, impl_->LiveSlot(task));
   RemoteStep step;
   step.session_id = session;
@@ -69,10 +69,11 @@ StatusOr<std::vector<Tensor>> SimulatedCluster::Run(const TaskId& task, uint64_t
   step.fetches = fetches;
   step.targets = targets;
   step.timeout_in_ms = timeout_in_ms;
-  step.want_metadata = false;
+  step.want_metadata = metadata != nullptr;
   RemoteStepResult result;
   AF_RETURN_IF_ERROR(impl_->Ask(&result, slot->actors.front, "a step on " + task.ToString(),
                                 remote_step_atom::value, std::move(step)));
+  if (metadata != nullptr) MoveRunMetadata(&result, metadata);
   AF_RETURN_IF_ERROR(result.status);
   return std::move(result.outputs);
 }
@@ -113,7 +114,7 @@ class SimulatedSession : public Session {
 
   Status Run(const RunOptions& given, const FeedList& feeds,
              const std::vector<std::string>& fetches, const std::vector<std::string>& targets,
-             std::vector<Tensor>* outputs, RunMetadata* /*metadata*/) override {
+             std::vector<Tensor>* outputs, RunMetadata* metadata) override {
     if (closed_) return FailedPrecondition("Run on a closed session");
     RunOptions options = given;
     if (options.timeout_in_ms == 0) options.timeout_in_ms = default_step_timeout_ms_;
@@ -128,7 +129,7 @@ class SimulatedSession : public Session {
     }
     const double started_s = cluster_->VirtualSeconds();
     StatusOr<std::vector<Tensor>> out =
-        cluster_->Run(task_, session_, feeds, fetches, targets, options.timeout_in_ms);
+        cluster_->Run(task_, session_, feeds, fetches, targets, options.timeout_in_ms, metadata);
     if (checks_ != nullptr) Check(started_s, options, feeds, fetches, out);
     // A process that died during the step never sees its answer.
     if (process_end_ != nullptr && !process_end_->ok()) return *process_end_;

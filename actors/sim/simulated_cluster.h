@@ -63,11 +63,12 @@ class SimulatedCluster {
   // Opens a session of `graph` on `task`'s master; the id names it in Run and Close.
   StatusOr<uint64_t> OpenSession(const TaskId& task, const Graph& graph);
   // One step, running the cluster (firing timers in virtual-time order) until its
-  // answer arrives. `timeout_in_ms` is virtual (0: none).
+  // answer arrives. `timeout_in_ms` is virtual (0: none). `metadata`, when given,
+  // gets the step's run metadata (executed nodes, cross-task transfers).
   StatusOr<std::vector<Tensor>> Run(const TaskId& task, uint64_t session, const FeedList& feeds,
                                     const std::vector<std::string>& fetches,
                                     const std::vector<std::string>& targets = {},
-                                    int64_t timeout_in_ms = 0);
+                                    int64_t timeout_in_ms = 0, RunMetadata* metadata = nullptr);
   Status CloseSession(const TaskId& task, uint64_t session);
   // The session's graph grew: `graph` is it with nodes added (the front's
   // extend_atom, actors/protocol/front_protocol.h); the session keeps its id,

@@ -215,6 +215,20 @@ StatusOr<SimulatedCluster::DriversReport> SimulatedCluster::RunDrivers(
     ++timers;
     return true;
   };
+  // A thread a driver starts belongs to the driver's simulated process: its task's
+  // TfConfig, the simulated sessions, and the process's end when the task is killed.
+  hooks.adopter_context = [&environment]() -> std::function<void(const std::function<void()>&)> {
+    StatusOr<TfConfig> config = TfConfigFromEnv();
+    std::shared_ptr<const Status> process_end = current_process_end;
+    return [config, process_end, &environment](const std::function<void()>& body) {
+      std::unique_ptr<ScopedTfConfig> scoped_config;
+      if (config.ok()) scoped_config = std::make_unique<ScopedTfConfig>(*config);
+      ScopedDriverEnvironment scoped_environment(&environment);
+      current_process_end = process_end;
+      body();
+      current_process_end = nullptr;
+    };
+  };
   const auto start_timer = hooks.start_timer;
   turns = std::make_unique<DriverTurns>(std::move(hooks));
 

@@ -60,7 +60,7 @@ TEST(GraphTrainerTest, EveryWorkersGraphUpdatesTheSameVariableOnTheLocalClusters
     EXPECT_THAT(cluster.workers, ElementsAre(0, 1));
     AF_ASSIGN_OR_RETURN(counted, CountOnEveryWorker(cluster, {3, 4}));
     return Status::OK();
-  }));
+  }).status());
   EXPECT_EQ(counted, 7);  // worker 1 read both workers' additions from the ps task
 }
 
@@ -71,7 +71,7 @@ TEST(GraphTrainerTest, WithoutPsTasksTheWorkerRunsInAnInProcessSession) {
     EXPECT_TRUE(cluster.in_process);
     AF_ASSIGN_OR_RETURN(counted, CountOnEveryWorker(cluster, {5}));
     return Status::OK();
-  }));
+  }).status());
   EXPECT_EQ(counted, 5);
 }
 
@@ -87,7 +87,7 @@ TEST(GraphTrainerTest, ASpecsTaskDrivesItsOwnWorkerOnly) {
     other = cluster.sessions(&model.graph, 1).status();
     AF_ASSIGN_OR_RETURN(counted, CountOnEveryWorker(cluster, {2, 0}));
     return Status::OK();
-  }));
+  }).status());
   EXPECT_EQ(counted, 2);
   EXPECT_EQ(other.code(), Code::kFailedPrecondition);
   EXPECT_THAT(other.message(), HasSubstr("worker 1 is not driven by this process"));
@@ -104,10 +104,37 @@ TEST(GraphTrainerTest, AWorkerTaskWithoutAServerIsNamedWithinTheConnectTimeout) 
   options.cluster = TrainerCluster::OfSpec(spec, "worker", -1);
   options.connect_timeout_ms = 2000;
   const Status status = TrainGraphWorkload(options, [&](const GraphCluster& cluster) -> Status {
-    return CountOnEveryWorker(cluster, {1}).status();
-  });
+                          return CountOnEveryWorker(cluster, {1}).status();
+                        }).status();
   EXPECT_FALSE(status.ok());
   EXPECT_THAT(status.message(), HasSubstr(worker)) << status;
+}
+
+// The same model on a simulated cluster: the workload is the driver of worker 0's
+// task, its sessions on the simulated tasks; the run replays.
+TEST(GraphTrainerTest, OnASimulatedClusterTheSameWorkloadGivesTheSameRun) {
+  GraphTrainerOptions options;
+  TrainerSimulation simulation;
+  simulation.shape = *ParseSimClusterSpec("sim:ps=1,worker=2");
+  options.cluster = TrainerCluster::Simulated(simulation);
+  options.seed = 3;
+  std::vector<GraphTrainerReport> reports;
+  for (int run = 0; run < 2; ++run) {
+    float counted = -1;
+    ASSERT_OK_AND_ASSIGN(GraphTrainerReport report,
+                         TrainGraphWorkload(options, [&](const GraphCluster& cluster) -> Status {
+                           AF_ASSIGN_OR_RETURN(counted, CountOnEveryWorker(cluster, {3, 4}));
+                           return Status::OK();
+                         }));
+    EXPECT_EQ(counted, 7);
+    EXPECT_TRUE(report.simulated);
+    EXPECT_GT(report.virtual_seconds, 0);
+    EXPECT_GE(report.steps, 1 + 3 + 1 + 4 + 1);  // init, adds and reads
+    for (const SimInvariantResult& r : report.invariants) EXPECT_TRUE(r.violations.empty()) << r.name;
+    reports.push_back(report);
+  }
+  EXPECT_FALSE(reports[0].event_log_hash.empty());
+  EXPECT_EQ(reports[0].event_log_hash, reports[1].event_log_hash);
 }
 
 TEST(GraphTrainerTest, ABadClusterOrTimeoutEndsTheRunBeforeTheWorkload) {
@@ -118,11 +145,11 @@ TEST(GraphTrainerTest, ABadClusterOrTimeoutEndsTheRunBeforeTheWorkload) {
   };
   GraphTrainerOptions bad_cluster;
   bad_cluster.cluster = TrainerCluster::Local(1, 0);
-  EXPECT_THAT(TrainGraphWorkload(bad_cluster, workload).message(),
+  EXPECT_THAT(TrainGraphWorkload(bad_cluster, workload).status().message(),
               HasSubstr("TrainerCluster.local_workers"));
   GraphTrainerOptions bad_timeout;
   bad_timeout.connect_timeout_ms = 0;
-  EXPECT_THAT(TrainGraphWorkload(bad_timeout, workload).message(),
+  EXPECT_THAT(TrainGraphWorkload(bad_timeout, workload).status().message(),
               HasSubstr("GraphTrainerOptions.connect_timeout_ms"));
   EXPECT_FALSE(ran);
 }

@@ -123,11 +123,6 @@ Status CheckCharLmFlags(const TrainCommandOptions& flags) {
       return InvalidArgument(model + " --cluster with --split " + flags.split +
                              ": data parallelism and a model split do not combine");
     }
-    if (flags.cluster.rfind("sim:", 0) == 0) {
-      return InvalidArgument(model + " --cluster " + flags.cluster +
-                             ": it trains on real servers (local:ps=P,worker=W or a cluster "
-                             "file), not a simulated cluster");
-    }
     if (flags.mode != "sync") {
       return InvalidArgument(model + " --mode " + flags.mode +
                              ": its workers train synchronously, as towers of one graph "
@@ -162,9 +157,11 @@ Status TrainCharLmCommand(const TrainCommandOptions& flags, std::ostream& out,
     };
   }
   AF_ASSIGN_OR_RETURN(GraphTrainerOptions trainer, TrainerOptionsOf(flags));
+  trainer.seed = flags.seed;
   CharLmRuntime runtime;
   CharLmResult r;
-  AF_RETURN_IF_ERROR(TrainGraphWorkload(trainer, [&](const GraphCluster& cluster) -> Status {
+  AF_ASSIGN_OR_RETURN(GraphTrainerReport report,
+                      TrainGraphWorkload(trainer, [&](const GraphCluster& cluster) -> Status {
     AF_ASSIGN_OR_RETURN(runtime, RuntimeOn(cluster, flags, o, trainer.session_options));
     o.placement = runtime.placement;
     // A pipeline's bubble is measured from a traced step.
@@ -204,6 +201,7 @@ Status TrainCharLmCommand(const TrainCommandOptions& flags, std::ostream& out,
     j["towers"] = o.placement.tower_devices.size();
     j["ps_tasks"] = o.placement.ps_devices.size();
   }
+  AddSimulationFields(report, &j);
   if (flags.json) {
     out << j.dump() << "\n";
     return Status::OK();

@@ -7,7 +7,9 @@
 //                           this process;
 //   a cluster file          its "ps" and "worker" tasks (placement/cluster_spec.h),
 //                           each an `actorflow server` already running; this process
-//                           drives every worker task (task -1).
+//                           drives every worker task (task -1);
+//   "sim:ps=P,worker=W"     TrainerCluster::Simulated: the same on a simulated
+//                           cluster in this process, deterministic in virtual time.
 // A cluster given needs ps and worker tasks: the tables and variables live on the ps
 // tasks.
 #ifndef ACTORFLOW_TOOLS_TRAIN_GRAPH_CLUSTER_FLAG_H_
@@ -15,6 +17,8 @@
 
 #include <cstdint>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "actors/trainer/graph_trainer.h"
 #include "graph/status.h"
@@ -34,6 +38,11 @@ StatusOr<GraphTrainerOptions> GraphTrainerOptionsFromFlag(const std::string& clu
 // The shape --cluster gives, without starting or reaching anything; errors as above.
 StatusOr<GraphCluster> GraphClusterOfFlag(const std::string& cluster_flag,
                                           const std::string& model);
+
+// A simulated run's fields of a --json line (none for other clusters):
+// "event_log_hash" (the same flags and seed give the same), "virtual_seconds",
+// "invariant_violations" (the drivers' steps, SimulatedCluster::DriversReport).
+void AddSimulationFields(const GraphTrainerReport& report, nlohmann::ordered_json* j);
 
 }  // namespace cli
 }  // namespace actorflow

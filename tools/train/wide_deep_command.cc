@@ -65,11 +65,13 @@ Status TrainWideDeepCommand(const TrainCommandOptions& flags, std::ostream& out,
       summaries.Progress(worker, step, planned, loss);
     };
   }
+  trainer.seed = flags.seed;
   WideDeepResult r;
-  AF_RETURN_IF_ERROR(TrainGraphWorkload(trainer, [&](const GraphCluster& cluster) -> Status {
-    AF_ASSIGN_OR_RETURN(r, TrainWideDeep(o, train, test, cluster.sessions));
-    return Status::OK();
-  }));
+  AF_ASSIGN_OR_RETURN(GraphTrainerReport report,
+                      TrainGraphWorkload(trainer, [&](const GraphCluster& cluster) -> Status {
+                        AF_ASSIGN_OR_RETURN(r, TrainWideDeep(o, train, test, cluster.sessions));
+                        return Status::OK();
+                      }));
   summaries.End(0, r.global_step,
                 {{"auc", static_cast<float>(r.auc)},
                  {"accuracy", static_cast<float>(r.accuracy)},
@@ -87,6 +89,7 @@ Status TrainWideDeepCommand(const TrainCommandOptions& flags, std::ostream& out,
     j["bytes_pushed_per_step"] = r.bytes_pushed_per_step;
     j["dense_bytes_per_step"] = r.dense_bytes_per_step;
     j["rows_touched_per_step"] = r.rows_touched_per_step;
+    AddSimulationFields(report, &j);
     out << j.dump() << "\n";
     return Status::OK();
   }

@@ -1,8 +1,8 @@
 // `actorflow train --model wide-deep`: the wide & deep classifier
 // (training/estimators/wide_deep.h) on CSV files of tools/ctr_data.py's layout (user,
 // item, site, category, hour, price and a 0/1 label), in one process or between-graph
-// on a cluster (tools/train/graph_cluster_flag.h: local:ps=P,worker=W, or a cluster
-// file).
+// on a cluster (tools/train/graph_cluster_flag.h: local:ps=P,worker=W,
+// sim:ps=P,worker=W, or a cluster file).
 //
 //   actorflow train --model wide-deep --train DIR/train.csv --test DIR/test.csv
 //       [--label clicked] [--epochs 2] [--batch 256] [--lr 2] [--hidden 64,32]

@@ -98,6 +98,27 @@ TEST_P(WideDeepClusterTest, ALocalClusterMovesRowsOnly) {
   EXPECT_LT(moved * 50, j["dense_bytes_per_step"].get<double>()) << j;
 }
 
+// The same on a simulated cluster: rows only on the simulated links, the drivers'
+// invariants hold, and the same flags give the same run.
+TEST_P(WideDeepClusterTest, ASimulatedClusterReplays) {
+  ScopedTempDir dir("wide_deep");
+  TrainCommandOptions options = WideDeep(dir);
+  options.cluster = "sim:ps=2,worker=2";
+  options.mode = GetParam();
+  options.epochs = 1;
+  const nlohmann::json j = RunJson(options);
+  ASSERT_TRUE(j.is_object()) << j;
+  EXPECT_GT(j["auc"].get<double>(), 0.7) << j;
+  EXPECT_EQ(j["steps"], GetParam() == "sync" ? 16 : 32) << j;
+  const double moved = j["bytes_pulled_per_step"].get<double>() + j["bytes_pushed_per_step"].get<double>();
+  EXPECT_GT(moved, 0);
+  EXPECT_LT(moved * 50, j["dense_bytes_per_step"].get<double>()) << j;
+  EXPECT_EQ(j["invariant_violations"], 0);
+  const nlohmann::json again = RunJson(options);
+  EXPECT_EQ(j["event_log_hash"], again["event_log_hash"]);
+  EXPECT_EQ(j["auc"], again["auc"]);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, WideDeepClusterTest, ::testing::Values("async", "sync"));
 
 // The test rows through the exported servable: their probabilities, fed the ids the

@@ -31,7 +31,8 @@ Word2VecOptions OptionsOf(const TrainCommandOptions& flags) {
   return o;
 }
 
-void PrintResult(const Word2VecResult& r, int64_t vocab, std::ostream& out, bool json) {
+void PrintResult(const Word2VecResult& r, int64_t vocab, const GraphTrainerReport& report,
+                 std::ostream& out, bool json) {
   if (json) {
     nlohmann::ordered_json j;
     j["model"] = "word2vec";
@@ -47,6 +48,7 @@ void PrintResult(const Word2VecResult& r, int64_t vocab, std::ostream& out, bool
     j["seconds"] = r.seconds;
     j["words_per_second"] = r.words_per_second;
     j["vocab_size"] = vocab;
+    AddSimulationFields(report, &j);
     out << j.dump() << "\n";
     return;
   }
@@ -97,8 +99,10 @@ Status TrainWord2VecCommand(const TrainCommandOptions& flags, std::ostream& out,
       summaries.Progress(worker, step, planned, loss);
     };
   }
+  trainer.seed = flags.seed;
   Word2VecResult result;
-  AF_RETURN_IF_ERROR(TrainGraphWorkload(trainer, [&](const GraphCluster& cluster) -> Status {
+  AF_ASSIGN_OR_RETURN(GraphTrainerReport report,
+                      TrainGraphWorkload(trainer, [&](const GraphCluster& cluster) -> Status {
     o.num_ps = cluster.num_ps;
     o.num_workers = cluster.num_workers;
     AF_ASSIGN_OR_RETURN(result, TrainWord2Vec(o, corpus, cluster.sessions));
@@ -109,7 +113,7 @@ Status TrainWord2VecCommand(const TrainCommandOptions& flags, std::ostream& out,
                  {"words_per_second", static_cast<float>(result.words_per_second)},
                  {"bytes_pulled_per_step", static_cast<float>(result.bytes_pulled_per_step)},
                  {"bytes_pushed_per_step", static_cast<float>(result.bytes_pushed_per_step)}});
-  PrintResult(result, static_cast<int64_t>(corpus.words.size()), out, flags.json);
+  PrintResult(result, static_cast<int64_t>(corpus.words.size()), report, out, flags.json);
   return Status::OK();
 }
 

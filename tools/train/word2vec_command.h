@@ -1,6 +1,7 @@
 // `actorflow train --model word2vec`: skip-gram word2vec (training/estimators/word2vec.h)
 // on a text file or directory, in one process or between-graph on a cluster
-// (tools/train/graph_cluster_flag.h: local:ps=P,worker=W, or a cluster file).
+// (tools/train/graph_cluster_flag.h: local:ps=P,worker=W, sim:ps=P,worker=W, or a
+// cluster file).
 //
 //   actorflow train --model word2vec --text FILE|DIR [--vocab-size 50000]
 //       [--embedding-dim 128] [--num-sampled 64] [--skip-window 1] [--batch 128]

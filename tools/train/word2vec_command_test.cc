@@ -99,6 +99,31 @@ TEST(Word2VecCommandTest, BetweenGraphOnALocalClusterMovesRowsOnly) {
   EXPECT_LT(4 * (pulled + pushed), j["dense_bytes_per_step"].get<double>());
 }
 
+// --cluster sim: the same between-graph training on a simulated cluster, its two
+// workers taking turns: the same flags give the same run (the loss and the event log),
+// rows cross the links, and the drivers' invariants hold.
+TEST(Word2VecCommandTest, BetweenGraphOnASimulatedClusterReplays) {
+  ScopedTempDir dir("w2v");
+  TrainCommandOptions options = Word2Vec(WriteText(dir));
+  options.cluster = "sim:ps=1,worker=2";
+  options.steps = 100;
+  const nlohmann::json first = RunJson(options);
+  const nlohmann::json again = RunJson(options);
+  ASSERT_TRUE(first.is_object()) << first;
+  ASSERT_TRUE(again.is_object()) << again;
+  EXPECT_EQ(first["steps"], 100);
+  EXPECT_LT(first["loss"].get<double>(), first["first_loss"].get<double>() + 1.0);
+  // Rows, not tables, cross the simulated links too.
+  const double pulled = first["bytes_pulled_per_step"], pushed = first["bytes_pushed_per_step"];
+  EXPECT_GT(pulled, 0);
+  EXPECT_GT(pushed, 0);
+  EXPECT_LT(4 * (pulled + pushed), first["dense_bytes_per_step"].get<double>());
+  EXPECT_EQ(first["invariant_violations"], 0);
+  EXPECT_GT(first["virtual_seconds"].get<double>(), 0);
+  EXPECT_EQ(first["event_log_hash"], again["event_log_hash"]);
+  EXPECT_EQ(first["loss"], again["loss"]);
+}
+
 // --checkpoint-dir on a cluster (the tables on the ps task) and --logdir: each worker
 // logs, the checkpoint holds the tables, and the exported servable maps word ids to
 // their unit-length trained embeddings.

@@ -1,5 +1,8 @@
 #include "training/distributed/graph_workload.h"
 
+#include <map>
+#include <string>
+
 namespace actorflow {
 namespace {
 
@@ -38,6 +41,18 @@ StatusOr<GraphCluster> GraphClusterShape(const TrainerCluster& cluster) {
     shape.num_ps = cluster.local_ps_tasks;
     shape.num_workers = cluster.local_workers;
     shape.in_process = shape.num_ps == 0;
+    for (int w = 0; w < shape.num_workers; ++w) shape.workers.push_back(w);
+    return shape;
+  }
+  if (cluster.kind == TrainerCluster::Kind::kSimulated) {
+    const std::map<std::string, int>& tasks = cluster.simulation.shape.tasks;
+    const auto ps = tasks.find("ps");
+    const auto workers = tasks.find("worker");
+    if (workers == tasks.end() || workers->second < 1) {
+      return BadCluster("simulation.shape", "needs a 'worker' job (e.g. sim:ps=1,worker=2)");
+    }
+    shape.num_ps = ps == tasks.end() ? 0 : ps->second;
+    shape.num_workers = workers->second;
     for (int w = 0; w < shape.num_workers; ++w) shape.workers.push_back(w);
     return shape;
   }

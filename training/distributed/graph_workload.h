@@ -36,6 +36,8 @@ namespace actorflow {
 //       server` already running; task -1: this process drives every task of `job`
 //       (one client for all workers), task >= 0: only that one (between-graph
 //       replication with a process per worker, as TF1 runs it).
+//   TrainerCluster::Simulated(simulation): the simulated cluster's tasks; this
+//       process drives every worker (actors/trainer/graph_trainer.h).
 struct GraphCluster {
   int num_ps = 0;       // tasks of job "ps" (0: no ps task)
   int num_workers = 1;  // tasks of the worker job (Local(0, W): W)

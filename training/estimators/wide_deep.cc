@@ -9,10 +9,10 @@
 #include <optional>
 #include <random>
 #include <set>
-#include <thread>
 #include <unordered_set>
 #include <utility>
 
+#include "graph/cooperative.h"
 #include "graph/gradients.h"
 #include "graph/ops.h"
 #include "graph/sampled_ops.h"
@@ -472,12 +472,10 @@ StatusOr<WideDeepResult> TrainWideDeep(const WideDeepOptions& o, const CsvData& 
                       checkpoints->RestoreOrInitialize(worker_sessions[0].get(), "init"));
   std::vector<WorkerStats> stats(drivers.size());
   const auto start = std::chrono::steady_clock::now();
-  std::vector<std::thread> threads;
-  for (size_t d = 0; d < drivers.size(); ++d) {
-    threads.emplace_back(RunWorker, std::cref(o), std::cref(train), drivers[d], restored_step,
-                         worker_sessions[d].get(), &stats[d]);
-  }
-  for (std::thread& t : threads) t.join();
+  // Cooperative threads: on a simulated cluster the workers take turns.
+  RunThreadsCooperatively("wide & deep worker", static_cast<int>(drivers.size()), [&](int d) {
+    RunWorker(o, train, drivers[d], restored_step, worker_sessions[d].get(), &stats[d]);
+  });
   WideDeepResult result;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   double pulled = 0, pushed = 0, rows = 0;

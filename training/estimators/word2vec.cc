@@ -7,10 +7,10 @@
 #include <numeric>
 #include <optional>
 #include <sstream>
-#include <thread>
 #include <unordered_set>
 #include <utility>
 
+#include "graph/cooperative.h"
 #include "graph/ops.h"
 #include "graph/sampled_ops.h"
 #include "graph/scope.h"
@@ -288,13 +288,12 @@ StatusOr<Word2VecResult> TrainWord2Vec(const Word2VecOptions& o, const Corpus& c
                       checkpoints->RestoreOrInitialize(worker_sessions[0].get(), "init"));
   std::vector<WorkerStats> stats(o.num_workers);
   const auto start = std::chrono::steady_clock::now();
-  std::vector<std::thread> threads;
-  for (int w = 0; w < o.num_workers; ++w) {
+  // Cooperative threads: on a simulated cluster the workers take turns.
+  RunThreadsCooperatively("word2vec worker", o.num_workers, [&](int w) {
     const int64_t steps = o.steps / o.num_workers + (w < o.steps % o.num_workers ? 1 : 0);
-    threads.emplace_back(RunWorker, std::cref(o), std::cref(corpus), w, steps,
-                         restored_step / o.num_workers, worker_sessions[w].get(), &stats[w]);
-  }
-  for (std::thread& t : threads) t.join();
+    RunWorker(o, corpus, w, steps, restored_step / o.num_workers, worker_sessions[w].get(),
+              &stats[w]);
+  });
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const WorkerStats& s : stats) AF_RETURN_IF_ERROR(s.status);
