@@ -263,6 +263,21 @@ struct ServingHttpServer::Impl {
   // The server's task queue while it listens (httplib owns and deletes it).
   std::atomic<ConnectionThreads*> connections{nullptr};
 
+  // Beyond `max` open connections: sets `res` to the 503 that says so (the
+  // connection then closes) and returns true.
+  bool AnswerOverload(int64_t max, httplib::Response* res) const {
+    ConnectionThreads* queue = connections.load();
+    const int64_t open = queue != nullptr ? queue->active() : 0;
+    if (open <= max) return false;
+    res->status = 503;
+    res->set_header("Connection", "close");
+    res->set_content(ErrorJson(std::to_string(open) + " connections are open, the most "
+                               "--max-connections " + std::to_string(max) + " allows")
+                         .dump(),
+                     "application/json");
+    return true;
+  }
+
   // Runs one API call and records it: `api` is "predict", "classify", "regress",
   // "status" or "metadata".
   void Handle(const httplib::Request& req, httplib::Response& res, const std::string& api,
@@ -377,17 +392,17 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
     raw->connections.store(queue);
     return queue;
   };
-  svr.set_pre_routing_handler([raw, max = options.max_connections](const httplib::Request&,
+  // A request with a body is answered 503 by its handler once the body is read:
+  // closing a connection whose request bytes were not read resets it, and the client
+  // would lose the answer.
+  svr.set_pre_routing_handler([raw, max = options.max_connections](const httplib::Request& req,
                                                                     httplib::Response& res) {
-    ConnectionThreads* queue = raw->connections.load();
-    const int64_t open = queue != nullptr ? queue->active() : 0;
-    if (open <= max) return httplib::Server::HandlerResponse::Unhandled;
-    res.status = 503;
-    res.set_header("Connection", "close");
-    res.set_content(ErrorJson(std::to_string(open) + " connections are open, the most "
-                              "--max-connections " + std::to_string(max) + " allows")
-                        .dump(),
-                    "application/json");
+    const bool has_body = req.has_header("Transfer-Encoding") ||
+                          (req.has_header("Content-Length") &&
+                           req.get_header_value("Content-Length") != "0");
+    if (has_body || !raw->AnswerOverload(max, &res)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
     return httplib::Server::HandlerResponse::Handled;
   });
   svr.set_keep_alive_max_count(1 << 30);
@@ -416,7 +431,8 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
     // the API takes JSON whatever the Content-Type says, up to --max-body-bytes.
     svr.Post(model + ":" + name, [raw, name, max = options.max_body_bytes,
                                   body_timeout_ms = options.body_timeout_ms,
-                                  max_instances = options.max_instances](
+                                  max_instances = options.max_instances,
+                                  max_connections = options.max_connections](
                                      const httplib::Request& req, httplib::Response& res,
                                      const httplib::ContentReader& read) {
       std::string body;
@@ -482,6 +498,7 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
             "application/json");
         return;
       }
+      if (raw->AnswerOverload(max_connections, &res)) return;
       // Rows over the limit are refused before the body is parsed (see
       // CountRequestRows): memory follows the rows. Every row takes at least 2 bytes
       // ("1,"), so a body too short to hold more rows than the limit is not counted
