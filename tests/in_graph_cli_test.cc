@@ -73,6 +73,23 @@ TEST(InGraphCliTest, OnALocalClusterItGivesTheSameResultAsOnLocalCpusAndPredictR
   EXPECT_TRUE(predict.exited && predict.exit_code == 0) << predict.err;
 }
 
+// On a simulated cluster (the library trainer's TrainerCluster::Simulated): the same
+// graph gives the same result as on local CPUs, and the same flags the same run.
+TEST(InGraphCliTest, OnASimulatedClusterItGivesTheSameResultAndReplays) {
+  const std::vector<std::string> args = {"train", "--replication", "in-graph", "--cluster",
+                                         "sim:ps=1,worker=2", "--steps", "100", "--json"};
+  json simulated = RunJson(args);
+  json again = RunJson(args);
+  json local = RunJson({"train", "--replication", "in-graph", "--steps", "100", "--json"});
+  ASSERT_TRUE(simulated.is_object() && again.is_object() && local.is_object());
+  EXPECT_EQ(simulated["towers"].get<int>(), 2);
+  EXPECT_EQ(simulated["global_step"].get<int64_t>(), 100);
+  EXPECT_EQ(simulated["accuracy"], local["accuracy"]);
+  EXPECT_NEAR(simulated["loss"].get<double>(), local["loss"].get<double>(), 1e-6);
+  EXPECT_GT(simulated["virtual_seconds"].get<double>(), 0.0);
+  EXPECT_EQ(simulated["event_log_hash"], again["event_log_hash"]);
+}
+
 TEST(InGraphCliTest, BetweenGraphFlagsABadReplicationAndABadShapeAreUsageErrors) {
   struct Case {
     std::vector<std::string> flags;
@@ -83,6 +100,7 @@ TEST(InGraphCliTest, BetweenGraphFlagsABadReplicationAndABadShapeAreUsageErrors)
       {{"--replication", "sideways"}, "--replication 'sideways'"},
       {{"--replication", "in-graph", "--cluster", "local:worker=2"}, "needs ps=P and worker=W"},
       {{"--replication", "in-graph", "--cluster", "local:ps=1,worker=2,chief=1"}, "job 'chief'"},
+      {{"--replication", "in-graph", "--cluster", "sim:worker=2"}, "needs ps=P and worker=W"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"train"};

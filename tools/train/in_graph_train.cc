@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/sim/sim_cluster_spec.h"
 #include "actors/trainer/cluster_trainer.h"
 #include "placement/cluster_spec.h"
 #include "tools/train/progress_bar.h"
@@ -30,7 +31,8 @@ const char* const kBetweenGraphOnlyFlags[] = {"--mode", "--replicas-to-aggregate
 
 // The library trainer's options (policy kInGraph) that the flags mean: the model
 // and data flags as `actorflow train`'s, --cluster (empty: 2 towers on 2 CPU
-// devices of this process; local:ps=P,worker=W; or a file whose "ps" and "worker"
+// devices of this process; local:ps=P,worker=W; sim:ps=P,worker=W, simulated; or a
+// file whose "ps" and "worker"
 // jobs run `actorflow server`, the steps going through worker 0's master), --epochs
 // or else --steps, --lr-decay, --checkpoint-dir and --timeout-ms. InvalidArgument
 // naming the flag for a shape without ps and worker tasks or with other jobs.
@@ -44,6 +46,16 @@ StatusOr<TrainerOptions> InGraphTrainerOptionsFromFlags(const TrainCommandOption
   trainer.policy.kind = TrainingPolicyKind::kInGraph;
   if (cluster.empty()) {
     trainer.cluster = TrainerCluster::Local(/*ps_tasks=*/0, /*workers=*/2);
+  } else if (cluster.rfind("sim:", 0) == 0) {
+    StatusOr<SimClusterShape> shape = ParseSimClusterSpec(cluster);
+    if (!shape.ok()) return shape.status().WithContext("--cluster");
+    if (shape->tasks.count("ps") == 0 || shape->tasks.count("worker") == 0) {
+      return InvalidArgument("--cluster " + cluster + ": in-graph replication needs ps=P and "
+                             "worker=W, both >= 1");
+    }
+    TrainerSimulation simulation;
+    simulation.shape = std::move(shape).value();
+    trainer.cluster = TrainerCluster::Simulated(std::move(simulation));
   } else if (IsLocalCluster(cluster)) {
     AF_ASSIGN_OR_RETURN(auto shape, ParseLocalClusterFlag(cluster));
     for (const auto& [job, count] : shape) {
@@ -120,6 +132,10 @@ Status TrainInGraph(const TrainCommandOptions& o, const std::string& cluster, st
   extra["replication"] = kInGraph;
   extra["towers"] = ran->plan.in_graph.tower_devices.size();
   extra["ps_tasks"] = ran->plan.in_graph.ps_devices.size();
+  if (ran->simulation != nullptr) {
+    extra["event_log_hash"] = ran->simulation->event_log_hash;
+    extra["virtual_seconds"] = ran->simulation->report.virtual_seconds;
+  }
   PrintTrainResult(o, report.eval, report.train, ran->seconds, classes, extra, out);
   return Status::OK();
 }
@@ -149,7 +165,8 @@ Subcommand WithReplicationFlag(Subcommand train, std::shared_ptr<const TrainComm
   // train declares --cluster for between-graph training; reuse it when it is there.
   auto own_cluster = std::make_shared<std::string>();
   if (app->get_option_no_throw("--cluster") == nullptr) {
-    app->add_option("--cluster", *own_cluster, "local:ps=P,worker=W or a cluster JSON file");
+    app->add_option("--cluster", *own_cluster,
+                    "local:ps=P,worker=W, sim:ps=P,worker=W or a cluster JSON file");
   }
   std::function<int()> between_graph = std::move(train.main);
   train.main = [app, options, replication, own_cluster, between_graph]() {
