@@ -59,6 +59,9 @@ bool MakeCert(const std::string& dir, const std::string& name, const std::string
   return std::system(cmd.c_str()) == 0;
 }
 
+// Every process's failure detector: generous, so that only certificates decide.
+constexpr char kHeartbeatTimeoutMs[] = "10000";
+
 std::vector<std::string> TlsArgs(const std::string& dir, const std::string& cert,
                                  const std::string& ca) {
   return {"--tls-cert", dir + "/" + cert + ".pem", "--tls-key", dir + "/" + cert + "_key.pem",
@@ -112,6 +115,11 @@ class SecureClusterTest : public ::testing::Test {
     options.shape = {{"worker", 2}};
     options.dir = dir_;
     options.server_args = TlsArgs(dir_, "task", "cluster_ca");
+    // Failure detection is not what these tests judge: a loaded machine (TLS
+    // handshakes beside other tests' clusters) must not have a task declared down.
+    for (const char* arg : {"--heartbeat-timeout-ms", kHeartbeatTimeoutMs}) {
+      options.server_args.push_back(arg);
+    }
     auto cluster = ProcessCluster::Start(std::move(options));
     ASSERT_TRUE(cluster.ok()) << cluster.status();
     cluster_ = std::move(cluster).value();
@@ -120,7 +128,8 @@ class SecureClusterTest : public ::testing::Test {
 
   std::vector<std::string> RunArgs(std::vector<std::string> extra) {
     std::vector<std::string> args = {"run", "--graph", graph_, "--fetch", "b", "--target",
-                                     cluster_->Target("worker", 0), "--timeout-ms", "10000"};
+                                     cluster_->Target("worker", 0), "--timeout-ms", "10000",
+                                     "--heartbeat-timeout-ms", kHeartbeatTimeoutMs};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
