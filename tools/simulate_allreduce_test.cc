@@ -69,6 +69,23 @@ TEST(SimulateAllReduceTest, DelayedDuplicatedAndReorderedChunksChangeNoWeight) {
   EXPECT_EQ(j["steps_with_differing_weights"], 0);
 }
 
+// The run goes through the library trainer, whose replicas are any model of train:
+// a convolutional network on the 8x8 digits, its replicas identical at every step.
+TEST(SimulateAllReduceTest, ACnnOnTheDigitsKeepsItsReplicasIdentical) {
+  SimulateCommandOptions o = AllReduce("sim:worker=2", 3);
+  o.train.model = "cnn";
+  o.train.train_path = "examples/data/digits_training.csv";
+  o.train.test_path = "examples/data/digits_test.csv";
+  o.train.steps = 40;
+  o.train.optimizer = "adam";
+  o.train.learning_rate = 0.01;
+  const nlohmann::json j = RunJson(o);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["global_step"], 40);
+  EXPECT_EQ(j["steps_with_differing_weights"], 0);
+  EXPECT_GT(j["accuracy"].get<double>(), 0.3);  // ten classes: chance is 0.1
+}
+
 TEST(SimulateAllReduceTest, RefusesPsModesWithoutPsAndKillsUnderAllReduce) {
   SimulateCommandOptions sync = AllReduce("sim:worker=2", 1);
   sync.mode = "sync";

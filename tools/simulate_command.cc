@@ -113,14 +113,12 @@ Status CheckSimulateOptions(const SimulateCommandOptions& options) {
   if (!(options.device_gflops > 0)) return InvalidArgument("--device-gflops must be > 0");
   if (options.eval_every < 0) return InvalidArgument("--eval-every must be >= 0");
   if (!(options.max_virtual_seconds > 0)) return InvalidArgument("--max-virtual-seconds must be > 0");
-  // Between-graph replication trains any model of train (the library trainer's
-  // workload); all-reduce and in-graph runs the MLP.
-  const bool between_graph_ps = options.mode != "allreduce" && options.replication == "between-graph";
-  if (options.train.model != "mlp" && !between_graph_ps) {
-    return InvalidArgument("--model " + options.train.model + ": the simulator's " +
-                           (options.mode == "allreduce" ? "--mode allreduce" : "--replication in-graph") +
-                           " trains --model mlp (between-graph replication with ps tasks trains "
-                           "every model)");
+  // Between-graph replication (ps or all-reduce) trains any model of train; the
+  // in-graph run replicates the MLP, as `train --replication in-graph` does.
+  if (options.train.model != "mlp" && options.replication == "in-graph") {
+    return InvalidArgument("--model " + options.train.model + ": the simulator's "
+                           "--replication in-graph trains --model mlp (between-graph "
+                           "replication trains every model)");
   }
   LinkModel link;
   link.latency_us = options.latency_us;
