@@ -1,11 +1,8 @@
 #include "tools/simulate_command.h"
 
-#include <chrono>
-#include <cmath>
-#include <cstdio>
 #include <iostream>
-#include <map>
-#include <memory>
+#include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -14,10 +11,10 @@
 #include "tools/train/train_cluster.h"
 #include "tools/train/train_data.h"
 #include "tools/train/train_flags.h"
-#include "training/distributed/in_graph_classifier.h"
 
 namespace actorflow {
 namespace cli {
+
 StatusOr<FaultPlan> FaultPlanFromFlags(const SimulateCommandOptions& options,
                                        const SimClusterShape& shape) {
   AF_ASSIGN_OR_RETURN(ClusterSpec spec, shape.ToClusterSpec());
