@@ -44,12 +44,7 @@ Status SimulateAllReduce(const SimulateCommandOptions& options, std::ostream& ou
     j["loss"] = result.loss;
     j["train_loss"] = run.train_loss;
     j["global_step"] = report.global_step;
-    j["virtual_seconds"] = report.virtual_seconds;
-    j["wall_seconds"] = result.seconds;
-    j["messages"] = run.messages;
-    j["dropped"] = run.dropped;
-    j["event_log_hash"] = run.event_log_hash;
-    j["weights_hash"] = report.weights_hash;
+    AddSimulatedRunJson(run, result.seconds, &j);
     j["buckets"] = run.allreduce_buckets;
     j["steps_with_differing_weights"] = differing;
     j["invariant_violations"] = differing;

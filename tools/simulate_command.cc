@@ -25,6 +25,16 @@ StatusOr<FaultPlan> FaultPlanFromFlags(const SimulateCommandOptions& options,
   return FaultPlan();
 }
 
+void AddSimulatedRunJson(const SimulatedTrainerRun& run, double wall_seconds,
+                         nlohmann::ordered_json* j) {
+  (*j)["virtual_seconds"] = run.report.virtual_seconds;
+  (*j)["wall_seconds"] = wall_seconds;
+  (*j)["messages"] = run.messages;
+  (*j)["dropped"] = run.dropped;
+  (*j)["event_log_hash"] = run.event_log_hash;
+  (*j)["weights_hash"] = run.report.weights_hash;
+}
+
 StatusOr<TrainerOptions> TrainerOptionsOfSimulation(const SimulateCommandOptions& options,
                                                     const SimClusterShape& shape,
                                                     const DNNModelSpec& spec) {
@@ -155,12 +165,7 @@ Status Simulate(const SimulateCommandOptions& options, std::ostream& out, std::o
   j["loss"] = result.loss;
   j["global_step"] = result.global_step;
   j["steps"] = steps;
-  j["virtual_seconds"] = report.virtual_seconds;
-  j["wall_seconds"] = result.seconds;
-  j["messages"] = run.messages;
-  j["dropped"] = run.dropped;
-  j["event_log_hash"] = run.event_log_hash;
-  j["weights_hash"] = report.weights_hash;
+  AddSimulatedRunJson(run, result.seconds, &j);
   j["updates_applied"] = steps;
   j["workers_lost"] = report.workers_lost;
   j["cluster"] = options.cluster;

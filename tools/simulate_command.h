@@ -42,7 +42,10 @@
 #include <ostream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "actors/sim/simulated_cluster.h"
+#include "actors/trainer/cluster_trainer.h"
 #include "graph/status.h"
 #include "tools/cli/cli_common.h"
 #include "tools/train/train_command.h"
@@ -90,6 +93,11 @@ StatusOr<FaultPlan> FaultPlanFromFlags(const SimulateCommandOptions& options,
 StatusOr<TrainerOptions> TrainerOptionsOfSimulation(const SimulateCommandOptions& options,
                                                     const SimClusterShape& shape,
                                                     const DNNModelSpec& spec);
+
+// The fields every simulated run's --json line has, in this order: "virtual_seconds",
+// "wall_seconds", "messages", "dropped", "event_log_hash", "weights_hash".
+void AddSimulatedRunJson(const SimulatedTrainerRun& run, double wall_seconds,
+                         nlohmann::ordered_json* j);
 
 // --mode allreduce (tools/simulate_allreduce.cc): all-reduce data parallelism, no
 // ps; every step checks that every member's weights are byte-identical (the run

@@ -92,12 +92,7 @@ Status SimulateDataParallel(const SimulateCommandOptions& options, std::ostream&
     j["loss"] = report.final_eval.loss;
     j["global_step"] = report.global_step;
     j["steps"] = steps;
-    j["virtual_seconds"] = report.virtual_seconds;
-    j["wall_seconds"] = wall_seconds;
-    j["messages"] = run.messages;
-    j["dropped"] = run.dropped;
-    j["event_log_hash"] = run.event_log_hash;
-    j["weights_hash"] = report.weights_hash;
+    AddSimulatedRunJson(run, wall_seconds, &j);
     j["updates_applied"] = report.updates_applied;
     j["dropped_stale"] = report.dropped_stale;
     j["workers_lost"] = report.workers_lost;

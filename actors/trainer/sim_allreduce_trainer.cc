@@ -84,7 +84,8 @@ StatusOr<TrainerResult> TrainAllReduceOnSimulatedCluster(const TrainerOptions& o
                                                          SimulatedCluster& cluster,
                                                          const TrainerPlan& plan,
                                                          const LabeledData& train,
-                                                         const LabeledData& test) {
+                                                         const LabeledData& test,
+                                                         SimulatedTrainerRun* run) {
   const int workers = plan.workers;
   Replicas replicas;
   replicas.cluster = &cluster;
@@ -98,7 +99,6 @@ StatusOr<TrainerResult> TrainAllReduceOnSimulatedCluster(const TrainerOptions& o
     replicas.graphs.push_back(std::move(r));
     replicas.sessions.push_back(session);
   }
-  auto run = std::make_shared<SimulatedTrainerRun>();
   // A step that fails (a chunk lost to a fault: its members' deadline) ends the run,
   // reported in run->failure.
   run->failure = Together(cluster, replicas.Steps({}, {"init"})).status();
@@ -171,7 +171,6 @@ StatusOr<TrainerResult> TrainAllReduceOnSimulatedCluster(const TrainerOptions& o
   result.allreduce.weights_hash = report.weights_hash;
   result.allreduce.replicas_identical =
       run->failure.ok() && report.invariants.back().violations.empty();
-  result.simulation = std::move(run);
   return result;
 }
 

@@ -61,8 +61,8 @@ void FillResult(const SimTrainingReport& report, TrainerResult* result) {
 StatusOr<TrainerResult> TrainWithPsOnSimulatedCluster(const TrainerOptions& options,
                                                       SimulatedCluster& cluster,
                                                       const TrainerPlan& plan,
-                                                      TrainingWorkload* workload) {
-  auto run = std::make_shared<SimulatedTrainerRun>();
+                                                      TrainingWorkload* workload,
+                                                      SimulatedTrainerRun* run) {
   run->steps_per_worker = options.max_steps > 0
                               ? options.max_steps
                               : PlannedStepsPerWorker(plan.data_parallel, plan.train_rows);
@@ -70,7 +70,6 @@ StatusOr<TrainerResult> TrainWithPsOnSimulatedCluster(const TrainerOptions& opti
                                        options, plan, run->steps_per_worker, workload)));
   TrainerResult result;
   FillResult(run->report, &result);
-  result.simulation = std::move(run);
   return result;
 }
 
@@ -96,7 +95,8 @@ StatusOr<TrainerResult> TrainInGraphOnSimulatedCluster(const TrainerOptions& opt
                                                        SimulatedCluster& cluster,
                                                        const TrainerPlan& plan,
                                                        const LabeledData& train,
-                                                       const LabeledData& test) {
+                                                       const LabeledData& test,
+                                                       SimulatedTrainerRun* run) {
   const FaultPlan& faults = options.cluster.simulation.faults;
   int64_t workers_lost = 0;
   Status faults_applied = ApplyTaskFaults(cluster, faults, 0, &workers_lost);
@@ -118,7 +118,6 @@ StatusOr<TrainerResult> TrainInGraphOnSimulatedCluster(const TrainerOptions& opt
                                         std::to_string(cluster.VirtualSeconds()) + " s, " +
                                         std::to_string(workers_lost) + " worker(s) lost)");
   }
-  auto run = std::make_shared<SimulatedTrainerRun>();
   run->steps_per_worker = trained->in_graph.train.steps;
   SimTrainingReport& report = run->report;
   report.mode = "sync";
@@ -129,7 +128,6 @@ StatusOr<TrainerResult> TrainInGraphOnSimulatedCluster(const TrainerOptions& opt
   report.final_eval.loss = trained->loss;
   report.parameters = trained->in_graph.parameters;
   report.weights_hash = HashParameters(report.parameters);
-  trained->simulation = std::move(run);
   return trained;
 }
 
@@ -157,6 +155,8 @@ StatusOr<TrainerResult> TrainOnSimulatedCluster(const TrainerOptions& options,
   if (policy == TrainingPolicyKind::kInGraph) {
     plan.in_graph = InGraphReplicationFor(options, plan.workers, plan.cluster.num_tasks("ps"));
   }
+  // The ps policies train this workload; every policy sizes the simulation by its
+  // initial values (the memory estimate).
   DNNWorkloadOptions workload_options;
   workload_options.spec = options.model;
   workload_options.seed = options.seed;
@@ -176,20 +176,21 @@ StatusOr<TrainerResult> TrainOnSimulatedCluster(const TrainerOptions& options,
   if (options.on_start) AF_RETURN_IF_ERROR(options.on_start(plan));
   AF_ASSIGN_OR_RETURN(std::unique_ptr<SimulatedCluster> cluster,
                       SimulatedCluster::Start(cluster_options));
+  auto run = std::make_shared<SimulatedTrainerRun>();
   StatusOr<TrainerResult> result =
       policy == TrainingPolicyKind::kAllReduce
-          ? TrainAllReduceOnSimulatedCluster(options, *cluster, plan, train, test)
+          ? TrainAllReduceOnSimulatedCluster(options, *cluster, plan, train, test, run.get())
       : policy == TrainingPolicyKind::kInGraph
-          ? TrainInGraphOnSimulatedCluster(options, *cluster, plan, train, test)
-          : TrainWithPsOnSimulatedCluster(options, *cluster, plan, workload.get());
+          ? TrainInGraphOnSimulatedCluster(options, *cluster, plan, train, test, run.get())
+          : TrainWithPsOnSimulatedCluster(options, *cluster, plan, workload.get(), run.get());
   AF_RETURN_IF_ERROR(result.status());
-  auto run = std::const_pointer_cast<SimulatedTrainerRun>(result->simulation);
   const EventLog& log = cluster->event_log();
   run->event_log_hash = log.Hash();
   run->messages = log.count();
   run->dropped = log.Count(SimEvent::Kind::kDropped);
   // The ps run measures its own; the others end with the cluster's clock.
   if (run->report.virtual_seconds == 0) run->report.virtual_seconds = cluster->VirtualSeconds();
+  result->simulation = std::move(run);
   result->plan = std::move(plan);
   result->seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();

@@ -12,13 +12,14 @@ namespace actorflow {
 class SimulatedCluster;
 
 // kAllReduce on `cluster` (actors/trainer/sim_allreduce_trainer.cc): `plan.allreduce`
-// gives the replicas' model and devices. The result's `simulation` holds the run
-// (event log fields left to the caller).
+// gives the replicas' model and devices. Fills *run but its event log fields (the
+// caller's, who sets the result's `simulation`).
 StatusOr<TrainerResult> TrainAllReduceOnSimulatedCluster(const TrainerOptions& options,
                                                          SimulatedCluster& cluster,
                                                          const TrainerPlan& plan,
                                                          const LabeledData& train,
-                                                         const LabeledData& test);
+                                                         const LabeledData& test,
+                                                         SimulatedTrainerRun* run);
 
 // `options` were validated (ValidateTrainerOptions) and name a simulated cluster.
 StatusOr<TrainerResult> TrainOnSimulatedCluster(const TrainerOptions& options,
