@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Model parallelism on 2 devices, measured: samples/s of each (model, split,
 pipeline) relative to the same model on one device (`--split none`) in the same
-round (the deep2048 pipelines: relative to their unpipelined layer split), the bytes that cross devices per step, and for pipelines the measured bubble
-beside the theoretical (K-1)/(M+K-1).
+round (the deep2048 pipelines: relative to their unpipelined layer split), the bytes
+that cross devices per step, and for pipelines the measured bubble beside the
+theoretical (K-1)/(M+K-1). deep2048 is 4 hidden layers of 2048 at batch 128 (the
+first hidden layer takes the 64 pixels, so three layers carry the work: 2 on one
+device, 1 on the other); deep2048x4 has four equal 2048x2048 layers, two per device,
+at batch 256.
 
 Every case is `actorflow train --json` on the bundled digits with one OpenBLAS
 thread per process (OPENBLAS_NUM_THREADS=1), so that 2 devices can use the 2 cores;
@@ -30,6 +34,10 @@ MLP = ["--model", "mlp", "--hidden", "1024,1024,1024,1024", "--batch", "64", "--
        "--lr", "0.05"]
 DEEP = ["--model", "mlp", "--hidden", "2048,2048,2048,2048", "--batch", "128", "--optimizer",
         "sgd", "--lr", "0.02"]
+# Four equal 2048x2048 layers (the first hidden layer takes the 64 pixels), two per
+# device, at batch 256 (micro-batches of 32 rows).
+DEEP4 = ["--model", "mlp", "--hidden", "2048,2048,2048,2048,2048", "--batch", "256",
+         "--optimizer", "sgd", "--lr", "0.02"]
 CASES = [
     ("mlp none", MLP + ["--split", "none"], "cpu=1", None),
     ("mlp layer", MLP + ["--split", "layer"], "cpu=2", "mlp none"),
@@ -50,6 +58,13 @@ CASES = [
                                                  "--schedule", "gpipe"], "cpu=2", "deep2048 layer"),
     ("deep2048 layer, pipeline 8 1f1b", DEEP + ["--split", "layer", "--pipeline", "8",
                                                 "--schedule", "1f1b"], "cpu=2", "deep2048 layer"),
+    ("deep2048x4 b256 layer", DEEP4 + ["--split", "layer"], "cpu=2", None),
+    ("deep2048x4 b256 layer, pipeline 8 gpipe", DEEP4 + ["--split", "layer", "--pipeline", "8",
+                                                         "--schedule", "gpipe"], "cpu=2",
+     "deep2048x4 b256 layer"),
+    ("deep2048x4 b256 layer, pipeline 8 1f1b", DEEP4 + ["--split", "layer", "--pipeline", "8",
+                                                        "--schedule", "1f1b"], "cpu=2",
+     "deep2048x4 b256 layer"),
 ]
 
 

@@ -17,6 +17,8 @@ Rows (their names are a contract of --json):
   all-reduce data-parallel step, 2 workers / PyTorch DDP/gloo
   async ps updates/s / torch.rpc parameter server, 1 ps + 2 workers
   one-network-per-device speed-up, 2 devices on 2 cores
+  pipelined 4 dense stages of 2048 on 2 devices ÷ the unpipelined layer split, GPipe
+  and 1F1B, and 1F1B's bubble less the theory's
   idle CPU of a server with a connected, idle client (% of a core; not a speed figure)
 A row made of several cases (1 and 2 threads, b64 and b256, 1 and 16 MiB) is judged
 by its worst case; every case is listed under "cases" in the JSON.
@@ -252,6 +254,29 @@ def one_round(args, bins, r):
     ours = last_json(run(tu, f"{out}/tune-{r}.log", cwd))
     if ours:
         fig["tune speed-up"] = ours["speedup"]
+    fig.update(pipeline_figures(args, bins, r))
+    return fig
+
+
+def pipeline_figures(args, bins, r):
+    """Pipelines of 4 equal dense stages of 2048 on 2 devices, M = 8, batch 256
+    (model_parallel_bench.py's deep2048x4 group, one round): samples/s of each schedule
+    ÷ the unpipelined layer split in the same round, and 1F1B's measured bubble less
+    the theoretical (K-1)/(M+K-1)."""
+    mp = [PYTHON, os.path.join(args.repo, "tools", "bench", "model_parallel_bench.py"),
+          "--only", "deep2048x4", "--rounds", "1", "--epochs", "1" if args.quick else "2",
+          "--bin", bins["actorflow"]]
+    text = run(mp, f"{args.out}/pipeline-{r}.log", args.repo).strip()
+    fig = {}
+    if not text.startswith("["):
+        return fig
+    for row in json.loads(text):
+        for schedule in ("gpipe", "1f1b"):
+            if row["case"] == f"deep2048x4 b256 layer, pipeline 8 {schedule}":
+                fig[f"pipeline {schedule} / layer split"] = row["ratio_vs_none"][1]
+                if schedule == "1f1b":
+                    fig["pipeline 1f1b bubble over theory"] = (row["bubble"][1] -
+                                                               row["bubble_theory"])
     return fig
 
 
@@ -281,6 +306,11 @@ ROWS = [
     ("all-reduce data-parallel step, 2 workers (--mode allreduce) ÷ PyTorch DDP/gloo step, "
      "same model and batch", "x", 0.7, "<=", ["allreduce step ours/ddp"]),
     ("one-network-per-device speed-up, 2 devices on 2 cores", "x", 1.9, ">=", ["tune speed-up"]),
+    ("pipelined 4 dense stages of 2048 on 2 devices, M = 8, batch 256 ÷ unpipelined layer "
+     "split, GPipe and 1F1B", "x", 1.2, ">=",
+     ["pipeline gpipe / layer split", "pipeline 1f1b / layer split"]),
+    ("the same, 1F1B's measured bubble less the theoretical (K-1)/(M+K-1)", "", 0.05, "<=",
+     ["pipeline 1f1b bubble over theory"]),
     # Not a speed figure: the price of polling schedulers when nothing runs.
     ("idle CPU of a server with a connected, idle client (busier of two servers)", "% of a core",
      1.0, "<=", ["idle server cpu %"]),

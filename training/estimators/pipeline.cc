@@ -56,10 +56,14 @@ class PipelineBuilder {
     stage_out_.assign(stages_, std::vector<Output>(m_count));
     stage_in_.assign(stages_, std::vector<Output>(m_count));
     input_grad_.assign(stages_, std::vector<Output>(m_count));
+    for (auto* per_layer : {&layer_in_, &layer_sum_, &layer_out_, &layer_dz_}) {
+      per_layer->assign(layers_.size(), std::vector<Output>(m_count));
+    }
     losses_.assign(m_count, Output());
-    var_grads_.assign(result_.variables.size(), {});
+    var_grads_.assign(result_.variables.size(), Output());
     result_.nodes.assign(stages_, std::vector<std::vector<std::vector<std::string>>>(
                                       m_count, std::vector<std::vector<std::string>>(2)));
+    result_.weight_gradient_nodes.assign(stages_, {});
     AF_RETURN_IF_ERROR(BuildSchedule());
     return Finish();
   }
@@ -154,6 +158,14 @@ class PipelineBuilder {
           (work.backward ? backward_done : forward_done)[s][m] = true;
           ++next[s];
           progress = true;
+          if (next[s] == orders[s].size()) {  // after the stage's last backward
+            const int weights_id = scope_.graph()->num_nodes();
+            AF_RETURN_IF_ERROR(
+                WeightGradients(device.WithControlDependencies({barrier[s]}), s));
+            for (const Node* node : NodesSince(*scope_.graph(), weights_id)) {
+              result_.weight_gradient_nodes[s].push_back(node->name());
+            }
+          }
         }
       }
     }
@@ -176,10 +188,14 @@ class PipelineBuilder {
     Output h = s == 0 ? EvenSplitPart(micro.WithOpName("features"), x_, m, parts)
                       : stage_out_[s - 1][m];
     stage_in_[s][m] = h;
-    for (const PipelineLayer& layer : layers_) {
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const PipelineLayer& layer = layers_[i];
       if (layer.stage != s) continue;
       const Scope l = micro.NewSubScope(layer.name);
-      h = Activate(l, layer.activation, BiasAdd(l, MatMul(l, h, layer.kernel), layer.bias));
+      layer_in_[i][m] = h;
+      layer_sum_[i][m] = BiasAdd(l, MatMul(l, h, layer.kernel), layer.bias);
+      h = Activate(l, layer.activation, layer_sum_[i][m]);
+      layer_out_[i][m] = h;
     }
     stage_out_[s][m] = h;
     if (s + 1 == stages_) {
@@ -195,25 +211,63 @@ class PipelineBuilder {
     return micro.status();
   }
 
+  // The backward of micro-batch m on stage s without its weight gradients: each
+  // layer's pre-activation gradient dz (kept for WeightGradients) and, down to the
+  // stage's input, dh_in = dz kernel^T.
   Status Backward(const Scope& group, int s, int m) {
     const Scope micro =
         group.NewSubScope("micro_" + std::to_string(m)).NewSubScope("backward");
-    std::vector<Output> xs;
-    std::vector<size_t> var_index;
-    for (size_t v = 0; v < result_.variables.size(); ++v) {
-      if (layers_[v / 2].stage != s) continue;
-      xs.push_back(result_.variables[v]);
-      var_index.push_back(v);
+    const bool last_stage = s + 1 == stages_;
+    Output upstream = last_stage ? Output() : input_grad_[s + 1][m];  // d stage output
+    for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
+      const PipelineLayer& layer = layers_[i];
+      if (layer.stage != s) continue;
+      const Scope l = micro.NewSubScope(layer.name);
+      Output dz;
+      if (!upstream.valid()) {  // the logits layer: from the micro-batch's loss
+        AF_ASSIGN_OR_RETURN(std::vector<Output> g, Gradients(l, {losses_[m]}, {layer_sum_[i][m]}));
+        dz = g[0];
+      } else if (layer.activation == Activation::kNone) {
+        dz = upstream;
+      } else {
+        AF_ASSIGN_OR_RETURN(std::vector<Output> g,
+                            Gradients(l, {layer_out_[i][m]}, {layer_sum_[i][m]}, {upstream}));
+        dz = g[0];
+      }
+      if (!dz.valid()) {
+        return Internal("pipelined mlp: no gradient reached " + layer_sum_[i][m].name());
+      }
+      layer_dz_[i][m] = dz;
+      const bool stage_first = i == 0 || layers_[i - 1].stage != s;
+      upstream = stage_first && s == 0 ? Output() : MatMul(l, dz, layer.kernel, false, true);
     }
-    if (s > 0) xs.push_back(stage_in_[s][m]);
-    const bool last = s + 1 == stages_;
-    AF_ASSIGN_OR_RETURN(
-        std::vector<Output> grads,
-        Gradients(micro, {last ? losses_[m] : stage_out_[s][m]}, xs,
-                  last ? std::vector<Output>{} : std::vector<Output>{input_grad_[s + 1][m]}));
-    for (size_t i = 0; i < var_index.size(); ++i) var_grads_[var_index[i]].push_back(grads[i]);
-    if (s > 0) input_grad_[s][m] = grads.back();
+    if (s > 0) input_grad_[s][m] = upstream;
     return micro.status();
+  }
+
+  // Stage s's weight gradients, once per batch after its last backward: each layer's
+  // kernel gradient as one product of its micro-batches' inputs and dz's
+  // concatenated (sum_m in_m^T dz_m = in^T dz), its bias gradient as dz's column sums.
+  // Deferring them (the input/weight split of zero-bubble schedules) runs one
+  // batch-sized product per kernel where per-micro-batch gradients would write a
+  // kernel-sized matrix per micro-batch and add them up.
+  Status WeightGradients(const Scope& group, int s) {
+    const Scope weights = group.NewSubScope("weight_gradients");
+    for (size_t i = 0; i < layers_.size(); ++i) {
+      const PipelineLayer& layer = layers_[i];
+      if (layer.stage != s) continue;
+      const Scope l = weights.NewSubScope(layer.name);
+      const Output in = Concatenated(l.NewSubScope("inputs"), layer_in_[i]);
+      const Output dz = Concatenated(l.NewSubScope("dz"), layer_dz_[i]);
+      var_grads_[2 * i] = MatMul(l.WithOpName("kernel_grad"), in, dz, true, false);
+      var_grads_[2 * i + 1] = Sum(l.WithOpName("bias_grad"), dz, int64_t{0});
+    }
+    return weights.status();
+  }
+
+  static Output Concatenated(const Scope& scope, const std::vector<Output>& parts) {
+    if (parts.size() == 1) return parts[0];
+    return ConcatV2(scope, std::vector<Input>(parts.begin(), parts.end()), 0);
   }
 
   StatusOr<PipelinedMlp> Finish() {
@@ -224,16 +278,10 @@ class PipelineBuilder {
     }
     result_.loss = Identity(head.WithOpName("loss"), loss);
     for (size_t v = 0; v < result_.variables.size(); ++v) {
-      const PipelineLayer& layer = layers_[v / 2];
-      if (var_grads_[v].empty() || !var_grads_[v][0].valid()) {
+      if (!var_grads_[v].valid()) {
         return Internal("pipelined mlp: no gradient reached " + result_.variables[v].name());
       }
-      const Scope sum = OnDevice(dnn_, result_.stage_devices[layer.stage])
-                            .NewSubScope(layer.name)
-                            .NewSubScope(v % 2 == 0 ? "kernel_grad_sum" : "bias_grad_sum");
-      Output total = var_grads_[v][0];
-      for (size_t m = 1; m < var_grads_[v].size(); ++m) total = Add(sum, total, var_grads_[v][m]);
-      result_.grads_and_vars.emplace_back(total, result_.variables[v]);
+      result_.grads_and_vars.emplace_back(var_grads_[v], result_.variables[v]);
     }
     if (!scope_.ok()) return scope_.status();
     return std::move(result_);
@@ -249,9 +297,12 @@ class PipelineBuilder {
   // [stage][micro-batch]: the stage's input and output activations, and the gradient
   // of its input (what the previous stage's backward starts from).
   std::vector<std::vector<Output>> stage_in_, stage_out_, input_grad_;
+  // [layer][micro-batch]: the layer's input, pre-activation sum (x kernel + bias),
+  // output, and the loss's gradient of the sum.
+  std::vector<std::vector<Output>> layer_in_, layer_sum_, layer_out_, layer_dz_;
   Output batch_rows_;  // float32 [], the rows fed, on the last stage
   std::vector<Output> losses_;                   // [micro-batch], float32 []
-  std::vector<std::vector<Output>> var_grads_;  // [variable][micro-batch]
+  std::vector<Output> var_grads_;  // [variable]: its gradient, from WeightGradients
   PipelinedMlp result_;
 };
 

@@ -10,12 +10,16 @@
 //
 // The variables "dnn/hiddenlayer_<i>/{kernel,bias}", "dnn/logits/{kernel,bias}" are
 // made once, with the names and seeds of the unpipelined mlp, and shared by every
-// micro-batch. The backward is built explicitly per micro-batch and per stage:
-// Gradients() from the stage's output (the last stage: its micro-batch loss) to the
-// stage's input activation and variables, seeded with the gradient that the next
-// stage computed for that activation. A variable's gradient is the sum (Add, on its
-// device) of its M micro-batch gradients, so it equals the unpipelined gradient up
-// to float summation order.
+// micro-batch. The backward is built explicitly per micro-batch and per stage, layer
+// by layer from the stage's output (the last stage: its micro-batch loss), seeded
+// with the gradient that the next stage computed for that activation: each layer's
+// pre-activation gradient dz (Gradients() through the activation) and its input's
+// gradient dz kernel^T, down to the stage's input. The weight gradients are split off
+// (as zero-bubble schedules split the backward into input and weight gradients):
+// after its last backward, each stage computes them once per batch, a kernel's as one
+// product of the micro-batches' inputs and dz's concatenated, so they equal the
+// unpipelined gradients up to float summation order and cost one batch-sized product
+// instead of M kernel-sized micro-batch gradients and their sum.
 //
 // Schedules: the order of the 2M work groups (F_m: the forward of micro-batch m on a
 // stage, B_m: its backward) on each device, enforced by a NoOp "barrier" per group
@@ -25,6 +29,7 @@
 //   gpipe  F0 .. F(M-1), then B0 .. B(M-1).
 //   1f1b   min(K-1-s, M) warm-up forwards, then one forward and one backward in
 //          turn, then the remaining backwards (PipeDream-flush).
+// Under both, a stage's weight-gradient group W follows its last backward.
 //
 // Thread safety: as Scope (one building thread per graph); the other functions are
 // pure.
@@ -97,6 +102,8 @@ struct PipelinedMlp {
   // nodes[s][m][0]: the forward nodes of micro-batch m on stage s, nodes[s][m][1]
   // its backward nodes (names; Consts without inputs left out).
   std::vector<std::vector<std::vector<std::vector<std::string>>>> nodes;
+  // weight_gradient_nodes[s]: stage s's weight-gradient group, after its last backward.
+  std::vector<std::vector<std::string>> weight_gradient_nodes;
 };
 
 // Builds the pipelined mlp under `scope` ("<scope>/dnn/...", "<scope>/loss"): x

@@ -1,7 +1,8 @@
 // The pipelined mlp of pipeline.h: schedules as orders, micro-batch sizes and bad
 // batches; training that matches the unpipelined layer split weight for weight
-// under both schedules; traced steps whose per-device order is the schedule's; the
-// bubble measured from a trace.
+// under both schedules; traced steps whose per-device order is the schedule's, with
+// each stage's weight gradients once per batch after its last backward; the bubble
+// measured from a trace.
 
 #include "training/estimators/pipeline.h"
 
@@ -316,6 +317,41 @@ TEST(PipelineTest, TracedStepsRunEachDevicesGroupsInScheduleOrder) {
     const Window f2_first = WindowOf(stats, first_stage[2][0], Cpu(0));
     EXPECT_LE(f1_first.last_end, b0_first.first_start);
     EXPECT_LE(b0_first.last_end, f2_first.first_start);
+  }
+}
+
+// The MatMuls of a traced step among `group`'s nodes.
+int MatMulsIn(const std::vector<NodeExecStats>& stats, const std::vector<std::string>& group) {
+  int count = 0;
+  for (const NodeExecStats& s : stats) {
+    if (s.op == "MatMul" && std::find(group.begin(), group.end(), s.node_name) != group.end()) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+TEST(PipelineTest, EachStageComputesItsWeightGradientsOnceAfterItsLastBackward) {
+  constexpr int kMicro = 4;
+  // 64 -> 32 (stage 0) -> 10 (stage 1).
+  ASSERT_OK_AND_ASSIGN(Trained run, Train({32}, 2, kMicro, PipelineSchedule::k1F1B, 2));
+  const auto& stats = run.last_step_stats;
+  for (int s = 0; s < 2; ++s) {
+    SCOPED_TRACE("stage " + std::to_string(s));
+    const std::vector<std::string>& weights = run.pipeline.weight_gradient_nodes[s];
+    const Window w = WindowOf(stats, weights, Cpu(s));
+    ASSERT_GT(w.nodes, 0);
+    // Both schedules end a stage with the backward of its last micro-batch.
+    const Window last_backward = WindowOf(stats, run.pipeline.nodes[s][kMicro - 1][1], Cpu(s));
+    ASSERT_GT(last_backward.nodes, 0);
+    EXPECT_LE(last_backward.last_end, w.first_start);
+    // One kernel gradient per layer of the stage, one product for all micro-batches.
+    EXPECT_EQ(MatMulsIn(stats, weights), 1);
+    // A micro-batch's backward computes no kernel gradient: stage 0's first layer
+    // needs none of its input either; stage 1 computes its input's gradient only.
+    for (int m = 0; m < kMicro; ++m) {
+      EXPECT_EQ(MatMulsIn(stats, run.pipeline.nodes[s][m][1]), s == 0 ? 0 : 1) << "B" << m;
+    }
   }
 }
 
