@@ -206,7 +206,8 @@ StatusOr<AllReduceReplicaGraph> BuildAllReduceReplicaGraph(const AllReduceTraini
   Scope scope = Scope::NewRootScope();
   const Scope s = scope.WithDevice(options.devices[worker]);
   AllReduceReplicaGraph replica;
-  AF_ASSIGN_OR_RETURN(replica.model, BuildDNNModel(s, options.spec, options.seed));
+  AF_ASSIGN_OR_RETURN(replica.model,
+                      BuildDNNModel(s, options.spec, options.seed, {}, {}, worker));
   AF_ASSIGN_OR_RETURN(Output step, CreateGlobalStep(s));
   AF_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> inner,
                       MakeOptimizer(options.optimizer, options.learning_rate));

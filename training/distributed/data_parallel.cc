@@ -110,7 +110,8 @@ StatusOr<std::unique_ptr<WorkerDriver>> WorkerDriver::Create(const DataParallelO
   driver->num_rows_ = train.features.dim(0);
   AF_ASSIGN_OR_RETURN(driver->model_, WorkerModel::Create(options.spec, options.seed,
                                                           options.session_factory,
-                                                          options.timeout_ms));
+                                                          options.timeout_ms,
+                                                          worker_options.worker));
   return driver;
 }
 

@@ -18,6 +18,9 @@
 #include "kernels/direct_session.h"
 #include "training/distributed/iris_testing.h"
 #include "training/distributed/fake_parameter_server.h"
+#include "training/distributed/worker_model.h"
+#include "training/estimators/feature_columns.h"
+#include "training/estimators/model_spec.h"
 
 namespace actorflow {
 namespace {
@@ -286,6 +289,48 @@ TEST_F(DataParallelTest, WorkerModelStartsFromTheClassifiersSeededInitialValues)
   EXPECT_TRUE(TensorsEqual(va->at("dnn/hiddenlayer_0/kernel"), vb->at("dnn/hiddenlayer_0/kernel")));
   EXPECT_FALSE(TensorsEqual(va->at("dnn/hiddenlayer_0/kernel"), vc->at("dnn/hiddenlayer_0/kernel")));
   EXPECT_EQ(va->at("dnn/logits/kernel").shape(), (Shape{10, 3}));
+}
+
+TEST_F(DataParallelTest, EachReplicaDrawsItsOwnDropoutMasksFromTheSameWeights) {
+  // A convnet (dropout 0.4 before its logits) on 4x4 images.
+  DNNModelSpec spec;
+  for (int i = 0; i < 16; ++i) {
+    spec.feature_columns.push_back(NumericColumn{"p" + std::to_string(i)});
+  }
+  spec.model = "convnet";
+  spec.hidden_units = {8};
+  spec.n_classes = 3;
+  Tensor features(DType::kFloat32, Shape{6, 16});
+  Tensor labels(DType::kInt32, Shape{6});
+  for (int64_t i = 0; i < features.NumElements(); ++i) {
+    features.data<float>()[i] = static_cast<float>((i * 7) % 11) / 10.0f;
+  }
+  for (int64_t i = 0; i < 6; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(i % 3);
+  std::vector<std::unique_ptr<WorkerModel>> replicas;
+  for (int replica : {0, 0, 1}) {
+    ASSERT_OK_AND_ASSIGN(auto model,
+                         WorkerModel::Create(spec, 5, DirectSessions(), 0, replica));
+    replicas.push_back(std::move(model));
+  }
+  // (InitialValues runs the initializers, which draw anew on each run: once per model.)
+  ASSERT_OK_AND_ASSIGN(ParameterMap weights, replicas[0]->InitialValues());
+  for (size_t r = 1; r < replicas.size(); ++r) {
+    ASSERT_OK_AND_ASSIGN(ParameterMap initial, replicas[r]->InitialValues());
+    for (const auto& [name, value] : weights) {
+      EXPECT_TRUE(TensorsEqual(initial.at(name), value)) << name;  // replicas start alike
+    }
+  }
+  std::vector<double> losses, eval_losses;
+  for (const auto& model : replicas) {
+    ASSERT_OK_AND_ASSIGN(GradientStep step, model->ComputeGradients(weights, features, labels));
+    losses.push_back(step.loss);
+    ASSERT_OK_AND_ASSIGN(EvalResult eval, model->Evaluate(weights, features, labels, 0));
+    eval_losses.push_back(eval.loss);
+  }
+  EXPECT_EQ(losses[0], losses[1]);  // the same replica draws the same masks
+  EXPECT_NE(losses[0], losses[2]);  // another replica draws its own
+  // Inference has no dropout: every replica evaluates alike.
+  EXPECT_EQ(eval_losses[0], eval_losses[2]);
 }
 
 }  // namespace

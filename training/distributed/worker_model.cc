@@ -30,10 +30,10 @@ WorkerModel::~WorkerModel() {
 
 StatusOr<std::unique_ptr<WorkerModel>> WorkerModel::Create(const DNNModelSpec& spec, uint64_t seed,
                                                            const SessionFactory& session_factory,
-                                                           int64_t timeout_ms) {
+                                                           int64_t timeout_ms, int replica) {
   if (!session_factory) return InvalidArgument("WorkerModel: no session_factory given");
   std::unique_ptr<WorkerModel> model(new WorkerModel(spec, timeout_ms));
-  AF_RETURN_IF_ERROR(model->Build(seed));
+  AF_RETURN_IF_ERROR(model->Build(seed, replica));
   AF_ASSIGN_OR_RETURN(model->session_, session_factory(model->graph_.get()));
   if (model->session_ == nullptr) {
     return Internal("WorkerModel: the session factory returned no session");
@@ -44,10 +44,10 @@ StatusOr<std::unique_ptr<WorkerModel>> WorkerModel::Create(const DNNModelSpec& s
   return model;
 }
 
-Status WorkerModel::Build(uint64_t seed) {
+Status WorkerModel::Build(uint64_t seed, int replica) {
   Scope root = Scope::NewRootScope();
   graph_ = root.graph_ptr();
-  AF_ASSIGN_OR_RETURN(model_, BuildDNNModel(root, spec_, seed));
+  AF_ASSIGN_OR_RETURN(model_, BuildDNNModel(root, spec_, seed, {}, {}, replica));
   AF_ASSIGN_OR_RETURN(std::vector<Output> grads,
                       Gradients(root, {model_.loss}, model_.variables));
   for (size_t i = 0; i < model_.variables.size(); ++i) {

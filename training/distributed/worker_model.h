@@ -55,11 +55,12 @@ StatusOr<EvalResult> EvaluateInBatches(const Tensor& features, const Tensor& lab
 
 class WorkerModel {
  public:
-  // Builds the graph and opens its session (`timeout_ms` bounds every Run; 0 = none).
+  // Builds the graph and opens its session (`timeout_ms` bounds every Run; 0 = none)
+  // for data-parallel replica `replica` (its own dropout stream; BuildDNNModel).
   // Errors: BuildDNNModel's, the factory's, InvalidArgument for a missing factory.
   static StatusOr<std::unique_ptr<WorkerModel>> Create(const DNNModelSpec& spec, uint64_t seed,
                                                        const SessionFactory& session_factory,
-                                                       int64_t timeout_ms);
+                                                       int64_t timeout_ms, int replica = 0);
   ~WorkerModel();
   WorkerModel(const WorkerModel&) = delete;
   WorkerModel& operator=(const WorkerModel&) = delete;
@@ -91,7 +92,7 @@ class WorkerModel {
 
  private:
   WorkerModel(DNNModelSpec spec, int64_t timeout_ms);
-  Status Build(uint64_t seed);
+  Status Build(uint64_t seed, int replica);
   // Feeds for `parameters` (each variable's output name -> value).
   StatusOr<FeedList> ParameterFeeds(const ParameterMap& parameters) const;
   Status Run(const FeedList& feeds, const std::vector<std::string>& fetches,

@@ -15,7 +15,8 @@ int64_t DNNLayerSeed(uint64_t seed, int layer) { return ModelLayerSeed(seed, lay
 
 StatusOr<DNNModel> BuildDNNModel(const Scope& root, const DNNModelSpec& spec, uint64_t seed,
                                  const std::vector<std::string>& devices,
-                                 const std::vector<std::string>& available_devices) {
+                                 const std::vector<std::string>& available_devices,
+                                 int replica) {
   AF_RETURN_IF_ERROR(ValidateModelSpec(spec));
   AF_ASSIGN_OR_RETURN(ModelKind kind, ParseModelKind(spec.model));
   ModelPlacement placement;
@@ -44,6 +45,7 @@ StatusOr<DNNModel> BuildDNNModel(const Scope& root, const DNNModelSpec& spec, ui
   params.n_classes = spec.n_classes;
   AF_ASSIGN_OR_RETURN(params.activation, ParseActivation(spec.activation));
   params.seed = seed;
+  params.replica = replica;
   AF_ASSIGN_OR_RETURN(SplitModel split, BuildSplitModel(root, kind, x, params, placement));
   model.logits = split.logits;
   model.variables = std::move(split.variables);

@@ -73,12 +73,14 @@ int64_t DNNLayerSeed(uint64_t seed, int layer);
 // Adds the model of `spec` to the scope's graph, its kernels seeded from `seed`, its
 // parts on `devices` (model_parallel.h's ModelPlacement::devices; empty: spec.parts
 // unplaced parts, the structure a checkpoint of the split model needs).
-// `available_devices`, when not empty, are the devices that exist. Errors:
+// `available_devices`, when not empty, are the devices that exist. `replica`: the
+// data-parallel replica the graph trains as (ModelParallelParams::replica). Errors:
 // ValidateModelSpec's, CheckModelPlacement's, InputLayer's and builder errors naming
 // the node.
 StatusOr<DNNModel> BuildDNNModel(const Scope& scope, const DNNModelSpec& spec, uint64_t seed,
                                  const std::vector<std::string>& devices = {},
-                                 const std::vector<std::string>& available_devices = {});
+                                 const std::vector<std::string>& available_devices = {},
+                                 int replica = 0);
 
 }  // namespace actorflow
 

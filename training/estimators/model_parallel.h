@@ -92,6 +92,11 @@ struct ModelParallelParams {
   // Of the mlp's hidden layers (the cnn's are relu, the rnn's tanh).
   Activation activation = Activation::kRelu;
   uint64_t seed = 0;
+  // The data-parallel replica this graph trains as (0: the only one, or the chief).
+  // Weights start from `seed` alone, alike on every replica; stochastic training ops
+  // (dropout) draw a stream of their own per replica, so that replicas averaging
+  // their gradients do not all drop the same units of the same rows.
+  int replica = 0;
 };
 
 struct ModelPlacement {

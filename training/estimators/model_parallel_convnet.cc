@@ -82,7 +82,8 @@ StatusOr<SplitModel> BuildConvnet(const Scope& scope, const Output& x,
                                              ModelLayerSeed(params.seed, 2 + static_cast<int>(
                                                                              params.hidden_units
                                                                                  .size()))}),
-                    layers::Dropout(kConvnetDropoutRate, ModelLayerSeed(params.seed, 100))};
+                    layers::Dropout(kConvnetDropoutRate,
+                                    ModelLayerSeed(params.seed, 100 + 1000 * params.replica))};
   for (int s = 0; s < 2; ++s) {
     layers::Conv2DOptions conv;
     conv.filters = kConvnetFilters[s];
