@@ -29,6 +29,8 @@ constexpr int kShutdownGraceMs = 10000;
 constexpr std::chrono::milliseconds kProgressEvery(5000);
 // How long the probe that names a failed connection's cause may take.
 constexpr std::chrono::milliseconds kProbeWait(200);
+// How long one identity ping may go unanswered before it is sent again.
+constexpr std::chrono::milliseconds kPingSlice(2000);
 
 // One attempt, bounded by `wait`: the blocking remote_actor call runs on a thread
 // that outlives the wait if it must (it ends when its socket does).
@@ -77,6 +79,33 @@ caf::expected<FrontActor> TryOnce(caf::actor_system& system, const std::string& 
 
 }  // namespace
 
+StatusOr<std::string> PingForIdentity(caf::actor_system& system, const FrontActor& front,
+                                      std::chrono::steady_clock::time_point deadline,
+                                      const std::string& where) {
+  caf::scoped_actor self{system};
+  int pings = 0;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    const auto wait = std::max(std::chrono::milliseconds(1), std::min(left, kPingSlice));
+    ++pings;
+    std::string identity;
+    caf::error failure;
+    self->request(front, wait, ping_atom::value)
+        .receive([&](const std::string& id) { identity = id; },
+                 [&](caf::error& e) { failure = std::move(e); });
+    if (!failure) return identity;
+    if (failure != caf::sec::request_timeout) {
+      return FailedPrecondition(where + " is not an actorflow server (" +
+                                caf::to_string(failure) + ")");
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return DeadlineExceeded(where + " completed CAF's handshake but answered none of " +
+                              std::to_string(pings) + " identity pings before the deadline");
+    }
+  }
+}
+
 StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::string& host,
                                      uint16_t port, std::chrono::milliseconds timeout,
                                      const std::string& who) {
@@ -95,19 +124,7 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
     auto front = TryOnce(system, host, port, left, &timed_out);
     if (front) {
       // Something CAF-speaking answered; make sure it is an actorflow server.
-      caf::scoped_actor self{system};
-      std::string identity;
-      Status status;
-      auto ping_wait = std::max<int64_t>(
-          1, std::chrono::duration_cast<std::chrono::milliseconds>(
-                 deadline - std::chrono::steady_clock::now()).count());
-      self->request(*front, std::chrono::milliseconds(ping_wait), ping_atom::value)
-          .receive([&](const std::string& id) { identity = id; },
-                   [&](caf::error& e) {
-                     status = FailedPrecondition(where + " is not an actorflow server (" +
-                                                 caf::to_string(e) + ")");
-                   });
-      AF_RETURN_IF_ERROR(status);
+      AF_ASSIGN_OR_RETURN(std::string identity, PingForIdentity(system, *front, deadline, where));
       if (identity.rfind("actorflow server", 0) != 0) {
         return FailedPrecondition(where + " is not an actorflow server (it answered '" +
                                   identity + "')");

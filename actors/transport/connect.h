@@ -31,8 +31,10 @@ using ConnectorActor = caf::typed_actor<
 
 // Connects to host:port and checks that an actorflow server answers: the published
 // actor must have FrontActor's interface (CAF checks it at connect time) and answer
-// a ping. Unavailable naming `who` (e.g. "/job:ps/task:0") and the address when the
-// deadline passes; FailedPrecondition when something else answers on that port.
+// a ping (PingForIdentity). Unavailable naming `who` (e.g. "/job:ps/task:0") and the
+// address when the deadline passes before a handshake; DeadlineExceeded when the
+// handshake succeeded but no ping was answered; FailedPrecondition when something
+// else answers on that port.
 // A refused connection is retried while the task may still be starting, with a line
 // on standard error every 5 s naming who is missing and why; but an address that
 // answered this process before and now refuses fails at once (the task is down or
@@ -40,6 +42,16 @@ using ConnectorActor = caf::typed_actor<
 StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::string& host,
                                      uint16_t port, std::chrono::milliseconds timeout,
                                      const std::string& who);
+
+// The identity (e.g. "actorflow server /job:ps/replica:0/task:0") that `front`
+// answers to a ping, asked up to `deadline` in slices of 2 s: a ping unanswered for a
+// slice is sent again, so one message lost while two processes' first connections to
+// each other settle costs a slice, not the whole deadline. DeadlineExceeded naming
+// `where` and the pings sent when none is answered by then; FailedPrecondition naming
+// `where` for an error reply (something that speaks CAF but not the front protocol).
+StatusOr<std::string> PingForIdentity(caf::actor_system& system, const FrontActor& front,
+                                      std::chrono::steady_clock::time_point deadline,
+                                      const std::string& where);
 
 // Ends an actor system that made connection attempts: destroys it, unless one of
 // its attempts is still blocked inside CAF (a peer that accepted the connection but
