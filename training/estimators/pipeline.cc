@@ -54,7 +54,6 @@ class PipelineBuilder {
     stages_ = static_cast<int>(result_.stage_devices.size());
     const int m_count = params_.micro_batches;
     stage_out_.assign(stages_, std::vector<Output>(m_count));
-    stage_in_.assign(stages_, std::vector<Output>(m_count));
     input_grad_.assign(stages_, std::vector<Output>(m_count));
     for (auto* per_layer : {&layer_in_, &layer_sum_, &layer_out_, &layer_dz_}) {
       per_layer->assign(layers_.size(), std::vector<Output>(m_count));
@@ -187,7 +186,6 @@ class PipelineBuilder {
     const int64_t parts = params_.micro_batches;
     Output h = s == 0 ? EvenSplitPart(micro.WithOpName("features"), x_, m, parts)
                       : stage_out_[s - 1][m];
-    stage_in_[s][m] = h;
     for (size_t i = 0; i < layers_.size(); ++i) {
       const PipelineLayer& layer = layers_[i];
       if (layer.stage != s) continue;
@@ -294,9 +292,9 @@ class PipelineBuilder {
   const PipelineParams& params_;
   int stages_ = 0;
   std::vector<PipelineLayer> layers_;
-  // [stage][micro-batch]: the stage's input and output activations, and the gradient
+  // [stage][micro-batch]: the stage's output activation, and the gradient
   // of its input (what the previous stage's backward starts from).
-  std::vector<std::vector<Output>> stage_in_, stage_out_, input_grad_;
+  std::vector<std::vector<Output>> stage_out_, input_grad_;
   // [layer][micro-batch]: the layer's input, pre-activation sum (x kernel + bias),
   // output, and the loss's gradient of the sum.
   std::vector<std::vector<Output>> layer_in_, layer_sum_, layer_out_, layer_dz_;
