@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -16,9 +17,12 @@
 #include "graph/status_testing.h"
 #include "graph/test_files.h"
 #include "kernels/direct_session.h"
+#include "training/data/data_shard.h"
+#include "training/data/dataset.h"
 #include "training/distributed/iris_testing.h"
 #include "training/distributed/fake_parameter_server.h"
 #include "training/distributed/worker_model.h"
+#include "training/estimators/dnn_classifier.h"
 #include "training/estimators/feature_columns.h"
 #include "training/estimators/model_spec.h"
 
@@ -331,6 +335,92 @@ TEST_F(DataParallelTest, EachReplicaDrawsItsOwnDropoutMasksFromTheSameWeights) {
   EXPECT_NE(losses[0], losses[2]);  // another replica draws its own
   // Inference has no dropout: every replica evaluates alike.
   EXPECT_EQ(eval_losses[0], eval_losses[2]);
+}
+
+// The ps path's arithmetic is the single process's: one sync worker that feeds
+// pulled values, its shard applying Adam with the rate decay, and its own moving
+// averages, against DNNClassifier training the same batches in the same order.
+// convnet-bn has every kind of state (batch statistics, moving averages, dropout).
+TEST_F(DataParallelTest, OneSyncWorkerOnTheShardTrainsAsTheSingleProcessClassifier) {
+  DNNModelSpec spec;
+  for (int i = 0; i < 16; ++i) {
+    spec.feature_columns.push_back(NumericColumn{"p" + std::to_string(i)});
+  }
+  spec.model = "convnet-bn";
+  spec.hidden_units = {8};
+  spec.n_classes = 3;
+  constexpr int64_t kRows = 12, kBatch = 4, kSteps = 7;
+  Tensor features(DType::kFloat32, Shape{kRows, 16});
+  Tensor labels(DType::kInt32, Shape{kRows});
+  for (int64_t i = 0; i < features.NumElements(); ++i) {
+    features.data<float>()[i] = static_cast<float>((i * 7) % 13) / 10.0f;
+  }
+  for (int64_t i = 0; i < kRows; ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(i % 3);
+  LearningRateDecay decay;  // halves the rate every 3 steps
+  decay.decay_steps = 3;
+  decay.decay_rate = 0.5;
+
+  DNNClassifierOptions single;
+  single.feature_columns = spec.feature_columns;
+  single.hidden_units = spec.hidden_units;
+  single.n_classes = spec.n_classes;
+  single.model = spec.model;
+  single.optimizer = "adam";
+  single.learning_rate = 0.01;
+  single.learning_rate_decay = decay;
+  single.seed = 5;
+  single.session_factory = DirectSessions();
+  ASSERT_OK_AND_ASSIGN(auto classifier, DNNClassifier::Create(single));
+  InputFn in_order = [&]() -> StatusOr<std::shared_ptr<const Dataset>> {
+    AF_ASSIGN_OR_RETURN(auto rows, Dataset::FromTensorSlices({features, labels}));
+    return rows->Batch(kBatch)->Repeat(-1);
+  };
+  std::vector<double> single_losses;
+  ASSERT_OK(classifier
+                ->Train(in_order, kSteps,
+                        [&](const TrainProgress& p) { single_losses.push_back(p.loss); })
+                .status());
+  InputFn once = [&]() -> StatusOr<std::shared_ptr<const Dataset>> {
+    AF_ASSIGN_OR_RETURN(auto rows, Dataset::FromTensorSlices({features, labels}));
+    return rows->Batch(kBatch);
+  };
+  ASSERT_OK_AND_ASSIGN(EvalResult single_eval, classifier->Evaluate(once));
+
+  ParameterServerOptions ps;
+  ps.mode = UpdateMode::kSync;
+  ps.optimizer = "adam";
+  ps.learning_rate = 0.01;
+  ps.lr_decay = decay;
+  auto server = FakeParameterServer::Create(ps);
+  std::unique_ptr<ParameterClient> client = server->NewClient();
+  ASSERT_OK(client->Register(0));
+  ASSERT_OK_AND_ASSIGN(auto worker, WorkerModel::Create(spec, 5, DirectSessions(), 0));
+  ASSERT_OK_AND_ASSIGN(ParameterMap initial, worker->InitialValues());
+  ASSERT_OK(client->Initialize(initial));
+  std::vector<double> ps_losses;
+  for (int64_t step = 0; step < kSteps; ++step) {
+    std::vector<int64_t> rows;
+    for (int64_t r = 0; r < kBatch; ++r) rows.push_back((step * kBatch + r) % kRows);
+    ASSERT_OK_AND_ASSIGN(ParameterSnapshot snapshot, client->Pull(10000));
+    ASSERT_OK_AND_ASSIGN(GradientStep computed,
+                         worker->ComputeGradients(snapshot.values, GatherRows(features, rows),
+                                                  GatherRows(labels, rows)));
+    ps_losses.push_back(computed.loss);
+    ASSERT_OK(client->Push(snapshot, computed.gradients, 10000).status());
+  }
+  ASSERT_OK_AND_ASSIGN(ParameterSnapshot final_values, client->Pull(10000));
+  EXPECT_EQ(final_values.global_step, kSteps);
+  ASSERT_OK_AND_ASSIGN(EvalResult ps_eval,
+                       worker->Evaluate(final_values.values, features, labels, kSteps, kBatch));
+
+  ASSERT_EQ(ps_losses.size(), single_losses.size());
+  for (size_t i = 0; i < ps_losses.size(); ++i) {
+    EXPECT_NEAR(ps_losses[i], single_losses[i], 1e-5 * (1 + std::abs(single_losses[i])))
+        << "training step " << i + 1;
+  }
+  // Inference reads the trained weights and the moving averages: both alike.
+  EXPECT_NEAR(ps_eval.loss, single_eval.loss, 1e-5 * (1 + single_eval.loss));
+  EXPECT_NE(single_losses.front(), single_losses.back());  // it did train
 }
 
 }  // namespace

@@ -40,7 +40,7 @@ StatusOr<std::unique_ptr<WorkerModel>> WorkerModel::Create(const DNNModelSpec& s
   }
   // A model with local state (batch normalization's moving averages, which stay on
   // the worker) needs it initialized on every worker, not only the chief.
-  if (!model->update_op_names_.empty()) AF_RETURN_IF_ERROR(model->Run({}, {}, {kInit}, nullptr));
+  if (!model->update_op_names_.empty()) AF_RETURN_IF_ERROR(model->Initialize());
   return model;
 }
 
@@ -102,8 +102,15 @@ StatusOr<FeedList> WorkerModel::ParameterFeeds(const ParameterMap& parameters) c
   return feeds;
 }
 
-StatusOr<ParameterMap> WorkerModel::InitialValues() {
+Status WorkerModel::Initialize() {
+  if (initialized_) return Status::OK();
   AF_RETURN_IF_ERROR(Run({}, {}, {kInit}, nullptr));
+  initialized_ = true;
+  return Status::OK();
+}
+
+StatusOr<ParameterMap> WorkerModel::InitialValues() {
+  AF_RETURN_IF_ERROR(Initialize());
   std::vector<Tensor> values;
   AF_RETURN_IF_ERROR(Run({}, variable_outputs_, {}, &values));
   ParameterMap initial;

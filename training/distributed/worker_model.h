@@ -93,6 +93,9 @@ class WorkerModel {
  private:
   WorkerModel(DNNModelSpec spec, int64_t timeout_ms);
   Status Build(uint64_t seed, int replica);
+  // Runs the initializers once: each run draws new random values, and the first
+  // draw is the one DNNClassifier starts from with the same seed.
+  Status Initialize();
   // Feeds for `parameters` (each variable's output name -> value).
   StatusOr<FeedList> ParameterFeeds(const ParameterMap& parameters) const;
   Status Run(const FeedList& feeds, const std::vector<std::string>& fetches,
@@ -109,6 +112,7 @@ class WorkerModel {
   // with every gradient step, so that this worker's moving averages follow its
   // batches and a chief's checkpoint carries them (they are local, not on the ps).
   std::vector<std::string> update_op_names_;
+  bool initialized_ = false;
   std::unique_ptr<Saver> saver_;
   std::unique_ptr<Session> session_;  // declared last: closed before the graph goes
 };
