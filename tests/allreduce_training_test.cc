@@ -103,8 +103,14 @@ TEST_P(AllReduceTrainingTest, ReplicasStayBitIdenticalAndTrainAsSgdOnTheUnionOfT
   };
   RunOptions deadline;
   deadline.timeout_in_ms = 20000;
-  ASSERT_TRUE(on_both([&](int r) { return sessions[r]->Run(deadline, {}, {}, {"init"}, nullptr, nullptr); }).ok());
-  ASSERT_TRUE(on_both([&](int r) { return sessions[r]->Run(deadline, {}, {}, {"sync"}, nullptr, nullptr); }).ok());
+  {
+    Status init_status = on_both([&](int r) { return sessions[r]->Run(deadline, {}, {}, {"init"}, nullptr, nullptr); });
+    ASSERT_TRUE(init_status.ok()) << init_status;
+  }
+  {
+    Status sync_status = on_both([&](int r) { return sessions[r]->Run(deadline, {}, {}, {"sync"}, nullptr, nullptr); });
+    ASSERT_TRUE(sync_status.ok()) << sync_status;
+  }
 
   // The reference: one process, plain SGD on both workers' rows, from worker 0's start.
   Model reference;
