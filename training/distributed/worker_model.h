@@ -68,7 +68,8 @@ class WorkerModel {
   // The trainable variables' names, in model order.
   const std::vector<std::string>& variable_names() const { return variable_names_; }
 
-  // The seeded initial value of every trainable variable (runs the initializers):
+  // The seeded initial value of every trainable variable (runs the initializers if
+  // this model has not yet, and never again: a later call reads the local variables):
   // the same values DNNClassifier starts from with the same spec and seed.
   StatusOr<ParameterMap> InitialValues();
 
