@@ -37,6 +37,19 @@ SessionFactory DirectSessions() {
 
 using ::testing::HasSubstr;
 
+// `model` ("convnet", "convnet-bn") on 4x4 one-channel images, a dense layer of 8,
+// 3 classes: the image models at a size a test step takes milliseconds.
+DNNModelSpec SmallImageModel(const std::string& model) {
+  DNNModelSpec spec;
+  for (int i = 0; i < 16; ++i) {
+    spec.feature_columns.push_back(NumericColumn{"p" + std::to_string(i)});
+  }
+  spec.model = model;
+  spec.hidden_units = {8};
+  spec.n_classes = 3;
+  return spec;
+}
+
 class DataParallelTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -297,13 +310,7 @@ TEST_F(DataParallelTest, WorkerModelStartsFromTheClassifiersSeededInitialValues)
 
 TEST_F(DataParallelTest, EachReplicaDrawsItsOwnDropoutMasksFromTheSameWeights) {
   // A convnet (dropout 0.4 before its logits) on 4x4 images.
-  DNNModelSpec spec;
-  for (int i = 0; i < 16; ++i) {
-    spec.feature_columns.push_back(NumericColumn{"p" + std::to_string(i)});
-  }
-  spec.model = "convnet";
-  spec.hidden_units = {8};
-  spec.n_classes = 3;
+  const DNNModelSpec spec = SmallImageModel("convnet");
   Tensor features(DType::kFloat32, Shape{6, 16});
   Tensor labels(DType::kInt32, Shape{6});
   for (int64_t i = 0; i < features.NumElements(); ++i) {
@@ -342,13 +349,7 @@ TEST_F(DataParallelTest, EachReplicaDrawsItsOwnDropoutMasksFromTheSameWeights) {
 // averages, against DNNClassifier training the same batches in the same order.
 // convnet-bn has every kind of state (batch statistics, moving averages, dropout).
 TEST_F(DataParallelTest, OneSyncWorkerOnTheShardTrainsAsTheSingleProcessClassifier) {
-  DNNModelSpec spec;
-  for (int i = 0; i < 16; ++i) {
-    spec.feature_columns.push_back(NumericColumn{"p" + std::to_string(i)});
-  }
-  spec.model = "convnet-bn";
-  spec.hidden_units = {8};
-  spec.n_classes = 3;
+  const DNNModelSpec spec = SmallImageModel("convnet-bn");
   constexpr int64_t kRows = 12, kBatch = 4, kSteps = 7;
   Tensor features(DType::kFloat32, Shape{kRows, 16});
   Tensor labels(DType::kInt32, Shape{kRows});
