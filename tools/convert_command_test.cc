@@ -227,6 +227,26 @@ TEST(ConvertCommandTest, EachEpochIsEvaluatedAndTheSameSeedRepeatsTheRun) {
   EXPECT_EQ(first["loss"], again["loss"]);
 }
 
+TEST(ConvertCommandTest, TheSyncClustersChiefEvaluatesEachEpochAsOneProcessDoes) {
+  TrainCommandOptions options = FashionRun(FakeFashionMnist(), "idx");
+  options.cluster = "local:ps=1,worker=2";
+  options.mode = "sync";
+  nlohmann::json ran = Train(options);
+  ASSERT_TRUE(ran.is_object());
+  ASSERT_EQ(ran["accuracy_by_epoch"].size(), 3u) << ran;
+  // The last epoch ends at the final sync update: the chief evaluated what the end
+  // evaluates.
+  EXPECT_EQ(ran["accuracy"], ran["accuracy_by_epoch"][2]);
+  const auto& seconds = ran["seconds_by_epoch"];
+  ASSERT_EQ(seconds.size(), 3u);
+  EXPECT_LT(seconds[0].get<double>(), seconds[1].get<double>());
+  EXPECT_LT(seconds[1].get<double>(), seconds[2].get<double>());
+  EXPECT_GT(ran["samples_per_second"].get<double>(), 0.0);
+  // 300 training rows x 3 epochs over the chief's training seconds (which the JSON
+  // rounds to milliseconds: a few percent of so short a run).
+  EXPECT_NEAR(ran["samples_per_second"].get<double>() * seconds[2].get<double>(), 900.0, 45.0);
+}
+
 // A convnet with batch normalization written to --checkpoint-dir and loaded back for
 // prediction evaluates exactly as at the end of training: the checkpoint holds the
 // moving averages the inference path reads.

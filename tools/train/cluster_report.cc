@@ -1,6 +1,7 @@
 #include "tools/train/cluster_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <utility>
 
@@ -139,9 +140,36 @@ void LogClusterResult(const DataParallelResult& result, TrainSummaries* summarie
 }
 
 // `recovery`: the supervisor's report of a cluster file's worker (else null).
+namespace {
+
+// The chief's per-epoch evaluations as one process reports them (see the header).
+void AddEpochJson(const DataParallelResult& result, int64_t train_rows,
+                  nlohmann::ordered_json* out) {
+  const WorkerReport* chief = nullptr;
+  for (const WorkerReport& w : result.workers) {
+    if (!w.epochs.empty()) chief = &w;
+  }
+  if (chief == nullptr) return;
+  nlohmann::ordered_json accuracies = nlohmann::ordered_json::array();
+  nlohmann::ordered_json seconds = nlohmann::ordered_json::array();
+  for (const EpochEvaluation& e : chief->epochs) {
+    accuracies.push_back(e.eval.accuracy);
+    seconds.push_back(std::round(e.training_seconds * 1000.0) / 1000.0);
+  }
+  (*out)["accuracy_by_epoch"] = accuracies;
+  (*out)["seconds_by_epoch"] = seconds;
+  const EpochEvaluation& last = chief->epochs.back();
+  (*out)["samples_per_second"] =
+      last.training_seconds > 0
+          ? static_cast<double>(train_rows * last.epoch) / last.training_seconds
+          : 0.0;
+}
+
+}  // namespace
+
 void PrintClusterResult(const TrainCommandOptions& options, const DataParallelOptions& dp,
                         const DataParallelResult& result, const RecoveryReport* recovery,
-                        std::ostream& out) {
+                        int64_t train_rows, std::ostream& out) {
   const ParameterStats& stats = result.stats;
   if (options.json) {
     nlohmann::ordered_json j = ResultJsonHead(result.eval, result.seconds);
@@ -154,6 +182,7 @@ void PrintClusterResult(const TrainCommandOptions& options, const DataParallelOp
     if (dp.ps.mode == UpdateMode::kSync) j["replicas_to_aggregate"] = dp.ps.replicas_to_aggregate;
     j["epochs"] = dp.epochs;
     j["examples"] = result.eval.num_examples;
+    AddEpochJson(result, train_rows, &j);
     nlohmann::ordered_json workers = nlohmann::ordered_json::array();
     for (const WorkerReport& w : result.workers) {
       nlohmann::ordered_json wj;

@@ -71,10 +71,14 @@ class TerminalProgress {
 void LogClusterResult(const DataParallelResult& result, TrainSummaries* summaries);
 
 // The result lines, or the JSON line under --json; `recovery`: the supervisor's
-// report of a cluster file's worker (else null).
+// report of a cluster file's worker (else null). When the chief evaluated after each
+// epoch (its report's epochs), the JSON adds "accuracy_by_epoch", "seconds_by_epoch"
+// (the chief's cumulative training seconds, evaluations excluded) and
+// "samples_per_second" (`train_rows` x the epochs over the last epoch's seconds), as
+// one process's result does.
 void PrintClusterResult(const TrainCommandOptions& options, const DataParallelOptions& dp,
                         const DataParallelResult& result, const RecoveryReport* recovery,
-                        std::ostream& out);
+                        int64_t train_rows, std::ostream& out);
 
 }  // namespace cli
 }  // namespace actorflow

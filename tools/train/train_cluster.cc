@@ -291,6 +291,9 @@ StatusOr<TrainerOptions> TrainerOptionsFromFlags(const TrainCommandOptions& opti
   trainer.scale_learning_rate_with_replicas = options.scale_lr_with_replicas;
   trainer.epochs = ClusterEpochs(options, train_rows);
   trainer.checkpoint_dir = ResolveUserPath(options.checkpoint_dir);
+  // A named dataset is evaluated after every epoch, as in one process.
+  trainer.evaluate_each_epoch = !options.dataset.empty() && options.epochs > 0 &&
+                                trainer.policy.kind != TrainingPolicyKind::kElastic;
   if (options.max_restarts >= 0) trainer.recovery.max_restarts = options.max_restarts;
   if (options.reconnect_timeout_ms > 0) {
     trainer.recovery.reconnect_timeout_ms = options.reconnect_timeout_ms;
@@ -363,7 +366,8 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
     return Status::OK();
   }
   LogClusterResult(ran->details, &summaries);
-  PrintClusterResult(options, dp, ran->details, ran->supervised ? &ran->recovery : nullptr, out);
+  PrintClusterResult(options, dp, ran->details, ran->supervised ? &ran->recovery : nullptr, rows,
+                     out);
   return Status::OK();
 }
 

@@ -175,6 +175,8 @@ Status WorkerDriver::RunLoop(WorkerReport* report) {
   const bool sync = options_.ps.mode == UpdateMode::kSync;
   const int64_t planned = PlannedStepsPerWorker(options_, num_rows_);
   const int64_t target = SyncTargetGlobalStep(options_, num_rows_);
+  const int64_t steps_per_epoch =
+      StepsPerEpoch(num_rows_, options_.ps.total_replicas, options_.batch_size);
   double shortest_step = 0.0;
   // The values the previous push came back with (push-and-pull): the next step's
   // snapshot, unless a delay made them old.
@@ -220,6 +222,10 @@ Status WorkerDriver::RunLoop(WorkerReport* report) {
       progress.staleness = pushed.staleness;
       worker_options_.progress(progress);
     }
+    if (worker == 0 && worker_options_.evaluate_each_epoch != nullptr &&
+        (worker_options_.steps_done + report->steps) % steps_per_epoch == 0) {
+      AF_RETURN_IF_ERROR(EvaluateEpoch(next, report));
+    }
     if (sync && pushed.global_step >= target) return Status::OK();
     // The shortest step so far stands for the worker's step time; the first step is
     // left out (it builds the executors, often longer than the whole rest of a small
@@ -240,8 +246,28 @@ Status WorkerDriver::RunLoop(WorkerReport* report) {
   }
 }
 
+Status WorkerDriver::EvaluateEpoch(const ParameterSnapshot& values, WorkerReport* report) {
+  const Clock::time_point now = Clock::now();
+  EpochEvaluation epoch;
+  epoch.epoch = (worker_options_.steps_done + report->steps) /
+                StepsPerEpoch(num_rows_, options_.ps.total_replicas, options_.batch_size);
+  epoch.training_seconds = std::chrono::duration<double>(now - run_started_ - evaluating_).count();
+  const LabeledData& test = *worker_options_.evaluate_each_epoch;
+  StatusOr<EvalResult> eval =
+      model_->Evaluate(values.values, test.features, test.labels, values.global_step);
+  evaluating_ += Clock::now() - now;
+  if (!eval.ok()) {
+    return eval.status().WithContext("evaluation after epoch " + std::to_string(epoch.epoch));
+  }
+  epoch.eval = *eval;
+  report->epochs.push_back(epoch);
+  return Status::OK();
+}
+
 WorkerReport WorkerDriver::Run() {
   const Clock::time_point start = Clock::now();
+  run_started_ = start;
+  evaluating_ = Clock::duration::zero();
   WorkerReport report;
   report.worker = worker_options_.worker;
   Status status = RunLoop(&report);

@@ -52,6 +52,7 @@
 #ifndef ACTORFLOW_TRAINING_DISTRIBUTED_DATA_PARALLEL_H_
 #define ACTORFLOW_TRAINING_DISTRIBUTED_DATA_PARALLEL_H_
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -138,6 +139,13 @@ struct WorkerProgress {
 };
 using WorkerProgressFn = std::function<void(const WorkerProgress&)>;
 
+// The chief's evaluation after one epoch (WorkerOptions::evaluate_each_epoch).
+struct EpochEvaluation {
+  int64_t epoch = 0;              // epochs done, counted from 1
+  EvalResult eval;                // at the values the epoch's last push came back with
+  double training_seconds = 0.0;  // since Run started, these evaluations excluded
+};
+
 struct WorkerReport {
   int worker = 0;
   int64_t steps = 0;          // gradients pushed
@@ -148,6 +156,7 @@ struct WorkerReport {
   double last_loss = 0.0;
   int64_t global_step = 0;    // the last one seen
   double longest_push_seconds = 0.0;  // the longest push (and pull) round trip
+  std::vector<EpochEvaluation> epochs;  // the chief's, when asked (WorkerOptions)
   int ps_failovers = 0;  // elastic: times lost shards switched (standby or replacement)
   // Elastic chief: versions between the checkpoint a lost shard was restored from
   // and the global step training went on from.
@@ -167,6 +176,11 @@ struct WorkerOptions {
   // restarting its driver): the data goes on after those batches, and an async/SSP
   // driver pushes only the rest of its share.
   int64_t steps_done = 0;
+  // Chief (worker 0) only, when set: after the push that ends each of its epochs
+  // (every StepsPerEpoch pushes), evaluates the values that push came back with on
+  // this data, which must outlive Run (WorkerReport::epochs). The other sync workers
+  // wait for the chief meanwhile. Not for elastic training.
+  const LabeledData* evaluate_each_epoch = nullptr;
 };
 
 class WorkerDriver {
@@ -201,6 +215,8 @@ class WorkerDriver {
   // else InvalidArgument naming the first one that differs.
   Status CheckSameModel(const ParameterSnapshot& snapshot);
   Status InitializeAsChief();
+  // Evaluates `values` on WorkerOptions::evaluate_each_epoch into report->epochs.
+  Status EvaluateEpoch(const ParameterSnapshot& values, WorkerReport* report);
   // Waits `seconds` unless stopped first; returns false when stopped.
   bool Delay(double seconds);
   bool stopped();
@@ -213,6 +229,9 @@ class WorkerDriver {
   std::unique_ptr<WorkerModel> model_;
   int64_t num_rows_ = 0;
   int64_t global_step_offset_ = 0;
+  // Run's start and the time its epoch evaluations took (EvaluateEpoch).
+  std::chrono::steady_clock::time_point run_started_;
+  std::chrono::steady_clock::duration evaluating_{0};
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
@@ -261,6 +280,9 @@ class DataParallelJob {
   // Per-worker progress (called from the worker threads) and straggler delays.
   void set_progress(WorkerProgressFn progress) { progress_ = std::move(progress); }
   void set_delay(int worker, double delay_factor, int64_t delay_ms = 0);
+  // The chief evaluates on the test data after each of its epochs
+  // (WorkerOptions::evaluate_each_epoch; the result's workers[0].epochs).
+  void set_evaluate_each_epoch(bool evaluate) { evaluate_each_epoch_ = evaluate; }
 
   // Runs every worker to its end, then FinishDataParallel through the chief's client
   // (or, if the chief was lost, the first remaining worker's). Fails only when no
@@ -277,6 +299,7 @@ class DataParallelJob {
   LabeledData test_;
   WorkerProgressFn progress_;
   std::map<int, std::pair<double, int64_t>> delays_;
+  bool evaluate_each_epoch_ = false;
   std::mutex mu_;
   std::vector<WorkerDriver*> drivers_;  // guarded by mu_; null while not running
   std::vector<bool> stop_requested_;    // guarded by mu_

@@ -57,6 +57,7 @@ StatusOr<DataParallelResult> DataParallelJob::Run() {
       WorkerOptions worker_options;
       worker_options.worker = w;
       worker_options.progress = progress_;
+      if (w == 0 && evaluate_each_epoch_) worker_options.evaluate_each_epoch = &test_;
       auto delay = delays_.find(w);
       if (delay != delays_.end()) {
         worker_options.delay_factor = delay->second.first;

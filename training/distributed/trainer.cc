@@ -51,6 +51,7 @@ StatusOr<TrainerResult> RunLocalWorkers(const TrainerOptions& options, const Tra
       plan.data_parallel, [connect, timeout](int worker) { return connect(worker, timeout); },
       train, test);
   job.set_progress(options.progress);
+  job.set_evaluate_each_epoch(options.evaluate_each_epoch);
   AF_ASSIGN_OR_RETURN(DataParallelResult ran, job.Run());
   return ResultOf(plan, std::move(ran));
 }
@@ -106,6 +107,7 @@ StatusOr<TrainerResult> RunSupervisedWorker(const TrainerOptions& options,
   WorkerOptions worker;
   worker.worker = cluster.task;
   worker.progress = options.progress;
+  if (options.evaluate_each_epoch) worker.evaluate_each_epoch = &test;
   RecoveryOptions recovery;
   recovery.max_restarts = options.recovery.max_restarts;
   recovery.reconnect_timeout_ms = options.recovery.reconnect_timeout_ms;

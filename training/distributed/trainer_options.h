@@ -202,6 +202,9 @@ struct TrainerOptions {
   // kAllReduce, kInGraph: not used (each session is on a task's master; kInGraph
   // on Local(0, W): an in-process session with W CPU devices).
   SessionOptions session_options;
+  // The chief evaluates on the test data after each of its epochs
+  // (TrainerResult::details.workers' epochs). kLocal and kSpec ps training only.
+  bool evaluate_each_epoch = false;
 
   // Optional callbacks, called on the trainer's threads.
   // After every push of every worker this process runs (thread-safe when W > 1);
