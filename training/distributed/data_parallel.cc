@@ -224,7 +224,8 @@ Status WorkerDriver::RunLoop(WorkerReport* report) {
     }
     if (worker == 0 && worker_options_.evaluate_each_epoch != nullptr &&
         (worker_options_.steps_done + report->steps) % steps_per_epoch == 0) {
-      AF_RETURN_IF_ERROR(EvaluateEpoch(next, report));
+      AF_RETURN_IF_ERROR(EvaluateEpoch(
+          next, (worker_options_.steps_done + report->steps) / steps_per_epoch, report));
     }
     if (sync && pushed.global_step >= target) return Status::OK();
     // The shortest step so far stands for the worker's step time; the first step is
@@ -246,11 +247,11 @@ Status WorkerDriver::RunLoop(WorkerReport* report) {
   }
 }
 
-Status WorkerDriver::EvaluateEpoch(const ParameterSnapshot& values, WorkerReport* report) {
+Status WorkerDriver::EvaluateEpoch(const ParameterSnapshot& values, int64_t epochs_done,
+                                   WorkerReport* report) {
   const Clock::time_point now = Clock::now();
   EpochEvaluation epoch;
-  epoch.epoch = (worker_options_.steps_done + report->steps) /
-                StepsPerEpoch(num_rows_, options_.ps.total_replicas, options_.batch_size);
+  epoch.epoch = epochs_done;
   epoch.training_seconds = std::chrono::duration<double>(now - run_started_ - evaluating_).count();
   const LabeledData& test = *worker_options_.evaluate_each_epoch;
   StatusOr<EvalResult> eval =

@@ -215,8 +215,10 @@ class WorkerDriver {
   // else InvalidArgument naming the first one that differs.
   Status CheckSameModel(const ParameterSnapshot& snapshot);
   Status InitializeAsChief();
-  // Evaluates `values` on WorkerOptions::evaluate_each_epoch into report->epochs.
-  Status EvaluateEpoch(const ParameterSnapshot& values, WorkerReport* report);
+  // Evaluates `values` (after `epochs_done` epochs) on
+  // WorkerOptions::evaluate_each_epoch into report->epochs.
+  Status EvaluateEpoch(const ParameterSnapshot& values, int64_t epochs_done,
+                       WorkerReport* report);
   // Waits `seconds` unless stopped first; returns false when stopped.
   bool Delay(double seconds);
   bool stopped();
