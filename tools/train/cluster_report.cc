@@ -1,12 +1,13 @@
 #include "tools/train/cluster_report.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "tools/train/epoch_evaluations.h"
 #include "tools/train/train_elastic.h"
 #include "tools/train/train_flags.h"
 #include "tools/train/train_summaries.h"
@@ -139,7 +140,6 @@ void LogClusterResult(const DataParallelResult& result, TrainSummaries* summarie
   for (const WorkerReport& w : result.workers) summaries->End(w.worker, w.steps, scalars);
 }
 
-// `recovery`: the supervisor's report of a cluster file's worker (else null).
 namespace {
 
 // The chief's per-epoch evaluations as one process reports them (see the header).
@@ -150,14 +150,12 @@ void AddEpochJson(const DataParallelResult& result, int64_t train_rows,
     if (!w.epochs.empty()) chief = &w;
   }
   if (chief == nullptr) return;
-  nlohmann::ordered_json accuracies = nlohmann::ordered_json::array();
-  nlohmann::ordered_json seconds = nlohmann::ordered_json::array();
+  std::vector<double> accuracies, seconds;
   for (const EpochEvaluation& e : chief->epochs) {
     accuracies.push_back(e.eval.accuracy);
-    seconds.push_back(std::round(e.training_seconds * 1000.0) / 1000.0);
+    seconds.push_back(e.training_seconds);
   }
-  (*out)["accuracy_by_epoch"] = accuracies;
-  (*out)["seconds_by_epoch"] = seconds;
+  SetByEpochJson(accuracies, seconds, out);
   const EpochEvaluation& last = chief->epochs.back();
   (*out)["samples_per_second"] =
       last.training_seconds > 0
@@ -167,6 +165,7 @@ void AddEpochJson(const DataParallelResult& result, int64_t train_rows,
 
 }  // namespace
 
+// `recovery`: the supervisor's report of a cluster file's worker (else null).
 void PrintClusterResult(const TrainCommandOptions& options, const DataParallelOptions& dp,
                         const DataParallelResult& result, const RecoveryReport* recovery,
                         int64_t train_rows, std::ostream& out) {

@@ -26,15 +26,20 @@ void EpochEvaluations::AfterStep(int64_t step,
   last_step_ = step;
 }
 
+void SetByEpochJson(const std::vector<double>& accuracies, const std::vector<double>& seconds,
+                    nlohmann::ordered_json* out) {
+  (*out)["accuracy_by_epoch"] = accuracies;
+  nlohmann::ordered_json rounded = nlohmann::ordered_json::array();
+  // Milliseconds are all a reader can use of them.
+  for (double s : seconds) rounded.push_back(std::round(s * 1000.0) / 1000.0);
+  (*out)["seconds_by_epoch"] = rounded;
+}
+
 void EpochEvaluations::AddJson(const TrainResult& trained, int64_t samples,
                                nlohmann::ordered_json* out) const {
-  nlohmann::ordered_json accuracies = nlohmann::ordered_json::array();
+  std::vector<double> accuracies;
   for (const EvalResult& e : evaluations_) accuracies.push_back(e.accuracy);
-  nlohmann::ordered_json seconds = nlohmann::ordered_json::array();
-  // Milliseconds are all a reader can use of them.
-  for (double s : seconds_) seconds.push_back(std::round(s * 1000.0) / 1000.0);
-  (*out)["accuracy_by_epoch"] = accuracies;
-  (*out)["seconds_by_epoch"] = seconds;
+  SetByEpochJson(accuracies, seconds_, out);
   (*out)["samples_per_second"] =
       trained.seconds > 0 ? static_cast<double>(samples) / trained.seconds : 0.0;
   (*out)["input_wait_fraction"] =

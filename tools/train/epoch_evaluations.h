@@ -24,6 +24,11 @@
 namespace actorflow {
 namespace cli {
 
+// Sets "accuracy_by_epoch" and "seconds_by_epoch" (rounded to milliseconds) in `out`,
+// one entry per evaluated epoch: what one process and a cluster's chief report.
+void SetByEpochJson(const std::vector<double>& accuracies, const std::vector<double>& seconds,
+                    nlohmann::ordered_json* out);
+
 class EpochEvaluations {
  public:
   // Disabled: AfterStep does nothing. The training clock starts here.
