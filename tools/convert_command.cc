@@ -7,6 +7,8 @@
 #include <system_error>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "tools/train/train_datasets.h"
 #include "training/data/example.h"
 #include "training/data/idx_file_dataset.h"

@@ -16,6 +16,8 @@
 #include <memory>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "graph/graph_json.h"
 #include "kernels/gpu_runtime.h"
 #include "placement/device_name.h"

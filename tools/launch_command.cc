@@ -9,6 +9,8 @@
 #include <iostream>
 #include <memory>
 
+#include <CLI/CLI.hpp>
+
 #include "tools/launch_plan.h"
 #include "tools/process_group.h"
 

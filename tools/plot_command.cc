@@ -9,6 +9,8 @@
 #include <memory>
 #include <set>
 
+#include <CLI/CLI.hpp>
+
 #include "tools/cli/did_you_mean.h"
 #include "tools/svg_plot.h"
 #include "training/summary/event_file_reader.h"

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include "actors/transport/server_limits.h"
 
 #include "graph/graph.h"

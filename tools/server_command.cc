@@ -7,6 +7,8 @@
 #include <iostream>
 #include <memory>
 
+#include <CLI/CLI.hpp>
+
 #include "actors/cluster/server.h"
 #include "actors/transport/peer_watch.h"
 #include "actors/transport/server_limits.h"

@@ -6,6 +6,8 @@
 
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 namespace actorflow {
 namespace cli {
 namespace {

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include "actors/sim/simulated_cluster.h"
 #include "actors/trainer/cluster_trainer.h"
 #include "tools/train/train_cluster.h"

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include "actors/sim/fault_injector.h"
 #include "tools/simulate_command.h"
 

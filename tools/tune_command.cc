@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include "actors/cluster/local_cluster.h"
 #include "actors/cluster/remote_session.h"
 #include "placement/cluster_spec.h"

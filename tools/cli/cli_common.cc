@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <exception>
 
+#include <CLI/CLI.hpp>
+
 #include "kernels/gpu_runtime.h"
 #include "placement/device_name.h"
 #include "tools/cli/did_you_mean.h"

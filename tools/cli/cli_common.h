@@ -23,10 +23,16 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "graph/status.h"
 #include "placement/cluster_spec.h"
+
+// CLI11's types by name only: its header constructs its validators in every
+// translation unit that includes it (about 4 s of compilation each at -O2), so only
+// the files that declare flags include <CLI/CLI.hpp>.
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace actorflow {
 namespace cli {

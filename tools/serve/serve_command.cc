@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "actors/serving/model_server.h"
 #include "graph/graph_json.h"
 #include "placement/cluster_spec.h"

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include "actors/cluster/session_factory.h"
 #include "kernels/chrome_trace.h"
 #include "tools/train/graph_cluster_flag.h"

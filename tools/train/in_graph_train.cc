@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include "actors/sim/sim_cluster_spec.h"
 #include "actors/trainer/cluster_trainer.h"
 #include "placement/cluster_spec.h"

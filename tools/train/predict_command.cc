@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include "tools/train/train_flags.h"
 #include "training/data/csv_dataset.h"
 #include "training/estimators/dnn_classifier.h"

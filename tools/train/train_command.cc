@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include "kernels/chrome_trace.h"
 #include "tools/train/epoch_evaluations.h"
 #include "tools/train/in_graph_train.h"

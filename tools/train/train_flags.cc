@@ -10,6 +10,8 @@
 #include <sstream>
 #include <utility>
 
+#include <CLI/CLI.hpp>
+
 #include "actors/cluster/session_factory.h"
 #include "kernels/gpu_runtime.h"
 #include "placement/device_name.h"

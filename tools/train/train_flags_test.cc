@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <CLI/CLI.hpp>
+
 namespace actorflow {
 namespace cli {
 namespace {
