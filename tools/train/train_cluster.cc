@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "actors/trainer/cluster_trainer.h"
 #include "actors/sim/sim_cluster_spec.h"
 #include "placement/cluster_spec.h"

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <utility>
 
+#include <nlohmann/json.hpp>
 #include <CLI/CLI.hpp>
 
 #include "actors/cluster/session_factory.h"
