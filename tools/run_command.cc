@@ -6,9 +6,8 @@
 #include <string_view>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "actors/transport/server_limits.h"
 

@@ -4,9 +4,8 @@
 #include <string>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "actors/sim/simulated_cluster.h"
 #include "actors/trainer/cluster_trainer.h"

@@ -6,9 +6,8 @@
 #include <memory>
 #include <sstream>
 
-#include <nlohmann/json.hpp>
-
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "actors/sim/fault_injector.h"
 #include "tools/simulate_command.h"

@@ -8,9 +8,8 @@
 #include <mutex>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "actors/cluster/local_cluster.h"
 #include "actors/cluster/remote_session.h"

@@ -6,9 +6,8 @@
 #include <string>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "actors/sim/sim_cluster_spec.h"
 #include "actors/trainer/cluster_trainer.h"

@@ -8,9 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "tools/train/train_flags.h"
 #include "training/data/csv_dataset.h"

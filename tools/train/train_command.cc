@@ -8,9 +8,8 @@
 #include <memory>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "kernels/chrome_trace.h"
 #include "tools/train/epoch_evaluations.h"

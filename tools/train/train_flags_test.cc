@@ -11,9 +11,8 @@
 #include <sstream>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 namespace actorflow {
 namespace cli {
