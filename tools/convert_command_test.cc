@@ -247,6 +247,28 @@ TEST(ConvertCommandTest, TheSyncClustersChiefEvaluatesEachEpochAsOneProcessDoes)
   EXPECT_NEAR(ran["samples_per_second"].get<double>() * seconds[2].get<double>(), 900.0, 45.0);
 }
 
+// Without --batch, a named dataset's batch is the rows of one sync update: each of
+// the two workers reads half of it, so the run takes one process's updates.
+TEST(ConvertCommandTest, TheDatasetsBatchIsSplitOverTheWorkersASyncUpdateAverages) {
+  TrainCommandOptions options = FashionRun(FakeFashionMnist(), "idx");
+  options.cluster = "local:ps=1,worker=2";
+  options.mode = "sync";
+  options.split_batch_over_replicas = true;
+  nlohmann::json ran = Train(options);
+  ASSERT_TRUE(ran.is_object());
+  EXPECT_EQ(ran["batch"], 25) << ran;
+  // 300 rows x 3 epochs in updates of 2 x 25 rows, as one process's batches of 50.
+  EXPECT_EQ(ran["updates_applied"], 18) << ran;
+  ASSERT_EQ(ran["worker_reports"].size(), 2u);
+  for (const auto& worker : ran["worker_reports"]) EXPECT_EQ(worker["steps"], 18) << worker;
+  EXPECT_GT(ran["accuracy"].get<double>(), 0.8);
+  options.split_batch_over_replicas = false;  // --batch given: 50 rows each
+  ran = Train(options);
+  ASSERT_TRUE(ran.is_object());
+  EXPECT_EQ(ran["batch"], 50);
+  EXPECT_EQ(ran["updates_applied"], 9) << ran;
+}
+
 // A convnet with batch normalization written to --checkpoint-dir and loaded back for
 // prediction evaluates exactly as at the end of training: the checkpoint holds the
 // moving averages the inference path reads.

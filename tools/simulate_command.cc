@@ -52,6 +52,7 @@ StatusOr<TrainerOptions> TrainerOptionsOfSimulation(const SimulateCommandOptions
     AF_ASSIGN_OR_RETURN(policy, PsPolicyOfMode(options.mode, options.replicas_to_aggregate));
     trainer.learning_rate_decay_per_epoch = o.lr_decay;
     trainer.scale_learning_rate_with_replicas = o.scale_lr_with_replicas;
+    trainer.split_batch_over_replicas = o.split_batch_over_replicas;
     trainer.recovery.checkpoint_every = o.checkpoint_every;
   }
   if (o.epochs > 0) {

@@ -178,6 +178,7 @@ void PrintClusterResult(const TrainCommandOptions& options, const DataParallelOp
     j["workers_lost"] = result.workers_lost;
     j["mode"] = options.mode;
     j["workers"] = dp.ps.total_replicas;
+    j["batch"] = dp.batch_size;  // rows of each worker's step
     if (dp.ps.mode == UpdateMode::kSync) j["replicas_to_aggregate"] = dp.ps.replicas_to_aggregate;
     j["epochs"] = dp.epochs;
     j["examples"] = result.eval.num_examples;

@@ -291,6 +291,7 @@ StatusOr<TrainerOptions> TrainerOptionsFromFlags(const TrainCommandOptions& opti
   AF_ASSIGN_OR_RETURN(trainer.policy, PolicyFromFlags(options));
   trainer.learning_rate_decay_per_epoch = options.lr_decay;
   trainer.scale_learning_rate_with_replicas = options.scale_lr_with_replicas;
+  trainer.split_batch_over_replicas = options.split_batch_over_replicas;
   trainer.epochs = ClusterEpochs(options, train_rows);
   trainer.checkpoint_dir = ResolveUserPath(options.checkpoint_dir);
   // A named dataset is evaluated after every epoch, as in one process.
@@ -338,7 +339,8 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   int workers = 0;
   trainer.on_start = [&](const TrainerPlan& plan) -> Status {
     workers = plan.workers;
-    progress << ShardRateLine(options, plan.data_parallel.ps);
+    progress << ShardRateLine(options, plan.data_parallel);
+    summaries.SetBatchAndRate(plan.data_parallel.batch_size, plan.data_parallel.ps.learning_rate);
     ReportRescaledSteps(options, plan.data_parallel, rows, progress);
     if (live_status) {
       AF_ASSIGN_OR_RETURN(status_page, StartStatusPage(options, plan.cluster, workers, &board));
@@ -347,7 +349,8 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
     }
     // A cluster file's worker keeps plain lines: its recovery lines interleave.
     if (local && interactive && !options.json) {
-      bars = std::make_unique<TerminalProgress>(progress, workers, options.batch);
+      bars = std::make_unique<TerminalProgress>(progress, workers,
+                                                 plan.data_parallel.batch_size);
     }
     return Status::OK();
   };

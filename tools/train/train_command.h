@@ -110,8 +110,12 @@ struct TrainCommandOptions {
   // smoothly with the global step (tf.train.exponential_decay); 1 keeps it constant.
   double lr_decay = 1.0;
   // Set by a named dataset's defaults when --lr is not given: its rate is per batch
-  // of --batch rows, so a sync update that averages R workers' batches uses R times
-  // it (the linear scaling rule; --lr given is used as it is).
+  // of its default batch. Without --batch, a sync update reads that batch split over
+  // the R workers' batches it averages (split_batch_over_replicas: one process's
+  // updates); with --batch, each worker reads --batch rows and the update's rate is
+  // R times it (scale_lr_with_replicas, the linear scaling rule). --lr given is used
+  // as it is, with --batch rows per worker.
+  bool split_batch_over_replicas = false;
   bool scale_lr_with_replicas = false;
   int64_t batch = 32;
   // --mode allreduce: gradients per all-reduce bucket, in MiB (PyTorch DDP's 25).

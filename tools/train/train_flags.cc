@@ -143,7 +143,9 @@ void ApplyModelDefaults(const std::function<bool(const std::string& flag)>& give
   if (!given("--optimizer")) options->optimizer = defaults.optimizer;
   if (!given("--lr")) {
     options->learning_rate = defaults.learning_rate;
-    options->scale_lr_with_replicas = !options->dataset.empty();
+    const bool per_batch_rate = !options->dataset.empty();
+    options->split_batch_over_replicas = per_batch_rate && !given("--batch");
+    options->scale_lr_with_replicas = per_batch_rate && given("--batch");
   }
   if (!given("--batch")) options->batch = defaults.batch;
   if (!given("--lr-decay")) options->lr_decay = defaults.lr_decay;
@@ -282,20 +284,20 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
   return model;
 }
 
-std::string SetShardRateSchedule(const TrainCommandOptions& options, int64_t rows,
-                                 ParameterServerOptions* ps) {
-  SetShardLearningRate(options.learning_rate, options.lr_decay, options.scale_lr_with_replicas,
-                       options.batch, rows, ps);
-  return ShardRateLine(options, *ps);
-}
-
-std::string ShardRateLine(const TrainCommandOptions& options, const ParameterServerOptions& ps) {
+std::string ShardRateLine(const TrainCommandOptions& options, const DataParallelOptions& dp) {
+  const ParameterServerOptions& ps = dp.ps;
   const int64_t batches_per_update = ps.mode == UpdateMode::kSync ? ps.replicas_to_aggregate : 1;
-  if (!options.scale_lr_with_replicas || batches_per_update <= 1) return "";
+  if (batches_per_update <= 1) return "";
   std::ostringstream line;
-  line << "sync updates average " << batches_per_update << " batches of " << options.batch
-       << ": learning rate " << ps.learning_rate << " (" << options.learning_rate
-       << " per batch, scaled linearly; --lr sets it as it is)\n";
+  if (options.split_batch_over_replicas) {
+    line << "sync updates average " << batches_per_update << " batches of " << dp.batch_size
+         << " rows: " << batches_per_update * dp.batch_size << " rows an update at learning rate "
+         << ps.learning_rate << ", as one process's batches (--batch sets each worker's batch)\n";
+  } else if (options.scale_lr_with_replicas) {
+    line << "sync updates average " << batches_per_update << " batches of " << dp.batch_size
+         << ": learning rate " << ps.learning_rate << " (" << options.learning_rate
+         << " per batch, scaled linearly; --lr sets it as it is)\n";
+  }
   return line.str();
 }
 

@@ -89,15 +89,10 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
 
 // --lr-decay's schedule: DecayPerEpoch (training/distributed/trainer_options.h).
 
-// The parameter shards' rate for `rows` training rows, from options.learning_rate:
-// times the batches a sync update averages (replicas_to_aggregate; async and ssp
-// apply each batch alone) when options.scale_lr_with_replicas, and decaying by
-// --lr-decay per epoch of updates. `ps` has its mode and replicas_to_aggregate set.
-// Returns a line saying how the rate was scaled, or "" when it was not.
-std::string SetShardRateSchedule(const TrainCommandOptions& options, int64_t rows,
-                                 ParameterServerOptions* ps);
-// The line SetShardRateSchedule returns, for a `ps` it has set.
-std::string ShardRateLine(const TrainCommandOptions& options, const ParameterServerOptions& ps);
+// The line saying how the named dataset's batch or rate was adapted to the batches a
+// sync update averages (options.split_batch_over_replicas or scale_lr_with_replicas),
+// for the data-parallel options `dp` a run planned; "" when neither was.
+std::string ShardRateLine(const TrainCommandOptions& options, const DataParallelOptions& dp);
 
 // The part of `options` that defines the graph (and model.json).
 DNNModelSpec ModelSpecOf(const DNNClassifierOptions& options);

@@ -247,7 +247,9 @@ TEST(ApplyModelDefaultsTest, FashionMnistDecaysTheRateUnlessLrDecayIsGiven) {
   fashion.dataset = "fashion-mnist";
   ApplyModelDefaults([](const std::string&) { return false; }, &fashion);
   EXPECT_EQ(fashion.lr_decay, kFashionLrDecay);
-  EXPECT_TRUE(fashion.scale_lr_with_replicas);  // its default rate is per batch
+  // Its default rate is per batch of 100 rows: a sync update splits them.
+  EXPECT_TRUE(fashion.split_batch_over_replicas);
+  EXPECT_FALSE(fashion.scale_lr_with_replicas);
   EXPECT_EQ(fashion.hidden, "256,128,100");
   TrainCommandOptions constant;
   constant.dataset = "fashion-mnist";
@@ -258,10 +260,17 @@ TEST(ApplyModelDefaultsTest, FashionMnistDecaysTheRateUnlessLrDecayIsGiven) {
   given_rate.dataset = "fashion-mnist";
   ApplyModelDefaults([](const std::string& flag) { return flag == "--lr"; }, &given_rate);
   EXPECT_FALSE(given_rate.scale_lr_with_replicas);  // --lr is used as it is
+  EXPECT_FALSE(given_rate.split_batch_over_replicas);
+  TrainCommandOptions given_batch;  // each worker reads --batch: the rate scales
+  given_batch.dataset = "fashion-mnist";
+  ApplyModelDefaults([](const std::string& flag) { return flag == "--batch"; }, &given_batch);
+  EXPECT_TRUE(given_batch.scale_lr_with_replicas);
+  EXPECT_FALSE(given_batch.split_batch_over_replicas);
   TrainCommandOptions iris;  // no dataset: constant, as before
   ApplyModelDefaults([](const std::string&) { return false; }, &iris);
   EXPECT_EQ(iris.lr_decay, 1.0);
   EXPECT_FALSE(iris.scale_lr_with_replicas);
+  EXPECT_FALSE(iris.split_batch_over_replicas);
 }
 
 TEST(DecayPerEpochTest, AnEpochIsTheUpdatesThatTakeEveryRowOnce) {
@@ -274,27 +283,30 @@ TEST(DecayPerEpochTest, AnEpochIsTheUpdatesThatTakeEveryRowOnce) {
   EXPECT_EQ(DecayPerEpoch(0.75, 10, 32).decay_steps, 1);
 }
 
-TEST(SetShardRateScheduleTest, SyncScalesTheDatasetsRateByTheBatchesAnUpdateAverages) {
+TEST(ShardRateLineTest, SaysHowTheDatasetsBatchOrRateMetTheBatchesAnUpdateAverages) {
+  TrainerOptions trainer;
+  trainer.learning_rate = 0.001;
+  trainer.batch_size = 100;
+  trainer.cluster = TrainerCluster::Local(1, 2);
   TrainCommandOptions options;
   options.learning_rate = 0.001;
   options.batch = 100;
-  options.lr_decay = 0.75;
-  options.scale_lr_with_replicas = true;
-  ParameterServerOptions sync;
-  sync.mode = UpdateMode::kSync;
-  sync.replicas_to_aggregate = 2;
-  EXPECT_THAT(SetShardRateSchedule(options, 60000, &sync), HasSubstr("learning rate 0.002"));
-  EXPECT_DOUBLE_EQ(sync.learning_rate, 0.002);
-  EXPECT_EQ(sync.lr_decay.decay_steps, 300);  // 60000 rows / (2 x 100) per update
-  ParameterServerOptions async;
-  async.mode = UpdateMode::kAsync;
-  async.replicas_to_aggregate = 2;
-  EXPECT_EQ(SetShardRateSchedule(options, 60000, &async), "");
-  EXPECT_DOUBLE_EQ(async.learning_rate, 0.001);
-  EXPECT_EQ(async.lr_decay.decay_steps, 600);
+  options.split_batch_over_replicas = trainer.split_batch_over_replicas = true;
+  const DataParallelOptions split = DataParallelOptionsFor(trainer, 2, 60000);
+  EXPECT_EQ(ShardRateLine(options, split),
+            "sync updates average 2 batches of 50 rows: 100 rows an update at learning rate "
+            "0.001, as one process's batches (--batch sets each worker's batch)\n");
+  options.split_batch_over_replicas = trainer.split_batch_over_replicas = false;
+  options.scale_lr_with_replicas = trainer.scale_learning_rate_with_replicas = true;
+  const DataParallelOptions scaled = DataParallelOptionsFor(trainer, 2, 60000);
+  EXPECT_THAT(ShardRateLine(options, scaled),
+              HasSubstr("average 2 batches of 100: learning rate 0.002 (0.001 per batch"));
+  trainer.policy.kind = TrainingPolicyKind::kAsync;  // each batch is an update
+  EXPECT_EQ(ShardRateLine(options, DataParallelOptionsFor(trainer, 2, 60000)), "");
+  trainer.policy.kind = TrainingPolicyKind::kSync;
   options.scale_lr_with_replicas = false;  // --lr given
-  EXPECT_EQ(SetShardRateSchedule(options, 60000, &sync), "");
-  EXPECT_DOUBLE_EQ(sync.learning_rate, 0.001);
+  EXPECT_EQ(ShardRateLine(options, DataParallelOptionsFor(trainer, 2, 60000)), "");
+  EXPECT_EQ(ShardRateLine(options, DataParallelOptionsFor(trainer, 1, 60000)), "");
 }
 
 TEST(LocalDeviceNamesTest, ListsTheCpusOfTheLocalTaskInOrder) {

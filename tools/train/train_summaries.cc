@@ -9,9 +9,15 @@ namespace cli {
 TrainSummaries::TrainSummaries(std::string logdir, int64_t batch_size, double learning_rate,
                                std::ostream& warnings)
     : logdir_(std::move(logdir)),
+      warnings_(warnings),
       batch_size_(batch_size),
-      learning_rate_(learning_rate),
-      warnings_(warnings) {}
+      learning_rate_(learning_rate) {}
+
+void TrainSummaries::SetBatchAndRate(int64_t batch_size, double learning_rate) {
+  std::lock_guard<std::mutex> lock(mu_);
+  batch_size_ = batch_size;
+  learning_rate_ = learning_rate;
+}
 
 void TrainSummaries::Progress(int worker, int64_t step, int64_t planned_steps, double loss) {
   if (!enabled()) return;

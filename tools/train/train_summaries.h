@@ -39,6 +39,10 @@ class TrainSummaries {
 
   bool enabled() const { return !logdir_.empty(); }
 
+  // The batch and rate a cluster's plan settled on (a sync update's split batch,
+  // its scaled rate), replacing the constructor's for the steps that follow.
+  void SetBatchAndRate(int64_t batch_size, double learning_rate);
+
   // One training step of `worker`: `step` counts its steps (increasing), of
   // `planned_steps`; `loss` is the step's batch loss.
   void Progress(int worker, int64_t step, int64_t planned_steps, double loss);
@@ -60,10 +64,10 @@ class TrainSummaries {
   void WarnLocked(const Status& status);
 
   const std::string logdir_;
-  const int64_t batch_size_;
-  const double learning_rate_;
   std::ostream& warnings_;
   std::mutex mu_;
+  int64_t batch_size_;                                         // guarded by mu_
+  double learning_rate_;                                       // guarded by mu_
   bool failed_ = false;                                        // guarded by mu_
   std::map<int, std::unique_ptr<SummaryWriter>> writers_;      // guarded by mu_
   std::map<int, Window> windows_;                              // guarded by mu_

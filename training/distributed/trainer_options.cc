@@ -176,6 +176,9 @@ Status ValidateAllReduceOptions(const TrainerOptions& options) {
   if (options.scale_learning_rate_with_replicas) {
     return BadField("scale_learning_rate_with_replicas", "applies to kSync only");
   }
+  if (options.split_batch_over_replicas) {
+    return BadField("split_batch_over_replicas", "applies to kSync only");
+  }
   if (!options.checkpoint_dir.empty()) {
     return BadField("checkpoint_dir", "applies to the ps policies only (kAllReduce does not "
                                       "checkpoint its replicas)");
@@ -221,6 +224,14 @@ Status ValidateTrainerOptions(const TrainerOptions& options) {
   const bool in_graph = options.policy.kind == TrainingPolicyKind::kInGraph;
   if (in_graph && options.scale_learning_rate_with_replicas) {
     return BadField("scale_learning_rate_with_replicas", "applies to kSync only");
+  }
+  if (in_graph && options.split_batch_over_replicas) {
+    return BadField("split_batch_over_replicas", "applies to kSync only");
+  }
+  if (options.split_batch_over_replicas && options.scale_learning_rate_with_replicas) {
+    return BadField("split_batch_over_replicas",
+                    "excludes scale_learning_rate_with_replicas: an update of batch_size rows "
+                    "keeps its rate");
   }
   if (options.max_steps < 0) {
     return BadField("max_steps", std::to_string(options.max_steps) + ": must be >= 0");
@@ -370,8 +381,11 @@ DataParallelOptions DataParallelOptionsFor(const TrainerOptions& options, int wo
   dp.ps.total_replicas = workers;
   dp.ps.replicas_to_aggregate =
       policy.replicas_to_aggregate > 0 ? policy.replicas_to_aggregate : workers;
+  if (options.split_batch_over_replicas && policy.kind == TrainingPolicyKind::kSync) {
+    dp.batch_size = std::max<int64_t>(1, options.batch_size / dp.ps.replicas_to_aggregate);
+  }
   SetShardLearningRate(options.learning_rate, options.learning_rate_decay_per_epoch,
-                       options.scale_learning_rate_with_replicas, options.batch_size, train_rows,
+                       options.scale_learning_rate_with_replicas, dp.batch_size, train_rows,
                        &dp.ps);
   return dp;
 }

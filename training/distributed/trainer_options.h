@@ -185,6 +185,12 @@ struct TrainerOptions {
   // kSync: an update averages R batches, so its rate is R x learning_rate.
   bool scale_learning_rate_with_replicas = false;
   int64_t batch_size = 32;  // rows per worker per step, >= 1
+  // kSync: batch_size is the rows of one update instead, split over the R batches
+  // it averages (each worker's step reads max(1, batch_size / R) rows), so that
+  // the run takes one process's updates at learning_rate as it is (TF1's global
+  // batch). The other policies apply each worker's batch alone and ignore it; it
+  // excludes scale_learning_rate_with_replicas.
+  bool split_batch_over_replicas = false;
   int64_t epochs = 1;       // passes over the training set, all workers together, >= 1
                             // (kInGraph: 0 repeats the set until max_steps)
   int64_t max_steps = 0;    // kInGraph: at most this many steps (0: until the epochs end);
@@ -230,7 +236,8 @@ Status ValidateTrainerOptions(const TrainerOptions& options);
 StatusOr<int> TrainerWorkers(const TrainerOptions& options);
 
 // The data-parallel options every worker runs with `workers` slots on `train_rows`
-// rows: the policy's update mode, the rate (scaled, with its decay) on the shards.
+// rows: the policy's update mode, each worker's batch (split when
+// split_batch_over_replicas), the rate (scaled, with its decay) on the shards.
 // The session factory is left empty (the cluster side sets it).
 DataParallelOptions DataParallelOptionsFor(const TrainerOptions& options, int workers,
                                            int64_t train_rows);

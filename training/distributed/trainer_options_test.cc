@@ -97,6 +97,36 @@ TEST(TrainerOptionsTest, SyncScalesTheRateByTheBatchesAnUpdateAveragesWhenAsked)
   EXPECT_DOUBLE_EQ(dp.ps.learning_rate, 0.05);
 }
 
+TEST(TrainerOptionsTest, SyncSplitsTheUpdatesBatchOverTheBatchesItAveragesWhenAsked) {
+  TrainerOptions options = IrisLikeOptions();
+  options.learning_rate = 0.05;
+  options.learning_rate_decay_per_epoch = 0.5;
+  options.batch_size = 100;
+  options.cluster = TrainerCluster::Local(1, 4);
+  options.policy.replicas_to_aggregate = 3;
+  options.split_batch_over_replicas = true;
+  ASSERT_OK(ValidateTrainerOptions(options));
+  DataParallelOptions dp = DataParallelOptionsFor(options, 4, 1200);
+  EXPECT_EQ(dp.batch_size, 33);  // 100 / 3 rows per worker step, 99 per update
+  EXPECT_DOUBLE_EQ(dp.ps.learning_rate, 0.05);
+  EXPECT_EQ(dp.ps.lr_decay.decay_steps, 13);  // ceil(1200 / 99) updates an epoch
+  options.batch_size = 2;  // fewer rows than batches: one row each
+  EXPECT_EQ(DataParallelOptionsFor(options, 4, 1200).batch_size, 1);
+  // Async applies each worker's batch alone: batch_size rows each.
+  options.batch_size = 100;
+  options.policy = TrainingPolicy();
+  options.policy.kind = TrainingPolicyKind::kAsync;
+  dp = DataParallelOptionsFor(options, 4, 1200);
+  EXPECT_EQ(dp.batch_size, 100);
+  EXPECT_EQ(dp.ps.lr_decay.decay_steps, 12);
+  // Splitting the batch and scaling the rate answer one question: one at a time.
+  options.policy = TrainingPolicy();
+  options.scale_learning_rate_with_replicas = true;
+  const Status both = ValidateTrainerOptions(options);
+  EXPECT_EQ(both.code(), Code::kInvalidArgument);
+  EXPECT_THAT(both.message(), HasSubstr("TrainerOptions.split_batch_over_replicas"));
+}
+
 TEST(TrainerOptionsTest, AllReduceRefusesPsTasksAndTheFieldsOfThePsPoliciesNamingThem) {
   auto all_reduce = [] {
     TrainerOptions options = IrisLikeOptions();
@@ -121,6 +151,8 @@ TEST(TrainerOptionsTest, AllReduceRefusesPsTasksAndTheFieldsOfThePsPoliciesNamin
        "TrainerOptions.learning_rate_decay_per_epoch"},
       {[](TrainerOptions* o) { o->scale_learning_rate_with_replicas = true; },
        "TrainerOptions.scale_learning_rate_with_replicas"},
+      {[](TrainerOptions* o) { o->split_batch_over_replicas = true; },
+       "TrainerOptions.split_batch_over_replicas"},
       {[](TrainerOptions* o) { o->checkpoint_dir = "/tmp/ckpt"; },
        "TrainerOptions.checkpoint_dir"},
       // The all-reduce fields under another policy.
