@@ -339,7 +339,7 @@ Status TrainOnCluster(const TrainCommandOptions& options, const DNNModelSpec& sp
   int workers = 0;
   trainer.on_start = [&](const TrainerPlan& plan) -> Status {
     workers = plan.workers;
-    progress << ShardRateLine(options, plan.data_parallel);
+    progress << ShardRateLine(trainer, plan.data_parallel);
     summaries.SetBatchAndRate(plan.data_parallel.batch_size, plan.data_parallel.ps.learning_rate);
     ReportRescaledSteps(options, plan.data_parallel, rows, progress);
     if (live_status) {

@@ -284,18 +284,19 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
   return model;
 }
 
-std::string ShardRateLine(const TrainCommandOptions& options, const DataParallelOptions& dp) {
+std::string ShardRateLine(const TrainerOptions& trainer, const DataParallelOptions& dp) {
   const ParameterServerOptions& ps = dp.ps;
   const int64_t batches_per_update = ps.mode == UpdateMode::kSync ? ps.replicas_to_aggregate : 1;
-  if (batches_per_update <= 1) return "";
+  const bool split =
+      trainer.split_batch_over_replicas && trainer.policy.kind == TrainingPolicyKind::kSync;
+  if (batches_per_update <= 1 || !(split || trainer.scale_learning_rate_with_replicas)) return "";
   std::ostringstream line;
-  if (options.split_batch_over_replicas) {
-    line << "sync updates average " << batches_per_update << " batches of " << dp.batch_size
-         << " rows: " << batches_per_update * dp.batch_size << " rows an update at learning rate "
+  line << "sync updates average " << batches_per_update << " batches of " << dp.batch_size;
+  if (split) {
+    line << " rows: " << batches_per_update * dp.batch_size << " rows an update at learning rate "
          << ps.learning_rate << ", as one process's batches (--batch sets each worker's batch)\n";
-  } else if (options.scale_lr_with_replicas) {
-    line << "sync updates average " << batches_per_update << " batches of " << dp.batch_size
-         << ": learning rate " << ps.learning_rate << " (" << options.learning_rate
+  } else {
+    line << ": learning rate " << ps.learning_rate << " (" << trainer.learning_rate
          << " per batch, scaled linearly; --lr sets it as it is)\n";
   }
   return line.str();

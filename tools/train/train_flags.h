@@ -90,9 +90,10 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
 // --lr-decay's schedule: DecayPerEpoch (training/distributed/trainer_options.h).
 
 // The line saying how the named dataset's batch or rate was adapted to the batches a
-// sync update averages (options.split_batch_over_replicas or scale_lr_with_replicas),
-// for the data-parallel options `dp` a run planned; "" when neither was.
-std::string ShardRateLine(const TrainCommandOptions& options, const DataParallelOptions& dp);
+// sync update averages (the trainer's split_batch_over_replicas, under kSync, or
+// scale_learning_rate_with_replicas), for the data-parallel options `dp` it planned;
+// "" when neither was.
+std::string ShardRateLine(const TrainerOptions& trainer, const DataParallelOptions& dp);
 
 // The part of `options` that defines the graph (and model.json).
 DNNModelSpec ModelSpecOf(const DNNClassifierOptions& options);

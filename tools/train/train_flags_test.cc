@@ -288,25 +288,23 @@ TEST(ShardRateLineTest, SaysHowTheDatasetsBatchOrRateMetTheBatchesAnUpdateAverag
   trainer.learning_rate = 0.001;
   trainer.batch_size = 100;
   trainer.cluster = TrainerCluster::Local(1, 2);
-  TrainCommandOptions options;
-  options.learning_rate = 0.001;
-  options.batch = 100;
-  options.split_batch_over_replicas = trainer.split_batch_over_replicas = true;
-  const DataParallelOptions split = DataParallelOptionsFor(trainer, 2, 60000);
-  EXPECT_EQ(ShardRateLine(options, split),
+  trainer.split_batch_over_replicas = true;
+  EXPECT_EQ(ShardRateLine(trainer, DataParallelOptionsFor(trainer, 2, 60000)),
             "sync updates average 2 batches of 50 rows: 100 rows an update at learning rate "
             "0.001, as one process's batches (--batch sets each worker's batch)\n");
-  options.split_batch_over_replicas = trainer.split_batch_over_replicas = false;
-  options.scale_lr_with_replicas = trainer.scale_learning_rate_with_replicas = true;
-  const DataParallelOptions scaled = DataParallelOptionsFor(trainer, 2, 60000);
-  EXPECT_THAT(ShardRateLine(options, scaled),
+  EXPECT_EQ(ShardRateLine(trainer, DataParallelOptionsFor(trainer, 1, 60000)), "");
+  trainer.policy.kind = TrainingPolicyKind::kElastic;  // not split: no line
+  EXPECT_EQ(ShardRateLine(trainer, DataParallelOptionsFor(trainer, 2, 60000)), "");
+  trainer.policy.kind = TrainingPolicyKind::kSync;
+  trainer.split_batch_over_replicas = false;
+  trainer.scale_learning_rate_with_replicas = true;
+  EXPECT_THAT(ShardRateLine(trainer, DataParallelOptionsFor(trainer, 2, 60000)),
               HasSubstr("average 2 batches of 100: learning rate 0.002 (0.001 per batch"));
   trainer.policy.kind = TrainingPolicyKind::kAsync;  // each batch is an update
-  EXPECT_EQ(ShardRateLine(options, DataParallelOptionsFor(trainer, 2, 60000)), "");
+  EXPECT_EQ(ShardRateLine(trainer, DataParallelOptionsFor(trainer, 2, 60000)), "");
   trainer.policy.kind = TrainingPolicyKind::kSync;
-  options.scale_lr_with_replicas = false;  // --lr given
-  EXPECT_EQ(ShardRateLine(options, DataParallelOptionsFor(trainer, 2, 60000)), "");
-  EXPECT_EQ(ShardRateLine(options, DataParallelOptionsFor(trainer, 1, 60000)), "");
+  trainer.scale_learning_rate_with_replicas = false;  // --lr given
+  EXPECT_EQ(ShardRateLine(trainer, DataParallelOptionsFor(trainer, 2, 60000)), "");
 }
 
 TEST(LocalDeviceNamesTest, ListsTheCpusOfTheLocalTaskInOrder) {
