@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -235,6 +236,10 @@ void ChildProcess::Reap(bool block) {
   while ((r = waitpid(pid_, &status, block ? 0 : WNOHANG)) < 0 && errno == EINTR) {
   }
   if (r != pid_) return;
+  RecordEnd(status);
+}
+
+void ChildProcess::RecordEnd(int status) {
   reaped_ = true;
   if (WIFEXITED(status)) {
     exited_ = true;
@@ -256,6 +261,28 @@ bool ChildProcess::WaitForExit(std::chrono::milliseconds timeout) {
     if (!Pump(deadline)) break;
   }
   return reaped_;
+}
+
+bool ChildProcess::Suspend(std::chrono::milliseconds timeout) {
+  if (reaped_) return false;
+  ::kill(pid_, SIGSTOP);
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t r = waitpid(pid_, &status, WUNTRACED | WNOHANG);
+    if (r == pid_) {
+      if (WIFSTOPPED(status)) return true;
+      RecordEnd(status);
+      return false;
+    }
+    if (r < 0 && errno != EINTR) return false;
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    // A stop makes no descriptor ready (a pidfd reports only the end), so the wait
+    // looks again each millisecond, reading the child's pipes meanwhile.
+    const auto next = std::min(deadline, now + std::chrono::milliseconds(1));
+    if (!Pump(next) && Clock::now() < next) poll(nullptr, 0, MillisLeft(next));
+  }
 }
 
 bool ChildProcess::HasExited() {

@@ -57,6 +57,11 @@ class ChildProcess {
   bool WaitForExit(std::chrono::milliseconds timeout);
   // Sends `signal`; for SIGKILL also reaps the child (it cannot outlive SIGKILL).
   void Kill(int signal = SIGKILL);
+  // Hangs the child (SIGSTOP) and waits until the kernel reports it stopped: kill()
+  // returns before that, and until the thread that takes the signal runs, the
+  // child's other threads still answer what reaches them. True once stopped; false
+  // when it ended instead or `timeout` passed. SIGCONT (Kill) lets it go on.
+  bool Suspend(std::chrono::milliseconds timeout);
 
   pid_t pid() const { return pid_; }
   // Whether the child has ended (reaps it if so); never blocks.
@@ -76,6 +81,8 @@ class ChildProcess {
   // (both pipes closed) or the time passed.
   bool Pump(std::chrono::steady_clock::time_point deadline);
   void Reap(bool block);
+  // Records how a reaped child ended (`status` as waitpid gives it).
+  void RecordEnd(int status);
   // WaitForLine on `text` (out_ or err_), read from `*fd`, holding no wanted line
   // before `*scanned`.
   bool WaitForLineIn(const std::string& text, const int* fd, size_t* scanned,

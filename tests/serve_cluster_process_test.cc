@@ -56,7 +56,8 @@ TEST(ServeClusterProcessTest, AHungReplicaTaskIsNamedWithinThreeSecondsAndTheOth
 
   // One at a time, requests go to the first replica (the least loaded on ties):
   // worker 0's. Hung, it takes the next request with it until the detector names it.
-  cluster->process("worker", 0)->Kill(SIGSTOP);
+  ASSERT_TRUE(cluster->process("worker", 0)->Suspend(std::chrono::seconds(10)))
+      << "worker 0 did not stop";
   const auto hung = Clock::now();
   Reply lost = server->Post(kPredict, kBody12);
   const auto named_after =
