@@ -287,8 +287,7 @@ StatusOr<DNNClassifierOptions> ClassifierOptionsFromFlags(const TrainCommandOpti
 std::string ShardRateLine(const TrainerOptions& trainer, const DataParallelOptions& dp) {
   const ParameterServerOptions& ps = dp.ps;
   const int64_t batches_per_update = ps.mode == UpdateMode::kSync ? ps.replicas_to_aggregate : 1;
-  const bool split =
-      trainer.split_batch_over_replicas && trainer.policy.kind == TrainingPolicyKind::kSync;
+  const bool split = SplitsBatchOverReplicas(trainer);
   if (batches_per_update <= 1 || !(split || trainer.scale_learning_rate_with_replicas)) return "";
   std::ostringstream line;
   line << "sync updates average " << batches_per_update << " batches of " << dp.batch_size;

@@ -347,6 +347,10 @@ void SetShardLearningRate(double learning_rate, double decay_per_epoch, bool sca
   }
 }
 
+bool SplitsBatchOverReplicas(const TrainerOptions& options) {
+  return options.split_batch_over_replicas && options.policy.kind == TrainingPolicyKind::kSync;
+}
+
 DataParallelOptions DataParallelOptionsFor(const TrainerOptions& options, int workers,
                                            int64_t train_rows) {
   DataParallelOptions dp;
@@ -381,7 +385,7 @@ DataParallelOptions DataParallelOptionsFor(const TrainerOptions& options, int wo
   dp.ps.total_replicas = workers;
   dp.ps.replicas_to_aggregate =
       policy.replicas_to_aggregate > 0 ? policy.replicas_to_aggregate : workers;
-  if (options.split_batch_over_replicas && policy.kind == TrainingPolicyKind::kSync) {
+  if (SplitsBatchOverReplicas(options)) {
     dp.batch_size = std::max<int64_t>(1, options.batch_size / dp.ps.replicas_to_aggregate);
   }
   SetShardLearningRate(options.learning_rate, options.learning_rate_decay_per_epoch,

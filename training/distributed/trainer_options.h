@@ -235,6 +235,10 @@ Status ValidateTrainerOptions(const TrainerOptions& options);
 // policy.members_per_task.
 StatusOr<int> TrainerWorkers(const TrainerOptions& options);
 
+// Whether a worker's step reads a share of batch_size: split_batch_over_replicas
+// under kSync (the other policies ignore the field).
+bool SplitsBatchOverReplicas(const TrainerOptions& options);
+
 // The data-parallel options every worker runs with `workers` slots on `train_rows`
 // rows: the policy's update mode, each worker's batch (split when
 // split_batch_over_replicas), the rate (scaled, with its decay) on the shards.

@@ -106,6 +106,7 @@ TEST(TrainerOptionsTest, SyncSplitsTheUpdatesBatchOverTheBatchesItAveragesWhenAs
   options.policy.replicas_to_aggregate = 3;
   options.split_batch_over_replicas = true;
   ASSERT_OK(ValidateTrainerOptions(options));
+  EXPECT_TRUE(SplitsBatchOverReplicas(options));
   DataParallelOptions dp = DataParallelOptionsFor(options, 4, 1200);
   EXPECT_EQ(dp.batch_size, 33);  // 100 / 3 rows per worker step, 99 per update
   EXPECT_DOUBLE_EQ(dp.ps.learning_rate, 0.05);
@@ -116,6 +117,7 @@ TEST(TrainerOptionsTest, SyncSplitsTheUpdatesBatchOverTheBatchesItAveragesWhenAs
   options.batch_size = 100;
   options.policy = TrainingPolicy();
   options.policy.kind = TrainingPolicyKind::kAsync;
+  EXPECT_FALSE(SplitsBatchOverReplicas(options));
   dp = DataParallelOptionsFor(options, 4, 1200);
   EXPECT_EQ(dp.batch_size, 100);
   EXPECT_EQ(dp.ps.lr_decay.decay_steps, 12);
