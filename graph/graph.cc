@@ -59,6 +59,21 @@ std::vector<NodeDef> Graph::ToNodeDefs() const {
   return defs;
 }
 
+std::unique_ptr<Graph> Graph::Clone() const {
+  auto copy = std::make_unique<Graph>();
+  copy->collections_ = collections_;
+  copy->index_ = index_;
+  copy->nodes_.reserve(nodes_.size());
+  // Ids are a topological order: a node's inputs are copied before it.
+  for (const auto& n : nodes_) {
+    auto node = std::make_unique<Node>(*n);
+    for (Endpoint& in : node->inputs_) in.node = copy->nodes_[in.node->id_].get();
+    for (const Node*& c : node->control_inputs_) c = copy->nodes_[c->id_].get();
+    copy->nodes_.push_back(std::move(node));
+  }
+  return copy;
+}
+
 StatusOr<const Node*> Graph::AddNode(NodeDef def) {
   auto node = std::make_unique<Node>();
   const std::string where = "node '" + def.name + "'";

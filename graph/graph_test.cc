@@ -446,5 +446,46 @@ TEST(AttrValueTest, GraphConvertsWrittenAttrsAndFillsDefaults) {
   EXPECT_EQ((*r)->def().attrs.count("seed"), 0u);
 }
 
+TEST(GraphTest, CloneIsAnEqualGraphThatOwnsItsNodes) {
+  Scope root = Scope::NewRootScope();
+  Output x = Placeholder(root.WithOpName("x"), DType::kFloat32, Shape{-1, 3});
+  Output w = Const(root.WithOpName("w"), {1.f, 2.f, 3.f, 4.f, 5.f, 6.f}, {3, 2});
+  Output y = MatMul(root.WithOpName("y"), x, w);
+  NoOp(root.WithOpName("step").WithControlDependencies({y}));
+  root.graph()->AddToCollection(kVariablesCollection, "w");
+  ASSERT_TRUE(root.ok()) << root.status();
+  const Graph& original = *root.graph();
+
+  std::unique_ptr<Graph> copy = original.Clone();
+  auto rebuilt = Graph::FromNodeDefs(original.ToNodeDefs());
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  ASSERT_EQ(copy->num_nodes(), original.num_nodes());
+  EXPECT_EQ(copy->ToNodeDefs(), (*rebuilt)->ToNodeDefs());
+  EXPECT_EQ(copy->GetCollection(kVariablesCollection), std::vector<std::string>{"w"});
+  for (int id = 0; id < copy->num_nodes(); ++id) {
+    const Node* n = copy->node(id);
+    const Node* r = (*rebuilt)->node(id);
+    EXPECT_EQ(n->id(), id);
+    EXPECT_EQ(copy->FindNode(n->name()), n);
+    EXPECT_EQ(n->attrs(), r->attrs()) << n->name();
+    ASSERT_EQ(n->num_outputs(), r->num_outputs()) << n->name();
+    for (int k = 0; k < n->num_outputs(); ++k) {
+      EXPECT_EQ(n->output_dtype(k), r->output_dtype(k)) << n->name();
+      EXPECT_EQ(n->output_shape(k), r->output_shape(k)) << n->name();
+    }
+    // Edges lead to the copy's own nodes, never back into the original.
+    for (const Endpoint& in : n->inputs()) EXPECT_EQ(in.node, copy->node(in.node->id()));
+    for (const Node* c : n->control_inputs()) EXPECT_EQ(c, copy->node(c->id()));
+  }
+  EXPECT_EQ(copy->FindNode("y")->input(1).node, copy->FindNode("w"));
+  EXPECT_EQ(copy->FindNode("step")->control_inputs().at(0), copy->FindNode("y"));
+
+  // Growing the original leaves the copy as it was.
+  Identity(root.WithOpName("later"), y);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(copy->FindNode("later"), nullptr);
+  EXPECT_EQ(copy->num_nodes(), original.num_nodes() - 1);
+}
+
 }  // namespace
 }  // namespace actorflow

@@ -13,6 +13,7 @@
 #include "actors/transport/connect.h"
 #include "actors/protocol/messages.h"
 #include "actors/scheduler/spinning_scheduler.h"
+#include "actors/cluster/graph_handoff.h"
 #include "actors/cluster/step_channel.h"
 #include "graph/graph_json.h"
 #include "placement/cluster_spec.h"
@@ -217,6 +218,7 @@ class RemoteSession : public Session {
     uint16_t port = 0;
     AF_RETURN_IF_ERROR(ParseTarget(options_.target, &host, &port));
     host_ = host;
+    endpoint_ = host + ":" + std::to_string(port);
     AF_ASSIGN_OR_RETURN(front_, ConnectToServer(system(), host, port,
                                                 std::chrono::milliseconds(timeout_ms),
                                                 options_.target));
@@ -327,13 +329,28 @@ class RemoteSession : public Session {
     return std::move(pending->result);
   }
 
+  // The graph as it is now, for the server: by reference to a task of this process
+  // (a copy, since graph_ may grow), as JSON to any other.
+  void PutGraph(OpenSessionRequest* req) const {
+    if (graph_handoff::ServesTask(endpoint_)) {
+      req->graph_ticket =
+          graph_handoff::Leave(endpoint_, std::shared_ptr<const Graph>(graph_->Clone()));
+    }
+    if (req->graph_ticket == 0) req->graph_json = GraphToJson(*graph_);
+  }
+  // A graph the task did not take (its request got no answer) is not kept.
+  static void TakeBackGraph(uint64_t ticket) {
+    if (ticket != 0) graph_handoff::Take(ticket);
+  }
+
   Status OpenSession(int64_t timeout_ms) {
     if (front_ && session_id_ != 0) caf::anon_send(front_, close_atom::value, session_id_);
     OpenSessionRequest req;
-    req.graph_json = GraphToJson(*graph_);
+    PutGraph(&req);
     req.allow_soft_placement = options_.allow_soft_placement;
     req.log_device_placement = options_.log_device_placement;
     const int nodes = graph_->num_nodes();
+    const uint64_t ticket = req.graph_ticket;
     caf::scoped_actor self{system()};
     Status status = Internal("no answer");
     uint16_t step_port = 0;
@@ -348,6 +365,7 @@ class RemoteSession : public Session {
               status = Unavailable("cannot open a session on " + options_.target + ": " +
                                    system().render(e));
             });
+    TakeBackGraph(ticket);
     if (status.ok()) sent_nodes_ = nodes;
     // The port is the server's for its life: one channel serves every reopen.
     if (status.ok() && step_port != 0 && step_channel_ == nullptr && options_.step_channel &&
@@ -368,7 +386,8 @@ class RemoteSession : public Session {
     const int nodes = graph_->num_nodes();
     if (nodes == sent_nodes_.load()) return Status::OK();
     OpenSessionRequest req;
-    req.graph_json = GraphToJson(*graph_);
+    PutGraph(&req);
+    const uint64_t ticket = req.graph_ticket;
     caf::scoped_actor self{system()};
     Status status = Internal("no answer");
     self->request(front_, std::chrono::milliseconds(connect_timeout_ms_), extend_atom::value,
@@ -378,6 +397,7 @@ class RemoteSession : public Session {
                    status = Unavailable("cannot extend session " + std::to_string(session_id_) +
                                         " on " + options_.target + ": " + system().render(e));
                  });
+    TakeBackGraph(ticket);
     if (status.ok()) sent_nodes_ = nodes;
     return status;
   }
@@ -396,6 +416,7 @@ class RemoteSession : public Session {
   std::shared_ptr<ClientRuntimeImpl> runtime_;
   FrontActor front_;
   std::string host_;  // the server's, as the target names it
+  std::string endpoint_;  // host_:port
   // Steps beside CAF (actors/cluster/step_channel.h); null when the server has none.
   std::unique_ptr<StepChannelClient> step_channel_;
   std::mutex stepper_mu_;

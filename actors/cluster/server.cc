@@ -7,6 +7,7 @@
 #include <caf/io/all.hpp>
 
 #include "actors/cluster/driver_environment.h"
+#include "actors/cluster/graph_handoff.h"
 #include "actors/ps/bulk_gradients.h"
 #include "actors/transport/cluster_transport.h"
 #include "actors/transport/connect.h"
@@ -72,6 +73,7 @@ class ServerImpl : public Server {
                          task_name_ + " (port in use?): " + system_->render(published.error()));
     }
     port_ = *published;
+    graph_handoff::AddTask(host_ + ":" + std::to_string(port_));
     return Status::OK();
   }
 
@@ -103,6 +105,7 @@ class ServerImpl : public Server {
 
   void Stop() override {
     if (!system_) return;
+    if (port_ != 0) graph_handoff::RemoveTask(host_ + ":" + std::to_string(port_));
     // Over TLS the acceptor closes with the system (CAF 0.17's OpenSSL unpublish
     // header does not compile).
     if (port_ != 0 && !system_->has_openssl_manager()) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "actors/cluster/graph_handoff.h"
 #include "actors/runtime/device_actor.h"
 #include "actors/runtime/device_supervisor.h"
 #include "actors/runtime/master_actor.h"
@@ -83,6 +84,22 @@ void ReplaceFailedDevice(FrontSelf self, const caf::down_msg& down) {
   }
 }
 
+// The graph a session request brings: left in this process under its ticket
+// (actors/cluster/graph_handoff.h), or written as JSON.
+StatusOr<std::shared_ptr<const Graph>> RequestedGraph(const OpenSessionRequest& req) {
+  if (req.graph_ticket != 0) {
+    std::shared_ptr<const Graph> graph = graph_handoff::Take(req.graph_ticket);
+    if (graph == nullptr) {
+      return InvalidArgument("no graph was left in this process under ticket " +
+                             std::to_string(req.graph_ticket) +
+                             " (a ticket is only for a task of the client's own process)");
+    }
+    return graph;
+  }
+  AF_ASSIGN_OR_RETURN(std::unique_ptr<Graph> graph, GraphFromJson(req.graph_json));
+  return std::shared_ptr<const Graph>(std::move(graph));
+}
+
 FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
   self->state = std::move(init);
   for (const DevicePeer& d : self->state.devices) self->monitor(d.actor);
@@ -93,7 +110,7 @@ FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
       [self](open_atom, const OpenSessionRequest& req) -> OpenSessionResult {
         FrontState& st = self->state;
         OpenSessionResult result;
-        auto graph = GraphFromJson(req.graph_json);
+        auto graph = RequestedGraph(req);
         if (!graph.ok()) {
           result.status = graph.status();
           return result;
@@ -101,7 +118,7 @@ FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
         result.status = CheckGraphNodes((*graph)->num_nodes(), st.limits);
         if (!result.status.ok()) return result;
         MasterConfig mc;
-        mc.owned_graph = std::shared_ptr<const Graph>(std::move(graph).value());
+        mc.owned_graph = std::move(graph).value();
         for (const DevicePeer& d : st.devices) {
           mc.devices.push_back(DeviceInfo{d.name, d.type});
           mc.device_actors.push_back(d.actor);
@@ -133,14 +150,14 @@ FrontActor::behavior_type FrontBehavior(FrontSelf self, FrontState init) {
           return FailedPrecondition("session " + std::to_string(id) + " is not open on " +
                                     self->state.task_name);
         }
-        auto graph = GraphFromJson(req.graph_json);
+        auto graph = RequestedGraph(req);
         if (!graph.ok()) return graph.status();
         Status fits = CheckGraphNodes((*graph)->num_nodes(), self->state.limits);
         if (!fits.ok()) return fits;
         auto answer = self->make_response_promise<Status>();
         const std::string task = self->state.task_name;
         self->request(it->second, caf::infinite, extend_atom::value,
-                      std::shared_ptr<const Graph>(std::move(graph).value()))
+                      std::move(graph).value())
             .then([answer](Status& s) mutable { answer.deliver(std::move(s)); },
                   [answer, id, task](caf::error& e) mutable {
                     answer.deliver(Unavailable("session " + std::to_string(id) + " on " + task +

@@ -13,6 +13,7 @@
 #include <caf/test/unit_test_impl.hpp>
 
 #include "actors/protocol/messages.h"
+#include "actors/cluster/graph_handoff.h"
 #include "actors/cluster/task_actors.h"
 #include "graph/graph_json.h"
 #include "graph/ops.h"
@@ -102,6 +103,30 @@ CAF_TEST(a session's step crosses the task's devices) {
   CAF_CHECK_EQUAL(Ask<Status>(close_atom::value, session).code(), Code::kOk);
   RemoteStepResult closed = Step(session, {"z"});
   CAF_CHECK_EQUAL(closed.status.code(), Code::kFailedPrecondition);
+}
+
+CAF_TEST(a graph left in this process opens a session by its ticket once) {
+  Scope root = Scope::NewRootScope();
+  Neg(root.WithDevice(kCpu1).WithOpName("y"), Const(root.WithDevice(kCpu0).WithOpName("x"), 4.0f));
+  CAF_REQUIRE(root.ok());
+  const std::string endpoint = "worker-0.sim:1";
+  graph_handoff::AddTask(endpoint);
+  OpenSessionRequest req;
+  req.graph_ticket = graph_handoff::Leave(endpoint, root.graph()->Clone());
+  graph_handoff::RemoveTask(endpoint);
+  CAF_REQUIRE_NOT_EQUAL(req.graph_ticket, 0u);
+  auto opened = Ask<OpenSessionResult>(open_atom::value, req);
+  CAF_REQUIRE(opened.status.ok());
+  RemoteStepResult result = Step(opened.session_id, {"y"});
+  CAF_REQUIRE(result.status.ok());
+  CAF_CHECK_EQUAL(result.outputs[0].data<float>()[0], -4.0f);
+  CAF_CHECK(graph_handoff::Take(req.graph_ticket) == nullptr);
+
+  // Taken: the same ticket names nothing now, as one from another process would.
+  auto again = Ask<OpenSessionResult>(open_atom::value, req);
+  CAF_CHECK_EQUAL(again.status.code(), Code::kInvalidArgument);
+  CAF_CHECK(again.status.message().find("ticket " + std::to_string(req.graph_ticket)) !=
+            std::string::npos);
 }
 
 CAF_TEST(a killed device is replaced and the next step runs on the new one) {

@@ -38,6 +38,9 @@ using get_shard_atom = caf::atom_constant<caf::atom("getshard")>;
 // What a client asks a task for: a session over a graph.
 struct OpenSessionRequest {
   std::string graph_json;
+  // Instead of graph_json, for a task of the client's own process: the ticket of
+  // the graph left for it (actors/cluster/graph_handoff.h); 0 when not.
+  uint64_t graph_ticket = 0;
   bool allow_soft_placement = false;
   bool log_device_placement = false;
 };

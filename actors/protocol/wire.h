@@ -106,7 +106,7 @@ typename Inspector::result_type inspect(Inspector& f, RemoteStepResult& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, OpenSessionRequest& x) {
   return f(caf::meta::type_name("actorflow.OpenSessionRequest"), x.graph_json,
-           x.allow_soft_placement, x.log_device_placement);
+           x.graph_ticket, x.allow_soft_placement, x.log_device_placement);
 }
 
 template <class Inspector>

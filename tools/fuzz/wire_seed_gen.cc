@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
   step_result.transfer_stats = {stats};
   step_result.clock_offsets = {offset};
   ok &= Seed(dir, "remote_step_result", step_result);
-  ok &= Seed(dir, "open_session_request", OpenSessionRequest{GraphToJson(*SamplePartition()->graph), true, false});
+  ok &= Seed(dir, "open_session_request", OpenSessionRequest{GraphToJson(*SamplePartition()->graph), 0, true, false});
   ok &= Seed(dir, "open_session_result", OpenSessionResult{Status::OK(), 3});
   ok &= Seed(dir, "front_stats", FrontStats{"/job:worker/task:0", 1, 2});
   ok &= Seed(dir, "master_stats", MasterStats{1, 2, 0, false});
@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
   // Whole messages as the protocols send them.
   ok &= SeedMessage(dir, "msg_remote_step", caf::make_message(remote_step_atom::value, step));
   ok &= SeedMessage(dir, "msg_open", caf::make_message(open_atom::value,
-                                                      OpenSessionRequest{GraphToJson(*SamplePartition()->graph), false, false}));
+                                                      OpenSessionRequest{GraphToJson(*SamplePartition()->graph), 0, false, false}));
   ok &= SeedMessage(dir, "msg_run", caf::make_message(run_atom::value, RunPartitionRequest{5, 12, {f32, i64}, false, true}));
   ok &= SeedMessage(dir, "msg_tensor", caf::make_message(tensor_atom::value, TensorDelivery{5, "edge;0;y", flags}));
   ok &= SeedMessage(dir, "msg_abort", caf::make_message(abort_atom::value, AbortRequest{5, Cancelled("x")}));
