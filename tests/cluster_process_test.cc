@@ -232,7 +232,7 @@ TEST(ClusterProcessTest, AHungWorkerIsDeclaredDownByTheHeartbeatNamingIt) {
   ASSERT_TRUE(fifo.WaitFor("w1_started", milliseconds(10000))) << "the step never reached worker 1";
   ChildProcess* w1_process = cluster->process("worker", 1);
   ASSERT_NE(w1_process, nullptr);
-  w1_process->Kill(SIGSTOP);
+  ASSERT_TRUE(w1_process->Suspend(milliseconds(10000))) << "worker 1 did not stop";
   const auto hung = Clock::now();
   ASSERT_EQ(step.wait_for(std::chrono::seconds(10)), std::future_status::ready)
       << "the step waited for a hung worker";
@@ -305,7 +305,7 @@ TEST(ClusterProcessTest, AClientWhoseMasterHangsGetsUnavailableWithinItsHeartbea
   ASSERT_TRUE(fifo.WaitFor("w0_started", milliseconds(10000))) << "the step never started";
   ChildProcess* w0_process = cluster->process("worker", 0);
   ASSERT_NE(w0_process, nullptr);
-  w0_process->Kill(SIGSTOP);
+  ASSERT_TRUE(w0_process->Suspend(milliseconds(10000))) << "worker 0 did not stop";
   const auto hung = Clock::now();
   ASSERT_EQ(step.wait_for(std::chrono::seconds(10)), std::future_status::ready)
       << "the client waited for a hung master";

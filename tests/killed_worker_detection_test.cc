@@ -144,8 +144,8 @@ TEST(KilledWorkerDetectionTest, SyncSurvivorsNameAHungWorkerWithinThreeSecondsAn
   std::string line;
   ASSERT_TRUE(workers[2]->WaitForErrLine("worker 2: step", kRunTimeout, &line))
       << "worker 2 reported no progress; stderr: " << workers[2]->err();
+  ASSERT_TRUE(workers[2]->Suspend(std::chrono::seconds(10))) << "worker 2 did not stop";
   const Clock::time_point hung = Clock::now();
-  workers[2]->Kill(SIGSTOP);
   for (int survivor : {0, 1}) {
     const std::string prefix = "worker " + std::to_string(survivor) + ": only 2 of 3 workers";
     ASSERT_TRUE(workers[survivor]->WaitForErrLine(prefix, kRunTimeout, &line))
