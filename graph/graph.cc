@@ -1,5 +1,6 @@
 #include "graph/graph.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "graph/checked_size.h"
@@ -32,9 +33,13 @@ const Node* Graph::FindNode(const std::string& name) const {
 
 std::string Graph::UniqueName(const std::string& base) const {
   if (index_.count(base) == 0) return base;
-  for (int i = 1;; ++i) {
+  int& next = next_suffix_[base];
+  for (int i = std::max(next, 1);; ++i) {
     std::string candidate = base + "_" + std::to_string(i);
-    if (index_.count(candidate) == 0) return candidate;
+    if (index_.count(candidate) == 0) {
+      next = i;  // not i + 1: the caller may not add it
+      return candidate;
+    }
   }
 }
 

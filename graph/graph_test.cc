@@ -487,5 +487,26 @@ TEST(GraphTest, CloneIsAnEqualGraphThatOwnsItsNodes) {
   EXPECT_EQ(copy->num_nodes(), original.num_nodes() - 1);
 }
 
+TEST(GraphTest, UniqueNamesAreTheFirstFreeSuffixEvenWhenNamesWereTakenOutOfOrder) {
+  Scope root = Scope::NewRootScope();
+  Const(root.WithOpName("Const_2"), 1.0f);
+  std::vector<std::string> names;
+  for (int i = 0; i < 4; ++i) names.push_back(Const(root, 1.0f).node->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"Const", "Const_1", "Const_3", "Const_4"}));
+  // A name handed out but never added is handed out again.
+  Graph* graph = root.graph();
+  EXPECT_EQ(graph->UniqueName("Const"), "Const_5");
+  EXPECT_EQ(graph->UniqueName("Const"), "Const_5");
+  Const(root.WithOpName("Const_5"), 1.0f);
+  Const(root.WithOpName("Const_6"), 1.0f);
+  EXPECT_EQ(Const(root, 1.0f).node->name(), "Const_7");
+  EXPECT_EQ(graph->UniqueName("Fresh"), "Fresh");
+  ASSERT_TRUE(root.ok()) << root.status();
+  // 5 000 unnamed nodes of one op: each name is the next suffix.
+  for (int i = 8; i < 5008; ++i) {
+    ASSERT_EQ(Const(root, 1.0f).node->name(), "Const_" + std::to_string(i));
+  }
+}
+
 }  // namespace
 }  // namespace actorflow
