@@ -195,13 +195,16 @@ TEST(ClusterSecretTest, OnlyPeersThatKnowTheSecretAreAccepted) {
   options.binary = ActorflowBinary();
   options.shape = {{"worker", 2}};
   options.dir = dir;
-  options.server_args = {"--cluster-secret-file", secret};
+  // As for TLS above: the secret decides, not a failure detector on a loaded machine.
+  options.server_args = {"--cluster-secret-file", secret, "--heartbeat-timeout-ms",
+                         kHeartbeatTimeoutMs};
   auto cluster = ProcessCluster::Start(std::move(options));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::string graph = WriteTwoWorkerGraph(dir);
   auto run = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {"run", "--graph", graph, "--fetch", "b", "--target",
-                                     (*cluster)->Target("worker", 0), "--timeout-ms", "10000"};
+                                     (*cluster)->Target("worker", 0), "--timeout-ms", "10000",
+                                     "--heartbeat-timeout-ms", kHeartbeatTimeoutMs};
     args.insert(args.end(), extra.begin(), extra.end());
     return RunCommand(args);
   };

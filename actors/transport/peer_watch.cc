@@ -52,8 +52,15 @@ void PeerWatch::Watch(milliseconds give_up_after, std::function<void()> on_all_r
     lock.unlock();
     // Only this thread changes waiting_; the lock is for waiting()'s readers.
     std::vector<TaskAddress> still_waiting;
-    for (const TaskAddress& peer : round) {
+    for (size_t i = 0; i < round.size(); ++i) {
+      const TaskAddress& peer = round[i];
       if (ProbeTcpConnect(peer.host, peer.port, kAttemptWait).empty()) {
+        {
+          // Out of waiting() before it is in the history: no reader sees both.
+          std::lock_guard<std::mutex> reached(mu_);
+          waiting_ = still_waiting;
+          waiting_.insert(waiting_.end(), round.begin() + i + 1, round.end());
+        }
         NotePeerReached(peer.ToString());
       } else {
         still_waiting.push_back(peer);

@@ -37,7 +37,8 @@ class PeerWatch {
   PeerWatch(const PeerWatch&) = delete;
   PeerWatch& operator=(const PeerWatch&) = delete;
 
-  // The peers that have not answered yet, as "host:port".
+  // The peers that have not answered yet, as "host:port". A peer leaves this list
+  // before the peer history records it (SincePeerReached), never after.
   std::vector<std::string> waiting() const;
 
  private:
