@@ -37,6 +37,7 @@ struct ServerCommandOptions {
   int64_t scheduler_spin_us = ServerOptions().scheduler_spin_us;
   int64_t bulk_min_bytes = ServerOptions().bulk_min_bytes;
   bool no_step_channel = false;
+  bool no_shared_memory = false;
   TransportLimits transport;
   RequestLimits requests;
 };
@@ -96,6 +97,7 @@ StatusOr<ServerOptions> ResolveOptions(const ServerCommandOptions& o) {
                            std::to_string(o.bulk_min_bytes));
   }
   options.bulk_min_bytes = o.bulk_min_bytes;
+  options.bulk_shared_memory = !o.no_shared_memory;
   options.step_channel = !o.no_step_channel;
   AF_RETURN_IF_ERROR(ValidateLimits(o.transport, o.requests));
   options.transport = o.transport;
@@ -207,6 +209,9 @@ Subcommand AddServerSubcommand(CLI::App* parent) {
                   "through a second port of this task's host (any free one) beside the "
                   "actor transport; 0: off. Off with --cluster-secret-file (TLS)")
       ->capture_default_str();
+  app->add_flag("--no-shared-memory", options->no_shared_memory,
+                "Tensors for tasks of this host go through the bulk channel's Unix socket, "
+                "not copied once into shared memory the receiving task maps");
   app->add_flag("--no-step-channel", options->no_step_channel,
                 "Remote sessions send their steps over the actor transport only, not on a "
                 "second plain TCP port of this task's host (any free one). Off anyway with "

@@ -170,7 +170,9 @@ class ServerImpl : public Server {
     });
     if (!receiver.ok()) return receiver.status().WithContext(task_name_);
     bulk_receiver_ = std::move(receiver).value();
-    bulk_sender_ = std::make_shared<BulkSender>();
+    BulkSenderOptions so;
+    so.shared_memory = options.bulk_shared_memory;
+    bulk_sender_ = std::make_shared<BulkSender>(so);
     TaskBulkChannel bulk;
     bulk.sender = bulk_sender_;
     bulk.endpoint = bulk_receiver_->endpoint();

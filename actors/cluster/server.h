@@ -70,6 +70,9 @@ struct ServerOptions {
   // port on the same host, any free one, advertised with the task's devices. 0: off.
   // Never opened with transport security on (tensors stay on CAF's TLS path).
   int64_t bulk_min_bytes = kDefaultBulkMinBytes;
+  // Between processes of one host, the bulk channel's tensors go through shared
+  // memory (actors/transport/shared_segments.h); false: through its Unix socket.
+  bool bulk_shared_memory = true;
   // Remote sessions send their steps on a plain TCP port of this task's host (any
   // free one) beside the actor transport (actors/cluster/step_channel.h); false: over CAF.
   // Never opened with transport security on.

@@ -2,24 +2,54 @@
 // read whole frames into new tensors.
 #include "actors/transport/bulk_channel.h"
 
+#include <unistd.h>
+
 #include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "actors/transport/bulk_socket.h"
 #include "actors/protocol/received_tensor.h"
+#include "actors/transport/shared_segments.h"
 #include "actors/transport/socket_acceptor.h"
 
 namespace actorflow {
 namespace {
 
 using bulk_internal::Clock;
+using bulk_internal::IsUnixSocket;
 using bulk_internal::kBulkLocalName;
 using bulk_internal::kMagic;
+using bulk_internal::kMaxSegments;
+using bulk_internal::kSegmentFdAttached;
+using bulk_internal::kSegmentMagic;
+using bulk_internal::MappedSegments;
 using bulk_internal::kMaxHeaderBytes;
 using bulk_internal::kMaxRank;
 using bulk_internal::kPrefixBytes;
 using bulk_internal::ReadFull;
+using bulk_internal::ReleaseChannel;
+
+// What one connection's frames share: on a host-local connection, the descriptors
+// passed so far and the segments mapped from them.
+struct Connection {
+  explicit Connection(int fd)
+      : fd(fd),
+        local(IsUnixSocket(fd)),
+        releases(local ? std::make_shared<ReleaseChannel>(fd) : nullptr) {}
+  // Tensors still on the segments outlive the connection; their releases go nowhere.
+  ~Connection() {
+    if (releases) releases->Close();
+    for (int passed : passed_fds) close(passed);
+  }
+  std::vector<int>* fds_or_null() { return local ? &passed_fds : nullptr; }
+
+  const int fd;
+  const bool local;
+  std::vector<int> passed_fds;
+  MappedSegments segments;
+  std::shared_ptr<ReleaseChannel> releases;
+};
 
 // Reads header fields in order; any read past the end marks the header bad.
 class HeaderReader {
@@ -71,7 +101,8 @@ class BulkReceiverImpl : public BulkReceiver {
     ao.connection_thread_name = "af.bulk.recv";
     ao.local_name = kBulkLocalName;
     AF_ASSIGN_OR_RETURN(acceptor_, SocketAcceptor::Listen(host, ao, [this](int fd) {
-                          while (ReadOneFrame(fd).ok()) {
+                          Connection connection(fd);
+                          while (ReadOneFrame(&connection).ok()) {
                           }
                         }));
     return Status::OK();
@@ -90,27 +121,37 @@ class BulkReceiverImpl : public BulkReceiver {
  private:
   // Reads and delivers one frame. Not OK ends the connection: the peer closed it
   // (Cancelled) or sent a malformed or late frame (counted as refused).
-  Status ReadOneFrame(int fd) {
+  Status ReadOneFrame(Connection* c) {
+    const int fd = c->fd;
     char prefix[kPrefixBytes];
     // Between frames the wait is open-ended (an idle connection); once a frame has
     // begun, the rest must come within frame_timeout_ms.
     char first = 0;
-    if (!ReadFull(fd, &first, 1, nullptr)) return Cancelled("bulk connection closed");
+    if (!ReadFull(fd, &first, 1, nullptr, c->fds_or_null())) {
+      return Cancelled("bulk connection closed");
+    }
     auto deadline = Clock::now() + std::chrono::milliseconds(options_.frame_timeout_ms);
     prefix[0] = first;
-    if (!ReadFull(fd, prefix + 1, kPrefixBytes - 1, &deadline)) return Refuse("truncated frame");
+    if (!ReadFull(fd, prefix + 1, kPrefixBytes - 1, &deadline, c->fds_or_null())) {
+      return Refuse("truncated frame");
+    }
     uint32_t magic, header_bytes;
     uint64_t payload_bytes;
     std::memcpy(&magic, prefix, 4);
     std::memcpy(&header_bytes, prefix + 4, 4);
     std::memcpy(&payload_bytes, prefix + 8, 8);
-    if (magic != kMagic) return Refuse("bad magic");
+    const bool shared = magic == kSegmentMagic;
+    if (magic != kMagic && !shared) return Refuse("bad magic");
+    if (shared && !c->local) return Refuse("a shared-memory frame on a TCP connection");
     if (header_bytes > kMaxHeaderBytes) return Refuse("header too large");
     if (payload_bytes > static_cast<uint64_t>(options_.max_tensor_bytes)) {
       return Refuse("payload over the limit");
     }
     std::string header(header_bytes, '\0');
-    if (!ReadFull(fd, header.data(), header.size(), &deadline)) return Refuse("truncated header");
+    if (!ReadFull(fd, header.data(), header.size(), &deadline, c->fds_or_null())) {
+      return Refuse("truncated header");
+    }
+    if (c->passed_fds.size() > kMaxSegments) return Refuse("too many descriptors passed");
     HeaderReader in(header);
     BulkFrame frame;
     frame.step_id = in.Get<int64_t>();
@@ -121,13 +162,21 @@ class BulkReceiverImpl : public BulkReceiver {
     for (auto& d : dims) d = in.Get<int64_t>();
     frame.device = in.GetString();
     frame.key = in.GetString();
+    const auto segment_id = shared ? in.Get<uint32_t>() : 0;
+    const auto segment_flags = shared ? in.Get<uint32_t>() : 0;
     if (!in.ok_whole()) return Refuse("header does not parse");
     Status fits = CheckReceivedTensor(dtype, dims, payload_bytes, -1);
     if (!fits.ok()) return Refuse(fits.message());
-    // Every byte is read below: no zero fill.
-    frame.tensor = Tensor::Uninitialized(static_cast<DType>(dtype), Shape(dims));
-    if (payload_bytes > 0 && !ReadFull(fd, frame.tensor.raw_data(), payload_bytes, &deadline)) {
-      return Refuse("truncated payload");
+    if (shared) {
+      Status mapped = TakeSharedPayload(c, segment_id, segment_flags, dtype, dims,
+                                        payload_bytes, &frame.tensor);
+      if (!mapped.ok()) return Refuse(mapped.message());
+    } else {
+      // Every byte is read below: no zero fill.
+      frame.tensor = Tensor::Uninitialized(static_cast<DType>(dtype), Shape(dims));
+      if (payload_bytes > 0 && !ReadFull(fd, frame.tensor.raw_data(), payload_bytes, &deadline)) {
+        return Refuse("truncated payload");
+      }
     }
     Status bools = CheckReceivedBools(frame.tensor);
     if (!bools.ok()) return Refuse(bools.message());
@@ -137,13 +186,35 @@ class BulkReceiverImpl : public BulkReceiver {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.frames;
       stats_.bytes += static_cast<int64_t>(payload_bytes);
+      if (shared) ++stats_.shared_frames;
     }
     if (!deliver_(std::move(frame)).ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       --stats_.frames;
       stats_.bytes -= static_cast<int64_t>(payload_bytes);
+      if (shared) --stats_.shared_frames;
       ++stats_.refused;  // the frame is dropped; the connection stays usable
     }
+    return Status::OK();
+  }
+
+  // The tensor of a segment frame: on the segment itself, mapped first when its
+  // descriptor came with the head.
+  Status TakeSharedPayload(Connection* c, uint32_t id, uint32_t flags, int32_t dtype,
+                           const std::vector<int64_t>& dims, uint64_t bytes, Tensor* out) {
+    if (static_cast<DType>(dtype) == DType::kBool) {
+      return InvalidArgument("a bool tensor in shared memory");
+    }
+    if (flags & kSegmentFdAttached) {
+      if (c->passed_fds.empty()) return InvalidArgument("segment " + std::to_string(id) +
+                                                        "'s descriptor did not come");
+      const int fd = c->passed_fds.front();
+      c->passed_fds.erase(c->passed_fds.begin());
+      AF_RETURN_IF_ERROR(c->segments.Adopt(
+          id, fd, static_cast<size_t>(options_.max_tensor_bytes) + (size_t{1} << 20)));
+    }
+    AF_ASSIGN_OR_RETURN(*out, c->segments.TensorOn(id, static_cast<DType>(dtype), Shape(dims),
+                                                   static_cast<size_t>(bytes), c->releases));
     return Status::OK();
   }
 

@@ -63,6 +63,10 @@ struct BulkChannelStats {
   // receiver: connections from this host's processes on its host-local socket
   // (actors/transport/socket_acceptor.h), which same-host senders use instead of TCP
   int64_t local_connections = 0;
+  // of `frames`: those whose bytes went through shared memory (same host)
+  int64_t shared_frames = 0;
+  // sender: shared-memory segments mapped now, over its destinations
+  int64_t shared_segments = 0;
 };
 
 // Listens on host (any free port) and hands every whole, valid frame to `deliver`,
@@ -93,6 +97,13 @@ struct BulkSenderOptions {
   // Reach a receiver of this host through its host-local socket rather than TCP
   // (actors/transport/socket_acceptor.h); false: always TCP.
   bool host_local = true;
+  // On a host-local connection, tensors of at least shared_min_bytes (bool ones
+  // excepted) are copied once into shared memory the receiver maps
+  // (actors/transport/shared_segments.h), up to shared_pool_bytes per destination;
+  // beyond that, or when every segment is still held by the receiver, inline.
+  bool shared_memory = true;
+  int64_t shared_min_bytes = int64_t{64} << 10;
+  int64_t shared_pool_bytes = int64_t{256} << 20;
 };
 
 class BulkSender {

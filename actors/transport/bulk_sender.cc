@@ -4,6 +4,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -14,14 +15,19 @@
 
 #include "actors/transport/bulk_channel.h"
 #include "actors/transport/bulk_socket.h"
+#include "actors/transport/shared_segments.h"
 
 namespace actorflow {
 
 using bulk_internal::Clock;
 using bulk_internal::ConnectWithin;
 using bulk_internal::EncodeHead;
+using bulk_internal::IsUnixSocket;
 using bulk_internal::kBulkLocalName;
+using bulk_internal::kSegmentFdAttached;
 using bulk_internal::NameThisThread;
+using bulk_internal::Segment;
+using bulk_internal::SegmentPool;
 using bulk_internal::WriteFull;
 
 struct BulkSender::Impl {
@@ -35,9 +41,14 @@ struct BulkSender::Impl {
     std::deque<Pending> queue;
     std::condition_variable cv;
     std::thread thread;
-    int fd = -1;  // touched only by the writer thread
+    // Touched only by the writer thread: the connection, and its shared segments
+    // when it is host-local and sharing is on.
+    int fd = -1;
+    std::unique_ptr<SegmentPool> pool;
     Clock::time_point retry_at{};
+    std::atomic<int> segments{0};  // pool's, for stats()
   };
+  enum class Written { kWhole, kShared, kFailed };
 
   explicit Impl(BulkSenderOptions o)
       : options(o), wake_fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
@@ -69,13 +80,14 @@ struct BulkSender::Impl {
       Pending p = std::move(w->queue.front());
       w->queue.pop_front();
       lock.unlock();
-      const bool written = WriteOne(w, p.frame);
+      const Written written = WriteOne(w, p.frame);
       const auto bytes = static_cast<int64_t>(p.frame.tensor.TotalBytes());
-      if (!written) p.fallback(std::move(p.frame));
+      if (written == Written::kFailed) p.fallback(std::move(p.frame));
       lock.lock();
-      if (written) {
+      if (written != Written::kFailed) {
         ++stats.frames;
         stats.bytes += bytes;
+        if (written == Written::kShared) ++stats.shared_frames;
       } else {
         ++stats.fallbacks;
       }
@@ -92,6 +104,8 @@ struct BulkSender::Impl {
   static void Disconnect(Writer* w) {
     if (w->fd >= 0) close(w->fd);
     w->fd = -1;
+    w->pool.reset();  // the receiver keeps its maps of what it still holds
+    w->segments = 0;
   }
 
   // Takes an idle writer out of `writers` (called with mu held), so that a peer that
@@ -112,33 +126,70 @@ struct BulkSender::Impl {
     retired.clear();
   }
 
-  // Writes one frame whole, connecting first if needed. False (and the connection
-  // closed, further tries paused for retry_after_ms) on any failure.
-  bool WriteOne(Writer* w, const BulkFrame& frame) {
+  // Writes one frame whole, connecting first if needed: through shared memory when
+  // it can, else inline. kFailed (and the connection closed, further tries paused for
+  // retry_after_ms) on any failure.
+  Written WriteOne(Writer* w, const BulkFrame& frame) {
     const auto now = Clock::now();
     if (w->fd < 0) {
-      if (now < w->retry_at) return false;
+      if (now < w->retry_at) return Written::kFailed;
       w->fd = ConnectWithin(w->endpoint,
                             now + std::chrono::milliseconds(options.connect_timeout_ms), wake_fd,
                             options.host_local ? kBulkLocalName : "");
+      if (w->fd >= 0 && options.shared_memory && IsUnixSocket(w->fd)) {
+        w->pool = std::make_unique<SegmentPool>(static_cast<size_t>(options.shared_pool_bytes));
+      }
     }
     if (w->fd >= 0) {
-      std::string head = EncodeHead(frame);
-      std::vector<iovec> iov{{head.data(), head.size()}};
-      if (frame.tensor.TotalBytes() > 0) {
-        iov.push_back({frame.tensor.raw_data(), frame.tensor.TotalBytes()});
+      const auto deadline = Clock::now() + std::chrono::milliseconds(options.write_timeout_ms);
+      std::string head;
+      std::vector<iovec> iov;
+      int pass_fd = -1;
+      Segment* segment = SharedSegmentFor(w, frame);
+      if (w->fd >= 0 && segment != nullptr) {
+        // The bytes are wholly in the segment before its head is written.
+        bulk_internal::CopyInParallel(segment->data, frame.tensor.raw_data(),
+                                      frame.tensor.TotalBytes());
+        if (!segment->peer_has_fd) pass_fd = segment->fd;
+        head = EncodeHead(frame, segment->id, segment->peer_has_fd ? 0 : kSegmentFdAttached);
+        iov.push_back({head.data(), head.size()});
+      } else if (w->fd >= 0) {
+        head = EncodeHead(frame);
+        iov.push_back({head.data(), head.size()});
+        if (frame.tensor.TotalBytes() > 0) {
+          iov.push_back({frame.tensor.raw_data(), frame.tensor.TotalBytes()});
+        }
       }
-      if (WriteFull(w->fd, std::move(iov),
-                    Clock::now() + std::chrono::milliseconds(options.write_timeout_ms),
-                    wake_fd)) {
-        return true;
+      if (w->fd >= 0 && WriteFull(w->fd, std::move(iov), deadline, wake_fd, pass_fd)) {
+        if (segment == nullptr) return Written::kWhole;
+        segment->peer_has_fd = true;
+        return Written::kShared;
       }
       // A partly written frame leaves the stream mid-frame: the connection goes, and
       // the receiver drops the truncated frame.
       Disconnect(w);
     }
     w->retry_at = Clock::now() + std::chrono::milliseconds(options.retry_after_ms);
-    return false;
+    return Written::kFailed;
+  }
+
+  // The segment frame's bytes go to, marked in use, or null to write them inline.
+  // Reads the receiver's releases first; a connection that turns out closed or that
+  // sent anything else is closed (w->fd < 0).
+  Segment* SharedSegmentFor(Writer* w, const BulkFrame& frame) {
+    const size_t bytes = frame.tensor.TotalBytes();
+    if (!w->pool || bytes < static_cast<size_t>(options.shared_min_bytes) ||
+        frame.tensor.dtype() == DType::kBool ||
+        frame.tensor.memory_kind() != MemoryKind::kHost) {
+      return nullptr;
+    }
+    if (!w->pool->DrainReleases(w->fd)) {
+      Disconnect(w);
+      return nullptr;
+    }
+    Segment* segment = w->pool->Acquire(bytes);
+    w->segments = w->pool->segments();
+    return segment;
   }
 
   const BulkSenderOptions options;
@@ -200,7 +251,9 @@ int BulkSender::writers() const {
 
 BulkChannelStats BulkSender::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  return impl_->stats;
+  BulkChannelStats stats = impl_->stats;
+  for (const auto& [endpoint, w] : impl_->writers) stats.shared_segments += w->segments;
+  return stats;
 }
 
 }  // namespace actorflow

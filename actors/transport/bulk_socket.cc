@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "actors/transport/shared_segments.h"
 #include "actors/transport/socket_acceptor.h"
 #include "placement/cluster_spec.h"
 
@@ -28,6 +29,29 @@ void Put(std::string& out, T value) {
 int MillisLeft(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(left.count(), 1 << 30)));
+}
+
+// recv() that appends the descriptors passed with the bytes to `fds`.
+ssize_t ReceiveKeepingFds(int fd, char* out, size_t n, std::vector<int>* fds) {
+  iovec iov{out, n};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  const ssize_t got = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (got <= 0) return got;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int passed;
+      std::memcpy(&passed, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+      fds->push_back(passed);
+    }
+  }
+  return got;
 }
 
 }  // namespace
@@ -53,11 +77,13 @@ bool WaitReady(int fd, short events, const Clock::time_point* deadline, int stop
 
 // Reads exactly n bytes, every wait bounded by `deadline` (null: unbounded, for an
 // idle connection between frames). False on EOF, error, shutdown or deadline.
-bool ReadFull(int fd, void* out, size_t n, const Clock::time_point* deadline) {
+bool ReadFull(int fd, void* out, size_t n, const Clock::time_point* deadline,
+              std::vector<int>* passed_fds) {
   auto* p = static_cast<char*>(out);
   while (n > 0) {
     if (!WaitReady(fd, POLLIN, deadline)) return false;
-    ssize_t got = recv(fd, p, n, MSG_DONTWAIT);
+    ssize_t got = passed_fds ? ReceiveKeepingFds(fd, p, n, passed_fds)
+                             : recv(fd, p, n, MSG_DONTWAIT);
     if (got == 0) return false;
     if (got < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
@@ -71,13 +97,25 @@ bool ReadFull(int fd, void* out, size_t n, const Clock::time_point* deadline) {
 
 // Writes every byte of the iovecs (advanced in place), within `deadline` and until
 // `stop_fd` is signalled.
-bool WriteFull(int fd, std::vector<iovec> iov, Clock::time_point deadline, int stop_fd) {
+bool WriteFull(int fd, std::vector<iovec> iov, Clock::time_point deadline, int stop_fd,
+               int pass_fd) {
   size_t first = 0;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
   while (first < iov.size()) {
     msghdr msg{};
     msg.msg_iov = iov.data() + first;
     msg.msg_iovlen = iov.size() - first;
+    if (pass_fd >= 0) {
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+    }
     ssize_t put = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (put > 0) pass_fd = -1;  // the descriptor went with these bytes
     if (put < 0) {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) return false;
@@ -98,9 +136,9 @@ bool WriteFull(int fd, std::vector<iovec> iov, Clock::time_point deadline, int s
 }
 
 // The prefix and header of `frame` (everything before its payload), in one buffer.
-std::string EncodeHead(const BulkFrame& frame) {
+std::string EncodeHead(const BulkFrame& frame, int64_t segment_id, uint32_t segment_flags) {
   std::string head;
-  Put<uint32_t>(head, kMagic);
+  Put<uint32_t>(head, segment_id >= 0 ? kSegmentMagic : kMagic);
   Put<uint32_t>(head, 0);  // the header's size, filled in below
   Put<uint64_t>(head, static_cast<uint64_t>(frame.tensor.TotalBytes()));
   Put<int64_t>(head, frame.step_id);
@@ -112,6 +150,10 @@ std::string EncodeHead(const BulkFrame& frame) {
   head += frame.device;
   Put<uint32_t>(head, static_cast<uint32_t>(frame.key.size()));
   head += frame.key;
+  if (segment_id >= 0) {
+    Put<uint32_t>(head, static_cast<uint32_t>(segment_id));
+    Put<uint32_t>(head, segment_flags);
+  }
   const auto header_bytes = static_cast<uint32_t>(head.size() - kPrefixBytes);
   std::memcpy(&head[4], &header_bytes, sizeof(header_bytes));
   return head;

@@ -41,15 +41,23 @@ void NameThisThread(const char* name);
 bool WaitReady(int fd, short events, const Clock::time_point* deadline, int stop_fd = -1);
 
 // Reads exactly n bytes, every wait bounded by `deadline` (null: unbounded, for an
-// idle connection between frames). False on EOF, error, shutdown or deadline.
-bool ReadFull(int fd, void* out, size_t n, const Clock::time_point* deadline);
+// idle connection between frames). False on EOF, error, shutdown or deadline. With
+// `passed_fds` (a Unix socket), descriptors passed with the bytes are appended there
+// (close-on-exec); without, the kernel closes them.
+bool ReadFull(int fd, void* out, size_t n, const Clock::time_point* deadline,
+              std::vector<int>* passed_fds = nullptr);
 
 // Writes every byte of the iovecs (advanced in place), within `deadline` and until
-// `stop_fd` is signalled.
-bool WriteFull(int fd, std::vector<iovec> iov, Clock::time_point deadline, int stop_fd);
+// `stop_fd` is signalled. `pass_fd` >= 0 goes with the first bytes (SCM_RIGHTS; a
+// Unix socket only).
+bool WriteFull(int fd, std::vector<iovec> iov, Clock::time_point deadline, int stop_fd,
+               int pass_fd = -1);
 
 // The prefix and header of `frame` (everything before its payload), in one buffer.
-std::string EncodeHead(const BulkFrame& frame);
+// With a `segment_id` >= 0, the head of a segment frame instead: magic "AFBS", the
+// header followed by the id and `segment_flags` (actors/transport/shared_segments.h).
+std::string EncodeHead(const BulkFrame& frame, int64_t segment_id = -1,
+                       uint32_t segment_flags = 0);
 
 // A host as the resolver takes it: a bracketed IPv6 address ("[::1]", as cluster
 // specs write it) without its brackets.
