@@ -27,9 +27,10 @@ tables give the median foreign load and the number of retakes, so noise stays vi
 
 Usage (from the repository root, after `bazel build //tools:actorflow`):
   tools/bench/serving_bench.py [--bin bazel-bin/tools/actorflow] [--rounds 3]
-                               [--seconds 10] [--quick] [--json FILE]
+                               [--seconds 10] [--quick] [--versus-only] [--json FILE]
                                [--peers ../shared/peers] [--out DIR]
   --quick      one round of 3-second loads
+  --versus-only  only the rows of ours vs the peer (tools/bench/run_all.py runs these)
   --json FILE  also write the rows as a list of {"name", "unit", "min", "median",
                "max", "target", "met"} objects (plus "direction" and the raw figures)
 Needs wrk (tools/setup.sh installs it) and, for the peer, Debian's /usr/bin/python3 with
@@ -69,6 +70,8 @@ def parse_args():
     ap.add_argument("--seconds", type=int, default=None,
                     help="seconds per load (default 10; --quick: 3)")
     ap.add_argument("--quick", action="store_true", help="one round of 3-second loads")
+    ap.add_argument("--versus-only", action="store_true",
+                    help="only ours vs the peer (no configurations of ours alone, no swap)")
     ap.add_argument("--json", metavar="FILE", help="write the rows as a JSON list to FILE")
     ap.add_argument("--peers", metavar="DIR", default=os.path.join(repo, "..", "shared", "peers"),
                     help="folder of serve_peer.py and serve_load.sh (default ../shared/peers)")
@@ -653,6 +656,8 @@ def summarize(versus, pairs, swaps):
             printed.append(f"| {name}: our p99 ÷ peer p50 | | | {printed_lat} | < 1 {mark(lmet)} "
                            "| | | | |")
 
+    if not pairs and not swaps:  # --versus-only
+        return rows, printed
     printed.append("")
     printed.append("ours only, each configuration on a server of its own, alternating; "
                    "min / median / max over rounds")
@@ -733,9 +738,9 @@ def main():
         json.dump({"model_config_list": [{"name": m, "base_path": bases[m]} for m in MODELS]}, f)
 
     versus = list(run_versus(args, config_file, args.rounds))
-    pairs = list(run_pairs(args, bases, args.rounds))
+    pairs = [] if args.versus_only else list(run_pairs(args, bases, args.rounds))
     swaps = []
-    for r in range(args.rounds):
+    for r in range(0 if args.versus_only else args.rounds):
         log(f"round {r + 1}/{args.rounds}, version swap")
         swaps.append(run_swap(args, r))
 
