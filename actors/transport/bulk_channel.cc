@@ -20,13 +20,13 @@ using bulk_internal::Clock;
 using bulk_internal::IsUnixSocket;
 using bulk_internal::kBulkLocalName;
 using bulk_internal::kMagic;
+using bulk_internal::kMaxHeaderBytes;
+using bulk_internal::kMaxRank;
 using bulk_internal::kMaxSegments;
+using bulk_internal::kPrefixBytes;
 using bulk_internal::kSegmentFdAttached;
 using bulk_internal::kSegmentMagic;
 using bulk_internal::MappedSegments;
-using bulk_internal::kMaxHeaderBytes;
-using bulk_internal::kMaxRank;
-using bulk_internal::kPrefixBytes;
 using bulk_internal::ReadFull;
 using bulk_internal::ReleaseChannel;
 

@@ -140,27 +140,28 @@ struct BulkSender::Impl {
         w->pool = std::make_unique<SegmentPool>(static_cast<size_t>(options.shared_pool_bytes));
       }
     }
+    // Reading the receiver's releases may find the connection closed (w->fd < 0).
+    Segment* segment = w->fd >= 0 ? SharedSegmentFor(w, frame) : nullptr;
     if (w->fd >= 0) {
       const auto deadline = Clock::now() + std::chrono::milliseconds(options.write_timeout_ms);
       std::string head;
       std::vector<iovec> iov;
       int pass_fd = -1;
-      Segment* segment = SharedSegmentFor(w, frame);
-      if (w->fd >= 0 && segment != nullptr) {
+      if (segment != nullptr) {
         // The bytes are wholly in the segment before its head is written.
         bulk_internal::CopyInParallel(segment->data, frame.tensor.raw_data(),
                                       frame.tensor.TotalBytes());
         if (!segment->peer_has_fd) pass_fd = segment->fd;
         head = EncodeHead(frame, segment->id, segment->peer_has_fd ? 0 : kSegmentFdAttached);
         iov.push_back({head.data(), head.size()});
-      } else if (w->fd >= 0) {
+      } else {
         head = EncodeHead(frame);
         iov.push_back({head.data(), head.size()});
         if (frame.tensor.TotalBytes() > 0) {
           iov.push_back({frame.tensor.raw_data(), frame.tensor.TotalBytes()});
         }
       }
-      if (w->fd >= 0 && WriteFull(w->fd, std::move(iov), deadline, wake_fd, pass_fd)) {
+      if (WriteFull(w->fd, std::move(iov), deadline, wake_fd, pass_fd)) {
         if (segment == nullptr) return Written::kWhole;
         segment->peer_has_fd = true;
         return Written::kShared;
