@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -101,6 +102,20 @@ RunResult RunCommand(const std::vector<std::string>& args) {
   return r;
 }
 
+// An accepted client's step, run again once when the first ended Unavailable: a step
+// across TLS tasks at times stalls until the failure detector ends it, an open defect
+// of the TLS path (tests/BUILD) that has nothing to do with certificates. A client
+// that was refused never gets this second run.
+RunResult RunAcceptedStep(const std::vector<std::string>& args) {
+  RunResult r = RunCommand(args);
+  if (r.ended && r.exit_code != 0 && r.err.find("Unavailable") != std::string::npos) {
+    std::cerr << "the accepted client's step stalled (" << r.err
+              << "); running it once more" << std::endl;
+    r = RunCommand(args);
+  }
+  return r;
+}
+
 class SecureClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -140,7 +155,7 @@ class SecureClusterTest : public ::testing::Test {
 };
 
 TEST_F(SecureClusterTest, AClientWithACertificateOfTheClustersCaRunsAStepAcrossTasks) {
-  RunResult r = RunCommand(RunArgs(TlsArgs(dir_, "client", "cluster_ca")));
+  RunResult r = RunAcceptedStep(RunArgs(TlsArgs(dir_, "client", "cluster_ca")));
   ASSERT_TRUE(r.ended) << r.err;
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("b = float32[] -3"));
@@ -201,14 +216,15 @@ TEST(ClusterSecretTest, OnlyPeersThatKnowTheSecretAreAccepted) {
   auto cluster = ProcessCluster::Start(std::move(options));
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::string graph = WriteTwoWorkerGraph(dir);
-  auto run = [&](std::vector<std::string> extra) {
+  auto run_args = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {"run", "--graph", graph, "--fetch", "b", "--target",
                                      (*cluster)->Target("worker", 0), "--timeout-ms", "10000",
                                      "--heartbeat-timeout-ms", kHeartbeatTimeoutMs};
     args.insert(args.end(), extra.begin(), extra.end());
-    return RunCommand(args);
+    return args;
   };
-  RunResult ok = run({"--cluster-secret-file", secret});
+  auto run = [&](std::vector<std::string> extra) { return RunCommand(run_args(extra)); };
+  RunResult ok = RunAcceptedStep(run_args({"--cluster-secret-file", secret}));
   ASSERT_TRUE(ok.ended);
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_THAT(ok.out, HasSubstr("b = float32[] -3"));
