@@ -80,7 +80,6 @@ class SegmentPool {
   // segments. False when the peer closed the connection or wrote anything but a
   // release of a segment it holds.
   bool DrainReleases(int fd);
-  size_t mapped_bytes() const { return mapped_; }
   int segments() const;
 
  private:
