@@ -38,4 +38,14 @@ Output GeluGrad(const Scope& scope, const Input& dy, const Input& x, bool approx
   return node == nullptr ? Output() : Output(node, 0);
 }
 
+Output PackMatMulOperand(const Scope& scope, const Input& b, bool transpose) {
+  const Node* node = scope.AddNode("PackMatMulOperand", {b}, {{"transpose", transpose}});
+  return node == nullptr ? Output() : Output(node, 0);
+}
+
+Output PackedMatMul(const Scope& scope, const Input& a, const Input& packed, int64_t n) {
+  const Node* node = scope.AddNode("PackedMatMul", {a, packed}, {{"n", n}});
+  return node == nullptr ? Output() : Output(node, 0);
+}
+
 }  // namespace actorflow

@@ -1,5 +1,6 @@
 // The math ops of sequence models (LSTMs, Transformers): batched matrix products,
-// layer normalization and GELU, with the backward ops their gradients use. Softmax and
+// layer normalization and GELU, with the backward ops their gradients use; and the
+// products of a packed right operand that pipelined micro-batches share. Softmax and
 // LogSoftmax (graph/ops.h) work along the last axis of any rank >= 1, so attention
 // scores [batch, heads, queries, keys] need no reshape.
 //
@@ -72,6 +73,18 @@ Output Gelu(const Scope& scope, const Input& x, bool approximate = false);
 // Gelu's backward op: dy * Gelu'(x) (the derivative of the same form), dy and x of one
 // shape. Not differentiable itself.
 Output GeluGrad(const Scope& scope, const Input& dy, const Input& x, bool approximate = false);
+
+// A matrix product whose right operand is packed once and then shared by many
+// products (kernels/cpu/packed_gemm.h): a pipeline's micro-batches multiply one
+// weight matrix M times a step, a few dozen rows at a time, and a plain MatMul would
+// copy the whole matrix into its GEMM's panel format on every one of them.
+//   PackMatMulOperand(b [K, N]) -> float32 [ceil(N / 32), K, 32], B's columns in
+//       panels of 32 (zero past N); with transpose, b is [N, K] and B = b^T.
+//   PackedMatMul(a [M, K], packed, n = N) -> a B, float32 [M, N].
+// float32 on the CPU only. Neither is differentiable: a model that differentiates
+// through its products uses MatMul (the pipeline builds its backward explicitly).
+Output PackMatMulOperand(const Scope& scope, const Input& b, bool transpose = false);
+Output PackedMatMul(const Scope& scope, const Input& a, const Input& packed, int64_t n);
 
 }  // namespace actorflow
 

@@ -1,6 +1,7 @@
 // Registers the sequence models' math ops (graph/math_ops.h documents what each op
 // promises): BatchMatMul (TensorFlow's BatchMatMulV2), the fused LayerNorm and its
-// backward op LayerNormGrad, and Gelu with GeluGrad. Softmax and LogSoftmax over the
+// backward op LayerNormGrad, Gelu with GeluGrad, and the packed products
+// PackMatMulOperand and PackedMatMul. Softmax and LogSoftmax over the
 // last axis of any rank >= 1 are registered with the core op set (ops_core.cc).
 //
 // Why fused ops: LayerNorm's backward pass needs two per-row sums (of dy * gamma and of
@@ -204,6 +205,60 @@ Status InferGeluGrad(InferenceContext& ctx) {
   return Status::OK();
 }
 
+// `what` is float32: the packed products have no other kernels.
+Status CheckFloat32(const InferenceContext& ctx, int i, const std::string& what) {
+  if (ctx.input_dtype(i) == DType::kFloat32) return Status::OK();
+  return InvalidArgument(what + " has dtype " + DTypeName(ctx.input_dtype(i)) +
+                         ": packed matrix products take float32 only");
+}
+
+// Dims of a packed right operand: ceil(N / 32) panels of K rows of 32 columns.
+constexpr int64_t kPanelColumns = 32;
+int64_t Panels(int64_t n) { return n < 0 ? -1 : (n + kPanelColumns - 1) / kPanelColumns; }
+
+// PackMatMulOperand(b [K, N], or [N, K] with transpose) -> [ceil(N / 32), K, 32].
+Status InferPackMatMulOperand(InferenceContext& ctx) {
+  AF_RETURN_IF_ERROR(CheckFloat32(ctx, 0, "b (input 0)"));
+  const Shape& b = ctx.input_shape(0);
+  AF_RETURN_IF_ERROR(CheckRank("b (input 0)", b, 2, 2));
+  if (b.unknown_rank()) {
+    ctx.set_output(0, DType::kFloat32, Shape{-1, -1, kPanelColumns});
+    return Status::OK();
+  }
+  const bool transpose = ctx.attr<bool>("transpose");
+  const int64_t k = transpose ? b.dim(1) : b.dim(0);
+  const int64_t n = transpose ? b.dim(0) : b.dim(1);
+  ctx.set_output(0, DType::kFloat32, Shape{Panels(n), k, kPanelColumns});
+  return Status::OK();
+}
+
+// PackedMatMul(a [M, K], packed [ceil(n / 32), K, 32]) -> [M, n].
+Status InferPackedMatMul(InferenceContext& ctx) {
+  AF_RETURN_IF_ERROR(CheckFloat32(ctx, 0, "a (input 0)"));
+  AF_RETURN_IF_ERROR(CheckFloat32(ctx, 1, "packed (input 1)"));
+  const Shape& a = ctx.input_shape(0);
+  const Shape& packed = ctx.input_shape(1);
+  AF_RETURN_IF_ERROR(CheckRank("a (input 0)", a, 2, 2));
+  AF_RETURN_IF_ERROR(CheckRank("packed (input 1)", packed, 3, 3));
+  const int64_t n = ctx.attr<int64_t>("n");
+  if (n < 0) return InvalidArgument("attr n is " + std::to_string(n) + ": it must be >= 0");
+  if (!packed.unknown_rank()) {
+    const auto known_and_not = [](int64_t dim, int64_t want) { return dim >= 0 && dim != want; };
+    if (known_and_not(packed.dim(0), Panels(n)) || known_and_not(packed.dim(2), kPanelColumns)) {
+      return InvalidArgument("packed (input 1) " + packed.ToString() + " is not a packed " +
+                             "operand of " + std::to_string(n) + " columns: want [" +
+                             std::to_string(Panels(n)) + ", K, 32] (PackMatMulOperand)");
+    }
+    if (!a.unknown_rank() && a.dim(1) >= 0 && packed.dim(1) >= 0 && a.dim(1) != packed.dim(1)) {
+      return InvalidArgument("a (input 0) " + a.ToString() + " and packed (input 1) " +
+                             packed.ToString() + " have inner dimensions " +
+                             std::to_string(a.dim(1)) + " and " + std::to_string(packed.dim(1)));
+    }
+  }
+  ctx.set_output(0, DType::kFloat32, Shape{a.unknown_rank() ? -1 : a.dim(0), n});
+  return Status::OK();
+}
+
 std::vector<OpDef> MathOpSet() {
   using T = AttrType;
   std::vector<OpDef> ops;
@@ -216,6 +271,9 @@ std::vector<OpDef> MathOpSet() {
   const std::vector<AttrDef> gelu_attrs = {Default("approximate", T::kBool, false)};
   ops.push_back(MakeOp("Gelu", 1, 1, gelu_attrs, InferGelu));
   ops.push_back(MakeOp("GeluGrad", 2, 1, gelu_attrs, InferGeluGrad));
+  ops.push_back(MakeOp("PackMatMulOperand", 1, 1, {Default("transpose", T::kBool, false)},
+                       InferPackMatMulOperand));
+  ops.push_back(MakeOp("PackedMatMul", 2, 1, {Required("n", T::kInt)}, InferPackedMatMul));
   return ops;
 }
 

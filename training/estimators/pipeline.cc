@@ -5,6 +5,7 @@
 #include "training/estimators/pipeline.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -12,6 +13,7 @@
 #include <utility>
 
 #include "graph/gradients.h"
+#include "graph/math_ops.h"
 #include "graph/ops.h"
 #include "training/optimizers/variables.h"
 
@@ -27,7 +29,24 @@ struct PipelineLayer {
   Activation activation = Activation::kNone;
   Output kernel;  // [fan_in, units]
   Output bias;    // [units]
+  int64_t fan_in = 0;
+  int64_t units = 0;
+  // The kernel packed for the micro-batches' products (PackMatMulOperand), as the
+  // forward's right operand and, transposed, the backward's; made by the stage's first
+  // group that needs each, once per step. Invalid when the products use MatMul.
+  Output packed;
+  Output packed_transposed;
 };
+
+// Whether the pipeline's micro-batch products use packed kernels: with more than one
+// micro-batch (one product per kernel and step gains nothing from packing) and on a
+// CPU device (the packed ops have CPU kernels only).
+bool PacksKernels(const std::string& device, int micro_batches) {
+  std::string lower = device;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return micro_batches > 1 && lower.find("gpu") == std::string::npos;
+}
 
 // The nodes added to the graph since `first_id` that a schedule orders: all but the
 // sources without any input (literal Consts, which carry no control inputs).
@@ -91,6 +110,8 @@ class PipelineBuilder {
       layer.name = logits ? "logits" : "hiddenlayer_" + std::to_string(i);
       layer.stage = i * used / layers;  // as SpreadDevice spreads the layer split
       layer.activation = logits ? Activation::kNone : model.activation;
+      layer.fan_in = fan_in;
+      layer.units = units;
       if (!params_.variables.empty()) {
         layer.kernel = params_.variables[2 * i];
         layer.bias = params_.variables[2 * i + 1];
@@ -187,11 +208,21 @@ class PipelineBuilder {
     Output h = s == 0 ? EvenSplitPart(micro.WithOpName("features"), x_, m, parts)
                       : stage_out_[s - 1][m];
     for (size_t i = 0; i < layers_.size(); ++i) {
-      const PipelineLayer& layer = layers_[i];
+      PipelineLayer& layer = layers_[i];
       if (layer.stage != s) continue;
       const Scope l = micro.NewSubScope(layer.name);
       layer_in_[i][m] = h;
-      layer_sum_[i][m] = BiasAdd(l, MatMul(l, h, layer.kernel), layer.bias);
+      Output product;
+      if (PacksKernels(result_.stage_devices[s], params_.micro_batches)) {
+        if (!layer.packed.valid()) {
+          layer.packed = PackMatMulOperand(group.NewSubScope("packed").NewSubScope(layer.name),
+                                           layer.kernel);
+        }
+        product = PackedMatMul(l, h, layer.packed, layer.units);
+      } else {
+        product = MatMul(l, h, layer.kernel);
+      }
+      layer_sum_[i][m] = BiasAdd(l, product, layer.bias);
       h = Activate(l, layer.activation, layer_sum_[i][m]);
       layer_out_[i][m] = h;
     }
@@ -218,7 +249,7 @@ class PipelineBuilder {
     const bool last_stage = s + 1 == stages_;
     Output upstream = last_stage ? Output() : input_grad_[s + 1][m];  // d stage output
     for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
-      const PipelineLayer& layer = layers_[i];
+      PipelineLayer& layer = layers_[i];
       if (layer.stage != s) continue;
       const Scope l = micro.NewSubScope(layer.name);
       Output dz;
@@ -237,7 +268,22 @@ class PipelineBuilder {
       }
       layer_dz_[i][m] = dz;
       const bool stage_first = i == 0 || layers_[i - 1].stage != s;
-      upstream = stage_first && s == 0 ? Output() : MatMul(l, dz, layer.kernel, false, true);
+      if (stage_first && s == 0) {
+        upstream = Output();  // the features need no gradient
+      } else if (PacksKernels(result_.stage_devices[s], params_.micro_batches)) {
+        if (!layer.packed_transposed.valid()) {
+          // Stage 0 packs in its first backward's group, when it waits for the stage
+          // after it anyway; a later stage has nothing to do at the step's start until
+          // its first forward arrives, and packs then (no barrier before it).
+          const Scope pack = s == 0 ? group : OnDevice(dnn_, result_.stage_devices[s]);
+          layer.packed_transposed = PackMatMulOperand(
+              pack.NewSubScope("packed_transposed").NewSubScope(layer.name), layer.kernel,
+              /*transpose=*/true);
+        }
+        upstream = PackedMatMul(l, dz, layer.packed_transposed, layer.fan_in);
+      } else {
+        upstream = MatMul(l, dz, layer.kernel, false, true);
+      }
     }
     if (s > 0) input_grad_[s][m] = upstream;
     return micro.status();

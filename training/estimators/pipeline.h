@@ -19,7 +19,13 @@
 // after its last backward, each stage computes them once per batch, a kernel's as one
 // product of the micro-batches' inputs and dz's concatenated, so they equal the
 // unpipelined gradients up to float summation order and cost one batch-sized product
-// instead of M kernel-sized micro-batch gradients and their sum.
+// instead of M kernel-sized micro-batch gradients and their sum. With several
+// micro-batches on a CPU device, the micro-batches' products x_m kernel and
+// dz_m kernel^T share the kernel packed once per step for each (PackMatMulOperand,
+// graph/math_ops.h, at the step's start; stage 0's transposed packing waits for its
+// first backward, where it would wait for stage 1 anyway): a GEMM with a
+// few dozen rows would otherwise spend as long copying the kernel into its panels as
+// multiplying.
 //
 // Schedules: the order of the 2M work groups (F_m: the forward of micro-batch m on a
 // stage, B_m: its backward) on each device, enforced by a NoOp "barrier" per group

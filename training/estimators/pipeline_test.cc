@@ -320,15 +320,23 @@ TEST(PipelineTest, TracedStepsRunEachDevicesGroupsInScheduleOrder) {
   }
 }
 
-// The MatMuls of a traced step among `group`'s nodes.
-int MatMulsIn(const std::vector<NodeExecStats>& stats, const std::vector<std::string>& group) {
+// The nodes of op `op` of a traced step among `group`'s nodes.
+int OpsIn(const std::vector<NodeExecStats>& stats, const std::vector<std::string>& group,
+          const std::string& op) {
   int count = 0;
   for (const NodeExecStats& s : stats) {
-    if (s.op == "MatMul" && std::find(group.begin(), group.end(), s.node_name) != group.end()) {
+    if (s.op == op && std::find(group.begin(), group.end(), s.node_name) != group.end()) {
       ++count;
     }
   }
   return count;
+}
+int MatMulsIn(const std::vector<NodeExecStats>& stats, const std::vector<std::string>& group) {
+  return OpsIn(stats, group, "MatMul");
+}
+int PackedMatMulsIn(const std::vector<NodeExecStats>& stats,
+                    const std::vector<std::string>& group) {
+  return OpsIn(stats, group, "PackedMatMul");
 }
 
 TEST(PipelineTest, EachStageComputesItsWeightGradientsOnceAfterItsLastBackward) {
@@ -348,10 +356,20 @@ TEST(PipelineTest, EachStageComputesItsWeightGradientsOnceAfterItsLastBackward) 
     // One kernel gradient per layer of the stage, one product for all micro-batches.
     EXPECT_EQ(MatMulsIn(stats, weights), 1);
     // A micro-batch's backward computes no kernel gradient: stage 0's first layer
-    // needs none of its input either; stage 1 computes its input's gradient only.
+    // needs none of its input either; stage 1 computes its input's gradient only, with
+    // the kernel packed once (transposed) for all micro-batches, as their forwards'.
+    std::vector<std::string> stage_nodes;
     for (int m = 0; m < kMicro; ++m) {
-      EXPECT_EQ(MatMulsIn(stats, run.pipeline.nodes[s][m][1]), s == 0 ? 0 : 1) << "B" << m;
+      for (int phase : {0, 1}) {
+        const std::vector<std::string>& group = run.pipeline.nodes[s][m][phase];
+        stage_nodes.insert(stage_nodes.end(), group.begin(), group.end());
+        EXPECT_EQ(MatMulsIn(stats, group), 0) << (phase ? "B" : "F") << m;
+      }
+      EXPECT_EQ(PackedMatMulsIn(stats, run.pipeline.nodes[s][m][0]), 1) << "F" << m;
+      EXPECT_EQ(PackedMatMulsIn(stats, run.pipeline.nodes[s][m][1]), s == 0 ? 0 : 1)
+          << "B" << m;
     }
+    EXPECT_EQ(OpsIn(stats, stage_nodes, "PackMatMulOperand"), s == 0 ? 1 : 2);
   }
 }
 
