@@ -135,6 +135,32 @@ void Multiply(const BlockFn* blocks, const float* a, int64_t m, int64_t k, int64
   }
 }
 
+// dst's 8 rows (dst_stride apart) = the columns of src's 8 x 8 block (rows
+// src_stride apart).
+__attribute__((target("avx"))) void Transpose8x8(const float* src, int64_t src_stride,
+                                                 float* dst, int64_t dst_stride) {
+  __m256 row[8];
+  for (int i = 0; i < 8; ++i) row[i] = _mm256_loadu_ps(src + i * src_stride);
+  __m256 pairs[8];  // rows 2i and 2i + 1 interleaved, low and high halves
+  for (int i = 0; i < 4; ++i) {
+    pairs[2 * i] = _mm256_unpacklo_ps(row[2 * i], row[2 * i + 1]);
+    pairs[2 * i + 1] = _mm256_unpackhi_ps(row[2 * i], row[2 * i + 1]);
+  }
+  __m256 quads[8];  // four rows' elements 0-1 / 2-3 (of each 128-bit lane)
+  for (int half = 0; half < 2; ++half) {
+    const int a = 4 * half;  // pairs of rows 0-3, then 4-7
+    quads[a] = _mm256_shuffle_ps(pairs[a], pairs[a + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    quads[a + 1] = _mm256_shuffle_ps(pairs[a], pairs[a + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    quads[a + 2] = _mm256_shuffle_ps(pairs[a + 1], pairs[a + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    quads[a + 3] = _mm256_shuffle_ps(pairs[a + 1], pairs[a + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    _mm256_storeu_ps(dst + i * dst_stride, _mm256_permute2f128_ps(quads[i], quads[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * dst_stride,
+                     _mm256_permute2f128_ps(quads[i], quads[i + 4], 0x31));
+  }
+}
+
 }  // namespace
 
 void PackRightOperand(const float* b, int64_t k, int64_t n, bool transposed, float* packed) {
@@ -156,15 +182,26 @@ void PackRightOperand(const float* b, int64_t k, int64_t n, bool transposed, flo
     }
     return;
   }
-  // B^T is [n, k]: a panel's column j is row 32p + j of `b`. 64 rows of a panel at a
-  // time (8 KiB, in L1) are filled from the 32 rows of `b`, each read in order.
-  constexpr int64_t kRowTile = 64;
+  // B^T is [n, k]: a panel's column j is row 32p + j of `b`. 128 rows of a panel at a
+  // time (16 KiB, in L1) are filled from its 32 rows of `b`, each read in order, in
+  // 8 x 8 blocks transposed in registers where the CPU has AVX.
+  constexpr int64_t kRowTile = 128;
+  const bool avx = __builtin_cpu_supports("avx");
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t columns = p + 1 < panels ? kPanel : tail;
     float* out = packed + p * k * kPanel;
     for (int64_t r0 = 0; r0 < k; r0 += kRowTile) {
       const int64_t r1 = std::min(k, r0 + kRowTile);
-      for (int64_t j = 0; j < columns; ++j) {
+      int64_t j = 0;
+      for (; avx && j + 8 <= columns; j += 8) {
+        const float* src = b + (p * kPanel + j) * k;
+        int64_t r = r0;
+        for (; r + 8 <= r1; r += 8) Transpose8x8(src + r, k, out + r * kPanel + j, kPanel);
+        for (; r < r1; ++r) {
+          for (int64_t jj = 0; jj < 8; ++jj) out[r * kPanel + j + jj] = src[jj * k + r];
+        }
+      }
+      for (; j < columns; ++j) {
         const float* src = b + (p * kPanel + j) * k;
         for (int64_t r = r0; r < r1; ++r) out[r * kPanel + j] = src[r];
       }
