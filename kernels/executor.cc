@@ -1,9 +1,9 @@
 #include "kernels/executor.h"
 
-#include <chrono>
-#include <condition_variable>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -41,7 +41,8 @@ class StepState : public std::enable_shared_from_this<StepState> {
     uses_left_ = initial.uses_left;
     outputs_.resize(initial.uses_left.size());
     // Every node becomes ready at most once per step, so `ready_` never holds more
-    // than n entries and can be a vector consumed from ready_head_ (FIFO order).
+    // than n entries and can be a vector consumed from ready_head_ (FIFO order, but
+    // for the nodes that send first: RecordDone).
     ready_.reserve(n);
     ready_ = initial.ready;
     outstanding_ = static_cast<int>(ready_.size());
@@ -221,7 +222,12 @@ class StepState : public std::enable_shared_from_this<StepState> {
       }
       for (int consumer : info.consumers) {
         if (--pending_[consumer] == 0) {
-          ready_.push_back(consumer);
+          // A slot before ready_head_ has been taken: reusing it puts the node first.
+          if (executor_->nodes()[consumer].sends_first && ready_head_ > 0) {
+            ready_[--ready_head_] = consumer;
+          } else {
+            ready_.push_back(consumer);
+          }
           ++outstanding_;
         }
       }
@@ -278,7 +284,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
   // (only the running loop touches them).
   std::vector<Tensor> spare_inputs_;
   std::vector<Tensor> spare_outputs_;
-  // FIFO of ready nodes: entries before ready_head_ have been taken.
+  // Ready nodes, taken from ready_head_ on: entries before it have been taken.
   std::vector<int> ready_;
   size_t ready_head_ = 0;
   int outstanding_ = 0;
@@ -376,6 +382,15 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(ExecutorSpec spec,
       ex->infos_[it->second].uses_per_output[fetch.index]++;
     }
     ex->fetch_sources_.push_back(src);
+  }
+  for (NodeInfo& info : ex->infos_) {
+    const std::string& op = info.node->op();
+    const bool carrier = (op == "Const" || op == "Identity" || op == "NoOp") &&
+                         !info.consumers.empty() &&
+                         std::all_of(info.consumers.begin(), info.consumers.end(), [&](int c) {
+                           return ex->infos_[c].node->op() == "_Send";
+                         });
+    info.sends_first = op == "_Send" || carrier;
   }
   for (NodeInfo& info : ex->infos_) {
     if (info.node->op() != "Variable") continue;

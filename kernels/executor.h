@@ -133,6 +133,12 @@ class Executor {
     int initial_pending = 0;
     std::vector<int> uses_per_output;  // consumer edges + fetches, to free early
     bool scheduled = true;  // false: a Variable node only read through kVariable edges
+    // A _Send, or a Const / Identity / NoOp feeding only _Sends (the carrier of a
+    // control edge to another device): run before the nodes already ready, so that
+    // the device waiting for it starts as soon as its input exists, not after this
+    // device's queue (a step's updates on one device otherwise ran before the gate's
+    // signal to the other).
+    bool sends_first = false;
   };
   const std::vector<NodeInfo>& nodes() const { return infos_; }
   const std::vector<InputSource>& fetch_sources() const { return fetch_sources_; }
