@@ -5,7 +5,6 @@
 #include "training/estimators/pipeline.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -15,6 +14,7 @@
 #include "graph/gradients.h"
 #include "graph/math_ops.h"
 #include "graph/ops.h"
+#include "placement/device_name.h"
 #include "training/optimizers/variables.h"
 
 namespace actorflow {
@@ -40,12 +40,11 @@ struct PipelineLayer {
 
 // Whether the pipeline's micro-batch products use packed kernels: with more than one
 // micro-batch (one product per kernel and step gains nothing from packing) and on a
-// CPU device (the packed ops have CPU kernels only).
+// device whose type is CPU or left to placement (the packed ops have CPU kernels only).
 bool PacksKernels(const std::string& device, int micro_batches) {
-  std::string lower = device;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return micro_batches > 1 && lower.find("gpu") == std::string::npos;
+  if (micro_batches <= 1) return false;
+  StatusOr<DeviceSpec> spec = ParseDeviceSpec(device);
+  return spec.ok() && (!spec->type || *spec->type == "CPU");
 }
 
 // The nodes added to the graph since `first_id` that a schedule orders: all but the
