@@ -191,9 +191,26 @@ sigset_t ShutdownSignals() {
   sigaddset(&signals, SIGINT);
   return signals;
 }
+
+// The thread that waits for a shutdown signal (BlockShutdownSignals' caller).
+pthread_t waiting_thread;
+
+// A shutdown signal delivered to a thread that does not block it (one that a library
+// started before the mask was set, such as OpenBLAS's workers, started when the
+// library loads) would otherwise end the process at once (the default action):
+// handed to the waiting thread, where it is pending for sigwait. pthread_kill is
+// async-signal-safe.
+void ForwardToWaitingThread(int signal) { pthread_kill(waiting_thread, signal); }
 }  // namespace
 
 void BlockShutdownSignals() {
+  waiting_thread = pthread_self();
+  struct sigaction forward = {};
+  forward.sa_handler = ForwardToWaitingThread;
+  sigemptyset(&forward.sa_mask);
+  forward.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &forward, nullptr);
+  sigaction(SIGINT, &forward, nullptr);
   const sigset_t signals = ShutdownSignals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 }

@@ -75,7 +75,8 @@ int ReportError(std::ostream& err, const Status& status, int exit_code);
 
 // For a foreground service (`server`, `serve`): blocks SIGTERM and SIGINT in the
 // calling thread, so that every thread started afterwards (actors, HTTP) inherits
-// the mask; WaitForShutdownSignal then returns when one of them arrives.
+// the mask, and hands one that reaches an older thread to the calling one;
+// WaitForShutdownSignal, on the same thread, then returns when one of them arrives.
 void BlockShutdownSignals();
 void WaitForShutdownSignal();
 
