@@ -212,7 +212,8 @@ Status CheckFloat32(const InferenceContext& ctx, int i, const std::string& what)
                          ": packed matrix products take float32 only");
 }
 
-// Dims of a packed right operand: ceil(N / 32) panels of K rows of 32 columns.
+// Dims of a packed right operand: ceil(N / 32) panels of K rows of 32 columns (the
+// layout of kernels/cpu/packed_gemm.h, whose PackedPanels graph/ cannot include).
 constexpr int64_t kPanelColumns = 32;
 int64_t Panels(int64_t n) { return n < 0 ? -1 : (n + kPanelColumns - 1) / kPanelColumns; }
 

@@ -186,7 +186,7 @@ void PackRightOperand(const float* b, int64_t k, int64_t n, bool transposed, flo
   // time (16 KiB, in L1) are filled from its 32 rows of `b`, each read in order, in
   // 8 x 8 blocks transposed in registers where the CPU has AVX.
   constexpr int64_t kRowTile = 128;
-  const bool avx = __builtin_cpu_supports("avx");
+  static const bool avx = __builtin_cpu_supports("avx");  // asked once per process
   for (int64_t p = 0; p < panels; ++p) {
     const int64_t columns = p + 1 < panels ? kPanel : tail;
     float* out = packed + p * k * kPanel;
