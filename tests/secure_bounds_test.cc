@@ -2,7 +2,8 @@
 // connections that stall in their TLS handshake against --max-connections, gives a
 // stalled one's slot to a real client, closes them after --handshake-timeout-ms
 // (naming the peer), and tells a client beyond the limit of real peers that limit,
-// not a failed handshake. This process knows the secret too (SetTransportSecurity),
+// not a failed handshake; a peer refused before TLS leaves the other connections
+// serving. This process knows the secret too (SetTransportSecurity),
 // so its CAF clients are real TLS peers. Real processes on 127.0.0.1; every wait is
 // bounded.
 #include <arpa/inet.h>
@@ -148,6 +149,20 @@ class StalledTlsPeer {
   int fd_;
 };
 
+// Connects to `port` and closes at once without a byte: to the server, a peer whose
+// first bytes start no TLS session (OpenSSL's accept fails on the end of stream).
+bool ConnectAndCloseSilently(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool connected = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return connected;
+}
+
 // A CAF client of this process over TLS with the secret.
 class TlsClient {
  public:
@@ -289,6 +304,27 @@ TEST_F(SecureBoundsTest, AClientBeyondMaxConnectionsOfRealTlsPeersIsToldTheLimit
   EXPECT_TRUE(WaitForRefusalSaying(server_, "--max-connections 8 allows", &line))
       << server_->err();
   for (auto& peer : peers) EXPECT_TRUE(peer->Pings());
+}
+
+// A peer refused before TLS (it closed without a byte, as a readiness probe does)
+// leaves OpenSSL's error for it in the queue of the server's network thread, which
+// serves every other connection too. Read as the next SSL_read's cause, that error
+// once turned a read that only had to wait into a fatal one: the server closed a
+// healthy client's connection at its next message (a step across TLS tasks then
+// stalled until the failure detector named the task down).
+TEST_F(SecureBoundsTest, APeerRefusedBeforeTlsLeavesTheOtherConnectionsServing) {
+  StartServer(/*handshake_timeout_ms=*/60000);
+  TlsClient client(port_, kWait);
+  ASSERT_TRUE(client.status().ok()) << client.status();
+  ASSERT_TRUE(client.Pings());
+  ASSERT_TRUE(ConnectAndCloseSilently(port_));
+  std::string line;
+  ASSERT_TRUE(WaitForRefusalSaying(server_, "its first bytes start no TLS session", &line))
+      << server_->err();
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(client.Pings()) << "ping " << i << " after the refused peer; server said:\n"
+                                << server_->err();
+  }
 }
 
 }  // namespace

@@ -102,20 +102,6 @@ RunResult RunCommand(const std::vector<std::string>& args) {
   return r;
 }
 
-// An accepted client's step, run again once when the first ended Unavailable: a step
-// across TLS tasks at times stalls until the failure detector ends it, an open defect
-// of the TLS path (tests/BUILD) that has nothing to do with certificates. A client
-// that was refused never gets this second run.
-RunResult RunAcceptedStep(const std::vector<std::string>& args) {
-  RunResult r = RunCommand(args);
-  if (r.ended && r.exit_code != 0 && r.err.find("Unavailable") != std::string::npos) {
-    std::cerr << "the accepted client's step stalled (" << r.err
-              << "); running it once more" << std::endl;
-    r = RunCommand(args);
-  }
-  return r;
-}
-
 class SecureClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -155,7 +141,7 @@ class SecureClusterTest : public ::testing::Test {
 };
 
 TEST_F(SecureClusterTest, AClientWithACertificateOfTheClustersCaRunsAStepAcrossTasks) {
-  RunResult r = RunAcceptedStep(RunArgs(TlsArgs(dir_, "client", "cluster_ca")));
+  RunResult r = RunCommand(RunArgs(TlsArgs(dir_, "client", "cluster_ca")));
   ASSERT_TRUE(r.ended) << r.err;
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("b = float32[] -3"));
@@ -224,7 +210,7 @@ TEST(ClusterSecretTest, OnlyPeersThatKnowTheSecretAreAccepted) {
     return args;
   };
   auto run = [&](std::vector<std::string> extra) { return RunCommand(run_args(extra)); };
-  RunResult ok = RunAcceptedStep(run_args({"--cluster-secret-file", secret}));
+  RunResult ok = RunCommand(run_args({"--cluster-secret-file", secret}));
   ASSERT_TRUE(ok.ended);
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_THAT(ok.out, HasSubstr("b = float32[] -3"));

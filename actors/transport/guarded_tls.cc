@@ -24,6 +24,7 @@
 #include <caf/io/network/stream_impl.hpp>
 #include <caf/openssl/all.hpp>
 #include <caf/openssl/session.hpp>
+#include <openssl/err.h>
 
 #include "actors/transport/guarded_connections.h"
 #include "actors/transport/guarded_transport.h"
@@ -33,6 +34,16 @@ namespace guarded {
 namespace {
 
 class TlsScribe;
+
+// OpenSSL reports why an SSL_read or SSL_write returned nothing through the calling
+// thread's error queue, which must be empty before the call (SSL_get_error(3)):
+// with an error left there by any earlier call on this thread (a refused peer's
+// "unexpected eof while reading", a certificate file's parse), a read that merely
+// has to wait (SSL_ERROR_WANT_READ) is taken for a fatal error and CAF closes a
+// healthy connection. CAF's session leaves its errors in the queue, and the
+// multiplexer's thread serves every connection: so each call into OpenSSL here
+// starts with an empty queue.
+void ClearTlsErrors() { ERR_clear_error(); }
 
 // CAF's OpenSSL session as the policy of a stream. An accepted connection's session
 // is started by the peer's first bytes, and its owner told of the first bytes that
@@ -46,6 +57,7 @@ class TlsPolicy {
 
   net::rw_state read_some(size_t& result, net::native_socket fd, void* buf, size_t len) {
     if (session_ == nullptr && !StartAcceptedSession(fd)) return net::rw_state::failure;
+    ClearTlsErrors();
     const net::rw_state state = session_->read_some(result, fd, buf, len);
     if (waiting_owner_ != nullptr && state == net::rw_state::success && result > 0) {
       TlsScribe* owner = waiting_owner_;
@@ -59,6 +71,7 @@ class TlsPolicy {
       result = 0;
       return net::rw_state::indeterminate;
     }
+    ClearTlsErrors();
     return session_->write_some(result, fd, buf, len);
   }
   bool must_read_more(net::native_socket fd, size_t threshold) {
@@ -154,9 +167,11 @@ class TlsScribe : public caf::io::scribe {
 };
 
 bool TlsPolicy::StartAcceptedSession(net::native_socket fd) {
+  ClearTlsErrors();
   session_ = caf::openssl::make_session(waiting_owner_->system_of_connection(), fd,
                                         /*from_accepted_socket=*/true);
   if (session_ == nullptr) {
+    ClearTlsErrors();  // the refused peer's errors are not the next connection's
     LogRefusal(PeerOf(fd), "its first bytes start no TLS session (a peer without TLS, or gone)");
     return false;
   }
@@ -216,9 +231,11 @@ class GuardedTlsMiddlemanActor : public caf::io::middleman_actor_impl {
     auto fd = net::new_tcp_connection(host, port);
     if (!fd) return std::move(fd.error());
     (void)net::nonblocking(*fd, true);
+    ClearTlsErrors();
     caf::openssl::session_ptr session =
         caf::openssl::make_session(system(), *fd, /*from_accepted_socket=*/false);
     if (session == nullptr) {
+      ClearTlsErrors();
       // A server at --max-connections may have written kBusyFrame before TLS's
       // first read, which then failed on it.
       if (SawBusyFrame(*fd)) RecordBusyRefusal(port);
