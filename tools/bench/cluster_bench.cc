@@ -27,9 +27,11 @@
 // and the two servers took more than 0.3 cores; the table shows the worst kept.
 //
 // Usage: cluster_bench [--quick] [--json] [--repeats N] [--inflight K] [--actorflow PATH]
-//                      [--only CASE] [--idle-seconds S] [--server-arg ARG]...
+//                      [--only CASE] [--round-trips N] [--idle-seconds S] [--server-arg ARG]...
+//   --only: the transfer cases whose name contains CASE (e.g. "16 MiB resident": for
+//   profiling); --round-trips: (b)'s steps per fetch (2000; 300 with --quick).
 //   --server-arg: one more argument for both servers, e.g. `--server-arg
-//   --bulk-min-bytes --server-arg 0` to keep every tensor on CAF's transport.   (e.g. --only "16 MiB resident": for profiling)
+//   --bulk-min-bytes --server-arg 0` to keep every tensor on CAF's transport.
 // Build with -c opt: `bazel run -c opt //tools/bench:cluster_bench`.
 #include <unistd.h>
 
@@ -69,6 +71,7 @@ struct Flags {
   std::string actorflow;
   double idle_seconds = -1;  // (c); -1: 10, or 3 with --quick
   std::string only;  // run only the transfer cases whose name contains this (profiling)
+  int round_trips = -1;  // (b)'s steps per fetch; -1: 2000, or 300 with --quick
   std::vector<std::string> server_args;  // --server-arg, passed to both servers
 };
 
@@ -286,13 +289,16 @@ Flags ParseFlags(int argc, char** argv) {
       flags.actorflow = argv[++i];
     } else if (a == "--only" && i + 1 < argc) {
       flags.only = argv[++i];
+    } else if (a == "--round-trips" && i + 1 < argc) {
+      flags.round_trips = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--server-arg" && i + 1 < argc) {
       flags.server_args.push_back(argv[++i]);
     } else if (a == "--idle-seconds" && i + 1 < argc) {
       flags.idle_seconds = std::atof(argv[++i]);
     } else {
       std::fprintf(stderr, "usage: %s [--quick] [--json] [--repeats N] [--inflight K] "
-                           "[--actorflow PATH] [--only CASE] [--idle-seconds S] [--server-arg ARG]...\n", kProgram);
+                           "[--actorflow PATH] [--only CASE] [--round-trips N] [--idle-seconds S] "
+                           "[--server-arg ARG]...\n", kProgram);
       std::exit(2);
     }
   }
@@ -343,7 +349,7 @@ int Main(int argc, char** argv) {
 
   std::shared_ptr<Graph> trivial = TrivialGraph();
   std::unique_ptr<Session> session = OpenOrDie(trivial.get(), target);
-  const int round_trips = flags.quick ? 300 : 2000;
+  const int round_trips = flags.round_trips > 0 ? flags.round_trips : (flags.quick ? 300 : 2000);
   std::vector<double> local_us = RoundTripsUs(session.get(), "local", round_trips);
   std::vector<double> remote_us = RoundTripsUs(session.get(), "remote", round_trips);
   // The same steps with the step channel off: every step through CAF's transport.
