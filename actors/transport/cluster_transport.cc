@@ -38,4 +38,12 @@ void ConfigureClusterTransport(caf::actor_system_config& cfg, const TransportLim
   RegisterMessageTypes(cfg);
 }
 
+void ForgetConnectedActor(caf::actor_system& system, const caf::actor_addr& found) {
+  if (system.has_openssl_manager()) return ForgetOverGuardedTls(system, found);
+  // The middleman actor drops the cached results whose actor a down message names;
+  // a system message, so outside its typed interface.
+  caf::anon_send(caf::actor_cast<caf::actor>(system.middleman().actor_handle()),
+                 caf::down_msg{found, caf::exit_reason::unreachable});
+}
+
 }  // namespace actorflow

@@ -53,6 +53,13 @@ caf::expected<Handle> ConnectOnTransport(caf::actor_system& system, const std::s
   return system.middleman().remote_actor<Handle>(host, port);
 }
 
+// Makes the next ConnectOnTransport to the node of `found` (an actor that
+// ConnectOnTransport returned) open a new connection. CAF's middleman keeps what it
+// found at a host and port until that actor is down, and hands it out again without
+// connecting; a found actor whose route was lost while it stayed alive for CAF (see
+// ConnectToServer) would be handed out for ever.
+void ForgetConnectedActor(caf::actor_system& system, const caf::actor_addr& found);
+
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_ACTORS_TRANSPORT_CLUSTER_TRANSPORT_H_

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include <caf/io/all.hpp>
@@ -31,6 +32,11 @@ constexpr std::chrono::milliseconds kProgressEvery(5000);
 constexpr std::chrono::milliseconds kProbeWait(200);
 // How long one identity ping may go unanswered before it is sent again.
 constexpr std::chrono::milliseconds kPingSlice(2000);
+// How long a connection's identity pings may go unanswered before ConnectToServer
+// connects anew, and the most it waits first (a random pause, so that a peer
+// connecting to this process at the same moment does not race again).
+constexpr std::chrono::milliseconds kReconnectAfter = kPingSlice;
+constexpr int kMaxReconnectPauseMs = 100;
 
 // One attempt, bounded by `wait`: the blocking remote_actor call runs on a thread
 // that outlives the wait if it must (it ends when its socket does).
@@ -77,13 +83,18 @@ caf::expected<FrontActor> TryOnce(caf::actor_system& system, const std::string& 
   return attempt->result;
 }
 
-}  // namespace
+// A random pause of up to kMaxReconnectPauseMs before connecting anew.
+int ReconnectPauseMs() {
+  thread_local std::minstd_rand rng(std::random_device{}());
+  return std::uniform_int_distribution<int>(1, kMaxReconnectPauseMs)(rng);
+}
 
-StatusOr<std::string> PingForIdentity(caf::actor_system& system, const FrontActor& front,
-                                      std::chrono::steady_clock::time_point deadline,
-                                      const std::string& where) {
+// PingForIdentity, counting the pings sent in *pings (which may hold earlier ones).
+StatusOr<std::string> PingCounting(caf::actor_system& system, const FrontActor& front,
+                                   std::chrono::steady_clock::time_point deadline,
+                                   const std::string& where, int* sent) {
   caf::scoped_actor self{system};
-  int pings = 0;
+  int& pings = *sent;
   while (true) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -106,6 +117,15 @@ StatusOr<std::string> PingForIdentity(caf::actor_system& system, const FrontActo
   }
 }
 
+}  // namespace
+
+StatusOr<std::string> PingForIdentity(caf::actor_system& system, const FrontActor& front,
+                                      std::chrono::steady_clock::time_point deadline,
+                                      const std::string& where) {
+  int pings = 0;
+  return PingCounting(system, front, deadline, where, &pings);
+}
+
 StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::string& host,
                                      uint16_t port, std::chrono::milliseconds timeout,
                                      const std::string& who) {
@@ -116,6 +136,11 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
   auto next_progress = start + kProgressEvery;
   std::string last_error = "no attempt";
   auto backoff = std::chrono::milliseconds(10);
+  int pings = 0;  // identity pings sent over every connection made
+  auto unanswered = [&] {
+    return DeadlineExceeded(where + " completed CAF's handshake but answered none of " +
+                            std::to_string(pings) + " identity pings before the deadline");
+  };
   while (true) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
@@ -124,7 +149,28 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
     auto front = TryOnce(system, host, port, left, &timed_out);
     if (front) {
       // Something CAF-speaking answered; make sure it is an actorflow server.
-      AF_ASSIGN_OR_RETURN(std::string identity, PingForIdentity(system, *front, deadline, where));
+      const auto ping_until = std::min(deadline, std::chrono::steady_clock::now() + kReconnectAfter);
+      StatusOr<std::string> answered = PingCounting(system, *front, ping_until, where, &pings);
+      if (answered.status().code() == Code::kDeadlineExceeded &&
+          std::chrono::steady_clock::now() < deadline) {
+        // Two processes that connect to each other at the same moment can both lose
+        // their route: CAF keeps one connection per pair of nodes, the connecting
+        // side sends its handshake at once, and each side may then close, as
+        // redundant, the very connection the other kept. The actor found stays
+        // alive for CAF (reachable through a third node, as far as it knows) and
+        // answers nothing. A new connection gives a direct route again (beside a
+        // healthy route it is closed as redundant, and nothing changes); CAF hands
+        // out what it found before until it forgets it.
+        ForgetConnectedActor(system, caf::actor_cast<caf::actor_addr>(*front));
+        last_error = "its connection answered no identity ping within " +
+                     std::to_string(kReconnectAfter.count()) + " ms";
+        std::this_thread::sleep_until(
+            std::min(deadline, std::chrono::steady_clock::now() +
+                                   std::chrono::milliseconds(ReconnectPauseMs())));
+        continue;
+      }
+      if (answered.status().code() == Code::kDeadlineExceeded) return unanswered();
+      AF_ASSIGN_OR_RETURN(std::string identity, std::move(answered));
       if (identity.rfind("actorflow server", 0) != 0) {
         return FailedPrecondition(where + " is not an actorflow server (it answered '" +
                                   identity + "')");
@@ -179,6 +225,9 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
     std::this_thread::sleep_until(std::min(deadline, std::chrono::steady_clock::now() + backoff));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
   }
+  // A task that completed a handshake and then answered no ping is named as such,
+  // whatever its connections did after.
+  if (pings > 0) return unanswered();
   return Unavailable("cannot reach " + where + " within " + std::to_string(timeout.count()) +
                      " ms: " + last_error);
 }

@@ -38,15 +38,18 @@ using ConnectorActor = caf::typed_actor<
 // A refused connection is retried while the task may still be starting, with a line
 // on standard error every 5 s naming who is missing and why; but an address that
 // answered this process before and now refuses fails at once (the task is down or
-// restarting: actors/transport/peer_history.h), naming the system's cause.
+// restarting: actors/transport/peer_history.h), naming the system's cause. A
+// connection whose pings go unanswered for 2 s is made anew (ForgetConnectedActor,
+// after a random pause of up to 100 ms): two processes connecting to each other at
+// the same moment can each close the connection the other kept (see connect.cc).
 StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::string& host,
                                      uint16_t port, std::chrono::milliseconds timeout,
                                      const std::string& who);
 
 // The identity (e.g. "actorflow server /job:ps/replica:0/task:0") that `front`
 // answers to a ping, asked up to `deadline` in slices of 2 s: a ping unanswered for a
-// slice is sent again, so one message lost while two processes' first connections to
-// each other settle costs a slice, not the whole deadline. DeadlineExceeded naming
+// slice is sent again, so one lost message costs a slice, not the whole deadline.
+// DeadlineExceeded naming
 // `where` and the pings sent when none is answered by then; FailedPrecondition naming
 // `where` for an error reply (something that speaks CAF but not the front protocol).
 StatusOr<std::string> PingForIdentity(caf::actor_system& system, const FrontActor& front,

@@ -199,7 +199,10 @@ GuardedMultiplexer* GuardedBackendOf(caf::actor_system& sys) {
 }
 
 // CAF's middleman actor (publish, connect) making guarded TLS listeners and
-// connections. Detached, as CAF's own: connecting blocks in connect(2). A detached
+// connections. Detached, as CAF's own: connecting blocks in connect(2). Its down
+// handler, which replaces the base's (that one dropped the cached results of an
+// actor gone down), ends it on any down message: the BASP broker's, or a found
+// actor's, whose cached result then goes with this actor (ForgetOverGuardedTls). A detached
 // actor's thread ends only once its actor is destroyed, and the system's destructor
 // waits for that thread: so nothing outside holds this actor for good. It holds
 // itself, and lets go when the BASP broker ends (the middleman ends it when the
@@ -301,6 +304,14 @@ caf::expected<uint16_t> PublishOverGuardedTls(caf::actor_system& sys,
       .receive([&](uint16_t bound) { result = bound; },
                [&](caf::error& error) { result = std::move(error); });
   return result;
+}
+
+void ForgetOverGuardedTls(caf::actor_system& sys, const caf::actor_addr& found) {
+  if (!sys.has_openssl_manager() || guarded::GuardedBackendOf(sys) == nullptr) return;
+  // Its down handler ends it on any down message (GuardedTlsMiddlemanActor), taking
+  // every cached result with it; the next connection spawns a new one.
+  caf::anon_send(caf::actor_cast<caf::actor>(guarded::GuardedTlsMiddleman(sys)),
+                 caf::down_msg{found, caf::exit_reason::unreachable});
 }
 
 caf::expected<caf::strong_actor_ptr> ConnectOverGuardedTls(

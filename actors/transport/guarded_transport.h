@@ -69,6 +69,10 @@ caf::expected<uint16_t> PublishOverGuardedTls(caf::actor_system& sys,
 caf::expected<caf::strong_actor_ptr> ConnectOverGuardedTls(
     caf::actor_system& sys, const std::set<std::string>& interface, const std::string& host,
     uint16_t port);
+// ForgetConnectedActor (cluster_transport.h) over TLS: this system's guarded TLS
+// middleman actor, whose only state is what it found, ends and is made anew at the
+// next connection (connections in flight through it fail, and are retried).
+void ForgetOverGuardedTls(caf::actor_system& sys, const caf::actor_addr& found);
 
 }  // namespace actorflow
 
