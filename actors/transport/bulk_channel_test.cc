@@ -17,40 +17,15 @@
 #include <thread>
 #include <vector>
 
+#include "actors/transport/bulk_test_util.h"
+
 namespace actorflow {
 namespace {
 
 constexpr auto kWait = std::chrono::seconds(10);
 
-// Collects what a receiver delivers or a sender falls back with.
-class FrameSink {
- public:
-  Status Take(BulkFrame frame) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (frame.device == "/unknown") return NotFound("no device " + frame.device);
-    frames_.push_back(std::move(frame));
-    cv_.notify_all();
-    return Status::OK();
-  }
-  // The first n frames, or fewer when they do not all come within kWait.
-  std::vector<BulkFrame> WaitFor(size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, kWait, [&] { return frames_.size() >= n; });
-    return frames_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<BulkFrame> frames_;
-};
-
-std::unique_ptr<BulkReceiver> Listen(FrameSink* sink, BulkReceiverOptions options = {}) {
-  auto receiver = BulkReceiver::Listen("127.0.0.1", options,
-                                       [sink](BulkFrame f) { return sink->Take(std::move(f)); });
-  EXPECT_TRUE(receiver.ok()) << receiver.status().ToString();
-  return receiver.ok() ? std::move(receiver).value() : nullptr;
-}
+using bulk_testing::FrameSink;
+using bulk_testing::Listen;
 
 BulkFrame Frame(std::string device, int64_t step, std::string key, Tensor t) {
   BulkFrame f;

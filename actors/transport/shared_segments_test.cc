@@ -24,6 +24,7 @@
 
 #include "actors/transport/bulk_channel.h"
 #include "actors/transport/bulk_socket.h"
+#include "actors/transport/bulk_test_util.h"
 #include "actors/transport/socket_acceptor.h"
 
 namespace actorflow {
@@ -32,37 +33,8 @@ namespace {
 constexpr auto kWait = std::chrono::seconds(10);
 constexpr char kDevice[] = "/job:w/task:1/device:CPU:0";
 
-class FrameSink {
- public:
-  Status Take(BulkFrame frame) {
-    std::lock_guard<std::mutex> lock(mu_);
-    frames_.push_back(std::move(frame));
-    cv_.notify_all();
-    return Status::OK();
-  }
-  std::vector<BulkFrame> WaitFor(size_t n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, kWait, [&] { return frames_.size() >= n; });
-    return frames_;
-  }
-  // Lets go of every frame's tensor (their segments' releases go out here).
-  void Clear() {
-    std::lock_guard<std::mutex> lock(mu_);
-    frames_.clear();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<BulkFrame> frames_;
-};
-
-std::unique_ptr<BulkReceiver> Listen(FrameSink* sink) {
-  auto receiver = BulkReceiver::Listen("127.0.0.1", BulkReceiverOptions(),
-                                       [sink](BulkFrame f) { return sink->Take(std::move(f)); });
-  EXPECT_TRUE(receiver.ok()) << receiver.status().ToString();
-  return receiver.ok() ? std::move(receiver).value() : nullptr;
-}
+using bulk_testing::FrameSink;
+using bulk_testing::Listen;
 
 BulkFrame Frame(int64_t step, Tensor t) {
   BulkFrame f;
