@@ -89,7 +89,7 @@ int ReconnectPauseMs() {
   return std::uniform_int_distribution<int>(1, kMaxReconnectPauseMs)(rng);
 }
 
-// PingForIdentity, counting the pings sent in *pings (which may hold earlier ones).
+// PingForIdentity, adding the pings it sends to *sent (which may count earlier ones).
 StatusOr<std::string> PingCounting(caf::actor_system& system, const FrontActor& front,
                                    std::chrono::steady_clock::time_point deadline,
                                    const std::string& where, int* sent) {

@@ -49,9 +49,9 @@ StatusOr<FrontActor> ConnectToServer(caf::actor_system& system, const std::strin
 // The identity (e.g. "actorflow server /job:ps/replica:0/task:0") that `front`
 // answers to a ping, asked up to `deadline` in slices of 2 s: a ping unanswered for a
 // slice is sent again, so one lost message costs a slice, not the whole deadline.
-// DeadlineExceeded naming
-// `where` and the pings sent when none is answered by then; FailedPrecondition naming
-// `where` for an error reply (something that speaks CAF but not the front protocol).
+// DeadlineExceeded naming `where` and the pings sent when none is answered by then;
+// FailedPrecondition naming `where` for an error reply (something that speaks CAF but
+// not the front protocol).
 StatusOr<std::string> PingForIdentity(caf::actor_system& system, const FrontActor& front,
                                       std::chrono::steady_clock::time_point deadline,
                                       const std::string& where);
