@@ -33,7 +33,8 @@ std::string TmpDir() {
 }
 
 // Whether thread `tid` of process `pid` blocks `signal`, from the SigBlk mask of
-// /proc/PID/task/TID/status; false when the file cannot be read.
+// /proc/PID/task/TID/status; true when the file cannot be read (a thread that ended
+// is no candidate to signal).
 bool Blocks(pid_t pid, pid_t tid, int signal) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) +
                        "/status");
@@ -43,7 +44,7 @@ bool Blocks(pid_t pid, pid_t tid, int signal) {
     const uint64_t mask = std::strtoull(line.c_str() + 7, nullptr, 16);
     return (mask >> (signal - 1)) & 1u;
   }
-  return false;
+  return true;
 }
 
 // The threads of `pid` other than its main thread that leave `signal` unblocked.
