@@ -46,8 +46,8 @@ Shape ShapeWithElements(int64_t elements) {
 }
 
 // Runs an all-reduce of `inputs` (one per member) and checks every member's outcome
-// against the reference, bit-identity across members, the inputs left as they were
-// and a network with nothing left over.
+// against the reference, bit-identity across members, the inputs left as they were,
+// results of their own and a network with nothing left over.
 void ExpectAllReduce(const std::vector<Tensor>& inputs, ReduceOp op,
                      CollectiveAlgorithm algorithm, const DeliveryOrder& order) {
   SCOPED_TRACE(std::string(order.name) + ", " + ReduceOpName(op));
@@ -69,7 +69,15 @@ void ExpectAllReduce(const std::vector<Tensor>& inputs, ReduceOp op,
                                  inputs));
     EXPECT_TRUE(BitIdentical(outcome.result, (*outcomes)[0].result));
     EXPECT_TRUE(BitIdentical(inputs[rank], snapshots[rank])) << "the input changed";
-    EXPECT_TRUE(outcome.result.RefCountIsOne()) << "the result shares its buffer";
+    // A ring result may still be read by a peer it was sent to (the network's log
+    // keeps what was sent), never shared with an input or another member's result.
+    for (int other = 0; other < n; ++other) {
+      EXPECT_FALSE(outcome.result.SharesBufferWith(inputs[other])) << "input " << other;
+      if (other != rank) {
+        EXPECT_FALSE(outcome.result.SharesBufferWith((*outcomes)[other].result))
+            << "rank " << other << "'s result";
+      }
+    }
   }
   EXPECT_EQ(network.undelivered_messages(), 0u);
   EXPECT_EQ(network.waiting_receives(), 0u);

@@ -25,9 +25,13 @@
 //     then, since each result depends on a chain of such checks spanning the group
 //     (all-reduce and reduce-scatter members first send their dtype and shape, a
 //     small int64 tensor, to the next rank around the ring, as ring chunks are 1-D).
-//   - The input is only read, never written, and only inside Start*: what is sent
-//     is a copy, so the caller may write the input as soon as Start* returns. The
-//     result has a buffer of its own (shared with no peer and not with the input).
+//   - The input is only read, never written. What is sent may be a view of it (the
+//     ring algorithms send the input's chunks without copying them) and may be read
+//     by a peer until that peer lets go, after `done` too: like every shared tensor
+//     (graph/tensor.h), the input is written in place only once RefCountIsOne() holds
+//     (copy-on-write, as the runtime's in-place updates do). The result never shares
+//     the input's buffer; a ring all-reduce's result was sent from (its owned chunk)
+//     and is shared with a peer until the peer lets go, under the same rule.
 //     Received tensors are never written (an in-process transport hands over the
 //     sender's buffer), and a tensor passed to Send is never written afterwards.
 //

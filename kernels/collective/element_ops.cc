@@ -27,36 +27,57 @@ bool IsReducibleDType(DType dtype) {
          dtype == DType::kInt64;
 }
 
-Tensor AddElements(const Tensor& lower, const Tensor& higher, const Shape& shape) {
+void AddElementsInto(const Tensor& lower, const Tensor& higher, Tensor* out) {
   assert(lower.dtype() == higher.dtype() && lower.NumElements() == higher.NumElements());
-  Tensor out = Tensor::Uninitialized(lower.dtype(), shape);
+  assert(out->dtype() == lower.dtype() && out->NumElements() == lower.NumElements());
   VisitDType(lower.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (!std::is_same_v<T, bool>) {
       const T* a = lower.data<T>();
       const T* b = higher.data<T>();
-      T* sum = out.data<T>();
-      const int64_t n = out.NumElements();
+      T* sum = out->data<T>();
+      const int64_t n = out->NumElements();
       for (int64_t i = 0; i < n; ++i) sum[i] = WrappingAdd(a[i], b[i]);
     }
   });
+}
+
+Tensor AddElements(const Tensor& lower, const Tensor& higher, const Shape& shape) {
+  Tensor out = Tensor::Uninitialized(lower.dtype(), shape);
+  AddElementsInto(lower, higher, &out);
   return out;
 }
 
-Tensor DivideElements(const Tensor& sum, int divisor) {
+namespace {
+
+// quotient[i] = in[i] / divisor; `in` may be `quotient`.
+void Divide(const Tensor& sum, int divisor, Tensor* quotient) {
   assert(divisor >= 1);
-  Tensor out = Tensor::Uninitialized(sum.dtype(), sum.shape());
   VisitDType(sum.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (!std::is_same_v<T, bool>) {
       const T* in = sum.data<T>();
-      T* quotient = out.data<T>();
+      T* out = quotient->data<T>();
       const T d = static_cast<T>(divisor);
-      const int64_t n = out.NumElements();
-      for (int64_t i = 0; i < n; ++i) quotient[i] = in[i] / d;
+      const int64_t n = quotient->NumElements();
+      for (int64_t i = 0; i < n; ++i) out[i] = in[i] / d;
     }
   });
+}
+
+}  // namespace
+
+Tensor DivideElements(const Tensor& sum, int divisor) {
+  Tensor out = Tensor::Uninitialized(sum.dtype(), sum.shape());
+  Divide(sum, divisor, &out);
   return out;
+}
+
+void DivideElementsInPlace(Tensor* sum, int divisor) { Divide(*sum, divisor, sum); }
+
+void CopyElementsInto(const Tensor& value, Tensor* out) {
+  assert(value.TotalBytes() == out->TotalBytes());
+  if (value.TotalBytes() > 0) std::memcpy(out->raw_data(), value.raw_data(), value.TotalBytes());
 }
 
 Tensor ConcatenateBytes(const std::vector<Tensor>& parts, DType dtype, const Shape& shape) {

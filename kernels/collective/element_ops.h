@@ -1,6 +1,8 @@
 // The element-wise arithmetic and byte moves of the collective algorithms (internal to
-// kernels/collective). Every function writes a fresh host buffer and only reads its
-// arguments: inputs may be the caller's tensor or a peer's (shared, read-only).
+// kernels/collective). Each function writes either a fresh host buffer or, for the
+// *Into/*InPlace ones, the one tensor it is given to write (a view of a result the
+// algorithm owns), and only reads its other arguments: they may be the caller's
+// tensor or a peer's (shared, read-only).
 // Preconditions, unless stated: host tensors of a reducible dtype (IsReducibleDType).
 #ifndef ACTORFLOW_KERNELS_COLLECTIVE_ELEMENT_OPS_H_
 #define ACTORFLOW_KERNELS_COLLECTIVE_ELEMENT_OPS_H_
@@ -23,10 +25,20 @@ bool IsReducibleDType(DType dtype);
 // contract: members that must agree bit for bit pass the lower rank's values first.
 Tensor AddElements(const Tensor& lower, const Tensor& higher, const Shape& shape);
 
+// As AddElements, written into *out ([n] elements, the operands' dtype), which may
+// be neither operand.
+void AddElementsInto(const Tensor& lower, const Tensor& higher, Tensor* out);
+
 // sum [n] / divisor, element by element, as a new tensor of sum's dtype and shape:
 // a float division (not a multiplication by 1/divisor) or a truncating integer one.
 // Precondition: divisor >= 1.
 Tensor DivideElements(const Tensor& sum, int divisor);
+
+// As DivideElements, in place.
+void DivideElementsInPlace(Tensor* sum, int divisor);
+
+// value's bytes into *out. Any dtype; precondition: the same byte count.
+void CopyElementsInto(const Tensor& value, Tensor* out);
 
 // The bytes of `parts`, one after the other, as a new tensor of dtype and shape.
 // Any dtype. Precondition: the parts have `dtype` and their byte counts add up to

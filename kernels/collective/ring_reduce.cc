@@ -10,9 +10,17 @@
 // ends with the same bits. Reduce-scatter (shift -1, so that member r owns chunk r)
 // stops after the first phase.
 //
-// Chunks are immutable once made: the initial ones are views of the member's copy of
-// its input, later ones are fresh sums or a peer's (read-only) final values. So a
-// chunk passed to Send is never written afterwards.
+// Chunks are immutable once made: the initial ones are views of the caller's input
+// (which, shared, its owner must not write in place: graph/tensor.h), later ones are
+// fresh partial sums, the owned chunk's final value or a peer's (read-only) final
+// values. So a chunk passed to Send is never written afterwards.
+//
+// Memory: an all-reduce writes its result's buffer once. The owned chunk's final sum
+// is computed straight into the result (and sent from there: the result is then
+// shared with the successor until it lets go), each received final value is copied
+// into it, and nothing else of the input is copied. For 2 members and n floats a
+// member reads and writes 4.5 n floats where a copy of the input, fresh sums and a
+// concatenation took 7.5 n.
 #include <memory>
 #include <string>
 #include <utility>
@@ -45,12 +53,14 @@ class RingReduce final : public CollectiveRun {
         dtype_(input.dtype()),
         shape_(input.shape()),
         shift_(kind == Kind::kAllReduce ? 0 : -1) {
-    // Sent chunks are views of this copy, never of the caller's input, which the
-    // caller may write once `done` has run while a peer still reads.
-    Tensor own = Flattened(input).DeepCopy();
-    StatusOr<std::vector<Tensor>> chunks =
-        own.SplitSizes(EvenSplitSizes(own.NumElements(), group_size()));
-    chunks_ = std::move(chunks).value();  // the sizes add up by construction
+    // Sent chunks are views of the caller's input: they share its buffer, so neither
+    // the caller nor anyone else writes it in place while a peer may still read them.
+    const std::vector<int64_t> sizes = EvenSplitSizes(input.NumElements(), group_size());
+    chunks_ = Flattened(input).SplitSizes(sizes).value();  // sizes add up by construction
+    if (kind == Kind::kAllReduce) {
+      result_ = Tensor::Uninitialized(dtype_, Shape{input.NumElements()});
+      result_chunks_ = result_.SplitSizes(sizes).value();
+    }
     const int phase_steps = group_size() - 1;
     total_steps_ = kind == Kind::kAllReduce ? 2 * phase_steps : phase_steps;
   }
@@ -93,14 +103,20 @@ class RingReduce final : public CollectiveRun {
       Status s = CheckElements(predecessor, "chunk " + std::to_string(chunk), value, dtype_,
                                mine.NumElements());
       if (!s.ok()) return Fail(s);
-      if (InReducePhase(step)) {
+      const bool owned_complete = step == group_size() - 2;
+      if (InReducePhase(step) && owned_complete && kind_ == Kind::kAllReduce) {
+        // The final value goes straight into the result, which it is sent from.
+        Tensor& final_value = result_chunks_[chunk];
+        AddElementsInto(value, mine, &final_value);
+        if (op_ == ReduceOp::kMean) DivideElementsInPlace(&final_value, group_size());
+        mine = final_value;
+      } else if (InReducePhase(step)) {
         mine = AddElements(value, mine, Shape{mine.NumElements()});
         // The owned chunk is complete: the mean divides here, once for everyone.
-        if (step == group_size() - 2 && op_ == ReduceOp::kMean) {
-          mine = DivideElements(mine, group_size());
-        }
+        if (owned_complete && op_ == ReduceOp::kMean) mine = DivideElements(mine, group_size());
       } else {
-        mine = value;  // the owner's final value, read-only
+        CopyElementsInto(value, &result_chunks_[chunk]);
+        mine = value;  // the owner's final value, read-only, forwarded as it came
       }
       if (step + 1 == total_steps_) return Complete();
       if (!SendStep(step + 1)) return;
@@ -113,7 +129,12 @@ class RingReduce final : public CollectiveRun {
       // A fresh sum or quotient made by this member and never sent: its own buffer.
       return Finish(std::move(chunks_[rank()]));
     }
-    Finish(ConcatenateBytes(chunks_, dtype_, shape_));
+    // The run keeps no reference: the caller's copy-on-write sees only the peers'.
+    Tensor result = result_.Reshaped(shape_).value();  // same element count by construction
+    chunks_.clear();
+    result_chunks_.clear();
+    result_ = Tensor();
+    Finish(std::move(result));
   }
 
   const Kind kind_;
@@ -123,6 +144,9 @@ class RingReduce final : public CollectiveRun {
   const int shift_;
   int total_steps_ = 0;
   std::vector<Tensor> chunks_;  // chunk c: [EvenSplitSizes(n, N)[c]]
+  // All-reduce only: the result [n], and chunk c of it as a view.
+  Tensor result_;
+  std::vector<Tensor> result_chunks_;
 };
 
 void StartRingReduce(RingReduce::Kind kind, CollectiveTransport* transport,
