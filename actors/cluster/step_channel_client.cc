@@ -19,7 +19,6 @@ namespace actorflow {
 namespace {
 
 using bulk_internal::ConnectWithin;
-using bulk_internal::ReadFull;
 using bulk_internal::WaitReady;
 using step_internal::Clock;
 using step_internal::DecodePayload;
@@ -31,7 +30,7 @@ using step_internal::kPrefixBytes;
 using step_internal::kStepFrame;
 using step_internal::kStepLocalName;
 using step_internal::kWelcomeFrame;
-using step_internal::ReadRestOfFrame;
+using step_internal::ReadFrame;
 using step_internal::RunOnServerInProcess;
 using step_internal::WriteFrame;
 
@@ -98,10 +97,8 @@ struct StepChannelClient::Impl {
   // one it turned away (too many open) is closed unread, and a step sent on it could
   // not be told from one lost to a failing server.
   bool Welcomed(int fd, Clock::time_point deadline) {
-    char first = 0;
     std::vector<char> payload;
-    return ReadFull(fd, &first, 1, &deadline) &&
-           ReadRestOfFrame(fd, first, kWelcomeFrame, 0, deadline, &payload) == FrameRead::kOk;
+    return ReadFrame(fd, kWelcomeFrame, 0, deadline, &payload) == FrameRead::kOk;
   }
 
   // Ends the step on `fd`: kept for the next step when `reuse` (its stream is at a
@@ -211,12 +208,8 @@ StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
     return Outcome::kAnswered;
   }
   std::vector<char> payload;
-  char first = 0;
-  FrameRead read = FrameRead::kClosed;
   const auto read_by = Clock::now() + std::chrono::milliseconds(c.options.frame_timeout_ms);
-  if (ReadFull(fd, &first, 1, &read_by)) {
-    read = ReadRestOfFrame(fd, first, kAnswerFrame, c.options.max_frame_bytes, read_by, &payload);
-  }
+  const FrameRead read = ReadFrame(fd, kAnswerFrame, c.options.max_frame_bytes, read_by, &payload);
   *result = RemoteStepResult();
   if (read == FrameRead::kOk && DecodePayload(c.system, payload, result)) {
     c.Give(fd, true);

@@ -37,6 +37,7 @@ using step_internal::kStepFrame;
 using step_internal::kStepLocalName;
 using step_internal::kWelcomeFrame;
 using step_internal::PutPrefix;
+using step_internal::ReadFrame;
 using step_internal::ReadRestOfFrame;
 using step_internal::WriteFrame;
 
@@ -140,31 +141,27 @@ class StepChannelServerImpl : public StepChannelServer {
       return;
     }
     for (;;) {
-      char first = 0;
       // A client's next step often follows its answer at once: poll for it a while,
       // but only while this process serves no more active connections than half its
       // cores. Each has a client thread that computes between its steps (often on
       // these cores: an in-process cluster's clients are in this very process), and
       // a thread polling for its next step would take the core it computes on.
+      bool arrived = false;
       if (ActiveConnections().load(std::memory_order_relaxed) * 2 <= PollingCores()) {
-        SpinUntil([fd] { return HasInput(fd); }, std::chrono::microseconds(options_.spin_us));
+        arrived =
+            SpinUntil([fd] { return HasInput(fd); }, std::chrono::microseconds(options_.spin_us));
       }
-      // Active until its client pauses longer than kActiveGap; then the wait is
-      // open-ended (an idle client) and Stop shuts it down.
-      auto active_until = Clock::now() + kActiveGap;
-      bool got_first = ReadFull(fd, &first, 1, &active_until);
-      if (!got_first) {
-        // Past the gap (or at the connection's end, which the read below sees at
-        // once); a byte that came just after the gap is read below too.
-        const bool paused = !HasInput(fd);
-        if (paused) ActiveConnections().fetch_sub(1, std::memory_order_relaxed);
-        got_first = ReadFull(fd, &first, 1, nullptr);
-        if (paused) ActiveConnections().fetch_add(1, std::memory_order_relaxed);
+      FrameRead read = FrameRead::kClosed;
+      if (arrived) {
+        // The frame (or the connection's end) is there: its prefix in one read.
+        const auto deadline = Clock::now() + std::chrono::milliseconds(options_.frame_timeout_ms);
+        read = ReadFrame(fd, kStepFrame, options_.max_frame_bytes, deadline, &in);
+      } else {
+        char first = 0;
+        if (!AwaitFirstByte(fd, &first)) return;
+        const auto deadline = Clock::now() + std::chrono::milliseconds(options_.frame_timeout_ms);
+        read = ReadRestOfFrame(fd, first, kStepFrame, options_.max_frame_bytes, deadline, &in);
       }
-      if (!got_first) return;
-      const auto deadline = Clock::now() + std::chrono::milliseconds(options_.frame_timeout_ms);
-      FrameRead read =
-          ReadRestOfFrame(fd, first, kStepFrame, options_.max_frame_bytes, deadline, &in);
       RemoteStep step;
       if (read == FrameRead::kOk && !DecodePayload(system_, in, &step)) {
         read = FrameRead::kMalformed;
@@ -187,6 +184,21 @@ class StepChannelServerImpl : public StepChannelServer {
       const auto write_by = Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms);
       if (!WriteFrame(fd, out, write_by)) return;
     }
+  }
+
+  // The next frame's first byte, however long its client pauses: false at the
+  // connection's end. Active until its client pauses longer than kActiveGap; then the
+  // wait is open-ended (an idle client, not counted active) and Stop shuts it down.
+  bool AwaitFirstByte(int fd, char* first) {
+    auto active_until = Clock::now() + kActiveGap;
+    if (ReadFull(fd, first, 1, &active_until)) return true;
+    // Past the gap (or at the connection's end, which the read below sees at once);
+    // a byte that came just after the gap is read below too.
+    const bool paused = !HasInput(fd);
+    if (paused) ActiveConnections().fetch_sub(1, std::memory_order_relaxed);
+    const bool got_first = ReadFull(fd, first, 1, nullptr);
+    if (paused) ActiveConnections().fetch_add(1, std::memory_order_relaxed);
+    return got_first;
   }
 
   // The step as the front would pass it on (actors/cluster/task_actors.cc), but sent to the

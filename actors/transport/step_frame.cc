@@ -21,11 +21,11 @@ bool WriteFrame(int fd, std::vector<char>& frame, Clock::time_point deadline) {
   return WriteFull(fd, {iovec{frame.data(), frame.size()}}, deadline, -1);
 }
 
-FrameRead ReadRestOfFrame(int fd, char first, uint32_t kind, uint64_t max_bytes,
-                          Clock::time_point deadline, std::vector<char>* payload) {
-  char prefix[kPrefixBytes];
-  prefix[0] = first;
-  if (!ReadFull(fd, prefix + 1, kPrefixBytes - 1, &deadline)) return FrameRead::kClosed;
+namespace {
+
+// The prefix read whole: checks it and reads the payload it announces.
+FrameRead ReadPayload(int fd, const char* prefix, uint32_t kind, uint64_t max_bytes,
+                      Clock::time_point deadline, std::vector<char>* payload) {
   uint32_t magic, got_kind;
   uint64_t bytes;
   std::memcpy(&magic, prefix, 4);
@@ -35,6 +35,23 @@ FrameRead ReadRestOfFrame(int fd, char first, uint32_t kind, uint64_t max_bytes,
   payload->resize(bytes);
   if (bytes > 0 && !ReadFull(fd, payload->data(), bytes, &deadline)) return FrameRead::kClosed;
   return FrameRead::kOk;
+}
+
+}  // namespace
+
+FrameRead ReadRestOfFrame(int fd, char first, uint32_t kind, uint64_t max_bytes,
+                          Clock::time_point deadline, std::vector<char>* payload) {
+  char prefix[kPrefixBytes];
+  prefix[0] = first;
+  if (!ReadFull(fd, prefix + 1, kPrefixBytes - 1, &deadline)) return FrameRead::kClosed;
+  return ReadPayload(fd, prefix, kind, max_bytes, deadline, payload);
+}
+
+FrameRead ReadFrame(int fd, uint32_t kind, uint64_t max_bytes, Clock::time_point deadline,
+                    std::vector<char>* payload) {
+  char prefix[kPrefixBytes];
+  if (!ReadFull(fd, prefix, kPrefixBytes, &deadline)) return FrameRead::kClosed;
+  return ReadPayload(fd, prefix, kind, max_bytes, deadline, payload);
 }
 
 bool HasInput(int fd) {

@@ -59,6 +59,11 @@ enum class FrameRead { kOk, kClosed, kMalformed };
 FrameRead ReadRestOfFrame(int fd, char first, uint32_t kind, uint64_t max_bytes,
                           Clock::time_point deadline, std::vector<char>* payload);
 
+// ReadRestOfFrame for a reader that expects a frame and has read none of it: the
+// prefix in one read, then the payload.
+FrameRead ReadFrame(int fd, uint32_t kind, uint64_t max_bytes, Clock::time_point deadline,
+                    std::vector<char>* payload);
+
 // Whether a read on fd would not block: a byte is there, or the peer is gone.
 bool HasInput(int fd);
 
