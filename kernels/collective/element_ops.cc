@@ -27,9 +27,10 @@ bool IsReducibleDType(DType dtype) {
          dtype == DType::kInt64;
 }
 
-void AddElementsInto(const Tensor& lower, const Tensor& higher, Tensor* out) {
+void AddElementsInto(const Tensor& lower, const Tensor& higher, Tensor* out, int divisor) {
   assert(lower.dtype() == higher.dtype() && lower.NumElements() == higher.NumElements());
   assert(out->dtype() == lower.dtype() && out->NumElements() == lower.NumElements());
+  assert(divisor >= 1);
   VisitDType(lower.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (!std::is_same_v<T, bool>) {
@@ -37,7 +38,13 @@ void AddElementsInto(const Tensor& lower, const Tensor& higher, Tensor* out) {
       const T* b = higher.data<T>();
       T* sum = out->data<T>();
       const int64_t n = out->NumElements();
-      for (int64_t i = 0; i < n; ++i) sum[i] = WrappingAdd(a[i], b[i]);
+      if (divisor == 1) {
+        for (int64_t i = 0; i < n; ++i) sum[i] = WrappingAdd(a[i], b[i]);
+      } else {
+        // The sum is rounded (or wrapped) before the division, as in two passes.
+        const T d = static_cast<T>(divisor);
+        for (int64_t i = 0; i < n; ++i) sum[i] = WrappingAdd(a[i], b[i]) / d;
+      }
     }
   });
 }
@@ -48,32 +55,21 @@ Tensor AddElements(const Tensor& lower, const Tensor& higher, const Shape& shape
   return out;
 }
 
-namespace {
-
-// quotient[i] = in[i] / divisor; `in` may be `quotient`.
-void Divide(const Tensor& sum, int divisor, Tensor* quotient) {
+Tensor DivideElements(const Tensor& sum, int divisor) {
   assert(divisor >= 1);
+  Tensor out = Tensor::Uninitialized(sum.dtype(), sum.shape());
   VisitDType(sum.dtype(), [&](auto zero) {
     using T = decltype(zero);
     if constexpr (!std::is_same_v<T, bool>) {
       const T* in = sum.data<T>();
-      T* out = quotient->data<T>();
+      T* quotient = out.data<T>();
       const T d = static_cast<T>(divisor);
-      const int64_t n = quotient->NumElements();
-      for (int64_t i = 0; i < n; ++i) out[i] = in[i] / d;
+      const int64_t n = out.NumElements();
+      for (int64_t i = 0; i < n; ++i) quotient[i] = in[i] / d;
     }
   });
-}
-
-}  // namespace
-
-Tensor DivideElements(const Tensor& sum, int divisor) {
-  Tensor out = Tensor::Uninitialized(sum.dtype(), sum.shape());
-  Divide(sum, divisor, &out);
   return out;
 }
-
-void DivideElementsInPlace(Tensor* sum, int divisor) { Divide(*sum, divisor, sum); }
 
 void CopyElementsInto(const Tensor& value, Tensor* out) {
   assert(value.TotalBytes() == out->TotalBytes());

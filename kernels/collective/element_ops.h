@@ -1,6 +1,6 @@
 // The element-wise arithmetic and byte moves of the collective algorithms (internal to
 // kernels/collective). Each function writes either a fresh host buffer or, for the
-// *Into/*InPlace ones, the one tensor it is given to write (a view of a result the
+// *Into ones, the one tensor it is given to write (a view of a result the
 // algorithm owns), and only reads its other arguments: they may be the caller's
 // tensor or a peer's (shared, read-only).
 // Preconditions, unless stated: host tensors of a reducible dtype (IsReducibleDType).
@@ -26,16 +26,14 @@ bool IsReducibleDType(DType dtype);
 Tensor AddElements(const Tensor& lower, const Tensor& higher, const Shape& shape);
 
 // As AddElements, written into *out ([n] elements, the operands' dtype), which may
-// be neither operand.
-void AddElementsInto(const Tensor& lower, const Tensor& higher, Tensor* out);
+// be neither operand; with divisor > 1 each sum is divided as DivideElements does,
+// in the same pass (the same bits as adding, then dividing).
+void AddElementsInto(const Tensor& lower, const Tensor& higher, Tensor* out, int divisor = 1);
 
 // sum [n] / divisor, element by element, as a new tensor of sum's dtype and shape:
 // a float division (not a multiplication by 1/divisor) or a truncating integer one.
 // Precondition: divisor >= 1.
 Tensor DivideElements(const Tensor& sum, int divisor);
-
-// As DivideElements, in place.
-void DivideElementsInPlace(Tensor* sum, int divisor);
 
 // value's bytes into *out. Any dtype; precondition: the same byte count.
 void CopyElementsInto(const Tensor& value, Tensor* out);

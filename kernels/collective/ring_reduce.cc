@@ -107,8 +107,7 @@ class RingReduce final : public CollectiveRun {
       if (InReducePhase(step) && owned_complete && kind_ == Kind::kAllReduce) {
         // The final value goes straight into the result, which it is sent from.
         Tensor& final_value = result_chunks_[chunk];
-        AddElementsInto(value, mine, &final_value);
-        if (op_ == ReduceOp::kMean) DivideElementsInPlace(&final_value, group_size());
+        AddElementsInto(value, mine, &final_value, op_ == ReduceOp::kMean ? group_size() : 1);
         mine = final_value;
       } else if (InReducePhase(step)) {
         mine = AddElements(value, mine, Shape{mine.NumElements()});

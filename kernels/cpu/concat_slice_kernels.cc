@@ -57,7 +57,8 @@ class ConcatV2Kernel : public Kernel {
       ctx->set_output(0, first);
       return;
     }
-    Tensor* allocated = AllocateCheckedOutput(ctx, 0, Shape(out_dims));
+    // Every byte is copied from an input: no zero-fill first.
+    Tensor* allocated = AllocateCheckedOutput(ctx, 0, Shape(out_dims), /*overwrite=*/true);
     if (allocated == nullptr) return;
     Tensor& out = *allocated;
     if (out.NumElements() == 0) return;
@@ -129,7 +130,8 @@ class SliceKernel : public Kernel {
       ctx->set_output(0, x);  // the whole tensor
       return;
     }
-    Tensor& out = ctx->allocate_output(0, out_shape);
+    // The odometer below copies every output byte: no zero-fill first.
+    Tensor& out = ctx->allocate_output_for_overwrite(0, out_shape);
     if (out.NumElements() == 0) return;
     std::vector<int64_t> in_strides(rank);
     int64_t stride = 1;
@@ -190,7 +192,7 @@ class EvenSplitPartKernel : public Kernel {
     }
     std::vector<int64_t> dims = x.shape().dims();
     dims[0] = size;
-    Tensor& out = ctx->allocate_output(0, Shape(dims));
+    Tensor& out = ctx->allocate_output_for_overwrite(0, Shape(dims));  // one memcpy fills it
     if (out.NumElements() == 0) return;
     const size_t row_bytes = static_cast<size_t>(x.NumElements() / rows) * DTypeSize(x.dtype());
     std::memcpy(out.raw_data(), static_cast<const char*>(x.raw_data()) + begin * row_bytes,
