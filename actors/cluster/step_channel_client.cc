@@ -24,7 +24,7 @@ using step_internal::Clock;
 using step_internal::DecodePayload;
 using step_internal::EncodeFrame;
 using step_internal::FrameRead;
-using step_internal::HasInput;
+using step_internal::FrameReader;
 using step_internal::kAnswerFrame;
 using step_internal::kPrefixBytes;
 using step_internal::kStepFrame;
@@ -120,8 +120,10 @@ struct StepChannelClient::Impl {
 
   // Waits until fd has a byte to read (true) or the step ends first (false, with
   // *status): the deadline passed, or the watch reports the server lost.
-  bool AwaitAnswer(int fd, Clock::time_point deadline, const Watch& watch, Status* status) {
-    auto readable = [fd] { return HasInput(fd); };
+  // The reader's Poll takes the answer's first bytes (often all of it).
+  bool AwaitAnswer(int fd, Clock::time_point deadline, const Watch& watch, FrameReader* reader,
+                   Status* status) {
+    auto readable = [fd, reader] { return reader->Poll(fd); };
     // As an in-process session: a client whose last answer outlasted the poll parks
     // at once, leaving the core to the task that computes it.
     const int64_t last_wait_us = last_answer_us.load(std::memory_order_relaxed);
@@ -139,8 +141,8 @@ struct StepChannelClient::Impl {
       }
       auto slice_end = std::min(deadline, watching ? now + std::chrono::milliseconds(10)
                                                    : sent + watch.long_wait);
-      if (WaitReady(fd, POLLIN, &slice_end)) return true;
-      if (readable()) return true;  // an error or hang-up, which poll reports too
+      WaitReady(fd, POLLIN, &slice_end);  // input, or the slice's end
+      if (readable()) return true;  // bytes, or an error or hang-up (poll reports them too)
       if (!watching && Clock::now() >= sent + watch.long_wait) {
         watching = true;
         if (watch.on_long_wait) watch.on_long_wait();
@@ -197,7 +199,10 @@ StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
   }
   Status ended;
   const auto sent_at = Clock::now();
-  const bool answered = c.AwaitAnswer(fd, deadline, watch, &ended);
+  // The server writes nothing after its answer until the next step: the answer may
+  // be read whole in the poll's one call.
+  FrameReader reader(FrameReader::kMaxPrefetch);
+  const bool answered = c.AwaitAnswer(fd, deadline, watch, &reader, &ended);
   c.last_answer_us.store(
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent_at).count(),
       std::memory_order_relaxed);
@@ -209,7 +214,8 @@ StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
   }
   std::vector<char> payload;
   const auto read_by = Clock::now() + std::chrono::milliseconds(c.options.frame_timeout_ms);
-  const FrameRead read = ReadFrame(fd, kAnswerFrame, c.options.max_frame_bytes, read_by, &payload);
+  const FrameRead read =
+      reader.Finish(fd, kAnswerFrame, c.options.max_frame_bytes, read_by, &payload);
   *result = RemoteStepResult();
   if (read == FrameRead::kOk && DecodePayload(c.system, payload, result)) {
     c.Give(fd, true);

@@ -30,6 +30,7 @@ using step_internal::Clock;
 using step_internal::DecodePayload;
 using step_internal::EncodeFrame;
 using step_internal::FrameRead;
+using step_internal::FrameReader;
 using step_internal::HasInput;
 using step_internal::kAnswerFrame;
 using step_internal::kPrefixBytes;
@@ -37,7 +38,6 @@ using step_internal::kStepFrame;
 using step_internal::kStepLocalName;
 using step_internal::kWelcomeFrame;
 using step_internal::PutPrefix;
-using step_internal::ReadFrame;
 using step_internal::ReadRestOfFrame;
 using step_internal::WriteFrame;
 
@@ -146,16 +146,18 @@ class StepChannelServerImpl : public StepChannelServer {
       // cores. Each has a client thread that computes between its steps (often on
       // these cores: an in-process cluster's clients are in this very process), and
       // a thread polling for its next step would take the core it computes on.
+      // The poll reads the prefix itself (no more: a client may send its next frame
+      // right behind this one), so a frame that is there takes two reads.
+      FrameReader reader(kPrefixBytes);
       bool arrived = false;
       if (ActiveConnections().load(std::memory_order_relaxed) * 2 <= PollingCores()) {
-        arrived =
-            SpinUntil([fd] { return HasInput(fd); }, std::chrono::microseconds(options_.spin_us));
+        arrived = SpinUntil([fd, &reader] { return reader.Poll(fd); },
+                            std::chrono::microseconds(options_.spin_us));
       }
       FrameRead read = FrameRead::kClosed;
       if (arrived) {
-        // The frame (or the connection's end) is there: its prefix in one read.
         const auto deadline = Clock::now() + std::chrono::milliseconds(options_.frame_timeout_ms);
-        read = ReadFrame(fd, kStepFrame, options_.max_frame_bytes, deadline, &in);
+        read = reader.Finish(fd, kStepFrame, options_.max_frame_bytes, deadline, &in);
       } else {
         char first = 0;
         if (!AwaitFirstByte(fd, &first)) return;

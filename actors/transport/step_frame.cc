@@ -54,6 +54,43 @@ FrameRead ReadFrame(int fd, uint32_t kind, uint64_t max_bytes, Clock::time_point
   return ReadPayload(fd, prefix, kind, max_bytes, deadline, payload);
 }
 
+bool FrameReader::Poll(int fd) {
+  if (have_ > 0 || ended_) return true;
+  const ssize_t got = recv(fd, buffer_, prefetch_, MSG_DONTWAIT);
+  if (got > 0) {
+    have_ = static_cast<size_t>(got);
+    return true;
+  }
+  if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+  ended_ = true;  // the peer closed, or the socket failed
+  return true;
+}
+
+FrameRead FrameReader::Finish(int fd, uint32_t kind, uint64_t max_bytes,
+                              Clock::time_point deadline, std::vector<char>* payload) {
+  if (ended_ && have_ == 0) return FrameRead::kClosed;
+  if (have_ < kPrefixBytes) {
+    if (!ReadFull(fd, buffer_ + have_, kPrefixBytes - have_, &deadline)) return FrameRead::kClosed;
+    have_ = kPrefixBytes;
+  }
+  uint32_t magic, got_kind;
+  uint64_t bytes;
+  std::memcpy(&magic, buffer_, 4);
+  std::memcpy(&got_kind, buffer_ + 4, 4);
+  std::memcpy(&bytes, buffer_ + 8, 8);
+  const size_t taken = have_ - kPrefixBytes;  // payload bytes Poll already took
+  have_ = 0;
+  if (magic != kStepMagic || got_kind != kind || bytes > max_bytes || taken > bytes) {
+    return FrameRead::kMalformed;
+  }
+  payload->resize(bytes);
+  if (taken > 0) std::memcpy(payload->data(), buffer_ + kPrefixBytes, taken);
+  if (bytes > taken && !ReadFull(fd, payload->data() + taken, bytes - taken, &deadline)) {
+    return FrameRead::kClosed;
+  }
+  return FrameRead::kOk;
+}
+
 bool HasInput(int fd) {
   char c;
   ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);

@@ -64,6 +64,32 @@ FrameRead ReadRestOfFrame(int fd, char first, uint32_t kind, uint64_t max_bytes,
 FrameRead ReadFrame(int fd, uint32_t kind, uint64_t max_bytes, Clock::time_point deadline,
                     std::vector<char>* payload);
 
+// One frame read from a socket in two parts: Poll() takes what is there without
+// waiting (the predicate of a polling loop: no separate peek), Finish() reads the rest
+// within a deadline. Poll reads at most `prefetch` bytes, so a reader whose peer may
+// send more than this frame (a server's client may pipeline) passes kPrefixBytes; one
+// whose peer sends nothing after the frame until it answers (a client awaiting its
+// step's answer) may take a small frame whole in that one call.
+class FrameReader {
+ public:
+  static constexpr size_t kMaxPrefetch = 256;
+  explicit FrameReader(size_t prefetch) : prefetch_(prefetch < kPrefixBytes ? kPrefixBytes
+                                                   : prefetch > kMaxPrefetch ? kMaxPrefetch
+                                                                             : prefetch) {}
+  // True once bytes came, or the socket ended or failed (Finish then says which).
+  bool Poll(int fd);
+  // The frame of `kind`, as ReadRestOfFrame; kMalformed as well when Poll took
+  // bytes beyond the frame's end.
+  FrameRead Finish(int fd, uint32_t kind, uint64_t max_bytes, Clock::time_point deadline,
+                   std::vector<char>* payload);
+
+ private:
+  const size_t prefetch_;
+  char buffer_[kMaxPrefetch];
+  size_t have_ = 0;
+  bool ended_ = false;
+};
+
 // Whether a read on fd would not block: a byte is there, or the peer is gone.
 bool HasInput(int fd);
 
