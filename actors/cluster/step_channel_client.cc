@@ -30,7 +30,6 @@ using step_internal::kPrefixBytes;
 using step_internal::kStepFrame;
 using step_internal::kStepLocalName;
 using step_internal::kWelcomeFrame;
-using step_internal::ReadFrame;
 using step_internal::RunOnServerInProcess;
 using step_internal::WriteFrame;
 
@@ -98,7 +97,8 @@ struct StepChannelClient::Impl {
   // not be told from one lost to a failing server.
   bool Welcomed(int fd, Clock::time_point deadline) {
     std::vector<char> payload;
-    return ReadFrame(fd, kWelcomeFrame, 0, deadline, &payload) == FrameRead::kOk;
+    FrameReader reader(kPrefixBytes);
+    return reader.Finish(fd, kWelcomeFrame, 0, deadline, &payload) == FrameRead::kOk;
   }
 
   // Ends the step on `fd`: kept for the next step when `reuse` (its stream is at a

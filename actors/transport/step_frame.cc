@@ -23,18 +23,14 @@ bool WriteFrame(int fd, std::vector<char>& frame, Clock::time_point deadline) {
 
 namespace {
 
-// The prefix read whole: checks it and reads the payload it announces.
-FrameRead ReadPayload(int fd, const char* prefix, uint32_t kind, uint64_t max_bytes,
-                      Clock::time_point deadline, std::vector<char>* payload) {
+// A whole prefix's payload size, when its magic and kind are right and the size is
+// within max_bytes.
+bool ParsePrefix(const char* prefix, uint32_t kind, uint64_t max_bytes, uint64_t* bytes) {
   uint32_t magic, got_kind;
-  uint64_t bytes;
   std::memcpy(&magic, prefix, 4);
   std::memcpy(&got_kind, prefix + 4, 4);
-  std::memcpy(&bytes, prefix + 8, 8);
-  if (magic != kStepMagic || got_kind != kind || bytes > max_bytes) return FrameRead::kMalformed;
-  payload->resize(bytes);
-  if (bytes > 0 && !ReadFull(fd, payload->data(), bytes, &deadline)) return FrameRead::kClosed;
-  return FrameRead::kOk;
+  std::memcpy(bytes, prefix + 8, 8);
+  return magic == kStepMagic && got_kind == kind && *bytes <= max_bytes;
 }
 
 }  // namespace
@@ -44,14 +40,11 @@ FrameRead ReadRestOfFrame(int fd, char first, uint32_t kind, uint64_t max_bytes,
   char prefix[kPrefixBytes];
   prefix[0] = first;
   if (!ReadFull(fd, prefix + 1, kPrefixBytes - 1, &deadline)) return FrameRead::kClosed;
-  return ReadPayload(fd, prefix, kind, max_bytes, deadline, payload);
-}
-
-FrameRead ReadFrame(int fd, uint32_t kind, uint64_t max_bytes, Clock::time_point deadline,
-                    std::vector<char>* payload) {
-  char prefix[kPrefixBytes];
-  if (!ReadFull(fd, prefix, kPrefixBytes, &deadline)) return FrameRead::kClosed;
-  return ReadPayload(fd, prefix, kind, max_bytes, deadline, payload);
+  uint64_t bytes;
+  if (!ParsePrefix(prefix, kind, max_bytes, &bytes)) return FrameRead::kMalformed;
+  payload->resize(bytes);
+  if (bytes > 0 && !ReadFull(fd, payload->data(), bytes, &deadline)) return FrameRead::kClosed;
+  return FrameRead::kOk;
 }
 
 bool FrameReader::Poll(int fd) {
@@ -73,14 +66,10 @@ FrameRead FrameReader::Finish(int fd, uint32_t kind, uint64_t max_bytes,
     if (!ReadFull(fd, buffer_ + have_, kPrefixBytes - have_, &deadline)) return FrameRead::kClosed;
     have_ = kPrefixBytes;
   }
-  uint32_t magic, got_kind;
-  uint64_t bytes;
-  std::memcpy(&magic, buffer_, 4);
-  std::memcpy(&got_kind, buffer_ + 4, 4);
-  std::memcpy(&bytes, buffer_ + 8, 8);
   const size_t taken = have_ - kPrefixBytes;  // payload bytes Poll already took
   have_ = 0;
-  if (magic != kStepMagic || got_kind != kind || bytes > max_bytes || taken > bytes) {
+  uint64_t bytes;
+  if (!ParsePrefix(buffer_, kind, max_bytes, &bytes) || taken > bytes) {
     return FrameRead::kMalformed;
   }
   payload->resize(bytes);

@@ -4,6 +4,7 @@
 #ifndef ACTORFLOW_ACTORS_TRANSPORT_STEP_FRAME_H_
 #define ACTORFLOW_ACTORS_TRANSPORT_STEP_FRAME_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -59,23 +60,18 @@ enum class FrameRead { kOk, kClosed, kMalformed };
 FrameRead ReadRestOfFrame(int fd, char first, uint32_t kind, uint64_t max_bytes,
                           Clock::time_point deadline, std::vector<char>* payload);
 
-// ReadRestOfFrame for a reader that expects a frame and has read none of it: the
-// prefix in one read, then the payload.
-FrameRead ReadFrame(int fd, uint32_t kind, uint64_t max_bytes, Clock::time_point deadline,
-                    std::vector<char>* payload);
-
 // One frame read from a socket in two parts: Poll() takes what is there without
 // waiting (the predicate of a polling loop: no separate peek), Finish() reads the rest
-// within a deadline. Poll reads at most `prefetch` bytes, so a reader whose peer may
+// within a deadline (alone, without a Poll: the prefix in one read, then the
+// payload). Poll reads at most `prefetch` bytes, so a reader whose peer may
 // send more than this frame (a server's client may pipeline) passes kPrefixBytes; one
 // whose peer sends nothing after the frame until it answers (a client awaiting its
 // step's answer) may take a small frame whole in that one call.
 class FrameReader {
  public:
   static constexpr size_t kMaxPrefetch = 256;
-  explicit FrameReader(size_t prefetch) : prefetch_(prefetch < kPrefixBytes ? kPrefixBytes
-                                                   : prefetch > kMaxPrefetch ? kMaxPrefetch
-                                                                             : prefetch) {}
+  explicit FrameReader(size_t prefetch)
+      : prefetch_(std::clamp(prefetch, kPrefixBytes, kMaxPrefetch)) {}
   // True once bytes came, or the socket ended or failed (Finish then says which).
   bool Poll(int fd);
   // The frame of `kind`, as ReadRestOfFrame; kMalformed as well when Poll took
