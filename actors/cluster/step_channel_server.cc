@@ -25,7 +25,7 @@
 namespace actorflow {
 namespace {
 
-using bulk_internal::ReadFull;
+using bulk_internal::WaitReady;
 using step_internal::Clock;
 using step_internal::DecodePayload;
 using step_internal::EncodeFrame;
@@ -38,7 +38,6 @@ using step_internal::kStepFrame;
 using step_internal::kStepLocalName;
 using step_internal::kWelcomeFrame;
 using step_internal::PutPrefix;
-using step_internal::ReadRestOfFrame;
 using step_internal::WriteFrame;
 
 // A connection's thread checks this often whether its server is stopping while the
@@ -154,16 +153,12 @@ class StepChannelServerImpl : public StepChannelServer {
         arrived = SpinUntil([fd, &reader] { return reader.Poll(fd); },
                             std::chrono::microseconds(options_.spin_us));
       }
-      FrameRead read = FrameRead::kClosed;
-      if (arrived) {
-        const auto deadline = Clock::now() + std::chrono::milliseconds(options_.frame_timeout_ms);
-        read = reader.Finish(fd, kStepFrame, options_.max_frame_bytes, deadline, &in);
-      } else {
-        char first = 0;
-        if (!AwaitFirstByte(fd, &first)) return;
-        const auto deadline = Clock::now() + std::chrono::milliseconds(options_.frame_timeout_ms);
-        read = ReadRestOfFrame(fd, first, kStepFrame, options_.max_frame_bytes, deadline, &in);
+      if (!arrived) {
+        if (!AwaitInput(fd)) return;
+        reader.Poll(fd);  // what came (or the connection's end, which Finish names)
       }
+      const auto deadline = Clock::now() + std::chrono::milliseconds(options_.frame_timeout_ms);
+      FrameRead read = reader.Finish(fd, kStepFrame, options_.max_frame_bytes, deadline, &in);
       RemoteStep step;
       if (read == FrameRead::kOk && !DecodePayload(system_, in, &step)) {
         read = FrameRead::kMalformed;
@@ -188,19 +183,19 @@ class StepChannelServerImpl : public StepChannelServer {
     }
   }
 
-  // The next frame's first byte, however long its client pauses: false at the
-  // connection's end. Active until its client pauses longer than kActiveGap; then the
-  // wait is open-ended (an idle client, not counted active) and Stop shuts it down.
-  bool AwaitFirstByte(int fd, char* first) {
+  // Waits for the next frame, however long its client pauses: false when the wait
+  // failed. Active until its client pauses longer than kActiveGap; then the wait is
+  // open-ended (an idle client, not counted active) and Stop shuts it down, which
+  // ends the wait as the connection's end.
+  bool AwaitInput(int fd) {
     auto active_until = Clock::now() + kActiveGap;
-    if (ReadFull(fd, first, 1, &active_until)) return true;
-    // Past the gap (or at the connection's end, which the read below sees at once);
-    // a byte that came just after the gap is read below too.
+    if (WaitReady(fd, POLLIN, &active_until)) return true;
+    // Past the gap; a byte that came just after it counts the client as active still.
     const bool paused = !HasInput(fd);
     if (paused) ActiveConnections().fetch_sub(1, std::memory_order_relaxed);
-    const bool got_first = ReadFull(fd, first, 1, nullptr);
+    const bool ready = WaitReady(fd, POLLIN, nullptr);
     if (paused) ActiveConnections().fetch_add(1, std::memory_order_relaxed);
-    return got_first;
+    return ready;
   }
 
   // The step as the front would pass it on (actors/cluster/task_actors.cc), but sent to the

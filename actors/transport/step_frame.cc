@@ -35,18 +35,6 @@ bool ParsePrefix(const char* prefix, uint32_t kind, uint64_t max_bytes, uint64_t
 
 }  // namespace
 
-FrameRead ReadRestOfFrame(int fd, char first, uint32_t kind, uint64_t max_bytes,
-                          Clock::time_point deadline, std::vector<char>* payload) {
-  char prefix[kPrefixBytes];
-  prefix[0] = first;
-  if (!ReadFull(fd, prefix + 1, kPrefixBytes - 1, &deadline)) return FrameRead::kClosed;
-  uint64_t bytes;
-  if (!ParsePrefix(prefix, kind, max_bytes, &bytes)) return FrameRead::kMalformed;
-  payload->resize(bytes);
-  if (bytes > 0 && !ReadFull(fd, payload->data(), bytes, &deadline)) return FrameRead::kClosed;
-  return FrameRead::kOk;
-}
-
 bool FrameReader::Poll(int fd) {
   if (have_ > 0 || ended_) return true;
   const ssize_t got = recv(fd, buffer_, prefetch_, MSG_DONTWAIT);

@@ -54,12 +54,6 @@ bool WriteFrame(int fd, std::vector<char>& frame, Clock::time_point deadline);
 
 enum class FrameRead { kOk, kClosed, kMalformed };
 
-// Reads the rest of a frame whose first byte is `first`, within `deadline`, into
-// *payload. kClosed: the peer went away (or the deadline passed) mid-frame;
-// kMalformed: bad magic, another kind, or more than `max_bytes` announced.
-FrameRead ReadRestOfFrame(int fd, char first, uint32_t kind, uint64_t max_bytes,
-                          Clock::time_point deadline, std::vector<char>* payload);
-
 // One frame read from a socket in two parts: Poll() takes what is there without
 // waiting (the predicate of a polling loop: no separate peek), Finish() reads the rest
 // within a deadline (alone, without a Poll: the prefix in one read, then the
@@ -74,8 +68,10 @@ class FrameReader {
       : prefetch_(std::clamp(prefetch, kPrefixBytes, kMaxPrefetch)) {}
   // True once bytes came, or the socket ended or failed (Finish then says which).
   bool Poll(int fd);
-  // The frame of `kind`, as ReadRestOfFrame; kMalformed as well when Poll took
-  // bytes beyond the frame's end.
+  // The frame of `kind` in *payload, its bytes read by `deadline`. kClosed: the peer
+  // went away (or the deadline passed) before the frame was whole; kMalformed: bad
+  // magic, another kind, more than `max_bytes` announced, or bytes beyond the
+  // frame's end taken by Poll.
   FrameRead Finish(int fd, uint32_t kind, uint64_t max_bytes, Clock::time_point deadline,
                    std::vector<char>* payload);
 

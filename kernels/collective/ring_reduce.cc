@@ -103,16 +103,16 @@ class RingReduce final : public CollectiveRun {
       Status s = CheckElements(predecessor, "chunk " + std::to_string(chunk), value, dtype_,
                                mine.NumElements());
       if (!s.ok()) return Fail(s);
-      const bool owned_complete = step == group_size() - 2;
-      if (InReducePhase(step) && owned_complete && kind_ == Kind::kAllReduce) {
-        // The final value goes straight into the result, which it is sent from.
-        Tensor& final_value = result_chunks_[chunk];
-        AddElementsInto(value, mine, &final_value, op_ == ReduceOp::kMean ? group_size() : 1);
-        mine = final_value;
-      } else if (InReducePhase(step)) {
-        mine = AddElements(value, mine, Shape{mine.NumElements()});
-        // The owned chunk is complete: the mean divides here, once for everyone.
-        if (owned_complete && op_ == ReduceOp::kMean) mine = DivideElements(mine, group_size());
+      if (InReducePhase(step)) {
+        // The owned chunk is complete: the mean divides here, once for everyone, and
+        // an all-reduce's final value goes straight into the result, sent from there.
+        const bool owned_complete = step == group_size() - 2;
+        Tensor sum = owned_complete && kind_ == Kind::kAllReduce
+                         ? result_chunks_[chunk]
+                         : Tensor::Uninitialized(dtype_, Shape{mine.NumElements()});
+        const int divisor = owned_complete && op_ == ReduceOp::kMean ? group_size() : 1;
+        AddElementsInto(value, mine, &sum, divisor);
+        mine = std::move(sum);
       } else {
         CopyElementsInto(value, &result_chunks_[chunk]);
         mine = value;  // the owner's final value, read-only, forwarded as it came
