@@ -86,7 +86,8 @@ J TensorToJsonImpl(const Tensor& tensor) {
 // Reads one element as a T (the C++ type of `dtype`); the message says why not.
 template <typename T>
 Status ReadElement(const Json& v, DType dtype, T* out) {
-  const std::string type_name = DTypeName(dtype);
+  // Named only in errors: a feed of many elements reads them all through here.
+  const char* type_name = DTypeName(dtype);
   if constexpr (std::is_same_v<T, bool>) {
     if (!v.is_boolean()) return InvalidArgument("expected true or false for bool, got " + Describe(v));
     *out = v.get<bool>();
@@ -109,21 +110,21 @@ Status ReadElement(const Json& v, DType dtype, T* out) {
     } else if (v.is_string() && v.get_ref<const std::string&>() == "-inf") {
       *out = -std::numeric_limits<T>::infinity();
     } else {
-      return InvalidArgument("expected a number (or \"nan\", \"inf\", \"-inf\") for " +
+      return InvalidArgument(std::string("expected a number (or \"nan\", \"inf\", \"-inf\") for ") +
                              type_name + ", got " + Describe(v));
     }
     return Status::OK();
   } else {
     static_assert(std::is_integral_v<T>);
-    const Status out_of_range = InvalidArgument(Describe(v) + " is out of range for " + type_name);
+    auto out_of_range = [&] { return InvalidArgument(Describe(v) + " is out of range for " + type_name); };
     if (v.is_number_unsigned()) {
       uint64_t u = v.get<uint64_t>();
-      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return out_of_range;
+      if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return out_of_range();
       *out = static_cast<T>(u);
     } else if (v.is_number_integer()) {
       int64_t i = v.get<int64_t>();
       if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max()) {
-        return out_of_range;
+        return out_of_range();
       }
       *out = static_cast<T>(i);
     } else if (v.is_number_float()) {
@@ -134,10 +135,11 @@ Status ReadElement(const Json& v, DType dtype, T* out) {
       // Both bounds are powers of two, so exact as doubles; max() + 1 is 2^31 or 2^63.
       const double lower = static_cast<double>(std::numeric_limits<T>::min());
       const double upper = -lower;
-      if (d < lower || d >= upper) return out_of_range;
+      if (d < lower || d >= upper) return out_of_range();
       *out = static_cast<T>(d);
     } else {
-      return InvalidArgument("expected an integer for " + type_name + ", got " + Describe(v));
+      return InvalidArgument(std::string("expected an integer for ") + type_name + ", got " +
+                             Describe(v));
     }
     return Status::OK();
   }
@@ -176,13 +178,22 @@ std::string IndexString(int64_t flat, const std::vector<int64_t>& dims) {
   return out;
 }
 
+// "[1][0]" for the list indices `at` of an element.
+std::string PathString(const std::vector<size_t>& at) {
+  std::string out;
+  for (size_t i : at) out += "[" + std::to_string(i) + "]";
+  return out;
+}
+
 // Collects the leaves of a nested feed list in row-major order and checks that
 // every list at depth d has dims[d] entries and that leaves sit at depth dims.size().
+// `at` holds the indices down to `v` (the path is spelled only for an error: a feed
+// of many elements passes here once per element).
 Status CollectLeaves(const Json& v, const std::vector<int64_t>& dims, size_t depth,
-                     std::string* path, std::vector<const Json*>* leaves) {
+                     std::vector<size_t>* at, std::vector<const Json*>* leaves) {
   if (depth == dims.size()) {
     if (v.is_array()) {
-      return InvalidArgument("ragged nested list: element " + *path +
+      return InvalidArgument("ragged nested list: element " + PathString(*at) +
                              " is a list where a scalar was expected");
     }
     leaves->push_back(&v);
@@ -191,15 +202,14 @@ Status CollectLeaves(const Json& v, const std::vector<int64_t>& dims, size_t dep
   if (!v.is_array() || static_cast<int64_t>(v.size()) != dims[depth]) {
     const std::string found =
         v.is_array() ? "has " + std::to_string(v.size()) + " entries" : "is not a list";
-    return InvalidArgument("ragged nested list: element " + *path + " " + found +
+    return InvalidArgument("ragged nested list: element " + PathString(*at) + " " + found +
                            ", expected a list of " + std::to_string(dims[depth]) +
                            " like the first one at that depth");
   }
   for (size_t i = 0; i < v.size(); ++i) {
-    const size_t mark = path->size();
-    *path += "[" + std::to_string(i) + "]";
-    AF_RETURN_IF_ERROR(CollectLeaves(v[i], dims, depth + 1, path, leaves));
-    path->resize(mark);
+    at->push_back(i);
+    AF_RETURN_IF_ERROR(CollectLeaves(v[i], dims, depth + 1, at, leaves));
+    at->pop_back();
   }
   return Status::OK();
 }
@@ -381,8 +391,8 @@ StatusOr<Tensor> TensorFromJsonValue(const nlohmann::json& value, DType dtype,
     cur = &(*cur)[0];
   }
   std::vector<const Json*> leaves;
-  std::string path;
-  Status s = CollectLeaves(value, dims, 0, &path, &leaves);
+  std::vector<size_t> at;
+  Status s = CollectLeaves(value, dims, 0, &at, &leaves);
   if (!s.ok()) return s.WithContext(culprit);
 
   Shape shape(dims);

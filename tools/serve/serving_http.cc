@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -20,6 +21,7 @@
 
 #include "graph/tensor_json.h"
 #include "tools/serve/connection_threads.h"
+#include "training/serving/numeric_predict_body.h"
 #include "training/serving/request_rows.h"
 #include "training/serving/serving_json.h"
 
@@ -318,6 +320,25 @@ struct ServingHttpServer::Impl {
         SendJson(res, 200, ModelMetadataJson(ref.model, served.version(), servable.manifest));
         return Status::OK();
       }
+      auto predict = [&](const SignatureDef& signature, PredictBody parsed) -> Status {
+        AF_ASSIGN_OR_RETURN(auto outputs, models->Run(served, signature, std::move(parsed.inputs)));
+        AF_RETURN_IF_ERROR(CheckFiniteOutputs(outputs));
+        nlohmann::json response = PredictResponseJson(outputs, parsed.row_format);
+        if (response.contains("error")) return Internal(response["error"].get<std::string>());
+        SendJson(res, 200, response);
+        return Status::OK();
+      };
+      if (api == "predict") {
+        // Lists of numbers for one float input, read without a JSON document (the
+        // same inputs; any other body, and every error, takes the general way below).
+        if (std::optional<NumericPredictBody> numeric = ScanNumericPredictBody(request_body)) {
+          AF_ASSIGN_OR_RETURN(const SignatureDef* signature,
+                              ChooseSignature(servable, numeric->signature_name, kPredictMethodName));
+          if (std::optional<PredictBody> parsed = NumericPredictInputs(*numeric, *signature)) {
+            return predict(*signature, std::move(*parsed));
+          }
+        }
+      }
       AF_ASSIGN_OR_RETURN(nlohmann::json body, ParseJsonText(request_body, "request body"));
       AF_ASSIGN_OR_RETURN(std::string signature_name, PeekSignatureName(body));
       const std::string method = api == "predict"    ? kPredictMethodName
@@ -327,12 +348,7 @@ struct ServingHttpServer::Impl {
                           ChooseSignature(servable, signature_name, method));
       if (api == "predict") {
         AF_ASSIGN_OR_RETURN(PredictBody parsed, ParsePredictBody(body, *signature));
-        AF_ASSIGN_OR_RETURN(auto outputs, models->Run(served, *signature, std::move(parsed.inputs)));
-        AF_RETURN_IF_ERROR(CheckFiniteOutputs(outputs));
-        nlohmann::json response = PredictResponseJson(outputs, parsed.row_format);
-        if (response.contains("error")) return Internal(response["error"].get<std::string>());
-        SendJson(res, 200, response);
-        return Status::OK();
+        return predict(*signature, std::move(parsed));
       }
       const ClassifierInfo* classifier =
           servable.manifest.classifier ? &*servable.manifest.classifier : nullptr;

@@ -39,20 +39,6 @@ std::string KeyList(const std::map<std::string, TensorInfo>& infos) {
 
 std::string InputCulprit(const std::string& key) { return "input '" + key + "'"; }
 
-// The tensor fits the signature's shape: same rank, equal dimensions where the
-// signature knows them.
-Status CheckShape(const std::string& key, const TensorInfo& info, const Tensor& tensor) {
-  const Shape& want = info.shape;
-  if (want.unknown_rank()) return Status::OK();
-  bool fits = want.rank() == tensor.rank();
-  for (int i = 0; fits && i < want.rank(); ++i) {
-    fits = want.dim(i) == Shape::kUnknownDim || want.dim(i) == tensor.dim(i);
-  }
-  if (fits) return Status::OK();
-  return InvalidArgument(InputCulprit(key) + ": expected shape " + ShapeString(want) + " (" +
-                         DTypeName(info.dtype) + "), got " + ShapeString(tensor.shape()));
-}
-
 // What an input's NaN or infinity is told: serving refuses them in float inputs
 // (TensorFromJsonValue accepts the strings "nan"/"inf" for feeds).
 constexpr char kNotFiniteInput[] = " is not a finite number (serving accepts finite numbers only)";
@@ -115,7 +101,7 @@ StatusOr<Tensor> StackValues(const std::string& key, const TensorInfo& info,
     if (bytes > 0) std::memcpy(out, part.raw_data(), bytes);
     out += bytes;
   }
-  AF_RETURN_IF_ERROR(CheckShape(key, info, stacked));
+  AF_RETURN_IF_ERROR(CheckInputShape(key, info, stacked));
   return stacked;
 }
 
@@ -195,13 +181,25 @@ StatusOr<std::map<std::string, Tensor>> ParseColumns(const Json& value,
                                                            Shape::UnknownRank(), culprit));
     const int64_t rows = tensor.rank() > 0 && tensor.NumElements() > 0 ? tensor.dim(0) : 0;
     AF_RETURN_IF_ERROR(CheckFinite(tensor, culprit, rows, "instance"));
-    AF_RETURN_IF_ERROR(CheckShape(key, info, tensor));
+    AF_RETURN_IF_ERROR(CheckInputShape(key, info, tensor));
     inputs.emplace(key, std::move(tensor));
   }
   return inputs;
 }
 
 }  // namespace
+
+Status CheckInputShape(const std::string& key, const TensorInfo& info, const Tensor& tensor) {
+  const Shape& want = info.shape;
+  if (want.unknown_rank()) return Status::OK();
+  bool fits = want.rank() == tensor.rank();
+  for (int i = 0; fits && i < want.rank(); ++i) {
+    fits = want.dim(i) == Shape::kUnknownDim || want.dim(i) == tensor.dim(i);
+  }
+  if (fits) return Status::OK();
+  return InvalidArgument(InputCulprit(key) + ": expected shape " + ShapeString(want) + " (" +
+                         DTypeName(info.dtype) + "), got " + ShapeString(tensor.shape()));
+}
 
 StatusOr<std::string> PeekSignatureName(const Json& body) {
   if (!body.is_object()) {
@@ -348,7 +346,7 @@ StatusOr<std::map<std::string, Tensor>> ParseExamplesBody(const Json& body,
                   element_bytes);
     }
   }
-  AF_RETURN_IF_ERROR(CheckShape(key, info, features));
+  AF_RETURN_IF_ERROR(CheckInputShape(key, info, features));
   std::map<std::string, Tensor> inputs;
   inputs.emplace(key, std::move(features));
   return inputs;

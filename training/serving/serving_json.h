@@ -61,6 +61,11 @@ struct PredictBody {
 // fit the input's shape ("input 'x': expected shape [-1, 4] (float32), got [2, 3]").
 StatusOr<PredictBody> ParsePredictBody(const nlohmann::json& body, const SignatureDef& signature);
 
+// OK when `tensor` fits input `key`'s shape in the signature: the same rank and equal
+// dimensions where the signature knows them; else InvalidArgument "input 'x':
+// expected shape [-1, 4] (float32), got [2, 3]".
+Status CheckInputShape(const std::string& key, const TensorInfo& info, const Tensor& tensor);
+
 // The "signature_name" of a body ("" when absent). InvalidArgument when it is not a
 // string, or when the body is not a JSON object.
 StatusOr<std::string> PeekSignatureName(const nlohmann::json& body);
