@@ -129,7 +129,8 @@ struct StepChannelClient::Impl {
     const int64_t last_wait_us = last_answer_us.load(std::memory_order_relaxed);
     const auto sent = Clock::now();
     if (SpinUntil(readable, std::chrono::microseconds(
-                                last_wait_us <= options.spin_us ? options.spin_us : 0))) {
+                                last_wait_us <= options.spin_us ? options.spin_us : 0),
+                  PollCost::kSystemCall)) {
       return true;
     }
     bool watching = false;

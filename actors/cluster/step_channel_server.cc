@@ -151,7 +151,7 @@ class StepChannelServerImpl : public StepChannelServer {
       bool arrived = false;
       if (ActiveConnections().load(std::memory_order_relaxed) * 2 <= PollingCores()) {
         arrived = SpinUntil([fd, &reader] { return reader.Poll(fd); },
-                            std::chrono::microseconds(options_.spin_us));
+                            std::chrono::microseconds(options_.spin_us), PollCost::kSystemCall);
       }
       if (!arrived) {
         if (!AwaitInput(fd)) return;

@@ -19,11 +19,12 @@
 
 namespace actorflow {
 
-void RelaxWhileSpinning(unsigned iteration) {
+void RelaxWhileSpinning(unsigned iteration, PollCost cost) {
   // A few pauses keep a hyperthread sibling fast; then yield, because with more
   // runnable threads than cores the thread that would produce the awaited message
   // may be waiting for this very core.
   if ((iteration & 3) != 3) {
+    if (cost == PollCost::kSystemCall) return;
 #if defined(__x86_64__) || defined(__i386__)
     for (int i = 0; i < 16; ++i) _mm_pause();
 #endif
