@@ -241,7 +241,10 @@ void GuardedMultiplexer::run() {
   bool lonely = false;
   while (num_socket_handlers() > 0) {
     if (poll_once(false)) continue;
-    if (!lonely && SpinUntil([this] { return poll_once(false); }, spin_)) continue;
+    if (!lonely &&
+        SpinUntil([this] { return poll_once(false); }, spin_, PollCost::kSystemCall)) {
+      continue;
+    }
     const auto waited_from = std::chrono::steady_clock::now();
     poll_once(true);
     lonely = std::chrono::steady_clock::now() - waited_from > kQuietGap;
