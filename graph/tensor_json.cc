@@ -116,7 +116,9 @@ Status ReadElement(const Json& v, DType dtype, T* out) {
     return Status::OK();
   } else {
     static_assert(std::is_integral_v<T>);
-    auto out_of_range = [&] { return InvalidArgument(Describe(v) + " is out of range for " + type_name); };
+    auto out_of_range = [&] {
+      return InvalidArgument(Describe(v) + " is out of range for " + type_name);
+    };
     if (v.is_number_unsigned()) {
       uint64_t u = v.get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return out_of_range();
@@ -166,23 +168,21 @@ Status FillTensor(const std::vector<const Json*>& elements, DType dtype, const S
   return status;
 }
 
-// "[1][0]" for flat index 2 of shape [2,2].
-std::string IndexString(int64_t flat, const std::vector<int64_t>& dims) {
-  std::vector<int64_t> index(dims.size());
-  for (size_t d = dims.size(); d-- > 0;) {
-    index[d] = dims[d] == 0 ? 0 : flat % dims[d];
-    flat = dims[d] == 0 ? 0 : flat / dims[d];
-  }
-  std::string out;
-  for (int64_t i : index) out += "[" + std::to_string(i) + "]";
-  return out;
-}
-
 // "[1][0]" for the list indices `at` of an element.
 std::string PathString(const std::vector<size_t>& at) {
   std::string out;
   for (size_t i : at) out += "[" + std::to_string(i) + "]";
   return out;
+}
+
+// "[1][0]" for flat index 2 of shape [2,2].
+std::string IndexString(int64_t flat, const std::vector<int64_t>& dims) {
+  std::vector<size_t> index(dims.size());
+  for (size_t d = dims.size(); d-- > 0;) {
+    index[d] = dims[d] == 0 ? 0 : static_cast<size_t>(flat % dims[d]);
+    flat = dims[d] == 0 ? 0 : flat / dims[d];
+  }
+  return PathString(index);
 }
 
 // Collects the leaves of a nested feed list in row-major order and checks that

@@ -332,8 +332,9 @@ struct ServingHttpServer::Impl {
         // Lists of numbers for one float input, read without a JSON document (the
         // same inputs; any other body, and every error, takes the general way below).
         if (std::optional<NumericPredictBody> numeric = ScanNumericPredictBody(request_body)) {
-          AF_ASSIGN_OR_RETURN(const SignatureDef* signature,
-                              ChooseSignature(servable, numeric->signature_name, kPredictMethodName));
+          AF_ASSIGN_OR_RETURN(
+              const SignatureDef* signature,
+              ChooseSignature(servable, numeric->signature_name, kPredictMethodName));
           if (std::optional<PredictBody> parsed = NumericPredictInputs(*numeric, *signature)) {
             return predict(*signature, std::move(*parsed));
           }

@@ -141,7 +141,8 @@ class Scanner {
     const bool exact_mantissa = digits < 19 && mantissa <= static_cast<uint64_t>(kMaxExactInteger);
     if (integer) {
       if (!exact_mantissa) return false;
-      *out = negative && mantissa != 0 ? -static_cast<double>(mantissa) : static_cast<double>(mantissa);
+      const double magnitude = static_cast<double>(mantissa);
+      *out = negative && mantissa != 0 ? -magnitude : magnitude;
       return true;
     }
     const int power = exponent - fraction_digits;
