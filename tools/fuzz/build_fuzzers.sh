@@ -44,7 +44,8 @@ servable_srcs="placement/device_name.cc training/checkpoint/checkpoint.cc traini
   training/estimators/feature_columns.cc training/estimators/layer_classes.cc training/estimators/layers.cc training/estimators/model_parallel.cc
   training/estimators/model_parallel_cnn.cc training/estimators/model_parallel_convnet.cc training/estimators/model_parallel_mlp.cc training/estimators/model_parallel_rnn.cc
   training/estimators/model_spec.cc training/optimizers/partitioned_variable.cc training/serving/servable.cc
-  training/optimizers/variables.cc training/serving/serving_json.cc
+  training/optimizers/variables.cc training/serving/serving_json.cc training/serving/numeric_predict_body.cc
+  training/estimators/model_dir.cc
   training/serving/serving_responses.cc training/serving/request_rows.cc"
 
 declare -A extra=(

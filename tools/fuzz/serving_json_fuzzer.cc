@@ -5,7 +5,9 @@
 // Input layout: byte 0 picks the signature and the call (see kSignatures), the rest
 // is the body's text, read with ParseJsonText as the server reads it.
 //
-// Never crashes. Invariants: an error message goes into ErrorJson(...).dump()
+// Never crashes. Invariants: a body the numeric reader takes
+// (training/serving/numeric_predict_body.h) is one the general path reads to the same
+// inputs, bit for bit; an error message goes into ErrorJson(...).dump()
 // without throwing (the server answers with it); parsed inputs are exactly the
 // signature's keys, with its dtypes, shapes it admits, and finite floats; the
 // columnar response written from them (PredictResponseJson) parses back as a
@@ -14,11 +16,14 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "graph/tensor_json.h"
+#include "training/serving/numeric_predict_body.h"
 #include "training/serving/serving_json.h"
 #include "tools/fuzz/fuzz_check.h"
 
@@ -106,6 +111,19 @@ void CheckSame(const std::map<std::string, Tensor>& a, const std::map<std::strin
   }
 }
 
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
+}
+
+// The numeric reader's answer for `text`, when it takes the body.
+std::optional<actorflow::PredictBody> NumericInputs(std::string_view text,
+                                                    const SignatureDef& signature) {
+  std::optional<actorflow::NumericPredictBody> scanned = actorflow::ScanNumericPredictBody(text);
+  if (!scanned) return std::nullopt;
+  return actorflow::NumericPredictInputs(*scanned, signature);
+}
+
 void CheckError(const actorflow::Status& status) {
   FUZZ_CHECK(!status.ok(), "error without a message");
   try {
@@ -124,12 +142,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool examples = (data[0] / cases.size()) % 2 == 1;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
 
+  const std::optional<actorflow::PredictBody> numeric =
+      examples ? std::nullopt : NumericInputs(text, c.signature);
   auto body = actorflow::ParseJsonText(text, "request body");
+  FUZZ_CHECK(!numeric || body.ok(), "the numeric reader took a body the general path refuses: " +
+                                        body.status().ToString());
   if (!body.ok()) {
     CheckError(body.status());
     return 0;
   }
   auto name = actorflow::PeekSignatureName(*body);
+  FUZZ_CHECK(!numeric || name.ok(), "the numeric reader took a body without a valid name");
   if (!name.ok()) {
     CheckError(name.status());
     return 0;
@@ -146,11 +169,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   auto parsed = actorflow::ParsePredictBody(*body, c.signature);
+  FUZZ_CHECK(!numeric || parsed.ok(), "the numeric reader took a body the general path refuses: " +
+                                          parsed.status().ToString());
   if (!parsed.ok()) {
     CheckError(parsed.status());
     return 0;
   }
   FUZZ_CHECK(parsed->signature_name == *name, *name);
+  if (numeric) {
+    FUZZ_CHECK(numeric->signature_name == parsed->signature_name &&
+                   numeric->row_format == parsed->row_format &&
+                   numeric->inputs.size() == parsed->inputs.size(),
+               "the numeric reader read the body's keys differently");
+    for (const auto& [key, tensor] : parsed->inputs) {
+      auto it = numeric->inputs.find(key);
+      FUZZ_CHECK(it != numeric->inputs.end() && SameBits(it->second, tensor),
+                 key + ": the numeric reader read " +
+                     (it == numeric->inputs.end() ? std::string("nothing")
+                                                  : it->second.DebugString()) +
+                     ", the general path " + tensor.DebugString());
+    }
+  }
   CheckInputs(parsed->inputs, c.signature);
 
   // The inputs written as a columnar response read back as a columnar request.
