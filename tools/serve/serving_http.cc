@@ -282,8 +282,11 @@ struct ServingHttpServer::Impl {
 
   // Runs one API call and records it: `api` is "predict", "classify", "regress",
   // "status" or "metadata".
+  // `numeric` is the body as ScanNumericPredictBody read it (a :predict body of
+  // number lists), when it did.
   void Handle(const httplib::Request& req, httplib::Response& res, const std::string& api,
-              const std::string& request_body = "") {
+              const std::string& request_body = "",
+              const std::optional<NumericPredictBody>& numeric = std::nullopt) {
     const auto start = std::chrono::steady_clock::now();
     std::string model = req.matches.size() > 1 ? std::string(req.matches[1]) : "";
     std::string version = "";
@@ -328,16 +331,14 @@ struct ServingHttpServer::Impl {
         SendJson(res, 200, response);
         return Status::OK();
       };
-      if (api == "predict") {
+      if (numeric) {
         // Lists of numbers for one float input, read without a JSON document (the
         // same inputs; any other body, and every error, takes the general way below).
-        if (std::optional<NumericPredictBody> numeric = ScanNumericPredictBody(request_body)) {
-          AF_ASSIGN_OR_RETURN(
-              const SignatureDef* signature,
-              ChooseSignature(servable, numeric->signature_name, kPredictMethodName));
-          if (std::optional<PredictBody> parsed = NumericPredictInputs(*numeric, *signature)) {
-            return predict(*signature, std::move(*parsed));
-          }
+        AF_ASSIGN_OR_RETURN(
+            const SignatureDef* signature,
+            ChooseSignature(servable, numeric->signature_name, kPredictMethodName));
+        if (std::optional<PredictBody> parsed = NumericPredictInputs(*numeric, *signature)) {
+          return predict(*signature, std::move(*parsed));
         }
       }
       AF_ASSIGN_OR_RETURN(nlohmann::json body, ParseJsonText(request_body, "request body"));
@@ -516,13 +517,17 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
         return;
       }
       if (raw->AnswerOverload(max_connections, &res)) return;
-      // Rows over the limit are refused before the body is parsed (see
-      // CountRequestRows): memory follows the rows. Every row takes at least 2 bytes
-      // ("1,"), so a body too short to hold more rows than the limit is not counted
-      // (no second pass over the common small request).
-      const int64_t rows = static_cast<int64_t>(body.size() + 1) / 2 > max_instances
-                               ? CountRequestRows(body)
-                               : 0;
+      // Rows over the limit are refused before the body is parsed into a document (see
+      // CountRequestRows): memory follows the rows. A :predict body of number lists
+      // is read here once, values and all, by the reader that stops past the limit
+      // (numeric_predict_body.h); others are counted when long enough to hold more
+      // rows than the limit: every row takes at least 2 bytes ("1,").
+      std::optional<NumericPredictBody> numeric;
+      if (name == "predict") numeric = ScanNumericPredictBody(body, max_instances);
+      const int64_t rows =
+          !numeric && static_cast<int64_t>(body.size() + 1) / 2 > max_instances
+              ? CountRequestRows(body)
+              : 0;
       if (rows > max_instances) {
         res.status = 413;
         res.set_content(ErrorJson("request has " + std::to_string(rows) +
@@ -532,7 +537,7 @@ StatusOr<std::unique_ptr<ServingHttpServer>> ServingHttpServer::Start(ModelServe
                         "application/json");
         return;
       }
-      raw->Handle(req, res, name, body);
+      raw->Handle(req, res, name, body, numeric);
     });
   }
   svr.Get("/monitoring/prometheus/metrics", [raw](const httplib::Request&, httplib::Response& res) {

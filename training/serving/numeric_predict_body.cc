@@ -61,8 +61,10 @@ class Scanner {
   // Nested lists of numbers: appends the numbers to `values` and checks that every
   // list at a depth has as many entries as the first one there and that every number
   // sits at the same depth. `dims` gets the shape.
-  bool ReadNestedNumbers(std::vector<int64_t>* dims, std::vector<double>* values) {
+  bool ReadNestedNumbers(int64_t max_rows, std::vector<int64_t>* dims,
+                         std::vector<double>* values) {
     values_ = values;
+    max_rows_ = max_rows;
     if (!ReadValue(0)) return false;
     dims->assign(dims_, dims_ + leaf_depth_);
     return true;
@@ -80,6 +82,7 @@ class Scanner {
       if (depth == kMaxRank || (leaf_depth_ != kUnset && depth >= leaf_depth_)) return false;
       int64_t count = 0;
       do {
+        if (depth == 0 && count == max_rows_) return false;
         if (!ReadValue(depth + 1)) return false;  // also refuses an empty list
         ++count;
       } while (Consume(','));
@@ -162,6 +165,7 @@ class Scanner {
   const char* p_;
   const char* end_;
   std::vector<double>* values_ = nullptr;
+  int64_t max_rows_ = 0;  // entries of the outer list at most
   int64_t dims_[kMaxRank] = {kUnsetDim, kUnsetDim, kUnsetDim, kUnsetDim,
                              kUnsetDim, kUnsetDim, kUnsetDim, kUnsetDim};
   size_t leaf_depth_ = kUnset;
@@ -179,7 +183,8 @@ bool FillFinite(const std::vector<double>& values, Tensor* tensor) {
 
 }  // namespace
 
-std::optional<NumericPredictBody> ScanNumericPredictBody(std::string_view text) {
+std::optional<NumericPredictBody> ScanNumericPredictBody(std::string_view text,
+                                                         int64_t max_rows) {
   Scanner scan(text);
   NumericPredictBody body;
   bool named = false;
@@ -196,7 +201,9 @@ std::optional<NumericPredictBody> ScanNumericPredictBody(std::string_view text) 
     } else if ((key == "instances" || key == "inputs") && !valued) {
       body.row_format = key == "instances";
       std::vector<int64_t> dims;
-      if (!scan.ReadNestedNumbers(&dims, &body.values) || dims.empty()) return std::nullopt;
+      if (!scan.ReadNestedNumbers(max_rows, &dims, &body.values) || dims.empty()) {
+        return std::nullopt;
+      }
       body.shape = Shape(dims);
       valued = true;
     } else {

@@ -18,6 +18,8 @@
 #ifndef ACTORFLOW_TRAINING_SERVING_NUMERIC_PREDICT_BODY_H_
 #define ACTORFLOW_TRAINING_SERVING_NUMERIC_PREDICT_BODY_H_
 
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,8 +40,12 @@ struct NumericPredictBody {
   std::vector<double> values;
 };
 
-// The scanned body, or nullopt when `text` is not of the shape above.
-std::optional<NumericPredictBody> ScanNumericPredictBody(std::string_view text);
+// The scanned body, or nullopt when `text` is not of the shape above or its outer
+// list has more than `max_rows` entries (then nothing past them is stored: a server
+// counts such a body's rows without reading its values, CountRequestRows, and
+// refuses it). For a body it returns, CountRequestRows gives shape.dim(0).
+std::optional<NumericPredictBody> ScanNumericPredictBody(
+    std::string_view text, int64_t max_rows = std::numeric_limits<int64_t>::max());
 
 // The inputs ParsePredictBody would read from `body` for `signature`, or nullopt when
 // the signature is not one float32/float64 input, a number does not fit its dtype, or

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graph/tensor_json.h"
+#include "training/serving/request_rows.h"
 #include "training/serving/serving_json.h"
 
 namespace actorflow {
@@ -157,6 +158,18 @@ TEST(NumericPredictBodyTest, LeavesEveryOtherBodyToTheGeneralPath) {
   SignatureDef two = FourFloats();
   two.inputs["z"] = TensorInfo{"z:0", DType::kFloat32, Shape{-1, 4}};
   EXPECT_FALSE(Fast(R"({"instances": [[1, 2, 3, 4]]})", two));
+}
+
+TEST(NumericPredictBodyTest, StopsPastMaxRowsAndOtherwiseHasTheRowsTheCounterCounts) {
+  const std::string three = R"({"instances": [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]})";
+  std::optional<NumericPredictBody> scanned = ScanNumericPredictBody(three, 3);
+  ASSERT_TRUE(scanned.has_value());
+  EXPECT_EQ(scanned->shape, Shape({3, 4}));
+  EXPECT_EQ(scanned->shape.dim(0), CountRequestRows(three));
+  EXPECT_FALSE(ScanNumericPredictBody(three, 2).has_value());
+  const std::string columns = R"({"inputs": [[1, 2], [3, 4]]})";
+  EXPECT_EQ(ScanNumericPredictBody(columns, 2)->shape.dim(0), CountRequestRows(columns));
+  EXPECT_FALSE(ScanNumericPredictBody(columns, 1).has_value());
 }
 
 TEST(NumericPredictBodyTest, RefusesListsDeeperThanEightLevels) {
