@@ -218,15 +218,13 @@ std::optional<PredictBody> NumericPredictInputs(const NumericPredictBody& body,
                                                 const SignatureDef& signature) {
   if (signature.inputs.size() != 1) return std::nullopt;
   const auto& [key, info] = *signature.inputs.begin();
+  if (info.dtype != DType::kFloat32 && info.dtype != DType::kFloat64) return std::nullopt;
   Tensor tensor(info.dtype, body.shape);
-  if (info.dtype == DType::kFloat32) {
-    if (!FillFinite<float>(body.values, &tensor)) return std::nullopt;
-  } else if (info.dtype == DType::kFloat64) {
-    if (!FillFinite<double>(body.values, &tensor)) return std::nullopt;
-  } else {
-    return std::nullopt;
-  }
+  // The shape first: a body the signature refuses is not copied.
   if (!CheckInputShape(key, info, tensor).ok()) return std::nullopt;
+  const bool finite = info.dtype == DType::kFloat32 ? FillFinite<float>(body.values, &tensor)
+                                                    : FillFinite<double>(body.values, &tensor);
+  if (!finite) return std::nullopt;
   PredictBody parsed;
   parsed.signature_name = body.signature_name;
   parsed.row_format = body.row_format;
