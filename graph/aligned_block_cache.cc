@@ -1,5 +1,6 @@
 #include "graph/aligned_block_cache.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <map>
@@ -15,9 +16,12 @@ constexpr bool kCacheBlocks = false;
 constexpr bool kCacheBlocks = true;
 #endif
 
-constexpr size_t kSizeClasses = 16;    // distinct block sizes a thread keeps
-constexpr size_t kBlocksPerClass = 16;
+constexpr size_t kSizeClasses = 16;  // distinct block sizes a thread keeps
 constexpr size_t kLargeBlocksPerSize = 8;
+
+size_t BlocksPerClass(size_t rounded) {
+  return std::max(kMinCachedBlocksPerClass, kMaxCachedBytesPerClass / rounded);
+}
 
 size_t Rounded(size_t alignment, size_t bytes) {
   // aligned_alloc needs a size that is a multiple of the alignment, and never 0.
@@ -43,7 +47,7 @@ class BlockCache {
     if (cached_bytes_ + rounded > kMaxCachedBytesPerThread) return false;
     Class* c = Find(alignment, rounded);
     if (c == nullptr) c = Claim(alignment, rounded);
-    if (c == nullptr || c->blocks.size() >= kBlocksPerClass) return false;
+    if (c == nullptr || c->blocks.size() >= BlocksPerClass(rounded)) return false;
     c->blocks.push_back(block);
     cached_bytes_ += rounded;
     return true;

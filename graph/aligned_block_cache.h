@@ -2,8 +2,11 @@
 // blocks. A training step allocates and frees the same few buffer sizes on every
 // step; glibc serves 64-byte-aligned requests through memalign, which splits and
 // later consolidates chunks and costs more than a small step's kernels. Freed blocks
-// of up to kMaxCachedBlockBytes are kept on the freeing thread (a few per size, a
-// bounded total) and handed out again by the next allocation of that size there.
+// of up to kMaxCachedBlockBytes are kept on the freeing thread (per size, up to
+// kMaxCachedBytesPerClass of them and at least kMinCachedBlocksPerClass; a bounded
+// total) and handed out again by the next allocation of that size there. Small
+// blocks come and go by the batch: an input pipeline makes a tensor for each
+// component of each example and drops a whole batch of them at once.
 // Large blocks (below) are kept for every thread instead.
 //
 // Contract: AllocateAlignedBlock(bytes) returns memory aligned to `alignment` with
@@ -20,6 +23,8 @@ namespace actorflow {
 
 inline constexpr size_t kMaxCachedBlockBytes = 64 * 1024;
 inline constexpr size_t kMaxCachedBytesPerThread = 4 * 1024 * 1024;
+inline constexpr size_t kMaxCachedBytesPerClass = 256 * 1024;
+inline constexpr size_t kMinCachedBlocksPerClass = 16;
 // Freed blocks of at least kMinLargeBlockBytes go to one cache shared by every
 // thread (up to 8 per size, kMaxCachedLargeBytes in all): a process that made big
 // tensors keeps up to that much memory for the next ones of the same sizes.
