@@ -14,6 +14,7 @@
 #include "actors/cluster/local_cluster.h"
 #include "actors/cluster/remote_session.h"
 #include "placement/cluster_spec.h"
+#include "tools/cli/blas_core.h"
 #include "tools/train/train_data.h"
 #include "tools/train/train_flags.h"
 #include "training/estimators/dnn_classifier.h"
@@ -144,6 +145,8 @@ StatusOr<TuneReport> RunTune(const TuneCommandOptions& options, std::ostream* pr
       return InvalidArgument("--cluster " + options.cluster +
                              ": tune trains on the 'worker' job, e.g. local:worker=2");
     }
+    // Each configuration computes on one core of this process.
+    UseOneBlasThreadUnlessConfigured();
     AF_ASSIGN_OR_RETURN(local, LocalCluster::Start(shape));
     spec = local->spec();
   } else {

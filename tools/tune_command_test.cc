@@ -8,8 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <sstream>
+
+#include <cblas.h>
 
 #include <nlohmann/json.hpp>
 
@@ -73,6 +76,21 @@ TEST(TuneCommandTest, ConfigurationsRunOneAfterAnotherOnATaskDoNotShareVariables
     EXPECT_EQ(r.slot, 0);
   }
   EXPECT_EQ(report->tasks, (std::vector<std::string>{"/job:worker/task:0"}));
+}
+
+TEST(TuneCommandTest, ALocalClusterComputesWithOneBlasThreadPerConfiguration) {
+  // Its configurations share this process's cores: OpenBLAS's threads would spin
+  // against them (unless OPENBLAS_NUM_THREADS says otherwise).
+  if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) GTEST_SKIP() << "set by the environment";
+  openblas_set_num_threads(2);
+  if (openblas_get_num_threads() < 2) GTEST_SKIP() << "OpenBLAS keeps one thread here";
+  TuneCommandOptions options = SmallSearch();
+  options.cluster = "local:worker=1";
+  options.grid = "lr=0.1";
+  options.train.steps = 10;
+  auto report = RunTune(options, nullptr);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(openblas_get_num_threads(), 1);
 }
 
 TEST(TuneCommandTest, GridThatDoesNotParseIsAUsageError) {

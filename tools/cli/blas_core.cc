@@ -35,5 +35,9 @@ void RestartWithBetterBlasCore(char** argv) {
   unsetenv("OPENBLAS_CORETYPE");
 }
 
+void UseOneBlasThreadUnlessConfigured() {
+  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
+}
+
 }  // namespace cli
 }  // namespace actorflow

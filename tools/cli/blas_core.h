@@ -26,6 +26,13 @@ std::string BetterBlasCore();
 // slower).
 void RestartWithBetterBlasCore(char** argv);
 
+// Sets OpenBLAS to one thread unless OPENBLAS_NUM_THREADS is set: for commands whose
+// parallelism is one computation per core (several devices, replicas or
+// configurations in this process). OpenBLAS's own threads spin on sched_yield after
+// a product, against the other computations: `actorflow tune` on one worker ran
+// 4 x 5 000 Iris steps in 2.36 s with them, 1.24-1.65 s without.
+void UseOneBlasThreadUnlessConfigured();
+
 }  // namespace cli
 }  // namespace actorflow
 

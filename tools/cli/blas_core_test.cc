@@ -10,6 +10,19 @@ namespace actorflow {
 namespace cli {
 namespace {
 
+TEST(BlasCoreTest, OneThreadUnlessTheEnvironmentSaysHowMany) {
+  ASSERT_EQ(unsetenv("OPENBLAS_NUM_THREADS"), 0);
+  openblas_set_num_threads(2);
+  if (openblas_get_num_threads() < 2) GTEST_SKIP() << "OpenBLAS keeps one thread here";
+  UseOneBlasThreadUnlessConfigured();
+  EXPECT_EQ(openblas_get_num_threads(), 1);
+  openblas_set_num_threads(2);
+  ASSERT_EQ(setenv("OPENBLAS_NUM_THREADS", "2", 1), 0);
+  UseOneBlasThreadUnlessConfigured();
+  EXPECT_EQ(openblas_get_num_threads(), 2);
+  ASSERT_EQ(unsetenv("OPENBLAS_NUM_THREADS"), 0);
+}
+
 TEST(BlasCoreTest, AGivenCoreTypeIsLeftAlone) {
   ASSERT_EQ(setenv("OPENBLAS_CORETYPE", "Haswell", 1), 0);
   EXPECT_EQ(BetterBlasCore(), "");

@@ -1,7 +1,5 @@
 #include "tools/serve/serve_command.h"
 
-#include <cblas.h>
-
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -14,6 +12,7 @@
 #include "actors/serving/model_server.h"
 #include "graph/graph_json.h"
 #include "placement/cluster_spec.h"
+#include "tools/cli/blas_core.h"
 #include "tools/serve/serving_http.h"
 #include "training/checkpoint/checkpoint_file.h"
 #include "training/serving/servable.h"
@@ -126,9 +125,8 @@ int Serve(const ServeCommandOptions& o) {
   // Every thread started from here on (actors, HTTP) inherits the blocked mask.
   BlockShutdownSignals();
 
-  // Replicas are the parallelism: each computes on one core. OpenBLAS's own threads
-  // would spin against the other replicas (unless OPENBLAS_NUM_THREADS says otherwise).
-  if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) openblas_set_num_threads(1);
+  // Replicas are the parallelism: each computes on one core.
+  UseOneBlasThreadUnlessConfigured();
   auto server = ModelServer::Start(std::move(models).value(), *options);
   if (!server.ok()) return ReportError(std::cerr, server.status(), kExitRuntimeError);
   for (const std::string& name : (*server)->ModelNames()) {

@@ -1,7 +1,5 @@
 #include "tools/train/train_flags.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +14,7 @@
 #include "actors/cluster/session_factory.h"
 #include "kernels/gpu_runtime.h"
 #include "placement/device_name.h"
+#include "tools/cli/blas_core.h"
 #include "tools/cli/cli_common.h"
 #include "tools/train/train_datasets.h"
 #include "training/estimators/feature_columns.h"
@@ -321,10 +320,7 @@ StatusOr<SessionOptions> LocalSessionOptions(const std::string& devices) {
   SessionOptions options;  // target "": the actor runtime
   AF_ASSIGN_OR_RETURN(options.device_count, ParseDeviceCounts(devices));
   const auto cpus = options.device_count.find("CPU");
-  if (cpus != options.device_count.end() && cpus->second > 1 &&
-      std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
-    openblas_set_num_threads(1);
-  }
+  if (cpus != options.device_count.end() && cpus->second > 1) UseOneBlasThreadUnlessConfigured();
   return options;
 }
 
