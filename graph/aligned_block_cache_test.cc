@@ -67,9 +67,9 @@ TEST(AlignedBlockCacheTest, LargeBlocksAndBlocksBeyondTheBoundAreNotKept) {
 
 TEST(AlignedBlockCacheTest, AWholeBatchOfSmallBlocksIsKeptForTheNextBatch) {
   if (!AlignedBlockCacheEnabled()) GTEST_SKIP() << "sanitized build: no cache";
-  // An input pipeline's pattern: a tensor per component of each of 256 examples,
-  // dropped together once they are batched; the next batch's tensors must all come
-  // from the cache (the 16 a class kept before made 240 of them go to memalign).
+  // An input pipeline's pattern: a tensor per component of each of 256 examples
+  // (both sizes round up to one 64-byte class), dropped together once they are
+  // batched; the next batch's tensors must all come from the cache.
   auto make_batch = [] {
     std::vector<void*> batch;
     for (int i = 0; i < 512; ++i) batch.push_back(AllocateAlignedBlock(64, i % 2 ? 4 : 16));
