@@ -52,21 +52,24 @@ class TensorSliceDataset : public Dataset {
 
  protected:
   std::unique_ptr<Iterator> MakeIteratorInternal(const IteratorContext&) const override {
-    return std::make_unique<SliceIterator>(components_);
+    return std::make_unique<SliceIterator>(components_, output_shapes());
   }
 
  private:
   class SliceIterator : public Iterator {
    public:
-    // Shares the components' buffers; they are never written.
-    explicit SliceIterator(std::vector<Tensor> components)
-        : components_(std::move(components)) {}
+    // Shares the components' buffers; they are never written. slice_shapes[i] is
+    // component i's shape without its first dim.
+    SliceIterator(std::vector<Tensor> components, std::vector<Shape> slice_shapes)
+        : components_(std::move(components)), slice_shapes_(std::move(slice_shapes)) {}
 
     Status GetNext(Element* out) override {
       if (next_ >= components_[0].dim(0)) return EndOfSequence();
       Element element;
-      for (const Tensor& c : components_) {
-        Tensor slice(c.dtype(), SliceShape(c.shape()));
+      element.reserve(components_.size());
+      for (size_t i = 0; i < components_.size(); ++i) {
+        const Tensor& c = components_[i];
+        Tensor slice(c.dtype(), slice_shapes_[i]);
         const size_t bytes = slice.TotalBytes();
         if (bytes > 0) {
           std::memcpy(slice.raw_data(),
@@ -81,6 +84,7 @@ class TensorSliceDataset : public Dataset {
 
    private:
     std::vector<Tensor> components_;
+    std::vector<Shape> slice_shapes_;
     int64_t next_ = 0;
   };
 

@@ -1,6 +1,7 @@
 // Shuffle, Batch, Repeat and Map: the datasets behind Dataset's transformations.
 #include "training/data/dataset_transforms.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <utility>
@@ -121,6 +122,8 @@ class BatchDataset : public Dataset {
     Status GetNext(Element* out) override {
       if (input_done_) return EndOfSequence();
       std::vector<Element> batch;
+      // Bounded: a batch size may stand for "everything" (and the input end first).
+      batch.reserve(static_cast<size_t>(std::min<int64_t>(batch_size_, 4096)));
       while (static_cast<int64_t>(batch.size()) < batch_size_) {
         Element e;
         Status s = input_->GetNext(&e);
@@ -144,6 +147,7 @@ class BatchDataset : public Dataset {
       const size_t n = batch.size();
       const size_t num_components = batch[0].size();
       Element stacked;
+      stacked.reserve(num_components);
       for (size_t c = 0; c < num_components; ++c) {
         const Tensor& first = batch[0][c];
         for (size_t k = 1; k < n; ++k) {
