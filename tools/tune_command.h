@@ -59,6 +59,8 @@ struct TuneReport {
 // gets a line per finished configuration. Errors: InvalidArgument for a bad grid,
 // parameter or value (naming it) or cluster flag; the data's and the cluster's
 // errors. A failed configuration is a result with its status, not an error.
+// With a local cluster, leaves OpenBLAS at one thread for the rest of the process
+// (tools/cli/blas_core.h: its configurations compute on this process's cores).
 StatusOr<TuneReport> RunTune(const TuneCommandOptions& options, std::ostream* progress);
 
 // The table and the best configuration, as the command prints them.
