@@ -47,6 +47,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
     ready_ = initial.ready;
     outstanding_ = static_cast<int>(ready_.size());
     timed_ = args_.record_executed || args_.collect_stats;
+    lock_per_node_ = executor_->has_async_kernels();
     if (args_.record_executed) {
       result_.executed_nodes.reserve(n);
       result_.executed_start_micros.reserve(n);
@@ -98,7 +99,9 @@ class StepState : public std::enable_shared_from_this<StepState> {
         DropReady();
         continue;
       }
-      lock.unlock();
+      // The lock guards against asynchronous kernels' completions on other threads;
+      // a step without them has no other thread to guard against (has_async_kernels).
+      if (lock_per_node_) lock.unlock();
 
       if (info.kernel->IsAsync()) {
         // The context must outlive this frame: `done` may fire on another thread.
@@ -137,7 +140,7 @@ class StepState : public std::enable_shared_from_this<StepState> {
         }
         const Status status = CheckOutputs(info, ctx);
         // One lock for the bookkeeping and the next iteration.
-        lock.lock();
+        if (lock_per_node_) lock.lock();
         RecordDone(i, &ctx, start_us, status);
         ctx.ReleaseVectors(&spare_inputs_, &spare_outputs_);
       }
@@ -291,6 +294,9 @@ class StepState : public std::enable_shared_from_this<StepState> {
   bool running_loop_ = false;
   bool finished_ = false;
   bool timed_ = false;  // a node's start time is needed (record_executed or collect_stats)
+  // False when the executor has no asynchronous kernel: the running loop then holds
+  // mu_ through every node, kernels included (Executor::has_async_kernels).
+  bool lock_per_node_ = true;
   StepResult result_;
 };
 
@@ -323,6 +329,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(ExecutorSpec spec,
     info.node = s.nodes[i];
     info.uses_per_output.assign(info.node->num_outputs(), 0);
     AF_ASSIGN_OR_RETURN(info.kernel, kernels(*info.node));
+    if (info.kernel->IsAsync()) ex->has_async_kernels_ = true;
   }
   for (size_t i = 0; i < s.nodes.size(); ++i) {
     NodeInfo& info = ex->infos_[i];

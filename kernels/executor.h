@@ -152,6 +152,12 @@ class Executor {
     std::vector<int> ready;         // nodes scheduled with nothing pending, in order
   };
   const StepTemplate& step_template() const { return template_; }
+  // Whether some node's kernel completes later (Kernel::IsAsync). Without one, a
+  // step runs to its end inside RunAsync and nothing else can reach its state before
+  // RunAsync returns (the StepHandle does not exist yet, and only an asynchronous
+  // kernel's `done` re-enters it): the step then keeps its lock from start to end
+  // instead of taking it around every node.
+  bool has_async_kernels() const { return has_async_kernels_; }
   // The variable of Variable node `index` in `resources` (VariableForNode), looked
   // up by name once per manager epoch (ResourceManager::epoch) and then kept: the
   // lookup costs more than a small graph's kernels. Thread-safe.
@@ -164,6 +170,7 @@ class Executor {
   std::vector<NodeInfo> infos_;
   std::vector<InputSource> fetch_sources_;
   StepTemplate template_;
+  bool has_async_kernels_ = false;
   mutable VariableLookupCache variable_cache_;  // by node index
 };
 

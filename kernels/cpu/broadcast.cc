@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/cpu/small_vector.h"
+
 namespace actorflow {
 namespace cpu {
 
@@ -44,9 +46,9 @@ StatusOr<BroadcastPlan> PlanBroadcast(const Shape& x, const Shape& y) {
 
   // Coalesce: per kept output dimension, its size and whether x / y are broadcast.
   const int rank = out.rank();
-  std::vector<int64_t> dims;
-  std::vector<bool> x_bcast;
-  std::vector<bool> y_bcast;
+  SmallVector<int64_t, 8> dims;
+  SmallVector<char, 8> x_bcast;  // flags (std::vector<bool> has no data())
+  SmallVector<char, 8> y_bcast;
   for (int i = 0; i < rank; ++i) {
     const int64_t d = out.dim(i);
     if (d == 1) continue;
@@ -96,7 +98,7 @@ StatusOr<BroadcastPlan> PlanBroadcast(const Shape& x, const Shape& y) {
         ys *= dims[i];
       }
     }
-    plan.dims = std::move(dims);
+    plan.dims.assign(dims.begin(), dims.end());
   }
   return plan;
 }

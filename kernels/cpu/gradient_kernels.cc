@@ -17,6 +17,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/kernel_util.h"
+#include "kernels/cpu/small_vector.h"
 #include "kernels/kernel.h"
 
 namespace actorflow {
@@ -49,8 +50,8 @@ template <typename T> using TanhGradKernel = BinaryKernel<T, T, TanhGradOp<T>>;
 // along neither), and small's stride along each (0 where small is broadcast). Big
 // element i (row-major over dims) corresponds to small element sum(index_k * stride_k).
 struct BroadcastMap {
-  std::vector<int64_t> dims;
-  std::vector<int64_t> small_strides;
+  SmallVector<int64_t, 8> dims;
+  SmallVector<int64_t, 8> small_strides;
 };
 
 // `small` is aligned with `big` at the trailing end; every small dim must be 1 or
@@ -59,7 +60,7 @@ bool MapBroadcast(const Shape& big, const Shape& small, BroadcastMap* map) {
   const int rank = big.rank();
   const int offset = rank - small.rank();
   if (offset < 0) return false;
-  std::vector<int64_t> strides(rank, 0);
+  SmallVector<int64_t, 8> strides(rank, 0);
   int64_t stride = 1;
   for (int i = rank - 1; i >= offset; --i) {
     const int64_t d = small.dim(i - offset);
@@ -95,7 +96,7 @@ void ForEachRun(const BroadcastMap& map, Fn run) {
   const int64_t inner_stride = map.small_strides[rank - 1];
   int64_t rows = 1;
   for (int i = 0; i < rank - 1; ++i) rows *= map.dims[i];
-  std::vector<int64_t> index(rank - 1, 0);
+  SmallVector<int64_t, 8> index(rank - 1, 0);
   int64_t small_offset = 0;
   for (int64_t row = 0; row < rows; ++row) {
     run(row * inner, small_offset, inner_stride, inner);
@@ -132,7 +133,7 @@ class SumToShapeOfKernel : public Kernel {
     }
     Tensor& out = ctx->allocate_output(0, like);
     if (grad.NumElements() == 0) return;  // zeros
-    std::vector<double> acc(static_cast<size_t>(out.NumElements()), 0.0);
+    SmallVector<double, 64> acc(static_cast<size_t>(out.NumElements()), 0.0);
     const T* g = grad.data<T>();
     ForEachRun(map, [&](int64_t big, int64_t small, int64_t stride, int64_t n) {
       const T* __restrict src = g + big;

@@ -10,6 +10,7 @@
 // run the dense kernels' per-element rule (kernels/optimizer_rules.h) on each touched
 // row: a touched row ends bit-identical to the dense update's.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <mutex>
 #include <type_traits>
@@ -105,7 +106,7 @@ using ScatterUpdateKernel = ScatterKernel<ScatterMode::kUpdate>;
 // distinct ids and their summed gradient rows.
 template <typename T>
 struct SparseApplyArgs {
-  std::vector<T*> refs;         // refs[0] the variable, refs[1..] its slots
+  std::array<T*, LockedVariables::kMaxRefs> refs{};         // refs[0] the variable, refs[1..] its slots
   std::vector<int64_t> ids;     // distinct ids, first occurrence first
   const T* grad = nullptr;      // [ids.size(), row]
   int64_t row = 0;              // elements per row
@@ -150,7 +151,7 @@ class SparseApplyKernel : public Kernel {
     }
     args.ids = std::move(grouped.distinct);
     args.grad = grad;
-    for (const auto& v : vars) args.refs.push_back(v->MutableValue().data<T>());
+    for (size_t i = 0; i < vars.size(); ++i) args.refs[i] = vars[i]->MutableValue().data<T>();
     Update(*ctx, args);
     ctx->set_output(0, vars[0]->value);
   }

@@ -12,6 +12,7 @@
 // variable; InvalidArgument for a slot or gradient whose shape differs from the
 // variable's, or a hyper-parameter that is not a scalar.
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -29,7 +30,7 @@ namespace {
 // refs[0] is the variable [n]; refs[1..] its slots [n]; grad [n].
 template <typename T>
 struct ApplyArgs {
-  std::vector<T*> refs;
+  std::array<T*, LockedVariables::kMaxRefs> refs{};
   const T* grad = nullptr;
   int64_t n = 0;
 };
@@ -55,7 +56,7 @@ class ApplyKernel : public Kernel {
     ApplyArgs<T> args;
     // MutableValue() on a variable listed twice copies at most once: after the first
     // call its buffer has a single owner.
-    for (const auto& v : vars) args.refs.push_back(v->MutableValue().data<T>());
+    for (size_t i = 0; i < vars.size(); ++i) args.refs[i] = vars[i]->MutableValue().data<T>();
     args.grad = grad.data<T>();
     args.n = grad.NumElements();
     Update(*ctx, args);

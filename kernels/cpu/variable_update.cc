@@ -1,6 +1,7 @@
 #include "kernels/cpu/variable_update.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <vector>
 #include <string>
@@ -28,8 +29,13 @@ StatusOr<LockedVariables> LockApplyVariables(ResourceManager* resources, const N
                                              VariableLookupCache* cache, int indices_input) {
   // The op set declares the refs as inputs 0..num_refs-1.
   const int num_refs = static_cast<int>(node.op_def().ref_inputs.size());
+  if (num_refs < 1 || num_refs > LockedVariables::kMaxRefs) {
+    return Internal("an update of " + std::to_string(num_refs) + " variables (op " + node.op() +
+                    "): between 1 and " + std::to_string(LockedVariables::kMaxRefs) +
+                    " are supported");
+  }
   LockedVariables locked;
-  std::vector<std::shared_ptr<VariableResource>>& vars = locked.vars;
+  LockedVariables::Variables& vars = locked.vars;
   for (int i = 0; i < num_refs; ++i) {
     const Node& ref = *node.input(i).node;
     AF_ASSIGN_OR_RETURN(auto var, cache != nullptr ? cache->Get(resources, ref, i)
@@ -43,12 +49,13 @@ StatusOr<LockedVariables> LockApplyVariables(ResourceManager* resources, const N
     }
   }
 
-  std::vector<VariableResource*> order;
-  for (const auto& v : vars) order.push_back(v.get());
-  std::sort(order.begin(), order.end());
-  order.erase(std::unique(order.begin(), order.end()), order.end());
-  locked.locks.reserve(order.size());
-  for (VariableResource* v : order) locked.locks.emplace_back(v->mu);
+  std::array<VariableResource*, LockedVariables::kMaxRefs> order;
+  for (int i = 0; i < num_refs; ++i) order[i] = vars[i].get();
+  std::sort(order.begin(), order.begin() + num_refs);
+  const auto distinct = std::unique(order.begin(), order.begin() + num_refs);
+  for (auto it = order.begin(); it != distinct; ++it) {
+    locked.locks[it - order.begin()] = std::unique_lock<std::mutex>((*it)->mu);
+  }
 
   for (const auto& v : vars) {
     if (!v->initialized) return UninitializedVariable(*v);
