@@ -154,6 +154,47 @@ TEST(ExecutorTest, AbortEndsAStepWhoseKernelNeverCompletesAndLaterStepsRun) {
   EXPECT_EQ(const_kernel->runs, 1);
 }
 
+// A step of synchronous kernels only ends inside RunAsync (it keeps its lock from
+// start to end, which is safe only because nothing else can reach it meanwhile); an
+// Abort through its handle afterwards changes nothing and calls `done` no second time.
+TEST(ExecutorTest, AStepOfSynchronousKernelsEndsInsideRunAsync) {
+  Fixture f;
+  const Node* c = AddNode(f.graph, "c", "Const", {}, {{"value", Tensor::Scalar(1.0f)}});
+  const Node* plus = AddNode(f.graph, "plus", "Identity", {"c"});
+  const Node* again = AddNode(f.graph, "again", "Identity", {"plus"});
+  f.Use<CountingConstKernel>(c);
+  f.Use<AddOneKernel>(plus);
+  f.Use<AddOneKernel>(again);
+  ExecutorSpec spec{&f.graph, {c, plus, again}, {}, {Endpoint{again, 0}}};
+  auto ex = Executor::Create(spec, f.Lookup());
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  EXPECT_FALSE((*ex)->has_async_kernels());
+  int calls = 0;
+  Status status;
+  float value = 0;
+  StepHandle handle = (*ex)->RunAsync(StepArgs{}, [&](StepResult r) {
+    ++calls;
+    status = r.status;
+    if (r.status.ok()) value = r.fetches[0].data<float>()[0];
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(value, 3.0f);
+  handle.Abort(Cancelled("too late"));
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(status.ok()) << status;
+
+  Fixture g;
+  const Node* gc = AddNode(g.graph, "c", "Const", {}, {{"value", Tensor::Scalar(1.0f)}});
+  const Node* gt = AddNode(g.graph, "t", "TestThreadIdentity", {"c"});
+  g.Use<CountingConstKernel>(gc);
+  g.Use<ThreadIdentityKernel>(gt);
+  auto with_async = Executor::Create(ExecutorSpec{&g.graph, {gc, gt}, {}, {Endpoint{gt, 0}}},
+                                     g.Lookup());
+  ASSERT_TRUE(with_async.ok()) << with_async.status();
+  EXPECT_TRUE((*with_async)->has_async_kernels());
+}
+
 TEST(ExecutorTest, FeedsReplaceOutputsAndAFetchedFeedReturnsItsValue) {
   Fixture f;
   const Node* c = AddNode(f.graph, "c", "Const", {}, {{"value", Tensor::Scalar(1.0f)}});
