@@ -17,7 +17,6 @@ constexpr bool kCacheBlocks = true;
 #endif
 
 constexpr size_t kSizeClasses = 16;  // distinct block sizes a thread keeps
-constexpr size_t kLargeBlocksPerSize = 8;
 
 size_t BlocksPerClass(size_t rounded) {
   return std::max(kMinCachedBlocksPerClass, kMaxCachedBytesPerClass / rounded);
@@ -112,8 +111,10 @@ BlockCache* ThreadCache() {
 // threshold (at most 32 MiB) afresh and unmaps it on free, so a step that makes the
 // same big tensors again pays a page fault and a page clear per 4 KiB of each, which
 // costs more than the copies and sums that fill them (a 64 MiB all-reduce spent
-// about half its time so). A freed block of kMinLargeBlockBytes or more waits here
-// for the next allocation of its exact size, on any thread.
+// about half its time so). Blocks below the threshold come from a heap that glibc
+// trims after frees, with the same effect: an MLP's 800 KB weight gradient faulted
+// its pages in on every step. A freed block of kMinLargeBlockBytes or more waits
+// here for the next allocation of its exact size, on any thread.
 class LargeBlockCache {
  public:
   void* Take(size_t alignment, size_t rounded) {
@@ -125,11 +126,20 @@ class LargeBlockCache {
     cached_bytes_ -= rounded;
     return block;
   }
+  size_t blocks() {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t n = 0;
+    for (const auto& entry : blocks_) n += entry.second.size();
+    return n;
+  }
   bool Keep(void* block, size_t alignment, size_t rounded) {
     std::lock_guard<std::mutex> lock(mu_);
     if (cached_bytes_ + rounded > kMaxCachedLargeBytes) return false;
     std::vector<void*>& same = blocks_[{rounded, alignment}];
-    if (same.size() >= kLargeBlocksPerSize) return false;
+    if (same.size() >= std::max(kMinCachedLargeBlocksPerSize,
+                                kMaxCachedLargeBytesPerSize / rounded)) {
+      return false;
+    }
     same.push_back(block);
     cached_bytes_ += rounded;
     return true;
@@ -183,6 +193,11 @@ bool AlignedBlockCacheEnabled() { return kCacheBlocks; }
 
 size_t CachedAlignedBlocks() {
   BlockCache* cache = ThreadCache();
+  return cache == nullptr ? 0 : cache->blocks();
+}
+
+size_t CachedLargeBlocks() {
+  LargeBlockCache* cache = SharedLargeCache();
   return cache == nullptr ? 0 : cache->blocks();
 }
 

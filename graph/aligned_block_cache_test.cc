@@ -129,5 +129,33 @@ TEST(AlignedBlockCacheTest, ALargeBlockFreedOnOneThreadIsReusedOnAnotherAndZeroe
   for (int64_t i = 0; i < fresh.NumElements(); i += 4099) ASSERT_EQ(fresh.data<float>()[i], 0.0f);
 }
 
+// A block between the per-thread classes and a megabyte (an MLP's weight gradient,
+// 784 x 256 floats) is kept too, up to kMaxCachedLargeBytesPerSize of one size:
+// glibc would hand it out from freshly faulted pages on every step.
+TEST(AlignedBlockCacheTest, MidSizeBlocksOfOneSizeAreReusedUpToTheirBound) {
+  if (!AlignedBlockCacheEnabled()) GTEST_SKIP() << "a sanitized build keeps no cache";
+  const size_t bytes = 784 * 256 * sizeof(float) + 128;  // a size no other test uses
+  ASSERT_GE(bytes, kMinLargeBlockBytes);
+  const size_t kept = kMaxCachedLargeBytesPerSize / bytes;
+  ASSERT_GE(kept, kMinCachedLargeBlocksPerSize);
+  const size_t before = CachedLargeBlocks();
+  std::vector<void*> blocks;
+  for (size_t i = 0; i < kept + 3; ++i) blocks.push_back(AllocateAlignedBlock(64, bytes));
+  std::set<void*> freed(blocks.begin(), blocks.end());
+  ASSERT_EQ(freed.size(), blocks.size());
+  std::thread freer([&] {
+    for (void* b : blocks) FreeAlignedBlock(b, 64, bytes);
+  });
+  freer.join();
+  EXPECT_EQ(CachedLargeBlocks(), before + kept);
+  // This thread takes back `kept` of them; the 3 beyond the bound went to glibc.
+  std::vector<void*> again;
+  for (size_t i = 0; i < kept; ++i) again.push_back(AllocateAlignedBlock(64, bytes));
+  for (void* b : again) EXPECT_EQ(freed.count(b), 1u) << "a kept block is handed out again";
+  EXPECT_EQ(std::set<void*>(again.begin(), again.end()).size(), kept);
+  EXPECT_EQ(CachedLargeBlocks(), before);
+  for (void* b : again) FreeAlignedBlock(b, 64, bytes);
+}
+
 }  // namespace
 }  // namespace actorflow
