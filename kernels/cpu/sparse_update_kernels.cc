@@ -106,7 +106,7 @@ using ScatterUpdateKernel = ScatterKernel<ScatterMode::kUpdate>;
 // distinct ids and their summed gradient rows.
 template <typename T>
 struct SparseApplyArgs {
-  std::array<T*, LockedVariables::kMaxRefs> refs{};         // refs[0] the variable, refs[1..] its slots
+  std::array<T*, LockedVariables::kMaxRefs> refs{};  // [0] the variable, [1..] its slots
   std::vector<int64_t> ids;     // distinct ids, first occurrence first
   const T* grad = nullptr;      // [ids.size(), row]
   int64_t row = 0;              // elements per row
