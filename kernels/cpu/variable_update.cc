@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <vector>
 #include <string>
 #include <utility>
@@ -51,7 +52,12 @@ StatusOr<LockedVariables> LockApplyVariables(ResourceManager* resources, const N
 
   std::array<VariableResource*, LockedVariables::kMaxRefs> order;
   for (int i = 0; i < num_refs; ++i) order[i] = vars[i].get();
-  std::sort(order.begin(), order.begin() + num_refs);
+  // At most kMaxRefs entries: an insertion sort.
+  for (int i = 1; i < num_refs; ++i) {
+    for (int j = i; j > 0 && std::less<>()(order[j], order[j - 1]); --j) {
+      std::swap(order[j - 1], order[j]);
+    }
+  }
   const auto distinct = std::unique(order.begin(), order.begin() + num_refs);
   for (auto it = order.begin(); it != distinct; ++it) {
     locked.locks[it - order.begin()] = std::unique_lock<std::mutex>((*it)->mu);
