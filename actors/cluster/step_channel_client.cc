@@ -185,7 +185,7 @@ StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
     c.steps.fetch_add(1, std::memory_order_relaxed);
     return Outcome::kAnswered;
   }
-  std::vector<char> frame;
+  GatheredBytes frame;
   if (!EncodeFrame(c.system, kStepFrame, step, &frame)) return Outcome::kNotSent;
   if (frame.size() - kPrefixBytes > c.options.max_frame_bytes) return Outcome::kNotSent;
   const int fd = c.Take();

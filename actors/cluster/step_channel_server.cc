@@ -134,11 +134,13 @@ class StepChannelServerImpl : public StepChannelServer {
       ~Uncount() { ActiveConnections().fetch_sub(1, std::memory_order_relaxed); }
     } uncount;
     std::vector<char> in;
-    std::vector<char> out(kPrefixBytes, '\0');
-    PutPrefix(kWelcomeFrame, 0, out.data());
-    if (!WriteFrame(fd, out, Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms))) {
+    std::vector<char> welcome(kPrefixBytes, '\0');
+    PutPrefix(kWelcomeFrame, 0, welcome.data());
+    if (!WriteFrame(fd, welcome,
+                    Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms))) {
       return;
     }
+    GatheredBytes out;  // an answer; its fetched tensors' bytes stay in `result`
     for (;;) {
       // A client's next step often follows its answer at once: poll for it a while,
       // but only while this process serves no more active connections than half its
@@ -172,9 +174,9 @@ class StepChannelServerImpl : public StepChannelServer {
       // would see its process end.
       if (stopping_.load(std::memory_order_acquire)) return;
       if (!EncodeFrame(system_, kAnswerFrame, result, &out)) {
-        RemoteStepResult failed;
-        failed.status = Internal(task_name_ + " could not serialize the step's answer");
-        EncodeFrame(system_, kAnswerFrame, failed, &out);
+        result = RemoteStepResult();
+        result.status = Internal(task_name_ + " could not serialize the step's answer");
+        EncodeFrame(system_, kAnswerFrame, result, &out);
       }
       // Counted before it is written: a client that has its answer sees it counted.
       steps_.fetch_add(1, std::memory_order_relaxed);

@@ -21,6 +21,10 @@ bool WriteFrame(int fd, std::vector<char>& frame, Clock::time_point deadline) {
   return WriteFull(fd, {iovec{frame.data(), frame.size()}}, deadline, -1);
 }
 
+bool WriteFrame(int fd, const GatheredBytes& frame, Clock::time_point deadline) {
+  return WriteFull(fd, frame.Pieces(), deadline, -1);
+}
+
 namespace {
 
 // A whole prefix's payload size, when its magic and kind are right and the size is

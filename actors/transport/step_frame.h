@@ -13,6 +13,7 @@
 #include <caf/all.hpp>
 
 #include "actors/transport/bulk_socket.h"
+#include "actors/transport/gather_serializer.h"
 #include "actors/protocol/front_protocol.h"
 
 namespace actorflow {
@@ -31,14 +32,17 @@ constexpr char kStepLocalName[] = "step";
 // The 16-byte prefix of a frame of `kind` with `payload_bytes`, written at `out`.
 void PutPrefix(uint32_t kind, uint64_t payload_bytes, char* out);
 
-// `value` as a whole frame of `kind` in *out. False when it does not serialize.
+// `value` as a whole frame of `kind` in *out, its tensors' bytes referenced where
+// they are (gather_serializer.h): `value` must outlive the frame's writing. False when
+// it does not serialize.
 template <class T>
-bool EncodeFrame(caf::actor_system& system, uint32_t kind, const T& value, std::vector<char>* out) {
-  out->assign(kPrefixBytes, '\0');
-  caf::binary_serializer sink{system, *out};
+bool EncodeFrame(caf::actor_system& system, uint32_t kind, const T& value, GatheredBytes* out) {
+  out->head.assign(kPrefixBytes, '\0');
+  out->blocks.clear();
+  GatherSerializer sink{system, out};
   // CAF's inspectors take a mutable reference; saving does not change the value.
   if (sink(const_cast<T&>(value))) return false;
-  PutPrefix(kind, out->size() - kPrefixBytes, out->data());
+  PutPrefix(kind, out->size() - kPrefixBytes, out->head.data());
   return true;
 }
 
@@ -51,6 +55,7 @@ bool DecodePayload(caf::actor_system& system, const std::vector<char>& payload, 
 
 // Writes all of `frame` by `deadline`.
 bool WriteFrame(int fd, std::vector<char>& frame, Clock::time_point deadline);
+bool WriteFrame(int fd, const GatheredBytes& frame, Clock::time_point deadline);
 
 enum class FrameRead { kOk, kClosed, kMalformed };
 
