@@ -9,6 +9,8 @@
 //               worker 0 process to the worker 1 process per step.
 //     fed:      x fed by the client -> a = Identity on worker 0 -> b = Identity on
 //               worker 1 (target). Each step also carries the feed client -> worker 0.
+//     fetched:  resident, and the client fetches b: each step also carries the
+//               tensor back to the client (worker 1 -> worker 0's master -> client).
 //     Before timing, Sum(b) on worker 1 is fetched and checked (== n elements), so
 //     the bytes arrived. steps/s, and GB/s = n bytes x steps/s (the worker 0 ->
 //     worker 1 tensor only), min / median / max over repeats; one step in flight, then
@@ -123,6 +125,7 @@ struct TransferCase {
   std::string name;
   int64_t bytes = 0;
   bool resident = true;
+  bool fetched = false;  // the client fetches b (its bytes come back to the client)
   int inflight = 1;
   std::vector<double> steps_per_s, gb_per_s;
   std::vector<double> foreign;  // cores taken by other processes, per kept repeat
@@ -221,8 +224,13 @@ void RunTransferCase(TransferCase* c, const std::string& target, const std::vect
       for (Client& client : clients) {
         counts.push_back(std::async(std::launch::async, [&client, c, start, min_s] {
           int64_t steps = 0;
+          std::vector<Tensor> fetched;
           while (SecondsSince(start) < min_s) {
-            RunOrDie(client.session.get(), client.feeds, {}, {"b"}, nullptr, c->name);
+            if (c->fetched) {
+              RunOrDie(client.session.get(), client.feeds, {"b"}, {}, &fetched, c->name);
+            } else {
+              RunOrDie(client.session.get(), client.feeds, {}, {"b"}, nullptr, c->name);
+            }
             ++steps;
           }
           return steps;
@@ -329,6 +337,11 @@ int Main(int argc, char** argv) {
       c.name = SizeName(bytes) + (resident ? " resident" : " fed");
       cases.push_back(c);
     }
+    TransferCase fetched;
+    fetched.bytes = bytes;
+    fetched.fetched = true;
+    fetched.name = SizeName(bytes) + " fetched";
+    cases.push_back(fetched);
     TransferCase pipelined;
     pipelined.bytes = bytes;
     pipelined.inflight = flags.inflight;
@@ -409,7 +422,7 @@ int Main(int argc, char** argv) {
                 Triple(Summarize(c.gb_per_s), "%.3f").c_str(),
                 Summarize(c.cpu_us_per_step).median, Summarize(c.foreign).max);
   }
-  std::printf("  (4 KiB: messages/s = steps/s; 'fed' steps also carry the feed to worker 0; "
+  std::printf("  (4 KiB: messages/s = steps/s; 'fed' steps also carry the feed to worker 0, 'fetched' ones b back; "
               "CPU us/step: median, client + both servers)\n");
   std::printf("\n(b) remote step round trip, trivial graph, us per Session::Run (%d steps)\n",
               round_trips);
