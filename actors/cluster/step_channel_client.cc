@@ -34,6 +34,8 @@ using step_internal::RunOnServerInProcess;
 using step_internal::WriteFrame;
 
 constexpr int64_t kMaxConnectMs = 2000;
+// The most answer bytes a client thread keeps between its steps.
+constexpr size_t kKeptAnswerBytes = size_t{64} << 20;
 
 }  // namespace
 
@@ -213,12 +215,17 @@ StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
     result->status = c.Closed() ? Cancelled("the session ended while the step ran") : ended;
     return Outcome::kAnswered;
   }
-  std::vector<char> payload;
+  // A client thread steps again and again, often fetching the same sizes: its
+  // answers' buffer is kept (up to kKeptAnswerBytes), so that a large fetch's pages
+  // are neither faulted in nor zero-filled again every step.
+  thread_local std::vector<char> payload;
   const auto read_by = Clock::now() + std::chrono::milliseconds(c.options.frame_timeout_ms);
   const FrameRead read =
       reader.Finish(fd, kAnswerFrame, c.options.max_frame_bytes, read_by, &payload);
   *result = RemoteStepResult();
-  if (read == FrameRead::kOk && DecodePayload(c.system, payload, result)) {
+  const bool decoded = read == FrameRead::kOk && DecodePayload(c.system, payload, result);
+  if (payload.capacity() > kKeptAnswerBytes) std::vector<char>().swap(payload);
+  if (decoded) {
     c.Give(fd, true);
     c.steps.fetch_add(1, std::memory_order_relaxed);
     return Outcome::kAnswered;

@@ -43,6 +43,8 @@ using step_internal::WriteFrame;
 // A connection's thread checks this often whether its server is stopping while the
 // step it waits for runs on.
 constexpr auto kStopCheck = std::chrono::milliseconds(100);
+// The most step bytes a connection keeps between its client's steps.
+constexpr size_t kKeptStepBytes = size_t{64} << 20;
 
 // The step connections of this process whose clients are stepping: serving a step,
 // or waiting for the next one for less than kActiveGap.
@@ -165,6 +167,8 @@ class StepChannelServerImpl : public StepChannelServer {
       if (read == FrameRead::kOk && !DecodePayload(system_, in, &step)) {
         read = FrameRead::kMalformed;
       }
+      // Kept for the next step (its pages stay faulted in), but not a rare huge one.
+      if (in.capacity() > kKeptStepBytes) std::vector<char>().swap(in);
       if (read != FrameRead::kOk) {
         if (read == FrameRead::kMalformed) refused_.fetch_add(1, std::memory_order_relaxed);
         return;  // a client that went away mid-frame is not counted
