@@ -14,7 +14,8 @@
 // Frame (host byte order; a cluster's processes share one architecture):
 //   u32 magic "AFST" | u32 kind (1 step, 2 answer, 3 welcome) | u64 payload bytes |
 //   payload: a RemoteStep or RemoteStepResult as CAF's binary serializer writes it
-//            (the inspect overloads of actors/protocol/wire.h; tensors as one raw block);
+//            (the inspect overloads of actors/protocol/wire.h; tensors as one raw block,
+//            written from the tensors' own buffers: actors/transport/gather_serializer.h);
 //            none for the welcome, which the server sends first on a connection it
 //            takes (one over its limit is closed without it, and the client uses
 //            CAF instead).

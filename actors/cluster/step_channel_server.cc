@@ -186,6 +186,7 @@ class StepChannelServerImpl : public StepChannelServer {
       steps_.fetch_add(1, std::memory_order_relaxed);
       const auto write_by = Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms);
       if (!WriteFrame(fd, out, write_by)) return;
+      out.blocks.clear();  // they point into this step's result
     }
   }
 
