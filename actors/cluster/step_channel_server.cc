@@ -136,13 +136,12 @@ class StepChannelServerImpl : public StepChannelServer {
       ~Uncount() { ActiveConnections().fetch_sub(1, std::memory_order_relaxed); }
     } uncount;
     std::vector<char> in;
-    std::vector<char> welcome(kPrefixBytes, '\0');
-    PutPrefix(kWelcomeFrame, 0, welcome.data());
-    if (!WriteFrame(fd, welcome,
-                    Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms))) {
+    GatheredBytes out;  // the welcome, then each answer (its tensors' bytes stay in `result`)
+    out.head.assign(kPrefixBytes, '\0');
+    PutPrefix(kWelcomeFrame, 0, out.head.data());
+    if (!WriteFrame(fd, out, Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms))) {
       return;
     }
-    GatheredBytes out;  // an answer; its fetched tensors' bytes stay in `result`
     for (;;) {
       // A client's next step often follows its answer at once: poll for it a while,
       // but only while this process serves no more active connections than half its

@@ -23,16 +23,6 @@ std::vector<iovec> GatheredBytes::Pieces() const {
   return pieces;
 }
 
-std::vector<char> GatheredBytes::Flatten() const {
-  std::vector<char> bytes;
-  bytes.reserve(size());
-  for (const iovec& piece : Pieces()) {
-    const char* p = static_cast<const char*>(piece.iov_base);
-    bytes.insert(bytes.end(), p, p + piece.iov_len);
-  }
-  return bytes;
-}
-
 GatherSerializer::GatherSerializer(caf::actor_system& system, GatheredBytes* out,
                                    size_t min_block_bytes)
     : caf::serializer(system), out_(out), min_block_bytes_(min_block_bytes),

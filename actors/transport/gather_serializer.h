@@ -39,8 +39,6 @@ struct GatheredBytes {
   size_t size() const;
   // The bytes in order, as iovecs: head's pieces and the blocks between them.
   std::vector<iovec> Pieces() const;
-  // The bytes in order, copied into one buffer (for a reader in memory, and tests).
-  std::vector<char> Flatten() const;
 };
 
 class GatherSerializer final : public caf::serializer {

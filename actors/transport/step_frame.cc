@@ -17,10 +17,6 @@ void PutPrefix(uint32_t kind, uint64_t payload_bytes, char* out) {
   std::memcpy(out + 8, &payload_bytes, 8);
 }
 
-bool WriteFrame(int fd, std::vector<char>& frame, Clock::time_point deadline) {
-  return WriteFull(fd, {iovec{frame.data(), frame.size()}}, deadline, -1);
-}
-
 bool WriteFrame(int fd, const GatheredBytes& frame, Clock::time_point deadline) {
   return WriteFull(fd, frame.Pieces(), deadline, -1);
 }

@@ -54,7 +54,6 @@ bool DecodePayload(caf::actor_system& system, const std::vector<char>& payload, 
 }
 
 // Writes all of `frame` by `deadline`.
-bool WriteFrame(int fd, std::vector<char>& frame, Clock::time_point deadline);
 bool WriteFrame(int fd, const GatheredBytes& frame, Clock::time_point deadline);
 
 enum class FrameRead { kOk, kClosed, kMalformed };
