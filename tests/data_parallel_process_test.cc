@@ -82,10 +82,16 @@ TEST(DataParallelProcessTest, SyncWorkersInSeparateProcessesStepInLockStepAndLea
   }
 }
 
+// Async runs twice the sync run's epochs: how stale each push is depends on how the
+// two processes are scheduled. On a loaded machine one 30-epoch run in hundreds
+// ended at 26 of 30 test rows; 60-epoch runs under the same load ended at 28 or
+// more, with a tenth of the final loss.
+constexpr int kAsyncEpochs = 60;
+
 TEST(DataParallelProcessTest, AsyncWorkersInSeparateProcessesApplyEveryPushAndLearnIris) {
   auto cluster = StartPsCluster(2);
   ASSERT_NE(cluster, nullptr);
-  std::vector<json> results = RunWorkers(*cluster, 2, "async", 30);
+  std::vector<json> results = RunWorkers(*cluster, 2, "async", kAsyncEpochs);
   int64_t most_updates = 0;
   for (const json& r : results) {
     ASSERT_TRUE(r.is_object());
@@ -93,7 +99,7 @@ TEST(DataParallelProcessTest, AsyncWorkersInSeparateProcessesApplyEveryPushAndLe
     EXPECT_GE(r.at("accuracy").get<double>(), 0.9) << r.dump();
   }
   // The worker that ended last saw every push applied.
-  EXPECT_EQ(most_updates, 2 * 30 * kIrisStepsPerEpochOfTwo);
+  EXPECT_EQ(most_updates, 2 * kAsyncEpochs * kIrisStepsPerEpochOfTwo);
 }
 
 TEST(DataParallelProcessTest, StaleSynchronousWorkersInSeparateProcessesLearnIris) {
