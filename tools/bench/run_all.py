@@ -55,6 +55,8 @@ import sys
 import time
 
 PYTHON = "/usr/bin/python3"
+# The environment every benchmark process starts with (main sets it from the flags).
+RUN_ENV = None
 BINARIES = ["training_bench", "ps_bench", "cluster_bench", "floor_bench", "tune_bench",
             "allreduce_bench"]
 
@@ -74,13 +76,32 @@ def parse_args():
                          "an empty Bazel cache (about 10 minutes on 2 cores)")
     ap.add_argument("--out", metavar="DIR", default=f"/tmp/run_all-{time.strftime('%Y%m%d-%H%M%S')}",
                     help="raw outputs and logs")
+    ap.add_argument("--openblas-own-choice", action="store_true",
+                    help="start every process (ours and the peers') without OPENBLAS_CORETYPE, "
+                         "so that OpenBLAS picks its kernels for this CPU; by default the "
+                         "environment is passed on as it is")
     args = ap.parse_args()
     if args.rounds is None:
         args.rounds = 1 if args.quick else 3
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
     args.repo = repo
+    args.env = dict(os.environ)
+    if args.openblas_own_choice:
+        args.env.pop("OPENBLAS_CORETYPE", None)
     return args
+
+
+def openblas_core(env):
+    """The kernels OpenBLAS loads with in `env` (its name for the core), and why."""
+    probe = ("import ctypes; lib = ctypes.CDLL('libopenblas.so.0'); "
+             "lib.openblas_get_corename.restype = ctypes.c_char_p; "
+             "print(lib.openblas_get_corename().decode())")
+    done = subprocess.run([PYTHON, "-c", probe], env=env, capture_output=True, text=True)
+    core = done.stdout.strip() or "unknown"
+    forced = env.get("OPENBLAS_CORETYPE")
+    why = f"OPENBLAS_CORETYPE={forced} in the environment" if forced else "OpenBLAS's own choice"
+    return f"{core} ({why})"
 
 
 def prepare_binaries(args):
@@ -112,7 +133,8 @@ def run(cmd, log, cwd):
     print(f"  {' '.join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}",
           file=sys.stderr, flush=True)
     with open(log, "w") as err:
-        done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True)
+        done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=err, text=True,
+                              env=RUN_ENV)
     if done.returncode != 0:
         print(f"run_all: {os.path.basename(cmd[0])} exited {done.returncode} (log: {log})",
               file=sys.stderr)
@@ -458,9 +480,10 @@ def summarize(rounds):
     return rows
 
 
-def print_table(rows, rounds):
+def print_table(rows, rounds, blas_core):
     print(f"runtime speed, {rounds} round(s) interleaved with the peers; "
-          "min / median / max over rounds; a row is judged by its worst case")
+          "min / median / max over rounds; a row is judged by its worst case; "
+          f"OpenBLAS kernels of every process: {blas_core}")
     print(f"| figure | min / median / max | target | met |")
     print(f"|---|---|---|---|")
     for row in rows:
@@ -484,6 +507,10 @@ def main():
         sys.exit(f"run_all: no peer benchmarks in {args.peers} (use --peers DIR)")
     if subprocess.run([PYTHON, "-c", "import torch, sklearn"], capture_output=True).returncode != 0:
         sys.exit(f"run_all: {PYTHON} lacks torch or sklearn: apt-get install -y python3-torch python3-sklearn")
+    global RUN_ENV
+    RUN_ENV = args.env
+    blas_core = openblas_core(args.env)
+    print(f"OpenBLAS kernels: {blas_core}", file=sys.stderr, flush=True)
     bins = prepare_binaries(args)
     fresh = fresh_clone_seconds(args) if args.fresh_clone else None
     rounds = []
@@ -496,7 +523,7 @@ def main():
     with open(os.path.join(args.out, "rounds.json"), "w") as f:
         json.dump(rounds, f, indent=1)
     rows = summarize(rounds)
-    print_table(rows, args.rounds)
+    print_table(rows, args.rounds, blas_core)
     floors = summarize_floors(rounds)
     print_floor_table(floors)
     with open(os.path.join(args.out, "floors.json"), "w") as f:
