@@ -60,7 +60,7 @@ TEST_F(DataParallelClusterTest, SyncWithTwoWorkersStepsInLockStepAndLearnsIris) 
 }
 
 // Async runs twice the sync run's epochs: how stale each push is depends on how the
-// two workers' threads are scheduled. Under a loaded machine, 40 runs of 30 epochs
+// two workers' threads are scheduled. On a loaded machine, 40 runs of 30 epochs
 // ended at 28 to 30 of the 30 test rows, and a 30-epoch run across processes
 // (tests/data_parallel_process_test.cc) once ended at 26.
 TEST_F(DataParallelClusterTest, AsyncWithTwoWorkersAppliesEveryPushAndLearnsIris) {
