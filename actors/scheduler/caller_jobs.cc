@@ -8,7 +8,8 @@
 
 namespace actorflow {
 
-CallerJobs::CallerJobs(caf::actor_system& system) : caf::execution_unit(&system) {}
+CallerJobs::CallerJobs(caf::actor_system& system, size_t max_throughput)
+    : caf::execution_unit(&system), max_throughput_(max_throughput) {}
 
 CallerJobs::~CallerJobs() { HandOver(); }
 
@@ -35,7 +36,8 @@ int CallerJobs::RunHeld(const std::function<bool()>& done) {
   // Running actor jobs is a scheduler thread's work: it counts against the
   // process's polling budget like one (actors/scheduler/spinning_scheduler.h).
   BusyThreads().fetch_add(1, std::memory_order_acq_rel);
-  const size_t throughput = system().scheduler().max_throughput();
+  const size_t throughput =
+      max_throughput_ > 0 ? max_throughput_ : system().scheduler().max_throughput();
   while (held_ != nullptr && !done()) {
     caf::resumable* job = held_;
     held_ = nullptr;

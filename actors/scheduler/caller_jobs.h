@@ -17,6 +17,7 @@
 #ifndef ACTORFLOW_ACTORS_SCHEDULER_CALLER_JOBS_H_
 #define ACTORFLOW_ACTORS_SCHEDULER_CALLER_JOBS_H_
 
+#include <cstddef>
 #include <functional>
 
 #include <caf/execution_unit.hpp>
@@ -26,7 +27,11 @@ namespace actorflow {
 
 class CallerJobs : public caf::execution_unit {
  public:
-  explicit CallerJobs(caf::actor_system& system);
+  // `max_throughput`: messages an actor handles in one turn here (0: the scheduler's
+  // own bound). 1 runs only the message that scheduled an idle actor, the first in
+  // its mailbox: a caller waiting for its own answer does not also serve what queued
+  // behind it.
+  explicit CallerJobs(caf::actor_system& system, size_t max_throughput = 0);
   // Hands a job still held to the scheduler: nothing scheduled here is ever lost.
   ~CallerJobs() override;
 
@@ -49,6 +54,7 @@ class CallerJobs : public caf::execution_unit {
   void HandOver();
 
   caf::resumable* held_ = nullptr;
+  const size_t max_throughput_;
 };
 
 }  // namespace actorflow

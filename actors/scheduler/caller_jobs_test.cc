@@ -138,5 +138,30 @@ TEST_F(CallerJobsTest, AJobHeldWhenTheUnitGoesAwayStillRuns) {
   EXPECT_NE(ran_on, std::this_thread::get_id());
 }
 
+// Records where it handled each tagged message.
+caf::behavior Recorder(caf::event_based_actor*, Sightings* seen) {
+  return {[=](GoAtom, const std::string& tag) { seen->Saw(tag); }};
+}
+
+TEST_F(CallerJobsTest, WithAThroughputOfOneTheCallerRunsOnlyTheMessageThatScheduledTheActor) {
+  first_ = system_->spawn<caf::lazy_init>(Recorder, &seen_);
+  CallerJobs caller(*system_, /*max_throughput=*/1);
+  caf::actor_cast<caf::strong_actor_ptr>(first_)->enqueue(
+      nullptr, caf::make_message_id(), caf::make_message(GoAtom::value, std::string("mine")),
+      &caller);
+  ASSERT_TRUE(caller.holds_job());
+  // Queued behind it while the actor is held here, not running.
+  caf::anon_send(first_, GoAtom::value, std::string("second"));
+  caf::anon_send(first_, GoAtom::value, std::string("third"));
+  EXPECT_EQ(caller.RunHeld([] { return false; }), 1);
+  const auto here = std::this_thread::get_id();
+  EXPECT_EQ(seen_.WaitFor("mine"), here);
+  for (const char* tag : {"second", "third"}) {
+    const std::thread::id ran_on = seen_.WaitFor(tag);
+    EXPECT_NE(ran_on, std::thread::id()) << tag << " was lost";
+    EXPECT_NE(ran_on, here) << tag << " ran on the caller's thread";
+  }
+}
+
 }  // namespace
 }  // namespace actorflow

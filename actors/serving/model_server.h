@@ -148,7 +148,9 @@ class ModelServer {
   // by the signature's input keys, every input [N, ...] with one N). Returns the
   // outputs keyed by output key. Errors: InvalidArgument for inputs that do not fit
   // the signature; ResourceExhausted when overloaded; DeadlineExceeded past
-  // request_timeout_ms; the session's errors.
+  // request_timeout_ms; the session's errors. Without batching, an idle replica runs
+  // the call on the calling thread (a call run there ends before Run returns, even
+  // past its deadline, and is then answered DeadlineExceeded).
   StatusOr<std::map<std::string, Tensor>> Run(const ServedVersion& version,
                                               const SignatureDef& signature,
                                               std::map<std::string, Tensor> inputs) const;

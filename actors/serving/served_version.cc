@@ -4,7 +4,8 @@
 
 namespace actorflow {
 
-Status ReplicaPool::Send(std::shared_ptr<ReplicaPool> self, ServeCallPtr call, bool bounded) {
+Status ReplicaPool::Send(std::shared_ptr<ReplicaPool> self, ServeCallPtr call, bool bounded,
+                         caf::execution_unit* unit) {
   const size_t index = LeastLoaded();
   if (bounded && in_flight[index].load() >= max_in_flight_per_replica) {
     return ResourceExhausted("every replica has " + std::to_string(max_in_flight_per_replica) +
@@ -17,7 +18,8 @@ Status ReplicaPool::Send(std::shared_ptr<ReplicaPool> self, ServeCallPtr call, b
     pool->in_flight[index].fetch_sub(1);
     done(std::move(result));
   };
-  caf::anon_send(replicas[index], std::move(call));
+  caf::actor_cast<caf::strong_actor_ptr>(replicas[index])
+      ->enqueue(nullptr, caf::make_message_id(), caf::make_message(std::move(call)), unit);
   return Status::OK();
 }
 
@@ -64,8 +66,8 @@ LoadedVersion::~LoadedVersion() {
     caf::anon_send(front, close_atom::value, session_id);
 }
 
-Status LoadedVersion::Submit(ServeCallPtr call) {
-  if (!batcher_) return pool_->Send(pool_, std::move(call), /*bounded=*/true);
+Status LoadedVersion::Submit(ServeCallPtr call, caf::execution_unit* unit) {
+  if (!batcher_) return pool_->Send(pool_, std::move(call), /*bounded=*/true, unit);
   if (pool_->outstanding_batches.load() >= max_enqueued_batches_) {
     return ResourceExhausted("the batch queue of " + model_ + " version " +
                              std::to_string(servable_->version) + " is full (" +

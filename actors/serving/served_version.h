@@ -49,8 +49,10 @@ struct ReplicaPool {
   }
 
   // Sends `call` to the least-loaded replica; ResourceExhausted (without sending) when
-  // every replica is at its bound and `bounded`.
-  Status Send(std::shared_ptr<ReplicaPool> self, ServeCallPtr call, bool bounded);
+  // every replica is at its bound and `bounded`. An idle replica is scheduled through
+  // `unit` when given (a caller's CallerJobs), else through the scheduler.
+  Status Send(std::shared_ptr<ReplicaPool> self, ServeCallPtr call, bool bounded,
+              caf::execution_unit* unit = nullptr);
 };
 
 // A version's replicas, and the sessions they hold on other tasks (closed at unload).
@@ -76,7 +78,8 @@ class LoadedVersion {
   const std::string& model() const { return model_; }
   const Servable& servable() const { return *servable_; }
 
-  Status Submit(ServeCallPtr call);
+  // `unit`: as ReplicaPool::Send's (a batched call goes to the batcher regardless).
+  Status Submit(ServeCallPtr call, caf::execution_unit* unit = nullptr);
 
   VersionMetrics Metrics() const;
 
