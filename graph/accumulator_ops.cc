@@ -24,13 +24,13 @@ StatusOr<Scope> OnAccumulator(const Scope& scope, const Accumulator& accumulator
       .WithControlDependencies({a});
 }
 
-AttrMap NameAttrs(const Accumulator& accumulator) {
+AttrMap AccumulatorNameAttrs(const Accumulator& accumulator) {
   return {{"container", accumulator.container}, {"shared_name", accumulator.shared_name}};
 }
 
 // The dtype and (when known) shape attrs that ops checking gradients carry.
 AttrMap GradientAttrs(const Accumulator& accumulator) {
-  AttrMap attrs = NameAttrs(accumulator);
+  AttrMap attrs = AccumulatorNameAttrs(accumulator);
   attrs["dtype"] = accumulator.dtype;
   if (!accumulator.shape.unknown_rank()) attrs["shape"] = accumulator.shape;
   return attrs;
@@ -100,18 +100,19 @@ Output AccumulatorTakeGradient(const Scope& scope, const Accumulator& accumulato
 const Node* AccumulatorSetGlobalStep(const Scope& scope, const Accumulator& accumulator,
                                      const Input& new_global_step) {
   return AddOn(scope, accumulator, "AccumulatorSetGlobalStep",
-               {AsIntegerScalar(new_global_step, DType::kInt64)}, NameAttrs(accumulator));
+               {AsIntegerScalar(new_global_step, DType::kInt64)},
+               AccumulatorNameAttrs(accumulator));
 }
 
 Output AccumulatorNumAccumulated(const Scope& scope, const Accumulator& accumulator) {
-  return Output(AddOn(scope, accumulator, "AccumulatorNumAccumulated", {},
-                      NameAttrs(accumulator)),
-                0);
+  return Output(
+      AddOn(scope, accumulator, "AccumulatorNumAccumulated", {}, AccumulatorNameAttrs(accumulator)),
+      0);
 }
 
 Output AccumulatorNumDropped(const Scope& scope, const Accumulator& accumulator) {
   return Output(
-      AddOn(scope, accumulator, "AccumulatorNumDropped", {}, NameAttrs(accumulator)), 0);
+      AddOn(scope, accumulator, "AccumulatorNumDropped", {}, AccumulatorNameAttrs(accumulator)), 0);
 }
 
 }  // namespace actorflow

@@ -19,28 +19,30 @@
 #include "graph/ops.h"
 
 namespace actorflow {
-namespace {
+namespace gradient_rules_internal {
 
-using Grads = std::vector<Output>;
-
-Output In(const Node& op, int i) { return Output(op.input(i).node, op.input(i).index); }
-Output Out(const Node& op, int k = 0) { return Output(&op, k); }
-
-// A scalar Const of `dtype` (literals would be float32/float64 by C++ type).
 Output Scalar(const Scope& s, double value, DType dtype) {
   return Const(s, dtype == DType::kFloat32 ? Tensor::Scalar(static_cast<float>(value))
                                            : Tensor::Scalar(value));
 }
 
-// 1.0 where cond holds, else 0.0, in `dtype`.
-Output Indicator(const Scope& s, const Output& cond, DType dtype) { return Cast(s, cond, dtype); }
-
-// g (the output's shape) summed down to x's shape; g itself when both shapes are the
-// same at build time.
 Output Unbroadcast(const Scope& s, const Output& g, const Output& x) {
   if (x.shape().IsFullyDefined() && x.shape() == g.shape()) return g;
   return SumToShapeOf(s, g, x);
 }
+
+}  // namespace gradient_rules_internal
+
+namespace {
+
+using gradient_rules_internal::In;
+using gradient_rules_internal::Out;
+using gradient_rules_internal::Scalar;
+using gradient_rules_internal::Unbroadcast;
+using Grads = std::vector<Output>;
+
+// 1.0 where cond holds, else 0.0, in `dtype`.
+Output Indicator(const Scope& s, const Output& cond, DType dtype) { return Cast(s, cond, dtype); }
 
 // The "axis" attr of a reduction node: nullopt = every axis.
 std::optional<std::vector<int64_t>> ReductionAxes(const Node& op) {
@@ -108,8 +110,8 @@ Status PowGrad(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
 
 // The winner of each element takes g; ties go to x (as TensorFlow's x >= y mask).
 // `y_wins` is 1 where y's element was selected.
-void SelectGrad(const Scope& s, const Node& op, const Output& g, const Output& y_wins,
-                Grads* dx) {
+void MinMaxSelectGrad(const Scope& s, const Node& op, const Output& g, const Output& y_wins,
+                      Grads* dx) {
   const Output to_y = Mul(s, g, y_wins);
   (*dx)[0] = Unbroadcast(s, Sub(s, g, to_y), In(op, 0));
   (*dx)[1] = Unbroadcast(s, to_y, In(op, 1));
@@ -117,13 +119,13 @@ void SelectGrad(const Scope& s, const Node& op, const Output& g, const Output& y
 
 Status MaximumGrad(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
   const Output x = In(op, 0), y = In(op, 1);
-  SelectGrad(s, op, dy[0], Indicator(s, Less(s, x, y), x.dtype()), dx);
+  MinMaxSelectGrad(s, op, dy[0], Indicator(s, Less(s, x, y), x.dtype()), dx);
   return Status::OK();
 }
 
 Status MinimumGrad(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
   const Output x = In(op, 0), y = In(op, 1);
-  SelectGrad(s, op, dy[0], Indicator(s, Greater(s, x, y), x.dtype()), dx);
+  MinMaxSelectGrad(s, op, dy[0], Indicator(s, Greater(s, x, y), x.dtype()), dx);
   return Status::OK();
 }
 

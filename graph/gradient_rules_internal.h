@@ -20,6 +20,15 @@
 namespace actorflow {
 namespace gradient_rules_internal {
 
+// The rules' shorthands: input i and output k of `op`, and a scalar Const of `dtype`
+// (literals would be float32/float64 by C++ type).
+inline Output In(const Node& op, int i) { return Output(op.input(i).node, op.input(i).index); }
+inline Output Out(const Node& op, int k = 0) { return Output(&op, k); }
+Output Scalar(const Scope& s, double value, DType dtype);
+// g (an output's gradient, in the output's shape) summed down to x's shape; g itself
+// when both shapes are the same at build time (the rule of broadcasting binary ops).
+Output Unbroadcast(const Scope& s, const Output& g, const Output& x);
+
 // graph/gradient_rules_norm.cc: FusedBatchNorm (training and inference) and Dropout.
 Status FusedBatchNormGradRule(const Scope& s, const Node& op, const std::vector<Output>& dy,
                               std::vector<Output>* dx);

@@ -19,21 +19,6 @@ namespace {
 
 using Grads = std::vector<Output>;
 
-Output In(const Node& op, int i) { return Output(op.input(i).node, op.input(i).index); }
-Output Out(const Node& op, int k) { return Output(&op, k); }
-
-Output Scalar(const Scope& s, double value, DType dtype) {
-  return Const(s, dtype == DType::kFloat32 ? Tensor::Scalar(static_cast<float>(value))
-                                           : Tensor::Scalar(value));
-}
-
-// g (the product's batch shape) summed down to operand x's shape: the batch dims x was
-// broadcast along are summed away; g itself when the shapes agree at build time.
-Output Unbroadcast(const Scope& s, const Output& g, const Output& x) {
-  if (x.shape().IsFullyDefined() && x.shape() == g.shape()) return g;
-  return SumToShapeOf(s, g, x);
-}
-
 // z = op(x) op(y), op = transpose where adj is set. Each case keeps dx in x's layout
 // and dy in y's (as MatMul's rule), then sums over the broadcast batch dims:
 //   z = x y      dx = g y^T     dy = x^T g

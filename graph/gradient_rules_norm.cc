@@ -14,14 +14,6 @@ namespace {
 
 using Grads = std::vector<Output>;
 
-Output In(const Node& op, int i) { return Output(op.input(i).node, op.input(i).index); }
-Output Out(const Node& op, int k) { return Output(&op, k); }
-
-Output Scalar(const Scope& s, double value, DType dtype) {
-  return Const(s, dtype == DType::kFloat32 ? Tensor::Scalar(static_cast<float>(value))
-                                           : Tensor::Scalar(value));
-}
-
 // M as a scalar of `dtype`: a Const when x's shape is known at build time, else
 // Size(x) / Size(per_channel) at run time (per_channel is [C]).
 Output RowCount(const Scope& s, const Output& x, const Output& per_channel, DType dtype) {

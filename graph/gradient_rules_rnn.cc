@@ -16,9 +16,6 @@ namespace actorflow {
 namespace gradient_rules_internal {
 namespace {
 
-Output In(const Node& op, int i) { return Output(op.input(i).node, op.input(i).index); }
-Output Out(const Node& op, int k) { return Output(&op, k); }
-
 Output OrZeros(const Scope& s, const Output& g, const Output& like) {
   return g.valid() ? g : ZerosLike(s, like);
 }

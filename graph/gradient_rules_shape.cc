@@ -18,9 +18,6 @@ namespace {
 
 using Grads = std::vector<Output>;
 
-Output In(const Node& op, int i) { return Output(op.input(i).node, op.input(i).index); }
-Output Out(const Node& op, int k = 0) { return Output(&op, k); }
-
 // g reshaped to x's shape: a Const shape when x's is known (inference keeps it), else
 // x's runtime shape.
 Output ReshapeLike(const Scope& s, const Output& g, const Output& x) {

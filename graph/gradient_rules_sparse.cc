@@ -13,8 +13,6 @@ namespace actorflow {
 namespace gradient_rules_internal {
 namespace {
 
-Output In(const Node& op, int i) { return Output(op.input(i).node, op.input(i).index); }
-
 // out = params[indices]: d params = the rows of g, at ids `indices`. Indices of rank
 // other than 1 are flattened, and g's rows with them ([-1, params[1:]]).
 Status GatherSlicesRule(const Scope& s, const Node& op, const Output& dy, IndexedSlices* dx0) {

@@ -20,20 +20,12 @@ using OrderedJson = nlohmann::ordered_json;
 
 constexpr Json::error_handler_t kReplaceBadUtf8 = Json::error_handler_t::replace;
 
-std::string Describe(const Json& v) {
-  if (v.is_array()) return "a list";
-  if (v.is_object()) return "an object";
-  std::string text = v.dump(-1, ' ', false, kReplaceBadUtf8);
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return text;
-}
-
 // ---- Reading ---------------------------------------------------------------------
 
 StatusOr<int64_t> ReadInt64(const Json& v) {
   if (v.is_number_unsigned() &&
       v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return InvalidArgument("integer " + Describe(v) + " is out of range for int64");
+    return InvalidArgument("integer " + DescribeJson(v) + " is out of range for int64");
   }
   return v.get<int64_t>();
 }
@@ -61,7 +53,7 @@ StatusOr<AttrValue> ListAttrFromJson(const Json& list) {
   for (size_t i = 0; i < list.size(); ++i) {
     if (!list[i].is_string() && !list[i].is_number()) {
       return InvalidArgument("a list attr holds only numbers or only strings; element " +
-                             std::to_string(i) + " is " + Describe(list[i]));
+                             std::to_string(i) + " is " + DescribeJson(list[i]));
     }
   }
   return InvalidArgument("a list attr holds only numbers or only strings, not both");
@@ -85,7 +77,7 @@ StatusOr<AttrValue> AttrFromJson(const Json& v) {
     }
     default: break;
   }
-  return InvalidArgument("unsupported value " + Describe(v));
+  return InvalidArgument("unsupported value " + DescribeJson(v));
 }
 
 Status CheckKeys(const Json& object, std::initializer_list<const char*> allowed,
@@ -114,7 +106,7 @@ Status ReadString(const Json& node, const char* key, bool required, const std::s
     return InvalidArgument(where + ": missing \"" + key + "\"");
   }
   if (!it->is_string()) {
-    return InvalidArgument(where + ": \"" + key + "\" must be a string, got " + Describe(*it));
+    return InvalidArgument(where + ": \"" + key + "\" must be a string, got " + DescribeJson(*it));
   }
   *out = it->get<std::string>();
   return Status::OK();
@@ -123,7 +115,7 @@ Status ReadString(const Json& node, const char* key, bool required, const std::s
 StatusOr<NodeDef> NodeDefFromJson(const Json& node, size_t index) {
   std::string where = "nodes[" + std::to_string(index) + "]";
   if (!node.is_object()) {
-    return InvalidArgument(where + ": a node must be an object, got " + Describe(node));
+    return InvalidArgument(where + ": a node must be an object, got " + DescribeJson(node));
   }
   NodeDef def;
   AF_RETURN_IF_ERROR(ReadString(node, "name", true, where, &def.name));
@@ -135,14 +127,14 @@ StatusOr<NodeDef> NodeDefFromJson(const Json& node, size_t index) {
   if (auto it = node.find("inputs"); it != node.end()) {
     if (!it->is_array()) {
       return InvalidArgument(where + ": \"inputs\" must be a list of strings, got " +
-                             Describe(*it));
+                             DescribeJson(*it));
     }
     for (size_t i = 0; i < it->size(); ++i) {
       const Json& input = (*it)[i];
       if (!input.is_string()) {
         return InvalidArgument(where + ": inputs[" + std::to_string(i) +
                                "] must be a string (\"node\", \"node:k\" or \"^node\"), got " +
-                               Describe(input));
+                               DescribeJson(input));
       }
       def.inputs.push_back(input.get<std::string>());
     }
@@ -150,7 +142,7 @@ StatusOr<NodeDef> NodeDefFromJson(const Json& node, size_t index) {
 
   if (auto it = node.find("attrs"); it != node.end()) {
     if (!it->is_object()) {
-      return InvalidArgument(where + ": \"attrs\" must be an object, got " + Describe(*it));
+      return InvalidArgument(where + ": \"attrs\" must be an object, got " + DescribeJson(*it));
     }
     for (const auto& attr : it->items()) {
       auto value = AttrFromJson(attr.value());
@@ -166,7 +158,7 @@ StatusOr<std::vector<NodeDef>> ParseGraphJsonAs(std::string_view text, const std
   AF_ASSIGN_OR_RETURN(Json root, ParseJsonText(text, what));
   if (!root.is_object()) {
     return InvalidArgument(what + ": expected an object with \"format\" and \"nodes\", got " +
-                           Describe(root));
+                           DescribeJson(root));
   }
   auto format = root.find("format");
   if (format == root.end()) {
@@ -174,14 +166,14 @@ StatusOr<std::vector<NodeDef>> ParseGraphJsonAs(std::string_view text, const std
                            std::string(kGraphJsonFormat) + "\")");
   }
   if (!format->is_string() || format->get_ref<const std::string&>() != kGraphJsonFormat) {
-    return InvalidArgument(what + ": unsupported format " + Describe(*format) +
+    return InvalidArgument(what + ": unsupported format " + DescribeJson(*format) +
                            " (expected \"" + std::string(kGraphJsonFormat) + "\")");
   }
   AF_RETURN_IF_ERROR(CheckKeys(root, {"format", "nodes"}, what));
   auto nodes = root.find("nodes");
   if (nodes == root.end()) return InvalidArgument(what + ": missing \"nodes\"");
   if (!nodes->is_array()) {
-    return InvalidArgument(what + ": \"nodes\" must be a list, got " + Describe(*nodes));
+    return InvalidArgument(what + ": \"nodes\" must be a list, got " + DescribeJson(*nodes));
   }
   std::vector<NodeDef> defs;
   defs.reserve(nodes->size());

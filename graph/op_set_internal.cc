@@ -1,8 +1,10 @@
 // The helpers shared by the files that register the op set (see op_set_internal.h).
 #include "graph/op_set_internal.h"
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,6 +87,14 @@ Status CheckSameDTypes(const InferenceContext& ctx) {
 }
 
 // Known rank must lie in [min_rank, max_rank] (max_rank < 0: no upper bound).
+Status CheckEpsilon(const InferenceContext& ctx) {
+  const double epsilon = ctx.attr<double>("epsilon");
+  if (epsilon >= 0 && std::isfinite(epsilon)) return Status::OK();
+  std::ostringstream s;
+  s << "attr 'epsilon' must be a finite number >= 0, got " << epsilon;
+  return InvalidArgument(s.str());
+}
+
 Status CheckRank(const std::string& what, const Shape& shape, int min_rank, int max_rank) {
   if (shape.unknown_rank()) return Status::OK();
   if (shape.rank() >= min_rank && (max_rank < 0 || shape.rank() <= max_rank)) {

@@ -75,6 +75,9 @@ Status CheckRank(const std::string& what, const Shape& shape, int min_rank, int 
 // The shape attr `attr` has no unknown dim and a known rank.
 Status CheckFullyDefinedAttr(const InferenceContext& ctx, const std::string& attr);
 
+// The float attr "epsilon" (of the normalizations) is finite and >= 0.
+Status CheckEpsilon(const InferenceContext& ctx);
+
 // "axis" of a reduction: an int, a list, or absent (every axis).
 std::optional<std::vector<int64_t>> AxesAttr(const InferenceContext& ctx);
 

@@ -5,13 +5,18 @@
 
 namespace actorflow {
 
-namespace {
+namespace ops_internal {
 
-// Output 0 of a new node, or an invalid Output when the scope failed.
 Output Single(const Scope& scope, const std::string& op, const std::vector<Input>& inputs,
-              AttrMap attrs = {}) {
+              AttrMap attrs) {
   return Output(scope.AddNode(op, inputs, std::move(attrs)), 0);
 }
+
+}  // namespace ops_internal
+
+namespace {
+
+using ops_internal::Single;
 
 // A literal's tensor, or the value of the Const node an Output comes from.
 const Tensor* LiteralValue(const Input& input) {

@@ -412,6 +412,13 @@ std::vector<Output> CsvReaderRead(const Scope& scope, const std::vector<std::str
                                   int64_t skip_header_lines = 0,
                                   const std::string& shared_name = "");
 
+namespace ops_internal {
+// The op builders' shorthand (graph/ops*.cc): output 0 of a new node, or an invalid
+// Output when the scope failed.
+Output Single(const Scope& scope, const std::string& op, const std::vector<Input>& inputs,
+              AttrMap attrs = {});
+}  // namespace ops_internal
+
 }  // namespace actorflow
 
 #endif  // ACTORFLOW_GRAPH_OPS_H_

@@ -82,14 +82,6 @@ Status InferBatchMatMul(InferenceContext& ctx) {
   return Status::OK();
 }
 
-Status CheckEpsilon(const InferenceContext& ctx) {
-  const double epsilon = ctx.attr<double>("epsilon");
-  if (epsilon >= 0 && std::isfinite(epsilon)) return Status::OK();
-  std::ostringstream s;
-  s << "attr 'epsilon' must be a finite number >= 0, got " << epsilon;
-  return InvalidArgument(s.str());
-}
-
 // The feature count D (the last dim of x), refined by each [D] input in turn; -1 while
 // unknown. `source` says where it was learnt, for messages.
 struct Features {

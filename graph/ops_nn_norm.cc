@@ -44,15 +44,6 @@ std::string Number(double v) {
   return s.str();
 }
 
-Status CheckEpsilon(const InferenceContext& ctx) {
-  const double epsilon = ctx.attr<double>("epsilon");
-  if (!(epsilon >= 0) || !std::isfinite(epsilon)) {
-    return InvalidArgument("attr 'epsilon' must be a finite number >= 0, got " +
-                           Number(epsilon));
-  }
-  return Status::OK();
-}
-
 // x [N,C] or [N,H,W,C]: the layouts batch normalization is defined for.
 Status CheckBatchNormRank(const std::string& what, const Shape& x) {
   if (x.unknown_rank() || x.rank() == 2 || x.rank() == 4) return Status::OK();

@@ -45,7 +45,7 @@ StatusOr<Scope> OnQueue(const Scope& scope, const Queue& queue, const char* op) 
       .WithControlDependencies({q});
 }
 
-AttrMap NameAttrs(const Queue& queue) {
+AttrMap QueueNameAttrs(const Queue& queue) {
   return {{"container", queue.container}, {"shared_name", queue.shared_name}};
 }
 
@@ -56,7 +56,7 @@ const Node* Enqueue(const Scope& scope, const char* op, const Queue& queue,
     scope.UpdateStatus(on.status());
     return nullptr;
   }
-  AttrMap attrs = NameAttrs(queue);
+  AttrMap attrs = QueueNameAttrs(queue);
   attrs["timeout_ms"] = timeout_ms;
   return on->AddNode(op, components, std::move(attrs));
 }
@@ -74,7 +74,7 @@ std::vector<Output> Dequeue(const Scope& scope, const char* op, const Queue& que
     scope.UpdateStatus(on.status());
     return {};
   }
-  AttrMap attrs = NameAttrs(queue);
+  AttrMap attrs = QueueNameAttrs(queue);
   attrs["component_types"] = DTypeNames(queue.dtypes);
   if (!queue.shapes.empty()) attrs["shapes"] = ShapeStrings(queue.shapes);
   for (auto& [k, v] : more) attrs[k] = std::move(v);
@@ -126,7 +126,7 @@ const Node* QueueClose(const Scope& scope, const Queue& queue, bool cancel_pendi
     scope.UpdateStatus(on.status());
     return nullptr;
   }
-  AttrMap attrs = NameAttrs(queue);
+  AttrMap attrs = QueueNameAttrs(queue);
   attrs["cancel_pending_enqueues"] = cancel_pending_enqueues;
   return on->AddNode("QueueClose", {}, std::move(attrs));
 }
@@ -137,7 +137,7 @@ Output QueueSize(const Scope& scope, const Queue& queue) {
     scope.UpdateStatus(on.status());
     return Output();
   }
-  return Output(on->AddNode("QueueSize", {}, NameAttrs(queue)), 0);
+  return Output(on->AddNode("QueueSize", {}, QueueNameAttrs(queue)), 0);
 }
 
 std::vector<Output> CsvReaderRead(const Scope& scope, const std::vector<std::string>& filenames,

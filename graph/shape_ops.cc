@@ -12,10 +12,7 @@
 namespace actorflow {
 namespace {
 
-Output Single(const Scope& scope, const std::string& op, const std::vector<Input>& inputs,
-              AttrMap attrs) {
-  return Output(scope.AddNode(op, inputs, std::move(attrs)), 0);
-}
+using ops_internal::Single;
 
 // Every output of a node with `n` outputs; empty when the node was not built.
 std::vector<Output> AllOutputs(const Node* node, int64_t n) {

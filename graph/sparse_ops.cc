@@ -9,9 +9,7 @@
 namespace actorflow {
 namespace {
 
-Output Single(const Scope& scope, const std::string& op, const std::vector<Input>& inputs) {
-  return Output(scope.AddNode(op, inputs, {}), 0);
-}
+using ops_internal::Single;
 
 }  // namespace
 

@@ -10,6 +10,15 @@
 #include "graph/checked_size.h"
 
 namespace actorflow {
+
+std::string DescribeJson(const nlohmann::json& v) {
+  if (v.is_array()) return "a list";
+  if (v.is_object()) return "an object";
+  std::string text = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return text;
+}
+
 namespace {
 
 using Json = nlohmann::json;
@@ -20,15 +29,6 @@ constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
 
 // Nested feed lists deeper than this are rejected before any recursion.
 constexpr int kMaxFeedRank = 32;
-
-// A short description of a JSON value for error messages: `2.5`, `"abc"`, `a list`.
-std::string Describe(const Json& v) {
-  if (v.is_array()) return "a list";
-  if (v.is_object()) return "an object";
-  std::string text = v.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return text;
-}
 
 // The shortest decimal that reads back as `f`, as the double nearest to it, so that
 // nlohmann writes "0.1" for 0.1f rather than "0.10000000149011612".
@@ -89,7 +89,8 @@ Status ReadElement(const Json& v, DType dtype, T* out) {
   // Named only in errors: a feed of many elements reads them all through here.
   const char* type_name = DTypeName(dtype);
   if constexpr (std::is_same_v<T, bool>) {
-    if (!v.is_boolean()) return InvalidArgument("expected true or false for bool, got " + Describe(v));
+    if (!v.is_boolean())
+      return InvalidArgument("expected true or false for bool, got " + DescribeJson(v));
     *out = v.get<bool>();
     return Status::OK();
   } else if constexpr (std::is_floating_point_v<T>) {
@@ -100,7 +101,7 @@ Status ReadElement(const Json& v, DType dtype, T* out) {
     } else if (v.is_number_float()) {
       double d = v.get<double>();
       if (std::isfinite(d) && !std::isfinite(static_cast<T>(d))) {
-        return InvalidArgument(Describe(v) + " is out of range for " + type_name);
+        return InvalidArgument(DescribeJson(v) + " is out of range for " + type_name);
       }
       *out = static_cast<T>(d);
     } else if (v.is_string() && v.get_ref<const std::string&>() == "nan") {
@@ -111,13 +112,13 @@ Status ReadElement(const Json& v, DType dtype, T* out) {
       *out = -std::numeric_limits<T>::infinity();
     } else {
       return InvalidArgument(std::string("expected a number (or \"nan\", \"inf\", \"-inf\") for ") +
-                             type_name + ", got " + Describe(v));
+                             type_name + ", got " + DescribeJson(v));
     }
     return Status::OK();
   } else {
     static_assert(std::is_integral_v<T>);
     auto out_of_range = [&] {
-      return InvalidArgument(Describe(v) + " is out of range for " + type_name);
+      return InvalidArgument(DescribeJson(v) + " is out of range for " + type_name);
     };
     if (v.is_number_unsigned()) {
       uint64_t u = v.get<uint64_t>();
@@ -132,7 +133,7 @@ Status ReadElement(const Json& v, DType dtype, T* out) {
     } else if (v.is_number_float()) {
       double d = v.get<double>();
       if (!std::isfinite(d) || d != std::trunc(d)) {
-        return InvalidArgument("non-integer " + Describe(v) + " cannot be " + type_name);
+        return InvalidArgument("non-integer " + DescribeJson(v) + " cannot be " + type_name);
       }
       // Both bounds are powers of two, so exact as doubles; max() + 1 is 2^31 or 2^63.
       const double lower = static_cast<double>(std::numeric_limits<T>::min());
@@ -141,7 +142,7 @@ Status ReadElement(const Json& v, DType dtype, T* out) {
       *out = static_cast<T>(d);
     } else {
       return InvalidArgument(std::string("expected an integer for ") + type_name + ", got " +
-                             Describe(v));
+                             DescribeJson(v));
     }
     return Status::OK();
   }
@@ -317,7 +318,7 @@ nlohmann::ordered_json TensorToOrderedJson(const Tensor& tensor) {
 StatusOr<Tensor> TensorFromJson(const nlohmann::json& json) {
   if (!json.is_object()) {
     return InvalidArgument("tensor: expected an object {\"dtype\", \"shape\", \"data\"}, got " +
-                           Describe(json));
+                           DescribeJson(json));
   }
   for (const auto& item : json.items()) {
     if (item.key() != "dtype" && item.key() != "shape" && item.key() != "data") {
@@ -330,7 +331,7 @@ StatusOr<Tensor> TensorFromJson(const nlohmann::json& json) {
   }
   const Json& dtype_json = json["dtype"];
   if (!dtype_json.is_string()) {
-    return InvalidArgument("tensor: \"dtype\" must be a string, got " + Describe(dtype_json));
+    return InvalidArgument("tensor: \"dtype\" must be a string, got " + DescribeJson(dtype_json));
   }
   auto dtype = DTypeFromName(dtype_json.get<std::string>());
   if (!dtype.ok()) return dtype.status().WithContext("tensor");
@@ -338,7 +339,7 @@ StatusOr<Tensor> TensorFromJson(const nlohmann::json& json) {
   const Json& shape_json = json["shape"];
   if (!shape_json.is_array()) {
     return InvalidArgument("tensor: \"shape\" must be a list of dimensions, got " +
-                           Describe(shape_json));
+                           DescribeJson(shape_json));
   }
   std::vector<int64_t> dims;
   for (size_t i = 0; i < shape_json.size(); ++i) {
@@ -346,7 +347,8 @@ StatusOr<Tensor> TensorFromJson(const nlohmann::json& json) {
     if (!d.is_number_integer() || (d.is_number_unsigned() && d.get<uint64_t>() > (1ull << 62)) ||
         (!d.is_number_unsigned() && d.get<int64_t>() < 0)) {
       return InvalidArgument("tensor: shape dimension " + std::to_string(i) + " is " +
-                             Describe(d) + "; a tensor's shape is fully defined (integers >= 0)");
+                             DescribeJson(d) +
+                             "; a tensor's shape is fully defined (integers >= 0)");
     }
     dims.push_back(d.get<int64_t>());
   }
@@ -359,7 +361,7 @@ StatusOr<Tensor> TensorFromJson(const nlohmann::json& json) {
   const Json& data_json = json["data"];
   if (!data_json.is_array()) {
     return InvalidArgument("tensor: \"data\" must be a flat list (row-major), got " +
-                           Describe(data_json));
+                           DescribeJson(data_json));
   }
   if (static_cast<int64_t>(data_json.size()) != num_elements) {
     return InvalidArgument("tensor: \"data\" has " + std::to_string(data_json.size()) +

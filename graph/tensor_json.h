@@ -29,6 +29,10 @@
 
 namespace actorflow {
 
+// A short description of a JSON value for error messages: `2.5`, `"abc"`, `a list`
+// (text past 40 characters shortened, invalid UTF-8 replaced).
+std::string DescribeJson(const nlohmann::json& v);
+
 // {"data", "dtype", "shape"} (an nlohmann::json object keeps its keys sorted).
 nlohmann::json TensorToJson(const Tensor& tensor);
 // The same object with its keys in reading order: "dtype", "shape", "data". This is

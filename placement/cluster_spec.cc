@@ -29,13 +29,13 @@ bool IsJobName(std::string_view s) {
   return true;
 }
 
-std::string Lower(std::string s) {
+std::string LowerCase(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
 
 // A string as a JSON literal: quoted, with control characters escaped.
-std::string Quote(std::string_view s) {
+std::string JsonQuoted(std::string_view s) {
   return Json(std::string(s)).dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
@@ -91,7 +91,7 @@ std::optional<std::string> FindRepeatedKey(std::string_view text) {
 StatusOr<Json> ParseStrictJson(std::string_view text, const std::string& source) {
   AF_ASSIGN_OR_RETURN(Json json, ParseJsonText(text, source));
   if (std::optional<std::string> key = FindRepeatedKey(text)) {
-    return InvalidArgument(source + ": key " + Quote(*key) +
+    return InvalidArgument(source + ": key " + JsonQuoted(*key) +
                            " appears more than once in the same object; give each key once");
   }
   return json;
@@ -107,17 +107,19 @@ StatusOr<TaskAddress> ParseHostPort(const std::string& entry) {
   if (host.empty() || host == "[]") return InvalidArgument("empty host");
   for (char c : host) {
     if (std::isspace(static_cast<unsigned char>(c)) || std::iscntrl(static_cast<unsigned char>(c))) {
-      return InvalidArgument("host " + Quote(host) + " contains whitespace or a control character");
+      return InvalidArgument("host " + JsonQuoted(host) +
+                             " contains whitespace or a control character");
     }
   }
   const bool bracketed = host.front() == '[' && host.back() == ']';
   if (host.find(':') != std::string::npos && !bracketed) {
-    return InvalidArgument("host " + Quote(host) +
-                           " contains ':'; write an IPv6 address in brackets, as in \"[::1]:2222\"");
+    return InvalidArgument(
+        "host " + JsonQuoted(host) +
+        " contains ':'; write an IPv6 address in brackets, as in \"[::1]:2222\"");
   }
   if (port.empty()) return InvalidArgument("missing port after ':'");
   if (port.find_first_not_of("0123456789") != std::string::npos) {
-    return InvalidArgument("port " + Quote(port) + " is not a number");
+    return InvalidArgument("port " + JsonQuoted(port) + " is not a number");
   }
   if (port.size() > 5 || std::stol(port) > 65535) {
     return InvalidArgument("port " + port + " is out of range (1 to 65535)");
@@ -146,7 +148,7 @@ class ClusterSpecReader {
     std::map<std::string, TaskId> owner;  // lowercase "host:port" -> the task using it
     for (auto it = value.begin(); it != value.end(); ++it) {  // sorted by job name
       const std::string& job = it.key();
-      const std::string where = source + ": job " + Quote(job);
+      const std::string where = source + ": job " + JsonQuoted(job);
       if (!IsJobName(job)) {
         return InvalidArgument(where + " is not a valid job name (a letter, then letters, "
                                "digits, '_' or '-')");
@@ -169,12 +171,12 @@ class ClusterSpecReader {
         const std::string& entry = list[i].get_ref<const std::string&>();
         StatusOr<TaskAddress> parsed = ParseHostPort(entry);
         if (!parsed.ok()) {
-          return InvalidArgument(task_where + ": bad address " + Quote(entry) + ": " +
+          return InvalidArgument(task_where + ": bad address " + JsonQuoted(entry) + ": " +
                                  parsed.status().message());
         }
         const TaskAddress address = *parsed;
         const TaskId task{job, static_cast<int>(i)};
-        auto [first, inserted] = owner.emplace(Lower(address.ToString()), task);
+        auto [first, inserted] = owner.emplace(LowerCase(address.ToString()), task);
         if (!inserted) {
           return InvalidArgument(source + ": duplicate address " + address.ToString() +
                                  ": used by both " + first->second.ToString() + " and " +
@@ -225,7 +227,7 @@ StatusOr<TfConfig> ParseTfConfigFrom(std::string_view text, const std::string& s
   const std::string& job = type_it->get_ref<const std::string&>();
   const int num_tasks = cluster.num_tasks(job);
   if (num_tasks == 0) {
-    return InvalidArgument(source + ": task.type " + Quote(job) +
+    return InvalidArgument(source + ": task.type " + JsonQuoted(job) +
                            " is not a job of the cluster (jobs: " + jobs + ")");
   }
 
@@ -239,7 +241,7 @@ StatusOr<TfConfig> ParseTfConfigFrom(std::string_view text, const std::string& s
     index = index_it->get<uint64_t>();
     if (index >= static_cast<uint64_t>(num_tasks)) {
       return InvalidArgument(source + ": task.index " + std::to_string(index) +
-                             " is out of range: job " + Quote(job) + " has " +
+                             " is out of range: job " + JsonQuoted(job) + " has " +
                              Plural(num_tasks, "task") + " (indices 0 to " +
                              std::to_string(num_tasks - 1) + ")");
     }
@@ -288,14 +290,14 @@ int ClusterSpec::num_tasks(const std::string& job) const {
 StatusOr<TaskAddress> ClusterSpec::Address(const TaskId& task) const {
   auto it = jobs_.find(task.job);
   if (it == jobs_.end()) {
-    return InvalidArgument("unknown job " + Quote(task.job) + " in " + task.ToString() +
+    return InvalidArgument("unknown job " + JsonQuoted(task.job) + " in " + task.ToString() +
                            " (the cluster's jobs: " + JoinJobs(jobs()) + ")");
   }
   const std::vector<TaskAddress>& addresses = it->second;
   if (task.index < 0 || static_cast<size_t>(task.index) >= addresses.size()) {
-    return InvalidArgument("task index " + std::to_string(task.index) + " of " +
-                           task.ToString() + " is out of range: job " + Quote(task.job) +
-                           " has " + Plural(addresses.size(), "task") + " (indices 0 to " +
+    return InvalidArgument("task index " + std::to_string(task.index) + " of " + task.ToString() +
+                           " is out of range: job " + JsonQuoted(task.job) + " has " +
+                           Plural(addresses.size(), "task") + " (indices 0 to " +
                            std::to_string(addresses.size() - 1) + ")");
   }
   return addresses[task.index];
@@ -349,7 +351,7 @@ StatusOr<TfConfig> TfConfigFromEnv(const char* var) {
 
 StatusOr<std::map<std::string, int>> ParseLocalClusterShape(std::string_view spec) {
   static const char kPrefix[] = "local:";
-  const std::string where = "cluster shape " + Quote(spec);
+  const std::string where = "cluster shape " + JsonQuoted(spec);
   const std::string example = "expected \"local:JOB=COUNT,...\", e.g. \"local:ps=1,worker=2\"";
   if (spec.substr(0, sizeof(kPrefix) - 1) != kPrefix) {
     return InvalidArgument(where + ": missing the \"local:\" prefix; " + example);
@@ -361,7 +363,7 @@ StatusOr<std::map<std::string, int>> ParseLocalClusterShape(std::string_view spe
   while (true) {
     const size_t comma = rest.find(',');
     const std::string_view part = rest.substr(0, comma);
-    const std::string part_where = where + ": entry " + Quote(part);
+    const std::string part_where = where + ": entry " + JsonQuoted(part);
     if (part.empty()) {
       return InvalidArgument(where + ": empty entry (a stray ','); " + example);
     }
@@ -372,12 +374,12 @@ StatusOr<std::map<std::string, int>> ParseLocalClusterShape(std::string_view spe
     const std::string job(part.substr(0, eq));
     const std::string_view count = part.substr(eq + 1);
     if (!IsJobName(job)) {
-      return InvalidArgument(part_where + ": " + Quote(job) +
+      return InvalidArgument(part_where + ": " + JsonQuoted(job) +
                              " is not a valid job name (a letter, then letters, digits, '_' "
                              "or '-')");
     }
     if (count.empty() || count.find_first_not_of("0123456789") != std::string_view::npos) {
-      return InvalidArgument(part_where + ": task count " + Quote(count) +
+      return InvalidArgument(part_where + ": task count " + JsonQuoted(count) +
                              " is not a positive integer");
     }
     const int value = count.size() > 9 ? kMaxLocalTasksPerJob + 1 : std::stoi(std::string(count));
@@ -387,7 +389,7 @@ StatusOr<std::map<std::string, int>> ParseLocalClusterShape(std::string_view spe
                              ")");
     }
     if (!shape.emplace(job, value).second) {
-      return InvalidArgument(part_where + ": job " + Quote(job) + " is given twice");
+      return InvalidArgument(part_where + ": job " + JsonQuoted(job) + " is given twice");
     }
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);

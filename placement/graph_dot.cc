@@ -16,7 +16,7 @@ constexpr char kHeader[] =
 
 // A DOT double-quoted string: quotes and backslashes escaped; a newline becomes
 // "\n" (a centred line break in a label).
-std::string Quote(const std::string& text) {
+std::string DotQuoted(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
     if (c == '"' || c == '\\') {
@@ -52,7 +52,7 @@ std::string NodeStatement(const std::string& id, const Node& node, const std::st
     label += "\n" + (node.num_outputs() > 1 ? std::to_string(k) + ": " : std::string()) +
              Carried(node, k);
   }
-  return indent + id + " [label=" + Quote(label) + ", fillcolor=\"" + FillOf(node) + "\"];\n";
+  return indent + id + " [label=" + DotQuoted(label) + ", fillcolor=\"" + FillOf(node) + "\"];\n";
 }
 
 // The node and edge statements of `graph`, ids made by `prefix` + "n<id>".
@@ -70,7 +70,8 @@ std::string Body(const Graph& graph, const std::string& prefix, const std::strin
       std::string label = input.index > 0 ? ":" + std::to_string(input.index) + " " : "";
       if (node->IsRefInput(k)) label = "ref " + label;
       label += Carried(*input.node, input.index);
-      dot += indent + id_of(input.node) + " -> " + id_of(node) + " [label=" + Quote(label) + "];\n";
+      dot += indent + id_of(input.node) + " -> " + id_of(node) + " [label=" + DotQuoted(label) +
+             "];\n";
     }
     for (const Node* control : node->control_inputs()) {
       dot += indent + id_of(control) + " -> " + id_of(node) + " [style=dashed];\n";
@@ -111,7 +112,7 @@ std::string PartitionsToDot(const std::vector<DevicePartition>& partitions) {
     const DevicePartition& partition = partitions[d];
     const std::string prefix = "d" + std::to_string(d) + "_";
     dot += "  subgraph cluster_" + std::to_string(d) + " {\n";
-    dot += "    label=" + Quote(partition.device) + ";\n";
+    dot += "    label=" + DotQuoted(partition.device) + ";\n";
     dot +=
         "    style=\"rounded,filled\"; fillcolor=\"#f6f6f6\"; color=\"#999999\"; "
         "fontname=\"Helvetica\"; fontsize=11;\n";
@@ -135,7 +136,7 @@ std::string PartitionsToDot(const std::vector<DevicePartition>& partitions) {
   for (const auto& [key, recv_id] : recvs) {
     auto send = sends.find(key);
     if (send == sends.end()) continue;  // a pair the partitioner always completes
-    dot += "  " + send->second + " -> " + recv_id + " [label=" + Quote(std::get<0>(key)) +
+    dot += "  " + send->second + " -> " + recv_id + " [label=" + DotQuoted(std::get<0>(key)) +
            ", style=bold, color=\"#d62728\", fontcolor=\"#d62728\", penwidth=2];\n";
   }
   return dot + "}\n";

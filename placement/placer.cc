@@ -35,7 +35,7 @@ class UnionFind {
   std::vector<int> parent_;
 };
 
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
+std::string SingleQuoted(const std::string& s) { return "'" + s + "'"; }
 
 std::string DeviceList(const std::vector<AvailableDevice>& devices) {
   std::string out;
@@ -180,8 +180,9 @@ Status PlaceGroup(const std::vector<const Node*>& members,
     for (const Request& r : requests) {
       if (!IsCompatible(r.spec, *spec)) {
         return InvalidArgument("cannot colocate " + r.node->Describe() + " (requested device " +
-                               Quote(r.node->requested_device()) + ") with " + n->Describe() +
-                               " (requested device " + Quote(n->requested_device()) +
+                               SingleQuoted(r.node->requested_device()) + ") with " +
+                               n->Describe() + " (requested device " +
+                               SingleQuoted(n->requested_device()) +
                                "): the requests conflict, but colocated nodes (a ref input or "
                                "'_class') must share one device");
       }
@@ -256,8 +257,8 @@ Status PlaceGroup(const std::vector<const Node*>& members,
   std::string subject = culprit != nullptr && culprit != anchor
                             ? culprit->Describe() + ", colocated with " + anchor->Describe() + ","
                             : anchor->Describe();
-  std::string message =
-      "cannot place " + subject + " on the requested device " + Quote(requested) + ": " + why;
+  std::string message = "cannot place " + subject + " on the requested device " +
+                        SingleQuoted(requested) + ": " + why;
   if (candidates.empty()) message += "; available devices: " + DeviceList(devices);
   message += options.allow_soft_placement
                  ? "; no CPU of the requested or the default task can run the group either"

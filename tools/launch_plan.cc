@@ -12,7 +12,7 @@ namespace {
 
 std::string Label(const TaskId& task) { return task.job + ":" + std::to_string(task.index); }
 
-std::string Join(const std::vector<std::string>& parts, const std::string& sep) {
+std::string JoinWith(const std::vector<std::string>& parts, const std::string& sep) {
   std::string out;
   for (const std::string& p : parts) out += (out.empty() ? "" : sep) + p;
   return out;
@@ -99,8 +99,8 @@ StatusOr<std::vector<LaunchTask>> MakeLaunchPlan(const ClusterSpec& spec,
       std::vector<std::string> looked(options.local_hosts.begin(), options.local_hosts.end());
       looked.insert(looked.begin(), "loopback addresses");
       return InvalidArgument("launch: no task of the cluster lives on this host (looked for " +
-                             Join(looked, ", ") + "; the cluster's hosts are " +
-                             Join(hosts, ", ") + "); name tasks with --tasks job:index");
+                             JoinWith(looked, ", ") + "; the cluster's hosts are " +
+                             JoinWith(hosts, ", ") + "); name tasks with --tasks job:index");
     }
   }
   for (const std::string& entry : options.tasks) {
@@ -113,7 +113,7 @@ StatusOr<std::vector<LaunchTask>> MakeLaunchPlan(const ClusterSpec& spec,
     const TaskId task{entry.substr(0, colon), static_cast<int>(index)};
     if (index >= spec.num_tasks(task.job)) {
       return InvalidArgument("launch: --tasks entry '" + entry + "' is no task of the cluster (" +
-                             Join(TaskNames(spec), ", ") + ")");
+                             JoinWith(TaskNames(spec), ", ") + ")");
     }
     if (std::find(selected.begin(), selected.end(), task) != selected.end()) {
       return InvalidArgument("launch: --tasks names " + entry + " twice");

@@ -48,7 +48,7 @@ bool NaturalLess(const std::string& a, const std::string& b) {
   return a.size() - i < b.size() - j;
 }
 
-std::string Join(const std::vector<std::string>& items) {
+std::string JoinCommaSeparated(const std::vector<std::string>& items) {
   std::string joined;
   for (const std::string& item : items) joined += (joined.empty() ? "" : ", ") + item;
   return joined;
@@ -80,7 +80,7 @@ StatusOr<std::vector<std::string>> ChosenTags(const PlotCommandOptions& options,
     if (std::find(available.begin(), available.end(), tag) != available.end()) continue;
     return NotFound("--tags: no run in " + logdir + " logged the scalar '" + tag + "'" +
                     DidYouMean(NearestNames(tag, available)) +
-                    "; the tags there are: " + Join(available));
+                    "; the tags there are: " + JoinCommaSeparated(available));
   }
   return options.tags;
 }
@@ -133,8 +133,9 @@ Status Plot(const PlotCommandOptions& options, std::ostream& out, std::ostream& 
   for (const auto& [run, unused] : scalars.runs) runs.push_back(run);
   std::sort(runs.begin(), runs.end(), NaturalLess);
   out << "wrote " << options.out_path << ": " << runs.size()
-      << (runs.size() == 1 ? " run (" : " runs (") << Join(runs) << "), " << tags.size()
-      << (tags.size() == 1 ? " panel (" : " panels (") << Join(tags) << ")\n";
+      << (runs.size() == 1 ? " run (" : " runs (") << JoinCommaSeparated(runs) << "), "
+      << tags.size() << (tags.size() == 1 ? " panel (" : " panels (") << JoinCommaSeparated(tags)
+      << ")\n";
   out.flush();
   return Status::OK();
 }

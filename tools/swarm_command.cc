@@ -30,7 +30,7 @@ class Draw {
   SimRandom random_;
 };
 
-std::string Num(double x) {
+std::string ShortNumber(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.4g", x);
   return buf;
@@ -57,18 +57,19 @@ std::string Match(Draw& d, const SwarmScenario& s) {
 std::string MessageFault(Draw& d, const SwarmScenario& s) {
   switch (d.Int(0, 4)) {
     case 0:
-      return R"({"drop": )" + Match(d, s) + R"(, "probability": )" + Num(d.Real(0.01, 0.2)) + "}";
+      return R"({"drop": )" + Match(d, s) + R"(, "probability": )" +
+             ShortNumber(d.Real(0.01, 0.2)) + "}";
     case 1:
       return R"({"drop": )" + Match(d, s) + R"(, "every": )" + std::to_string(d.Int(3, 20)) + "}";
     case 2:
-      return R"({"delay": )" + Match(d, s) + R"(, "ms": )" + Num(d.Real(0.05, 5)) +
-             R"(, "jitter_ms": )" + Num(d.Real(0, 2)) + "}";
+      return R"({"delay": )" + Match(d, s) + R"(, "ms": )" + ShortNumber(d.Real(0.05, 5)) +
+             R"(, "jitter_ms": )" + ShortNumber(d.Real(0, 2)) + "}";
     case 3:
-      return R"({"duplicate": )" + Match(d, s) + R"(, "probability": )" + Num(d.Real(0.05, 0.4)) +
-             "}";
+      return R"({"duplicate": )" + Match(d, s) + R"(, "probability": )" +
+             ShortNumber(d.Real(0.05, 0.4)) + "}";
     default:
-      return R"({"reorder": )" + Match(d, s) + R"(, "probability": )" + Num(d.Real(0.05, 0.4)) +
-             "}";
+      return R"({"reorder": )" + Match(d, s) + R"(, "probability": )" +
+             ShortNumber(d.Real(0.05, 0.4)) + "}";
   }
 }
 
@@ -121,13 +122,15 @@ SwarmScenario MakeSwarmScenario(uint64_t seed) {
       s.stragglers = "none";
       break;
     case 1:
-      s.stragglers = "lognormal:" + Num(d.Real(0.1, 1.0));
+      s.stragglers = "lognormal:" + ShortNumber(d.Real(0.1, 1.0));
       break;
     case 2:
-      s.stragglers = "pareto:" + Num(d.Real(1.1, 3.0)) + ",p=" + Num(d.Real(0.05, 1.0));
+      s.stragglers =
+          "pareto:" + ShortNumber(d.Real(1.1, 3.0)) + ",p=" + ShortNumber(d.Real(0.05, 1.0));
       break;
     default:
-      s.stragglers = "slow:" + std::to_string(d.Int(0, s.workers - 1)) + "=" + Num(d.Real(1.5, 8));
+      s.stragglers =
+          "slow:" + std::to_string(d.Int(0, s.workers - 1)) + "=" + ShortNumber(d.Real(1.5, 8));
   }
   s.latency_us = d.Real(5, 500);
   s.jitter_us = d.Chance(0.5) ? d.Real(0, 100) : 0;
@@ -143,7 +146,8 @@ SwarmScenario MakeSwarmScenario(uint64_t seed) {
       const double from = d.Real(0, 0.05);
       faults.push_back(R"({"partition": [["/job:ps/task:)" + std::to_string(d.Int(0, s.ps - 1)) +
                        R"("], [")" + Worker(d.Int(0, s.workers - 1)) + R"("]], "from_s": )" +
-                       Num(from) + R"(, "until_s": )" + Num(from + d.Real(0.005, 0.5)) + "}");
+                       ShortNumber(from) + R"(, "until_s": )" +
+                       ShortNumber(from + d.Real(0.005, 0.5)) + "}");
     } else {
       const int w = d.Int(0, s.workers - 1);
       if (d.Chance(0.5)) {
@@ -157,9 +161,9 @@ SwarmScenario MakeSwarmScenario(uint64_t seed) {
       } else {
         // At a virtual time, back after a while.
         const double at = d.Real(0.001, 0.05);
-        faults.push_back(R"({"kill": ")" + Worker(w) + R"(", "at_s": )" + Num(at) + "}");
+        faults.push_back(R"({"kill": ")" + Worker(w) + R"(", "at_s": )" + ShortNumber(at) + "}");
         faults.push_back(R"({"restart": ")" + Worker(w) + R"(", "at_s": )" +
-                         Num(at + d.Real(0.01, 0.4)) + "}");
+                         ShortNumber(at + d.Real(0.01, 0.4)) + "}");
       }
     }
   }

@@ -26,9 +26,9 @@ using step_internal::EncodeFrame;
 using step_internal::FrameRead;
 using step_internal::FrameReader;
 using step_internal::kAnswerFrame;
-using step_internal::kPrefixBytes;
 using step_internal::kStepFrame;
 using step_internal::kStepLocalName;
+using step_internal::kStepPrefixBytes;
 using step_internal::kWelcomeFrame;
 using step_internal::RunOnServerInProcess;
 using step_internal::WriteFrame;
@@ -99,7 +99,7 @@ struct StepChannelClient::Impl {
   // not be told from one lost to a failing server.
   bool Welcomed(int fd, Clock::time_point deadline) {
     std::vector<char> payload;
-    FrameReader reader(kPrefixBytes);
+    FrameReader reader(kStepPrefixBytes);
     return reader.Finish(fd, kWelcomeFrame, 0, deadline, &payload) == FrameRead::kOk;
   }
 
@@ -189,7 +189,7 @@ StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
   }
   GatheredBytes frame;
   if (!EncodeFrame(c.system, kStepFrame, step, &frame)) return Outcome::kNotSent;
-  if (frame.size() - kPrefixBytes > c.options.max_frame_bytes) return Outcome::kNotSent;
+  if (frame.size() - kStepPrefixBytes > c.options.max_frame_bytes) return Outcome::kNotSent;
   const int fd = c.Take();
   if (fd < 0) return Outcome::kNotSent;
   const auto write_by =

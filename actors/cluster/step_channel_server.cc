@@ -33,9 +33,9 @@ using step_internal::FrameRead;
 using step_internal::FrameReader;
 using step_internal::HasInput;
 using step_internal::kAnswerFrame;
-using step_internal::kPrefixBytes;
 using step_internal::kStepFrame;
 using step_internal::kStepLocalName;
+using step_internal::kStepPrefixBytes;
 using step_internal::kWelcomeFrame;
 using step_internal::PutPrefix;
 using step_internal::WriteFrame;
@@ -137,7 +137,7 @@ class StepChannelServerImpl : public StepChannelServer {
     } uncount;
     std::vector<char> in;
     GatheredBytes out;  // the welcome, then each answer (its tensors' bytes stay in `result`)
-    out.head.assign(kPrefixBytes, '\0');
+    out.head.assign(kStepPrefixBytes, '\0');
     PutPrefix(kWelcomeFrame, 0, out.head.data());
     if (!WriteFrame(fd, out, Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms))) {
       return;
@@ -150,7 +150,7 @@ class StepChannelServerImpl : public StepChannelServer {
       // a thread polling for its next step would take the core it computes on.
       // The poll reads the prefix itself (no more: a client may send its next frame
       // right behind this one), so a frame that is there takes two reads.
-      FrameReader reader(kPrefixBytes);
+      FrameReader reader(kStepPrefixBytes);
       bool arrived = false;
       if (ActiveConnections().load(std::memory_order_relaxed) * 2 <= PollingCores()) {
         arrived = SpinUntil([fd, &reader] { return reader.Poll(fd); },

@@ -47,7 +47,7 @@ StatusOr<std::vector<std::vector<Tensor>>> Together(SimulatedCluster& cluster,
 }
 
 // The members' replicas, their sessions and the steps that run them together.
-struct Replicas {
+struct SimReplicas {
   SimulatedCluster* cluster = nullptr;
   std::vector<AllReduceReplicaGraph> graphs;
   std::vector<uint64_t> sessions;
@@ -87,7 +87,7 @@ StatusOr<TrainerResult> TrainAllReduceOnSimulatedCluster(const TrainerOptions& o
                                                          const LabeledData& test,
                                                          SimulatedTrainerRun* run) {
   const int workers = plan.workers;
-  Replicas replicas;
+  SimReplicas replicas;
   replicas.cluster = &cluster;
   replicas.timeout_ms = options.timeout_ms;
   std::vector<int> members;

@@ -92,7 +92,7 @@ TEST_F(GatherSerializerTest, AFrameWrittenFromPiecesIsReadAndDecodedWhole) {
   // More than a socket buffer holds: the writer waits for the reader.
   bool written = false;
   std::thread writer([&] { written = step_internal::WriteFrame(fds[0], frame, deadline); });
-  step_internal::FrameReader reader(step_internal::kPrefixBytes);
+  step_internal::FrameReader reader(step_internal::kStepPrefixBytes);
   std::vector<char> payload;
   const auto read = reader.Finish(fds[1], step_internal::kStepFrame, uint64_t{1} << 20, deadline,
                                   &payload);

@@ -50,18 +50,19 @@ bool FrameReader::Poll(int fd) {
 FrameRead FrameReader::Finish(int fd, uint32_t kind, uint64_t max_bytes,
                               Clock::time_point deadline, std::vector<char>* payload) {
   if (ended_ && have_ == 0) return FrameRead::kClosed;
-  if (have_ < kPrefixBytes) {
-    if (!ReadFull(fd, buffer_ + have_, kPrefixBytes - have_, &deadline)) return FrameRead::kClosed;
-    have_ = kPrefixBytes;
+  if (have_ < kStepPrefixBytes) {
+    if (!ReadFull(fd, buffer_ + have_, kStepPrefixBytes - have_, &deadline))
+      return FrameRead::kClosed;
+    have_ = kStepPrefixBytes;
   }
-  const size_t taken = have_ - kPrefixBytes;  // payload bytes Poll already took
+  const size_t taken = have_ - kStepPrefixBytes;  // payload bytes Poll already took
   have_ = 0;
   uint64_t bytes;
   if (!ParsePrefix(buffer_, kind, max_bytes, &bytes) || taken > bytes) {
     return FrameRead::kMalformed;
   }
   payload->resize(bytes);
-  if (taken > 0) std::memcpy(payload->data(), buffer_ + kPrefixBytes, taken);
+  if (taken > 0) std::memcpy(payload->data(), buffer_ + kStepPrefixBytes, taken);
   if (bytes > taken && !ReadFull(fd, payload->data() + taken, bytes - taken, &deadline)) {
     return FrameRead::kClosed;
   }

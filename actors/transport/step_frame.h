@@ -25,7 +25,7 @@ constexpr uint32_t kStepMagic = 0x54534641;  // "AFST" in a little-endian dump
 constexpr uint32_t kStepFrame = 1;
 constexpr uint32_t kAnswerFrame = 2;
 constexpr uint32_t kWelcomeFrame = 3;  // empty: the server took the connection
-constexpr size_t kPrefixBytes = 16;    // magic, kind, payload bytes
+constexpr size_t kStepPrefixBytes = 16;  // magic, kind, payload bytes
 // The tag of the servers' host-local sockets (actors/transport/socket_acceptor.h).
 constexpr char kStepLocalName[] = "step";
 
@@ -37,12 +37,12 @@ void PutPrefix(uint32_t kind, uint64_t payload_bytes, char* out);
 // it does not serialize.
 template <class T>
 bool EncodeFrame(caf::actor_system& system, uint32_t kind, const T& value, GatheredBytes* out) {
-  out->head.assign(kPrefixBytes, '\0');
+  out->head.assign(kStepPrefixBytes, '\0');
   out->blocks.clear();
   GatherSerializer sink{system, out};
   // CAF's inspectors take a mutable reference; saving does not change the value.
   if (sink(const_cast<T&>(value))) return false;
-  PutPrefix(kind, out->size() - kPrefixBytes, out->head.data());
+  PutPrefix(kind, out->size() - kStepPrefixBytes, out->head.data());
   return true;
 }
 
@@ -62,14 +62,14 @@ enum class FrameRead { kOk, kClosed, kMalformed };
 // waiting (the predicate of a polling loop: no separate peek), Finish() reads the rest
 // within a deadline (alone, without a Poll: the prefix in one read, then the
 // payload). Poll reads at most `prefetch` bytes, so a reader whose peer may
-// send more than this frame (a server's client may pipeline) passes kPrefixBytes; one
+// send more than this frame (a server's client may pipeline) passes kStepPrefixBytes; one
 // whose peer sends nothing after the frame until it answers (a client awaiting its
 // step's answer) may take a small frame whole in that one call.
 class FrameReader {
  public:
   static constexpr size_t kMaxPrefetch = 256;
   explicit FrameReader(size_t prefetch)
-      : prefetch_(std::clamp(prefetch, kPrefixBytes, kMaxPrefetch)) {}
+      : prefetch_(std::clamp(prefetch, kStepPrefixBytes, kMaxPrefetch)) {}
   // True once bytes came, or the socket ended or failed (Finish then says which).
   bool Poll(int fd);
   // The frame of `kind` in *payload, its bytes read by `deadline`. kClosed: the peer

@@ -34,7 +34,7 @@ struct SocketPair {
 };
 
 std::vector<char> Frame(uint32_t kind, const std::string& payload) {
-  std::vector<char> frame(kPrefixBytes);
+  std::vector<char> frame(kStepPrefixBytes);
   PutPrefix(kind, payload.size(), frame.data());
   frame.insert(frame.end(), payload.begin(), payload.end());
   return frame;
@@ -65,7 +65,7 @@ TEST(FrameReaderTest, APrefixOnlyReaderLeavesTheNextFrameInTheSocket) {
   two.insert(two.end(), second.begin(), second.end());
   pair.Write(two);
   for (const std::string expected : {"first", "second step"}) {
-    FrameReader reader(kPrefixBytes);
+    FrameReader reader(kStepPrefixBytes);
     ASSERT_TRUE(reader.Poll(pair.reader));
     std::vector<char> payload;
     ASSERT_EQ(reader.Finish(pair.reader, kStepFrame, 1024, Soon(), &payload), FrameRead::kOk);
@@ -105,13 +105,13 @@ TEST(FrameReaderTest, WrongKindOrTooLargeIsMalformed) {
   pair.Write(Frame(kStepFrame, "step"));
   pair.Write(Frame(kAnswerFrame, "0123456789"));
   std::vector<char> payload;
-  FrameReader wrong_kind(kPrefixBytes);
+  FrameReader wrong_kind(kStepPrefixBytes);
   ASSERT_TRUE(wrong_kind.Poll(pair.reader));
   EXPECT_EQ(wrong_kind.Finish(pair.reader, kAnswerFrame, 1024, Soon(), &payload),
             FrameRead::kMalformed);
   SocketPair other;
   other.Write(Frame(kAnswerFrame, "0123456789"));
-  FrameReader too_large(kPrefixBytes);
+  FrameReader too_large(kStepPrefixBytes);
   ASSERT_TRUE(too_large.Poll(other.reader));
   EXPECT_EQ(too_large.Finish(other.reader, kAnswerFrame, 9, Soon(), &payload),
             FrameRead::kMalformed);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kernels/cpu/kernel_util.h"
+#include "kernels/cpu/row_major_gemm.h"
 #include "kernels/cpu/window_geometry.h"
 #include "kernels/kernel.h"
 
@@ -37,18 +38,6 @@ int64_t ImagesPerChunk(int64_t bytes_per_image, int64_t rows, int64_t batch) {
   int64_t chunk = bytes_per_image > 0 ? kPatchBudget / bytes_per_image : batch;
   chunk = std::min<int64_t>(chunk, INT_MAX / std::max<int64_t>(rows, 1));
   return std::max<int64_t>(1, std::min(chunk, batch));
-}
-
-// Row-major C[M,N] = op(A) op(B) + beta C; lda/ldb are the stored row lengths.
-inline void Gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
-                 int ldb, float beta, float* c) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-              n, k, 1.0f, a, lda, b, ldb, beta, c, n);
-}
-inline void Gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda,
-                 const double* b, int ldb, double beta, double* c) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-              n, k, 1.0, a, lda, b, ldb, beta, c, n);
 }
 
 // Fills `patches` [OH*OW, KH*KW*C] from one image [H,W,C].

@@ -5,7 +5,7 @@
 //                                     "big" tensor against a "small" one whose dims
 //                                     are 1 or equal (a BroadcastMap);
 //   PadToShapeOf, SliceConcatPart     move a box of elements between a tensor and a
-//                                     smaller one (CopyBox);
+//                                     smaller one (CopySliceBox);
 //   Size                              every dtype: it only reads the shape.
 // Shapes are validated here because they are often unknown when the graph is built.
 //
@@ -227,8 +227,8 @@ class BroadcastToShapeOfKernel : public Kernel {
 // `slice`, else from the box tensor into the outer one. Precondition: equal ranks and
 // the box fits.
 template <typename T>
-void CopyBox(const Shape& outer, const std::vector<int64_t>& begin, const Shape& box,
-             const T* from, T* to, bool slice) {
+void CopySliceBox(const Shape& outer, const std::vector<int64_t>& begin, const Shape& box,
+                  const T* from, T* to, bool slice) {
   const int rank = box.rank();
   if (box.num_elements() == 0) return;
   if (rank == 0) {
@@ -280,7 +280,7 @@ class PadToShapeOfKernel : public Kernel {
       return;
     }
     Tensor& out = ctx->allocate_output(0, like);  // zero-filled
-    CopyBox(like, begin_, grad.shape(), grad.data<T>(), out.data<T>(), /*slice=*/false);
+    CopySliceBox(like, begin_, grad.shape(), grad.data<T>(), out.data<T>(), /*slice=*/false);
   }
 
  private:
@@ -330,7 +330,7 @@ class SliceConcatPartKernel : public Kernel {
     }
     const Shape& part = ctx->input(1 + static_cast<int>(index_)).shape();
     Tensor& out = ctx->allocate_output(0, part);
-    CopyBox(grad.shape(), begin, part, grad.data<T>(), out.data<T>(), /*slice=*/true);
+    CopySliceBox(grad.shape(), begin, part, grad.data<T>(), out.data<T>(), /*slice=*/true);
   }
 
  private:

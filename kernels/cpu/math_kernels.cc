@@ -15,23 +15,12 @@
 
 #include "kernels/cpu/kernel_util.h"
 #include "kernels/cpu/math_op_shapes.h"
+#include "kernels/cpu/row_major_gemm.h"
 #include "kernels/kernel.h"
 
 namespace actorflow {
 namespace cpu {
 namespace {
-
-// Row-major C[M,N] = op(A) op(B) with beta = 0; lda/ldb are the stored row lengths.
-inline void Gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b,
-                 int ldb, float* c) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-              n, k, 1.0f, a, lda, b, ldb, 0.0f, c, n);
-}
-inline void Gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda,
-                 const double* b, int ldb, double* c) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-              n, k, 1.0, a, lda, b, ldb, 0.0, c, n);
-}
 
 // Inputs: x [..., M, K] ([..., K, M] with adj_x), y [..., K, N] ([..., N, K] with
 // adj_y), batch dims broadcasting. Output: [broadcast batch..., M, N]; K = 0 gives

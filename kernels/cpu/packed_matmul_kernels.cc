@@ -68,7 +68,8 @@ class PackedMatMulKernel : public Kernel {
   const int64_t n_;
 };
 
-const CpuKernelRegistrations<PackMatMulOperandKernel, float> reg_pack("PackMatMulOperand");
+const CpuKernelRegistrations<PackMatMulOperandKernel, float> reg_pack_matmul_operand(
+    "PackMatMulOperand");
 const CpuKernelRegistrations<PackedMatMulKernel, float> reg_packed_matmul("PackedMatMul");
 
 }  // namespace

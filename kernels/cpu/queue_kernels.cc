@@ -121,9 +121,9 @@ class CloseKernel : public Kernel {
   bool cancel_;
 };
 
-class SizeKernel : public Kernel {
+class QueueSizeKernel : public Kernel {
  public:
-  explicit SizeKernel(const Node& node) : Kernel(node), queue_(QueueRefOf(node)) {}
+  explicit QueueSizeKernel(const Node& node) : Kernel(node), queue_(QueueRefOf(node)) {}
   bool IsAsync() const override { return true; }
   void Compute(KernelContext*) override {}
   void ComputeAsync(KernelContext* ctx, std::function<void()> done) override {
@@ -150,7 +150,8 @@ class SizeKernel : public Kernel {
   }
   KernelRegistration close("QueueClose", kDeviceCpu, DType::kFloat32,
                            MakeKernelFactory<CloseKernel>());
-  KernelRegistration size("QueueSize", kDeviceCpu, DType::kInt32, MakeKernelFactory<SizeKernel>());
+  KernelRegistration size("QueueSize", kDeviceCpu, DType::kInt32,
+                          MakeKernelFactory<QueueSizeKernel>());
   // Enqueue selects by its first component's dtype, Dequeue by its first output's.
   for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64,
                       DType::kBool}) {

@@ -26,14 +26,14 @@ namespace {
 // Row-major C[m,n] = A[m,k] op(B) + beta C with op(B) = B [k,n] or B^T (B [n,k]); lda,
 // ldb, ldc are the stored row lengths, so blocks of rows or columns of a matrix can be
 // operands. k = 0 leaves beta C (zeros for beta = 0); BLAS never sees a zero dim.
-void Gemm(bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+void StridedGemm(bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                 const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b,
               static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 }
-void Gemm(bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+void StridedGemm(bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+                 const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
               static_cast<int>(n), static_cast<int>(k), 1.0, a, static_cast<int>(lda), b,
               static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
@@ -48,7 +48,7 @@ void Product(bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, 
     }
     return;
   }
-  Gemm(tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  StridedGemm(tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
 template <typename T>

@@ -61,7 +61,7 @@ bool RegisterSendRecv() {
   return true;
 }
 
-const bool registered = RegisterSendRecv();
+const bool send_recv_registered = RegisterSendRecv();
 
 }  // namespace
 }  // namespace actorflow

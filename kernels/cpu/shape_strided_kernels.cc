@@ -26,9 +26,9 @@ std::vector<int64_t> StridesOf(const std::vector<int64_t>& dims) {
 // Copies the box `sizes` of elements from src to dst; each side is addressed by an
 // element offset plus index * stride per axis (strides may be negative). The last
 // axis goes by one memcpy when both sides are contiguous there.
-void CopyBox(const char* src, int64_t src_offset, const std::vector<int64_t>& src_strides,
-             char* dst, int64_t dst_offset, const std::vector<int64_t>& dst_strides,
-             const std::vector<int64_t>& sizes, size_t element) {
+void CopyStridedBox(const char* src, int64_t src_offset, const std::vector<int64_t>& src_strides,
+                    char* dst, int64_t dst_offset, const std::vector<int64_t>& dst_strides,
+                    const std::vector<int64_t>& sizes, size_t element) {
   const int rank = static_cast<int>(sizes.size());
   for (int64_t s : sizes) {
     if (s == 0) return;
@@ -63,7 +63,7 @@ void CopyBox(const char* src, int64_t src_offset, const std::vector<int64_t>& sr
 }
 
 // x [d...] -> [m_i * d_i ...]: x copied whole into each tile (an odometer over the
-// tiles, each tile a CopyBox at its corner).
+// tiles, each tile a CopyStridedBox at its corner).
 template <typename T>
 class TileKernel : public Kernel {
  public:
@@ -93,8 +93,9 @@ class TileKernel : public Kernel {
     while (true) {
       int64_t corner = 0;
       for (int i = 0; i < rank; ++i) corner += tile[i] * x.dim(i) * out_strides[i];
-      CopyBox(static_cast<const char*>(x.raw_data()), 0, x_strides,
-              static_cast<char*>(out->raw_data()), corner, out_strides, x.shape().dims(), element);
+      CopyStridedBox(static_cast<const char*>(x.raw_data()), 0, x_strides,
+                     static_cast<char*>(out->raw_data()), corner, out_strides, x.shape().dims(),
+                     element);
       int d = rank - 1;
       for (; d >= 0; --d) {
         if (++tile[d] < multiples_[d]) break;
@@ -163,9 +164,9 @@ class StridedSliceKernel : public StridedSliceBase {
     StridedBox box;
     if (!Box(ctx, x.shape(), &box)) return;
     Tensor& out = ctx->allocate_output_for_overwrite(0, Shape(box.out_dims));
-    CopyBox(static_cast<const char*>(x.raw_data()), box.offset, box.strides,
-            static_cast<char*>(out.raw_data()), 0, StridesOf(box.sizes), box.sizes,
-            DTypeSize(x.dtype()));
+    CopyStridedBox(static_cast<const char*>(x.raw_data()), box.offset, box.strides,
+                   static_cast<char*>(out.raw_data()), 0, StridesOf(box.sizes), box.sizes,
+                   DTypeSize(x.dtype()));
   }
 };
 
@@ -186,9 +187,9 @@ class StridedSliceGradKernel : public StridedSliceBase {
                                                    like.shape().ToString());
     }
     Tensor& out = ctx->allocate_output(0, like.shape());  // zero-filled
-    CopyBox(static_cast<const char*>(dy.raw_data()), 0, StridesOf(box.sizes),
-            static_cast<char*>(out.raw_data()), box.offset, box.strides, box.sizes,
-            DTypeSize(dy.dtype()));
+    CopyStridedBox(static_cast<const char*>(dy.raw_data()), 0, StridesOf(box.sizes),
+                   static_cast<char*>(out.raw_data()), box.offset, box.strides, box.sizes,
+                   DTypeSize(dy.dtype()));
   }
 };
 

@@ -180,7 +180,7 @@ bool RegisterStateKernels() {
   return true;
 }
 
-const bool registered = RegisterStateKernels();
+const bool state_kernels_registered = RegisterStateKernels();
 
 }  // namespace
 }  // namespace actorflow

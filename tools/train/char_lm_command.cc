@@ -21,7 +21,7 @@ namespace actorflow {
 namespace cli {
 namespace {
 
-StatusOr<CharLmOptions> OptionsOf(const TrainCommandOptions& flags) {
+StatusOr<CharLmOptions> CharLmOptionsOf(const TrainCommandOptions& flags) {
   CharLmOptions o;
   o.spec.model = flags.model;
   o.spec.seq_len = flags.seq_len;
@@ -133,7 +133,7 @@ Status CheckCharLmFlags(const TrainCommandOptions& flags) {
   if (flags.optimizer != "adam") {
     return InvalidArgument(model + " --optimizer " + flags.optimizer + ": it trains with adam");
   }
-  AF_ASSIGN_OR_RETURN(CharLmOptions o, OptionsOf(flags));
+  AF_ASSIGN_OR_RETURN(CharLmOptions o, CharLmOptionsOf(flags));
   o.spec.vocabulary = {U'a', U'b'};  // the text's is not read yet
   const Status valid = ValidateCharLmSpec(o.spec);
   if (!valid.ok()) return InvalidArgument(model + ": " + valid.message());
@@ -146,7 +146,7 @@ Status CheckCharLmFlags(const TrainCommandOptions& flags) {
 
 Status TrainCharLmCommand(const TrainCommandOptions& flags, std::ostream& out,
                           std::ostream& progress) {
-  AF_ASSIGN_OR_RETURN(CharLmOptions o, OptionsOf(flags));
+  AF_ASSIGN_OR_RETURN(CharLmOptions o, CharLmOptionsOf(flags));
   AF_ASSIGN_OR_RETURN(CharCorpus corpus, ReadCharCorpus(ResolveUserPath(flags.text_path)));
   progress << flags.model << ": " << corpus.train.size() << " training and "
            << corpus.validation.size() << " validation characters, vocabulary of "

@@ -7,11 +7,11 @@ namespace actorflow {
 namespace cli {
 namespace {
 
-constexpr int kBarWidth = 24;
+constexpr int kProgressBarWidth = 24;
 constexpr auto kRedrawInterval = std::chrono::milliseconds(100);
 
 // "4.2s", "3m05s".
-std::string FormatSeconds(double seconds) {
+std::string FormatBarSeconds(double seconds) {
   char buffer[32];
   if (seconds < 60) {
     std::snprintf(buffer, sizeof(buffer), "%.1fs", seconds);
@@ -88,8 +88,8 @@ std::string ProgressBar::Line() const {
     const double fraction =
         std::min(1.0, static_cast<double>(step_) / static_cast<double>(total_steps_));
     if (interactive_) {
-      const int filled = static_cast<int>(fraction * kBarWidth);
-      line = "[" + std::string(filled, '#') + std::string(kBarWidth - filled, '.') + "] ";
+      const int filled = static_cast<int>(fraction * kProgressBarWidth);
+      line = "[" + std::string(filled, '#') + std::string(kProgressBarWidth - filled, '.') + "] ";
     }
     std::snprintf(buffer, sizeof(buffer), "%3d%% step %lld/%lld", static_cast<int>(fraction * 100),
                   static_cast<long long>(step_), static_cast<long long>(total_steps_));
@@ -101,7 +101,7 @@ std::string ProgressBar::Line() const {
   line += buffer;
   if (total_steps_ > 0 && rate > 0) {
     const double remaining = static_cast<double>(std::max<int64_t>(0, total_steps_ - step_)) / rate;
-    line += "  ETA " + FormatSeconds(remaining);
+    line += "  ETA " + FormatBarSeconds(remaining);
   }
   return line;
 }

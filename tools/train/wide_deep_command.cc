@@ -20,7 +20,7 @@ Status CheckMode(const TrainCommandOptions& flags) {
   return InvalidArgument("--model wide-deep --mode " + flags.mode + ": use async or sync");
 }
 
-StatusOr<WideDeepOptions> OptionsOf(const TrainCommandOptions& flags) {
+StatusOr<WideDeepOptions> WideDeepOptionsOf(const TrainCommandOptions& flags) {
   AF_ASSIGN_OR_RETURN(WideDeepOptions o, CtrDataColumns());
   AF_ASSIGN_OR_RETURN(o.hidden_units, ParseHiddenUnits(flags.hidden, "--hidden"));
   o.linear_learning_rate = flags.learning_rate;
@@ -44,12 +44,12 @@ Status CheckWideDeepFlags(const TrainCommandOptions& flags) {
     return InvalidArgument("--model wide-deep needs --train and --test (CSV files written by "
                            "tools/ctr_data.py)");
   }
-  return OptionsOf(flags).status();
+  return WideDeepOptionsOf(flags).status();
 }
 
 Status TrainWideDeepCommand(const TrainCommandOptions& flags, std::ostream& out,
                             std::ostream& progress) {
-  AF_ASSIGN_OR_RETURN(WideDeepOptions o, OptionsOf(flags));
+  AF_ASSIGN_OR_RETURN(WideDeepOptions o, WideDeepOptionsOf(flags));
   CsvOptions csv;
   csv.label_column = flags.label;
   AF_ASSIGN_OR_RETURN(CsvData train, LoadCsv(ResolveUserPath(flags.train_path), csv));

@@ -15,7 +15,7 @@ namespace actorflow {
 namespace cli {
 namespace {
 
-Word2VecOptions OptionsOf(const TrainCommandOptions& flags) {
+Word2VecOptions Word2VecOptionsOf(const TrainCommandOptions& flags) {
   Word2VecOptions o;
   o.vocab_size = flags.vocab_size;
   o.embedding_dim = flags.embedding_dim;
@@ -71,7 +71,7 @@ Status CheckWord2VecFlags(const TrainCommandOptions& flags) {
     return InvalidArgument("--model word2vec needs --text FILE (a text file or a directory of "
                            "them, e.g. /usr/share/games/fortunes)");
   }
-  Word2VecOptions o = OptionsOf(flags);
+  Word2VecOptions o = Word2VecOptionsOf(flags);
   if (!flags.cluster.empty() && flags.mode != "async") {
     return InvalidArgument("--model word2vec --mode " + flags.mode +
                            ": its workers train between-graph asynchronously (--mode async)");
@@ -86,7 +86,7 @@ Status CheckWord2VecFlags(const TrainCommandOptions& flags) {
 
 Status TrainWord2VecCommand(const TrainCommandOptions& flags, std::ostream& out,
                             std::ostream& progress) {
-  Word2VecOptions o = OptionsOf(flags);
+  Word2VecOptions o = Word2VecOptionsOf(flags);
   AF_ASSIGN_OR_RETURN(Corpus corpus,
                       ReadCorpus(ResolveUserPath(flags.text_path), o.vocab_size));
   progress << "word2vec: " << corpus.ids.size() << " words, vocabulary of "

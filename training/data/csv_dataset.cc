@@ -64,7 +64,7 @@ std::optional<int32_t> ParseLabel(std::string_view text) {
   return static_cast<int32_t>(d);
 }
 
-std::string JoinNames(const std::vector<std::string>& names) {
+std::string JoinColumnNames(const std::vector<std::string>& names) {
   std::string s;
   for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
   return s;
@@ -179,7 +179,7 @@ class CsvReader {
     const std::string where = path_ + ":" + std::to_string(line_number_);
     if (column_names_.size() < 2) {
       return InvalidArgument(where + ": only " + std::to_string(column_names_.size()) +
-                             " column (" + JoinNames(column_names_) +
+                             " column (" + JoinColumnNames(column_names_) +
                              "): need at least one feature column and the label column");
     }
     if (options.label_column.empty()) {
@@ -194,7 +194,7 @@ class CsvReader {
     }
     return InvalidArgument(where + ": label column '" + options.label_column +
                            "' is not among the columns of " + columns_source_ + ": " +
-                           JoinNames(column_names_) +
+                           JoinColumnNames(column_names_) +
                            "; set CsvOptions.label_column to one of them (empty = the last)");
   }
 

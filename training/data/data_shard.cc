@@ -9,7 +9,7 @@
 namespace actorflow {
 namespace {
 
-uint64_t SplitMix64(uint64_t* state) {
+uint64_t NextSplitMix64(uint64_t* state) {
   uint64_t z = (*state += 0x9E3779B97F4A7C15ULL);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
@@ -21,7 +21,7 @@ uint64_t UniformBelow(uint64_t n, uint64_t* state) {
   const uint64_t limit = ~uint64_t{0} - (~uint64_t{0} % n);
   uint64_t r;
   do {
-    r = SplitMix64(state);
+    r = NextSplitMix64(state);
   } while (r >= limit);
   return r % n;
 }

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "graph/ops.h"
+#include "graph/steady_clock.h"
 #include "training/data/data_shard.h"
 #include "training/distributed/allreduce_membership.h"
 #include "training/distributed/allreduce_optimizer.h"
@@ -21,10 +22,6 @@ namespace actorflow {
 namespace {
 
 using End = AllReduceMembership::End;
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // One worker's replica in one membership epoch: its graph and session.
 struct Replica {
@@ -127,7 +124,7 @@ End RunEpoch(WorkerRun& run, int w, const AllReduceMembership::Epoch& epoch, Rep
 
 // Worker `w`'s whole run: epoch after epoch while it is a member; when its own task
 // is lost (elastic), it waits for the task to answer and joins again.
-Status RunWorker(WorkerRun& run, int w, Replica* replica, AllReduceWorkerReport* report) {
+Status RunAllReduceWorker(WorkerRun& run, int w, Replica* replica, AllReduceWorkerReport* report) {
   const AllReduceTrainingOptions& options = run.options;
   const auto start = std::chrono::steady_clock::now();
   const int64_t wait_ms = std::max<int64_t>(options.timeout_ms, options.rejoin_timeout_ms);
@@ -184,7 +181,7 @@ bool SameBytes(const Tensor& a, const Tensor& b) {
          std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
 }
 
-StatusOr<EvalResult> Evaluate(Replica& r, const LabeledData& test) {
+StatusOr<EvalResult> EvaluateReplica(Replica& r, const LabeledData& test) {
   AF_ASSIGN_OR_RETURN(EvalResult result,
                       EvaluateInBatches(test.features, test.labels, 256,
                                         [&r](const FeedList& feeds, std::vector<Tensor>* out) {
@@ -275,7 +272,7 @@ StatusOr<AllReduceTrainingResult> TrainWithAllReduce(const AllReduceTrainingOpti
   for (int w = 0; w < workers; ++w) result.workers[w].worker = w;
   for (int w : local) {
     threads.emplace_back([&, w] {
-      result.workers[w].status = RunWorker(run, w, &replicas[w], &result.workers[w]);
+      result.workers[w].status = RunAllReduceWorker(run, w, &replicas[w], &result.workers[w]);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -305,7 +302,7 @@ StatusOr<AllReduceTrainingResult> TrainWithAllReduce(const AllReduceTrainingOpti
       result.replicas_identical = result.replicas_identical && SameBytes(chief_values[i], other[i]);
     }
   }
-  AF_ASSIGN_OR_RETURN(result.eval, Evaluate(chief, test));
+  AF_ASSIGN_OR_RETURN(result.eval, EvaluateReplica(chief, test));
   return result;
 }
 

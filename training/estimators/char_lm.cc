@@ -41,7 +41,8 @@ FeedList FeedsOf(CharBatch b, int parts) {
 
 // Sums the cross-entropy (nats) over the validation windows and returns bits per
 // character.
-StatusOr<double> Evaluate(Session* session, const std::vector<CharBatch>& batches, int parts) {
+StatusOr<double> EvaluateBitsPerChar(Session* session, const std::vector<CharBatch>& batches,
+                                     int parts) {
   double total = 0;
   int64_t count = 0;
   for (const CharBatch& b : batches) {
@@ -141,10 +142,11 @@ StatusOr<CharLmResult> TrainCharLm(const CharLmOptions& o, const CharCorpus& cor
     if (o.on_step) o.on_step(0, step + 1, o.steps, result.losses.back());
     if (step + 1 == std::min<int64_t>(kFirstEvaluationStep, o.steps)) {
       AF_ASSIGN_OR_RETURN(result.first_bits_per_char,
-                          Evaluate(session.get(), eval_batches, parts));
+                          EvaluateBitsPerChar(session.get(), eval_batches, parts));
     }
   }
-  AF_ASSIGN_OR_RETURN(result.bits_per_char, Evaluate(session.get(), eval_batches, parts));
+  AF_ASSIGN_OR_RETURN(result.bits_per_char,
+                      EvaluateBitsPerChar(session.get(), eval_batches, parts));
   result.steps = o.steps;
   result.global_step = restored_step + o.steps;
   result.seconds = trained;

@@ -19,12 +19,12 @@ namespace {
 // Node names the classifier feeds and fetches (training/estimators/dnn_model.h), and its own.
 constexpr const char* kFeatures = kDNNFeatures;            // float32 [?, F]
 constexpr const char* kLabels = kDNNLabels;                // int32 [?]
-constexpr const char* kProbabilities = kDNNProbabilities;  // float32 [?, C]
+constexpr const char* kProbabilitiesOutput = kDNNProbabilities;  // float32 [?, C]
 constexpr const char* kClassIds = kDNNClassIds;            // int64 [?]
 constexpr const char* kExampleLoss = kDNNExampleLoss;      // float32 [?]
 constexpr const char* kLoss = kDNNLoss;                    // float32 []
 constexpr char kTrain[] = "train";
-constexpr char kInit[] = "init";
+constexpr char kInitOpName[] = "init";
 
 }  // namespace
 
@@ -124,7 +124,7 @@ Status DNNClassifier::Build(bool for_training) {
     }
     trainable_ = true;
   }
-  GlobalVariablesInitializer(root.WithOpName(kInit));
+  GlobalVariablesInitializer(root.WithOpName(kInitOpName));
   if (!root.ok()) return root.status();
   // Every variable (optimizer slots and the global step included) is checkpointed;
   // a prediction-only graph has only the model's, which a checkpoint of training has.
@@ -164,7 +164,7 @@ Status DNNClassifier::InitializeOrRestore(bool require_checkpoint) {
                       "' has no checkpoint: train a model into it first");
     }
   }
-  return RunStep({}, {}, {kInit}, nullptr);
+  return RunStep({}, {}, {kInitOpName}, nullptr);
 }
 
 Status DNNClassifier::RunStep(const FeedList& feeds, const std::vector<std::string>& fetches,
@@ -301,7 +301,7 @@ StatusOr<std::vector<Prediction>> DNNClassifier::Predict(const InputFn& input_fn
     AF_RETURN_IF_ERROR(next);
     AF_ASSIGN_OR_RETURN(FeedList feeds, MakeFeeds(batch, batch_index, /*with_labels=*/false));
     std::vector<Tensor> out;
-    AF_RETURN_IF_ERROR(RunStep(feeds, {kProbabilities, kClassIds}, {}, &out));
+    AF_RETURN_IF_ERROR(RunStep(feeds, {kProbabilitiesOutput, kClassIds}, {}, &out));
     const int64_t n = out[0].dim(0);
     const int64_t c = out[0].dim(1);
     const float* p = out[0].data<float>();  // [n, c]

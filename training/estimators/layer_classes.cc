@@ -36,8 +36,8 @@ StatusOr<int64_t> InnerDim(const std::string& layer, const Output& x, int rank,
 
 // A variable of the layer, recorded in `variables`: truncated normal with `stddev`
 // (seeded), or zeros when stddev is 0.
-StatusOr<Output> LayerVariable(const Scope& scope, const std::string& name, const Shape& shape,
-                               double stddev, int64_t seed, std::vector<Output>* variables) {
+StatusOr<Output> NewLayerVariable(const Scope& scope, const std::string& name, const Shape& shape,
+                                  double stddev, int64_t seed, std::vector<Output>* variables) {
   const Scope init = scope.NewSubScope(name + "_init");
   Output initial = stddev > 0.0
                        ? TruncatedNormal(init, shape, DType::kFloat32, seed, 0.0, stddev)
@@ -47,7 +47,7 @@ StatusOr<Output> LayerVariable(const Scope& scope, const std::string& name, cons
   return v;
 }
 
-Status CheckSameInput(const std::string& layer, int64_t built_for, int64_t given) {
+Status CheckSameInnerDim(const std::string& layer, int64_t built_for, int64_t given) {
   if (built_for == given) return Status::OK();
   return InvalidArgument(layer + ": built for inputs with " + std::to_string(built_for) +
                          " in the last dim, now given " + std::to_string(given));
@@ -71,16 +71,16 @@ StatusOr<Output> Conv2D::operator()(const Scope& scope, const Output& x, bool /*
     in_channels_ = channels;
     const double stddev =
         std::sqrt(2.0 / static_cast<double>(o.kernel_size * o.kernel_size * channels));
-    AF_RETURN_IF_ERROR(LayerVariable(call, "kernel",
-                                     Shape{o.kernel_size, o.kernel_size, channels, o.filters},
-                                     stddev, o.seed, &variables_)
+    AF_RETURN_IF_ERROR(NewLayerVariable(call, "kernel",
+                                        Shape{o.kernel_size, o.kernel_size, channels, o.filters},
+                                        stddev, o.seed, &variables_)
                            .status());
     if (o.use_bias) {
       AF_RETURN_IF_ERROR(
-          LayerVariable(call, "bias", Shape{o.filters}, 0.0, 0, &variables_).status());
+          NewLayerVariable(call, "bias", Shape{o.filters}, 0.0, 0, &variables_).status());
     }
   }
-  AF_RETURN_IF_ERROR(CheckSameInput(name_, in_channels_, channels));
+  AF_RETURN_IF_ERROR(CheckSameInnerDim(name_, in_channels_, channels));
   Output y = actorflow::Conv2D(call.WithOpName("Conv2D"), x, variables_[0],
                                {1, o.strides, o.strides, 1}, o.padding);
   if (o.use_bias) y = BiasAdd(call.WithOpName("BiasAdd"), y, variables_[1]);
@@ -97,13 +97,13 @@ StatusOr<Output> Dense::operator()(const Scope& scope, const Output& x, bool /*t
     in_features_ = features;
     // Glorot's stddev, as layers.h's Dense.
     const double stddev = std::sqrt(2.0 / static_cast<double>(features + options_.units));
-    AF_RETURN_IF_ERROR(LayerVariable(call, "kernel", Shape{features, options_.units}, stddev,
-                                     options_.seed, &variables_)
+    AF_RETURN_IF_ERROR(NewLayerVariable(call, "kernel", Shape{features, options_.units}, stddev,
+                                        options_.seed, &variables_)
                            .status());
     AF_RETURN_IF_ERROR(
-        LayerVariable(call, "bias", Shape{options_.units}, 0.0, 0, &variables_).status());
+        NewLayerVariable(call, "bias", Shape{options_.units}, 0.0, 0, &variables_).status());
   }
-  AF_RETURN_IF_ERROR(CheckSameInput(name_, in_features_, features));
+  AF_RETURN_IF_ERROR(CheckSameInnerDim(name_, in_features_, features));
   Output y = BiasAdd(call.WithOpName("BiasAdd"), MatMul(call.WithOpName("MatMul"), x,
                                                         variables_[0]),
                      variables_[1]);
@@ -140,7 +140,7 @@ StatusOr<Output> BatchNormalization::operator()(const Scope& scope, const Output
                                        /*trainable=*/false));
     variables_ = {gamma, beta, moving_mean, moving_variance};
   }
-  AF_RETURN_IF_ERROR(CheckSameInput(name_, channels_, channels));
+  AF_RETURN_IF_ERROR(CheckSameInnerDim(name_, channels_, channels));
   const Output& gamma = variables_[0];
   const Output& beta = variables_[1];
   const Output& moving_mean = variables_[2];

@@ -159,8 +159,8 @@ Status CreateTables(const WideDeepOptions& o, const Scope& model, ModelVariables
 }
 
 // Tower t's logit and loss, built in `tower` (its worker's device).
-StatusOr<Output> BuildTower(const WideDeepOptions& o, const Scope& tower, int t,
-                            ModelVariables* vars) {
+StatusOr<Output> BuildWideDeepTower(const WideDeepOptions& o, const Scope& tower, int t,
+                                    ModelVariables* vars) {
   std::map<std::string, Output> ids;
   for (const auto& [name, column] : AllCategorical(o)) {
     ids[name] = Placeholder(tower.WithOpName(IdsFeed(t, name)), DType::kInt32, Shape{-1});
@@ -223,7 +223,8 @@ Status BuildGraph(const WideDeepOptions& o, const std::vector<int>& workers, Wor
   AF_RETURN_IF_ERROR(CreateTables(o, towers[0], &vars));
   Output loss;
   for (size_t t = 0; t < towers.size(); ++t) {
-    AF_ASSIGN_OR_RETURN(Output tower_loss, BuildTower(o, towers[t], static_cast<int>(t), &vars));
+    AF_ASSIGN_OR_RETURN(Output tower_loss,
+                        BuildWideDeepTower(o, towers[t], static_cast<int>(t), &vars));
     loss = loss.valid() ? Add(towers[0], loss, tower_loss) : tower_loss;
   }
   const Scope& model = towers[0];
@@ -305,8 +306,8 @@ class ShardBatches {
 
 // Drives one session: each step feeds tower t a batch of shard shards[t].
 // `restored_step`: the global step resumed from, which reseeds the shuffles.
-void RunWorker(const WideDeepOptions& o, const Columns& train, std::vector<int> shards,
-               int64_t restored_step, Session* session, WorkerStats* stats) {
+void RunWideDeepWorker(const WideDeepOptions& o, const Columns& train, std::vector<int> shards,
+                       int64_t restored_step, Session* session, WorkerStats* stats) {
   std::vector<ShardBatches> batches;
   for (int shard : shards) {
     batches.emplace_back(train.rows * shard / o.num_workers,
@@ -474,7 +475,7 @@ StatusOr<WideDeepResult> TrainWideDeep(const WideDeepOptions& o, const CsvData& 
   const auto start = std::chrono::steady_clock::now();
   // Cooperative threads: on a simulated cluster the workers take turns.
   RunThreadsCooperatively("wide & deep worker", static_cast<int>(drivers.size()), [&](int d) {
-    RunWorker(o, train, drivers[d], restored_step, worker_sessions[d].get(), &stats[d]);
+    RunWideDeepWorker(o, train, drivers[d], restored_step, worker_sessions[d].get(), &stats[d]);
   });
   WideDeepResult result;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

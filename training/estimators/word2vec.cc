@@ -30,11 +30,12 @@ constexpr int kNeighbours = 5;
 std::string PsDevice(int task) { return "/job:ps/task:" + std::to_string(task); }
 
 // One worker's graph; the scope owns it.
-struct WorkerGraph {
+struct Word2VecWorkerGraph {
   Scope root = Scope::NewRootScope();
 };
 
-Status BuildWorkerGraph(const Word2VecOptions& o, int64_t vocab, int worker, WorkerGraph* g) {
+Status BuildWorkerGraph(const Word2VecOptions& o, int64_t vocab, int worker,
+                        Word2VecWorkerGraph* g) {
   const Scope& root = g->root;
   const bool on_ps = o.num_ps > 0;
   const Scope embedding_scope = on_ps ? root.WithDevice(PsDevice(0)) : root;
@@ -104,15 +105,15 @@ class SkipGramPairs {
   int64_t offset_index_;
 };
 
-struct WorkerStats {
+struct Word2VecWorkerStats {
   std::vector<double> losses;
   double bytes_pulled = 0, bytes_pushed = 0, rows_touched = 0;
   Status status;
 };
 
 // Runs `steps` steps of `worker`, whose text resumes after `done_steps` earlier ones.
-void RunWorker(const Word2VecOptions& o, const Corpus& corpus, int worker, int64_t steps,
-               int64_t done_steps, Session* session, WorkerStats* stats) {
+void RunWord2VecWorker(const Word2VecOptions& o, const Corpus& corpus, int worker, int64_t steps,
+                       int64_t done_steps, Session* session, Word2VecWorkerStats* stats) {
   const int64_t n = static_cast<int64_t>(corpus.ids.size());
   const int64_t begin = n * worker / o.num_workers;
   const int64_t end = n * (worker + 1) / o.num_workers;
@@ -270,11 +271,11 @@ StatusOr<Word2VecResult> TrainWord2Vec(const Word2VecOptions& o, const Corpus& c
                            " words is too short for " + std::to_string(o.num_workers) +
                            " workers");
   }
-  std::vector<std::unique_ptr<WorkerGraph>> graphs;
+  std::vector<std::unique_ptr<Word2VecWorkerGraph>> graphs;
   std::vector<std::unique_ptr<Session>> worker_sessions;
   std::optional<ChiefCheckpoints> checkpoints;
   for (int w = 0; w < o.num_workers; ++w) {
-    graphs.push_back(std::make_unique<WorkerGraph>());
+    graphs.push_back(std::make_unique<Word2VecWorkerGraph>());
     AF_RETURN_IF_ERROR(BuildWorkerGraph(o, vocab, w, graphs.back().get()));
     if (w == 0) {
       AF_ASSIGN_OR_RETURN(checkpoints,
@@ -286,22 +287,22 @@ StatusOr<Word2VecResult> TrainWord2Vec(const Word2VecOptions& o, const Corpus& c
   // The chief initializes (or restores) the tables before any worker trains.
   AF_ASSIGN_OR_RETURN(const int64_t restored_step,
                       checkpoints->RestoreOrInitialize(worker_sessions[0].get(), "init"));
-  std::vector<WorkerStats> stats(o.num_workers);
+  std::vector<Word2VecWorkerStats> stats(o.num_workers);
   const auto start = std::chrono::steady_clock::now();
   // Cooperative threads: on a simulated cluster the workers take turns.
   RunThreadsCooperatively("word2vec worker", o.num_workers, [&](int w) {
     const int64_t steps = o.steps / o.num_workers + (w < o.steps % o.num_workers ? 1 : 0);
-    RunWorker(o, corpus, w, steps, restored_step / o.num_workers, worker_sessions[w].get(),
-              &stats[w]);
+    RunWord2VecWorker(o, corpus, w, steps, restored_step / o.num_workers, worker_sessions[w].get(),
+                      &stats[w]);
   });
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (const WorkerStats& s : stats) AF_RETURN_IF_ERROR(s.status);
+  for (const Word2VecWorkerStats& s : stats) AF_RETURN_IF_ERROR(s.status);
 
   Word2VecResult result;
   result.seconds = seconds;
   double pulled = 0, pushed = 0, rows = 0;
-  for (const WorkerStats& s : stats) {
+  for (const Word2VecWorkerStats& s : stats) {
     const size_t n = s.losses.size();
     result.first_loss += MeanOf(s.losses, 0, std::min<size_t>(kLossWindow, n)) / o.num_workers;
     result.loss += MeanOf(s.losses, n - std::min<size_t>(kLossWindow, n), n) / o.num_workers;

@@ -192,7 +192,7 @@ std::string TensorName(const std::string& endpoint) {
   return endpoint + ":0";
 }
 
-Json TensorInfoJson(const TensorInfo& info) {
+Json TensorInfoResponseJson(const TensorInfo& info) {
   Json shape = Json::object();
   Json dims = Json::array();
   if (!info.shape.unknown_rank()) {
@@ -214,7 +214,7 @@ Json TensorInfoJson(const TensorInfo& info) {
 
 Json TensorInfoMapJson(const std::map<std::string, TensorInfo>& infos) {
   Json out = Json::object();
-  for (const auto& [key, info] : infos) out[key] = TensorInfoJson(info);
+  for (const auto& [key, info] : infos) out[key] = TensorInfoResponseJson(info);
   return out;
 }
 
