@@ -211,7 +211,9 @@ Subcommand AddServerSubcommand(CLI::App* parent) {
       ->capture_default_str();
   app->add_flag("--no-shared-memory", options->no_shared_memory,
                 "Tensors for tasks of this host go through the bulk channel's Unix socket, "
-                "not copied once into shared memory the receiving task maps");
+                "not copied once into shared memory the receiving task maps; and the "
+                "steps of clients on this host through the step channel's Unix socket, "
+                "not a mailbox in shared memory");
   app->add_flag("--no-step-channel", options->no_step_channel,
                 "Remote sessions send their steps over the actor transport only, not on a "
                 "second plain TCP port of this task's host (any free one). Off anyway with "

@@ -53,6 +53,7 @@ class ServerImpl : public Server {
       so.limits = options.requests;
       so.run_on_connection_thread = options.cpus <= 1;
       so.spin_us = options.scheduler_spin_us;
+      so.shared_memory = options.bulk_shared_memory;
       auto steps = StepChannelServer::Listen(*system_, host_, task_name_, so);
       if (!steps.ok()) return steps.status();
       step_server_ = std::move(steps).value();

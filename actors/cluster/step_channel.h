@@ -23,7 +23,10 @@
 // and keeps it for the next.
 //
 // A client on the task's host connects through the channel's host-local socket
-// (actors/transport/socket_acceptor.h) rather than loopback TCP. A client in the task's own
+// (actors/transport/socket_acceptor.h) rather than loopback TCP, and the server offers
+// it a mailbox in shared memory with its welcome: both ends then pass frames through
+// memory they poll, with no system call while the other polls
+// (actors/transport/step_mailbox.h). A client in the task's own
 // process (an in-process cluster: `local:worker=N`, LocalCluster) needs no socket:
 // its thread hands the step to the master as the connection's thread would, and
 // tensors stay by reference.
@@ -77,6 +80,9 @@ struct StepChannelOptions {
   // Client: run a step for a task of this very process on the calling thread, as an
   // in-process session does, with no socket; false: always a socket.
   bool in_process = true;
+  // Server: a host-local connection's frames go through shared memory both ways
+  // (actors/transport/step_mailbox.h); false: through its Unix socket.
+  bool shared_memory = true;
 };
 
 // The task's side: listens beside its CAF port and answers steps of the sessions
@@ -99,6 +105,9 @@ class StepChannelServer {
   // Connections from this host's clients on the host-local socket, which they use
   // instead of TCP (actors/transport/socket_acceptor.h).
   virtual int64_t local_connections() const = 0;
+  // Of those, the connections whose frames go through shared memory
+  // (actors/transport/step_mailbox.h).
+  virtual int64_t shared_memory_connections() const = 0;
 };
 
 // The client's side: connections to one task's step port, reused across steps.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <set>
 #include <vector>
@@ -13,12 +14,14 @@
 #include "actors/scheduler/spinning_scheduler.h"
 #include "actors/cluster/step_channel.h"
 #include "actors/transport/step_frame.h"
+#include "actors/transport/step_mailbox.h"
 #include "actors/protocol/wire.h"
 
 namespace actorflow {
 namespace {
 
 using bulk_internal::ConnectWithin;
+using bulk_internal::ReadFull;
 using bulk_internal::WaitReady;
 using step_internal::Clock;
 using step_internal::DecodePayload;
@@ -30,6 +33,8 @@ using step_internal::kStepFrame;
 using step_internal::kStepLocalName;
 using step_internal::kStepPrefixBytes;
 using step_internal::kWelcomeFrame;
+using step_internal::ParsePrefix;
+using step_internal::StepMailbox;
 using step_internal::RunOnServerInProcess;
 using step_internal::WriteFrame;
 
@@ -48,6 +53,8 @@ struct StepChannelClient::Impl {
   std::mutex mu;
   std::vector<int> idle;  // connected, no step in flight
   std::set<int> busy;     // a step in flight; CloseAll shuts these down
+  // The mailboxes of the connections that have one (host-local ones).
+  std::map<int, std::unique_ptr<StepMailbox>> mailboxes;
   bool closed = false;
   Clock::time_point retry_at{};
   std::atomic<int64_t> steps{0};
@@ -62,8 +69,10 @@ struct StepChannelClient::Impl {
         options(opts),
         connect_ms(std::min(connect_timeout_ms, kMaxConnectMs)) {}
 
-  // A connection for one step, or -1 (closed, or no connection: use CAF).
-  int Take() {
+  // A connection for one step, or -1 (closed, or no connection: use CAF); its
+  // mailbox in *mailbox (null: frames on the socket).
+  int Take(StepMailbox** mailbox) {
+    *mailbox = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu);
       if (closed) return -1;
@@ -71,13 +80,16 @@ struct StepChannelClient::Impl {
         int fd = idle.back();
         idle.pop_back();
         busy.insert(fd);
+        auto it = mailboxes.find(fd);
+        if (it != mailboxes.end()) *mailbox = it->second.get();
         return fd;
       }
       if (Clock::now() < retry_at) return -1;
     }
     const auto connect_by = Clock::now() + std::chrono::milliseconds(connect_ms);
     int fd = ConnectWithin(endpoint, connect_by, -1, options.host_local ? kStepLocalName : "");
-    if (fd >= 0 && !Welcomed(fd, connect_by)) {
+    std::unique_ptr<StepMailbox> offered;
+    if (fd >= 0 && !Welcomed(fd, connect_by, &offered)) {
       close(fd);
       fd = -1;
     }
@@ -91,16 +103,36 @@ struct StepChannelClient::Impl {
       return -1;
     }
     busy.insert(fd);
+    if (offered) {
+      *mailbox = offered.get();
+      mailboxes[fd] = std::move(offered);
+    }
     return fd;
   }
 
   // Whether the server took the connection (its welcome frame came by `deadline`):
   // one it turned away (too many open) is closed unread, and a step sent on it could
-  // not be told from one lost to a failing server.
-  bool Welcomed(int fd, Clock::time_point deadline) {
-    std::vector<char> payload;
-    FrameReader reader(kStepPrefixBytes);
-    return reader.Finish(fd, kWelcomeFrame, 0, deadline, &payload) == FrameRead::kOk;
+  // not be told from one lost to a failing server. A welcome with a mailbox (its
+  // file passed, its slots' size the payload) must be mapped: the server sends its
+  // answers there.
+  bool Welcomed(int fd, Clock::time_point deadline, std::unique_ptr<StepMailbox>* mailbox) {
+    std::vector<int> passed;
+    char prefix[kStepPrefixBytes];
+    uint64_t bytes = 0;
+    uint64_t slot_bytes = 0;
+    bool taken = ReadFull(fd, prefix, sizeof(prefix), &deadline, &passed) &&
+                 ParsePrefix(prefix, kWelcomeFrame, sizeof(slot_bytes), &bytes) &&
+                 (bytes == 0 || (bytes == sizeof(slot_bytes) &&
+                                 ReadFull(fd, &slot_bytes, sizeof(slot_bytes), &deadline, &passed)));
+    if (taken && bytes > 0) {
+      if (passed.size() == 1) {
+        *mailbox = StepMailbox::Adopt(passed[0], slot_bytes);
+        passed.clear();
+      }
+      taken = *mailbox != nullptr;
+    }
+    for (int extra : passed) close(extra);
+    return taken;
   }
 
   // Ends the step on `fd`: kept for the next step when `reuse` (its stream is at a
@@ -111,6 +143,7 @@ struct StepChannelClient::Impl {
     if (reuse && !closed) {
       idle.push_back(fd);
     } else {
+      mailboxes.erase(fd);
       close(fd);
     }
   }
@@ -123,16 +156,18 @@ struct StepChannelClient::Impl {
   // Waits until fd has a byte to read (true) or the step ends first (false, with
   // *status): the deadline passed, or the watch reports the server lost.
   // The reader's Poll takes the answer's first bytes (often all of it).
-  bool AwaitAnswer(int fd, Clock::time_point deadline, const Watch& watch, FrameReader* reader,
-                   Status* status) {
-    auto readable = [fd, reader] { return reader->Poll(fd); };
+  bool AwaitAnswer(int fd, StepMailbox* mailbox, Clock::time_point deadline, const Watch& watch,
+                   FrameReader* reader, Status* status) {
+    auto readable = [fd, reader, mailbox] {
+      return mailbox ? mailbox->Poll(fd) : reader->Poll(fd);
+    };
     // As an in-process session: a client whose last answer outlasted the poll parks
     // at once, leaving the core to the task that computes it.
     const int64_t last_wait_us = last_answer_us.load(std::memory_order_relaxed);
     const auto sent = Clock::now();
     if (SpinUntil(readable, std::chrono::microseconds(
                                 last_wait_us <= options.spin_us ? options.spin_us : 0),
-                  PollCost::kSystemCall)) {
+                  mailbox ? PollCost::kMemory : PollCost::kSystemCall)) {
       return true;
     }
     bool watching = false;
@@ -144,8 +179,12 @@ struct StepChannelClient::Impl {
       }
       auto slice_end = std::min(deadline, watching ? now + std::chrono::milliseconds(10)
                                                    : sent + watch.long_wait);
-      WaitReady(fd, POLLIN, &slice_end);  // input, or the slice's end
-      if (readable()) return true;  // bytes, or an error or hang-up (poll reports them too)
+      if (mailbox) {
+        if (mailbox->Park(fd, &slice_end)) return true;  // a frame, or the socket's end
+      } else {
+        WaitReady(fd, POLLIN, &slice_end);  // input, or the slice's end
+        if (readable()) return true;  // bytes, or an error or hang-up (poll reports them too)
+      }
       if (!watching && Clock::now() >= sent + watch.long_wait) {
         watching = true;
         if (watch.on_long_wait) watch.on_long_wait();
@@ -166,12 +205,16 @@ StepChannelClient::~StepChannelClient() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (int fd : impl_->idle) close(fd);
   impl_->idle.clear();
+  impl_->mailboxes.clear();  // no step is in flight any more
 }
 
 void StepChannelClient::CloseAll() {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->closed = true;
-  for (int fd : impl_->idle) close(fd);
+  for (int fd : impl_->idle) {
+    impl_->mailboxes.erase(fd);
+    close(fd);
+  }
   impl_->idle.clear();
   // Their steps' threads close them (Give); shutting down wakes their waits.
   for (int fd : impl_->busy) shutdown(fd, SHUT_RDWR);
@@ -190,11 +233,12 @@ StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
   GatheredBytes frame;
   if (!EncodeFrame(c.system, kStepFrame, step, &frame)) return Outcome::kNotSent;
   if (frame.size() - kStepPrefixBytes > c.options.max_frame_bytes) return Outcome::kNotSent;
-  const int fd = c.Take();
+  StepMailbox* mailbox = nullptr;
+  const int fd = c.Take(&mailbox);
   if (fd < 0) return Outcome::kNotSent;
   const auto write_by =
       std::min(deadline, Clock::now() + std::chrono::milliseconds(c.options.write_timeout_ms));
-  if (!WriteFrame(fd, frame, write_by)) {
+  if (!(mailbox ? mailbox->Send(fd, frame, write_by) : WriteFrame(fd, frame, write_by))) {
     // Not whole: the server never runs it. A connection the server closed while it
     // was idle (a restarted server) ends here too.
     c.Give(fd, false);
@@ -205,7 +249,7 @@ StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
   // The server writes nothing after its answer until the next step: the answer may
   // be read whole in the poll's one call.
   FrameReader reader(FrameReader::kMaxPrefetch);
-  const bool answered = c.AwaitAnswer(fd, deadline, watch, &reader, &ended);
+  const bool answered = c.AwaitAnswer(fd, mailbox, deadline, watch, &reader, &ended);
   c.last_answer_us.store(
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent_at).count(),
       std::memory_order_relaxed);
@@ -221,7 +265,8 @@ StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
   thread_local std::vector<char> payload;
   const auto read_by = Clock::now() + std::chrono::milliseconds(c.options.frame_timeout_ms);
   const FrameRead read =
-      reader.Finish(fd, kAnswerFrame, c.options.max_frame_bytes, read_by, &payload);
+      mailbox ? mailbox->Finish(fd, kAnswerFrame, c.options.max_frame_bytes, read_by, &payload)
+              : reader.Finish(fd, kAnswerFrame, c.options.max_frame_bytes, read_by, &payload);
   *result = RemoteStepResult();
   const bool decoded = read == FrameRead::kOk && DecodePayload(c.system, payload, result);
   if (payload.capacity() > kKeptAnswerBytes) std::vector<char>().swap(payload);

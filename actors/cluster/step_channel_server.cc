@@ -16,7 +16,9 @@
 #include "actors/transport/socket_acceptor.h"
 #include "actors/scheduler/spinning_scheduler.h"
 #include "actors/cluster/step_channel.h"
+#include "actors/transport/shared_segments.h"
 #include "actors/transport/step_frame.h"
+#include "actors/transport/step_mailbox.h"
 #include "actors/cluster/task_actors.h"
 #include "actors/runtime/task_services.h"
 #include "actors/protocol/wire.h"
@@ -38,6 +40,7 @@ using step_internal::kStepLocalName;
 using step_internal::kStepPrefixBytes;
 using step_internal::kWelcomeFrame;
 using step_internal::PutPrefix;
+using step_internal::StepMailbox;
 using step_internal::WriteFrame;
 
 // A connection's thread checks this often whether its server is stopping while the
@@ -125,6 +128,9 @@ class StepChannelServerImpl : public StepChannelServer {
   }
   int64_t refused() const override { return refused_.load(std::memory_order_relaxed); }
   int64_t local_connections() const override { return acceptor_->local_connections(); }
+  int64_t shared_memory_connections() const override {
+    return shared_memory_connections_.load(std::memory_order_relaxed);
+  }
 
  private:
   // One step after another until the client closes the connection, a frame is
@@ -135,13 +141,25 @@ class StepChannelServerImpl : public StepChannelServer {
     struct Uncount {
       ~Uncount() { ActiveConnections().fetch_sub(1, std::memory_order_relaxed); }
     } uncount;
+    // A host-local client gets the connection's mailbox with the welcome (its file
+    // passed, the slots' size as the payload) and both ends use it from then on.
+    std::unique_ptr<StepMailbox> mailbox;
+    if (options_.shared_memory && bulk_internal::IsUnixSocket(fd)) mailbox = StepMailbox::Create();
     std::vector<char> in;
     GatheredBytes out;  // the welcome, then each answer (its tensors' bytes stay in `result`)
     out.head.assign(kStepPrefixBytes, '\0');
-    PutPrefix(kWelcomeFrame, 0, out.head.data());
-    if (!WriteFrame(fd, out, Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms))) {
+    const uint64_t slot_bytes = mailbox ? mailbox->slot_bytes() : 0;
+    PutPrefix(kWelcomeFrame, mailbox ? sizeof(slot_bytes) : 0, out.head.data());
+    if (mailbox) {
+      const char* size = reinterpret_cast<const char*>(&slot_bytes);
+      out.head.insert(out.head.end(), size, size + sizeof(slot_bytes));
+    }
+    if (!bulk_internal::WriteFull(
+            fd, out.Pieces(), Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms),
+            -1, mailbox ? mailbox->fd() : -1)) {
       return;
     }
+    if (mailbox) shared_memory_connections_.fetch_add(1, std::memory_order_relaxed);
     for (;;) {
       // A client's next step often follows its answer at once: poll for it a while,
       // but only while this process serves no more active connections than half its
@@ -150,18 +168,24 @@ class StepChannelServerImpl : public StepChannelServer {
       // a thread polling for its next step would take the core it computes on.
       // The poll reads the prefix itself (no more: a client may send its next frame
       // right behind this one), so a frame that is there takes two reads.
+      // With a mailbox the poll reads memory.
       FrameReader reader(kStepPrefixBytes);
+      auto poll = [fd, &reader, &mailbox] {
+        return mailbox ? mailbox->Poll(fd) : reader.Poll(fd);
+      };
       bool arrived = false;
       if (ActiveConnections().load(std::memory_order_relaxed) * 2 <= PollingCores()) {
-        arrived = SpinUntil([fd, &reader] { return reader.Poll(fd); },
-                            std::chrono::microseconds(options_.spin_us), PollCost::kSystemCall);
+        arrived = SpinUntil(poll, std::chrono::microseconds(options_.spin_us),
+                            mailbox ? PollCost::kMemory : PollCost::kSystemCall);
       }
       if (!arrived) {
-        if (!AwaitInput(fd)) return;
-        reader.Poll(fd);  // what came (or the connection's end, which Finish names)
+        if (!AwaitInput(fd, mailbox.get())) return;
+        poll();  // what came (or the connection's end, which Finish names)
       }
       const auto deadline = Clock::now() + std::chrono::milliseconds(options_.frame_timeout_ms);
-      FrameRead read = reader.Finish(fd, kStepFrame, options_.max_frame_bytes, deadline, &in);
+      FrameRead read =
+          mailbox ? mailbox->Finish(fd, kStepFrame, options_.max_frame_bytes, deadline, &in)
+                  : reader.Finish(fd, kStepFrame, options_.max_frame_bytes, deadline, &in);
       RemoteStep step;
       if (read == FrameRead::kOk && !DecodePayload(system_, in, &step)) {
         read = FrameRead::kMalformed;
@@ -184,7 +208,7 @@ class StepChannelServerImpl : public StepChannelServer {
       // Counted before it is written: a client that has its answer sees it counted.
       steps_.fetch_add(1, std::memory_order_relaxed);
       const auto write_by = Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms);
-      if (!WriteFrame(fd, out, write_by)) return;
+      if (!(mailbox ? mailbox->Send(fd, out, write_by) : WriteFrame(fd, out, write_by))) return;
       out.blocks.clear();  // they point into this step's result
     }
   }
@@ -193,8 +217,15 @@ class StepChannelServerImpl : public StepChannelServer {
   // failed. Active until its client pauses longer than kActiveGap; then the wait is
   // open-ended (an idle client, not counted active) and Stop shuts it down, which
   // ends the wait as the connection's end.
-  bool AwaitInput(int fd) {
+  bool AwaitInput(int fd, StepMailbox* mailbox) {
     auto active_until = Clock::now() + kActiveGap;
+    if (mailbox) {
+      if (mailbox->Park(fd, &active_until)) return true;
+      ActiveConnections().fetch_sub(1, std::memory_order_relaxed);
+      const bool ready = mailbox->Park(fd, nullptr);
+      ActiveConnections().fetch_add(1, std::memory_order_relaxed);
+      return ready;
+    }
     if (WaitReady(fd, POLLIN, &active_until)) return true;
     // Past the gap; a byte that came just after it counts the client as active still.
     const bool paused = !HasInput(fd);
@@ -306,6 +337,7 @@ class StepChannelServerImpl : public StepChannelServer {
   std::atomic<int64_t> steps_{0};
   std::atomic<int64_t> in_process_steps_{0};
   std::atomic<int64_t> refused_{0};
+  std::atomic<int64_t> shared_memory_connections_{0};
   std::string endpoint_;  // the key in InProcess()
   std::unique_ptr<SocketAcceptor> acceptor_;  // last: its threads use the members above
 };

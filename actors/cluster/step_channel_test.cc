@@ -271,6 +271,7 @@ TEST(StepChannelTest, AClientThatAFullServerTurnsAwaySendsItsStepAnotherWay) {
   EXPECT_EQ(server->steps(), 1);
   EXPECT_EQ(client.steps(), 1);
   EXPECT_EQ(server->local_connections(), 1);  // a client of this host: not TCP
+  EXPECT_EQ(server->shared_memory_connections(), 1);  // and its frames in memory
 
   // A client told to use TCP gets the same answer there.
   StepChannelOptions tcp_only = options;
@@ -282,6 +283,7 @@ TEST(StepChannelTest, AClientThatAFullServerTurnsAwaySendsItsStepAnotherWay) {
   ASSERT_TRUE(AnsweredWithin20s(&tcp_client, step, &over_tcp));
   EXPECT_EQ(over_tcp.status, result.status);
   EXPECT_EQ(server->local_connections(), 1);
+  EXPECT_EQ(server->shared_memory_connections(), 1);
 
   // A client that may, runs the step on its own thread: no connection, same answer.
   StepChannelClient in_process(system, "127.0.0.1:" + std::to_string(server->port()),
@@ -291,6 +293,35 @@ TEST(StepChannelTest, AClientThatAFullServerTurnsAwaySendsItsStepAnotherWay) {
   EXPECT_EQ(here.status, result.status);
   EXPECT_EQ(server->in_process_steps(), 1);
   EXPECT_EQ(server->steps(), 2);  // the two above, on sockets
+}
+
+// A host-local client's frames go through the mailbox the server offers, step after
+// step on one connection; a server with shared memory off keeps them on the socket.
+TEST(StepChannelTest, AHostLocalConnectionsFramesGoThroughSharedMemoryUnlessTurnedOff) {
+  caf::actor_system_config cfg;
+  caf::actor_system system{cfg};
+  for (bool shared_memory : {true, false}) {
+    StepChannelOptions options;
+    options.in_process = false;
+    options.shared_memory = shared_memory;
+    ASSERT_OK_AND_ASSIGN(auto server,
+                         StepChannelServer::Listen(system, "127.0.0.1", kWorker, options));
+    server->Serve(std::make_shared<TaskServices>());
+    StepChannelClient client(system, "127.0.0.1:" + std::to_string(server->port()),
+                             "actorflow://test-target", options, 2000);
+    for (uint64_t session = 1; session <= 20; ++session) {
+      RemoteStep step;
+      step.session_id = session;
+      RemoteStepResult result;
+      ASSERT_EQ(client.Run(step, StepChannelClient::Clock::time_point::max(), {}, &result),
+                StepChannelClient::Outcome::kAnswered);
+      EXPECT_THAT(result.status.message(),
+                  HasSubstr("session " + std::to_string(session) + " is not open"));
+    }
+    EXPECT_EQ(server->steps(), 20);
+    EXPECT_EQ(server->local_connections(), 1);
+    EXPECT_EQ(server->shared_memory_connections(), shared_memory ? 1 : 0);
+  }
 }
 
 }  // namespace

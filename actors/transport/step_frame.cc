@@ -21,10 +21,6 @@ bool WriteFrame(int fd, const GatheredBytes& frame, Clock::time_point deadline) 
   return WriteFull(fd, frame.Pieces(), deadline, -1);
 }
 
-namespace {
-
-// A whole prefix's payload size, when its magic and kind are right and the size is
-// within max_bytes.
 bool ParsePrefix(const char* prefix, uint32_t kind, uint64_t max_bytes, uint64_t* bytes) {
   uint32_t magic, got_kind;
   std::memcpy(&magic, prefix, 4);
@@ -32,8 +28,6 @@ bool ParsePrefix(const char* prefix, uint32_t kind, uint64_t max_bytes, uint64_t
   std::memcpy(bytes, prefix + 8, 8);
   return magic == kStepMagic && got_kind == kind && *bytes <= max_bytes;
 }
-
-}  // namespace
 
 bool FrameReader::Poll(int fd) {
   if (have_ > 0 || ended_) return true;

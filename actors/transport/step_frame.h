@@ -53,6 +53,10 @@ bool DecodePayload(caf::actor_system& system, const std::vector<char>& payload, 
   return !source(*value) && source.remaining() == 0;
 }
 
+// Whether a prefix is whole and right: its magic, `kind`, and a payload of at most
+// max_bytes (in *bytes).
+bool ParsePrefix(const char* prefix, uint32_t kind, uint64_t max_bytes, uint64_t* bytes);
+
 // Writes all of `frame` by `deadline`.
 bool WriteFrame(int fd, const GatheredBytes& frame, Clock::time_point deadline);
 
@@ -72,6 +76,11 @@ class FrameReader {
       : prefetch_(std::clamp(prefetch, kStepPrefixBytes, kMaxPrefetch)) {}
   // True once bytes came, or the socket ended or failed (Finish then says which).
   bool Poll(int fd);
+  // Takes a frame's first byte, read by the caller (actors/transport/step_mailbox.h).
+  void Prime(char first) {
+    buffer_[0] = first;
+    have_ = 1;
+  }
   // The frame of `kind` in *payload, its bytes read by `deadline`. kClosed: the peer
   // went away (or the deadline passed) before the frame was whole; kMalformed: bad
   // magic, another kind, more than `max_bytes` announced, or bytes beyond the
