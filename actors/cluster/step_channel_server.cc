@@ -1,6 +1,5 @@
 // StepChannelServer (actors/cluster/step_channel.h): a SocketAcceptor whose connection
 // threads hand each step to its session's master, and the in-process hand-off.
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "actors/cluster/step_channel.h"
 #include "actors/transport/shared_segments.h"
 #include "actors/transport/step_frame.h"
+#include "actors/transport/step_link.h"
 #include "actors/transport/step_mailbox.h"
 #include "actors/cluster/task_actors.h"
 #include "actors/runtime/task_services.h"
@@ -27,21 +27,18 @@
 namespace actorflow {
 namespace {
 
-using bulk_internal::WaitReady;
 using step_internal::Clock;
 using step_internal::DecodePayload;
 using step_internal::EncodeFrame;
 using step_internal::FrameRead;
-using step_internal::FrameReader;
-using step_internal::HasInput;
 using step_internal::kAnswerFrame;
 using step_internal::kStepFrame;
 using step_internal::kStepLocalName;
 using step_internal::kStepPrefixBytes;
 using step_internal::kWelcomeFrame;
 using step_internal::PutPrefix;
+using step_internal::StepLink;
 using step_internal::StepMailbox;
-using step_internal::WriteFrame;
 
 // A connection's thread checks this often whether its server is stopping while the
 // step it waits for runs on.
@@ -160,32 +157,24 @@ class StepChannelServerImpl : public StepChannelServer {
       return;
     }
     if (mailbox) shared_memory_connections_.fetch_add(1, std::memory_order_relaxed);
+    // A socket poll reads the prefix alone (no more: a client may send its next frame
+    // right behind this one), so a frame that is there takes two reads. With a
+    // mailbox a poll reads memory.
+    StepLink link(fd, std::move(mailbox), kStepPrefixBytes);
     for (;;) {
       // A client's next step often follows its answer at once: poll for it a while,
       // but only while this process serves no more active connections than half its
       // cores. Each has a client thread that computes between its steps (often on
       // these cores: an in-process cluster's clients are in this very process), and
       // a thread polling for its next step would take the core it computes on.
-      // The poll reads the prefix itself (no more: a client may send its next frame
-      // right behind this one), so a frame that is there takes two reads.
-      // With a mailbox the poll reads memory.
-      FrameReader reader(kStepPrefixBytes);
-      auto poll = [fd, &reader, &mailbox] {
-        return mailbox ? mailbox->Poll(fd) : reader.Poll(fd);
-      };
       bool arrived = false;
       if (ActiveConnections().load(std::memory_order_relaxed) * 2 <= PollingCores()) {
-        arrived = SpinUntil(poll, std::chrono::microseconds(options_.spin_us),
-                            mailbox ? PollCost::kMemory : PollCost::kSystemCall);
+        arrived = SpinUntil([&link] { return link.Poll(); },
+                            std::chrono::microseconds(options_.spin_us), link.poll_cost());
       }
-      if (!arrived) {
-        if (!AwaitInput(fd, mailbox.get())) return;
-        poll();  // what came (or the connection's end, which Finish names)
-      }
+      if (!arrived && !AwaitInput(link)) return;
       const auto deadline = Clock::now() + std::chrono::milliseconds(options_.frame_timeout_ms);
-      FrameRead read =
-          mailbox ? mailbox->Finish(fd, kStepFrame, options_.max_frame_bytes, deadline, &in)
-                  : reader.Finish(fd, kStepFrame, options_.max_frame_bytes, deadline, &in);
+      FrameRead read = link.Finish(kStepFrame, options_.max_frame_bytes, deadline, &in);
       RemoteStep step;
       if (read == FrameRead::kOk && !DecodePayload(system_, in, &step)) {
         read = FrameRead::kMalformed;
@@ -208,30 +197,22 @@ class StepChannelServerImpl : public StepChannelServer {
       // Counted before it is written: a client that has its answer sees it counted.
       steps_.fetch_add(1, std::memory_order_relaxed);
       const auto write_by = Clock::now() + std::chrono::milliseconds(options_.write_timeout_ms);
-      if (!(mailbox ? mailbox->Send(fd, out, write_by) : WriteFrame(fd, out, write_by))) return;
+      if (!link.Send(out, write_by)) return;
       out.blocks.clear();  // they point into this step's result
     }
   }
 
   // Waits for the next frame, however long its client pauses: false when the wait
-  // failed. Active until its client pauses longer than kActiveGap; then the wait is
-  // open-ended (an idle client, not counted active) and Stop shuts it down, which
-  // ends the wait as the connection's end.
-  bool AwaitInput(int fd, StepMailbox* mailbox) {
+  // failed. Active until its client pauses longer than kActiveGap (a frame that
+  // came just after the gap still counts it active: the park's last poll takes it);
+  // then the wait is open-ended (an idle client, not counted active) and Stop shuts
+  // the socket down, which ends the wait as the connection's end.
+  bool AwaitInput(StepLink& link) {
     auto active_until = Clock::now() + kActiveGap;
-    if (mailbox) {
-      if (mailbox->Park(fd, &active_until)) return true;
-      ActiveConnections().fetch_sub(1, std::memory_order_relaxed);
-      const bool ready = mailbox->Park(fd, nullptr);
-      ActiveConnections().fetch_add(1, std::memory_order_relaxed);
-      return ready;
-    }
-    if (WaitReady(fd, POLLIN, &active_until)) return true;
-    // Past the gap; a byte that came just after it counts the client as active still.
-    const bool paused = !HasInput(fd);
-    if (paused) ActiveConnections().fetch_sub(1, std::memory_order_relaxed);
-    const bool ready = WaitReady(fd, POLLIN, nullptr);
-    if (paused) ActiveConnections().fetch_add(1, std::memory_order_relaxed);
+    if (link.Park(&active_until)) return true;
+    ActiveConnections().fetch_sub(1, std::memory_order_relaxed);
+    const bool ready = link.Park(nullptr);
+    ActiveConnections().fetch_add(1, std::memory_order_relaxed);
     return ready;
   }
 
