@@ -13,6 +13,7 @@
 
 #include "actors/cluster/local_cluster.h"
 #include "actors/cluster/remote_session.h"
+#include "actors/scheduler/spinning_scheduler.h"
 #include "placement/cluster_spec.h"
 #include "tools/cli/blas_core.h"
 #include "tools/train/train_data.h"
@@ -171,6 +172,10 @@ StatusOr<TuneReport> RunTune(const TuneCommandOptions& options, std::ostream* pr
   int finished = 0;
   const auto start = std::chrono::steady_clock::now();
   report.results = RunGridSearch(configs, workers, [&](size_t index, const GridConfig& c, int slot) {
+    // A trial's thread computes (its graph, its input pipeline, and on a local
+    // cluster its steps too): it counts as a busy core, so that the scheduler's idle
+    // threads do not poll on the core another trial computes on.
+    BusyThreadScope computing;
     const auto trial_start = std::chrono::steady_clock::now();
     // A task keeps its variables across sessions: each configuration starts on a
     // task cleared of the previous one's.

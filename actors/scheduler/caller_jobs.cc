@@ -1,5 +1,7 @@
 #include "actors/scheduler/caller_jobs.h"
 
+#include <optional>
+
 #include <caf/actor_system.hpp>
 #include <caf/resumable.hpp>
 #include <caf/scheduler/abstract_coordinator.hpp>
@@ -35,7 +37,7 @@ int CallerJobs::RunHeld(const std::function<bool()>& done) {
   if (held_ == nullptr) return ran;
   // Running actor jobs is a scheduler thread's work: it counts against the
   // process's polling budget like one (actors/scheduler/spinning_scheduler.h).
-  BusyThreads().fetch_add(1, std::memory_order_acq_rel);
+  std::optional<BusyThreadScope> running(std::in_place);
   const size_t throughput =
       max_throughput_ > 0 ? max_throughput_ : system().scheduler().max_throughput();
   while (held_ != nullptr && !done()) {
@@ -59,7 +61,7 @@ int CallerJobs::RunHeld(const std::function<bool()>& done) {
         break;
     }
   }
-  BusyThreads().fetch_sub(1, std::memory_order_acq_rel);
+  running.reset();
   HandOver();
   return ran;
 }

@@ -72,6 +72,28 @@ inline bool PollingBudgetLeft() {
   return BusyThreads().load(std::memory_order_relaxed) <= PollingCores();
 }
 
+// Counts the calling thread in BusyThreads while it lives; nested scopes on one
+// thread count it once. For threads that take a core outside any actor: a thread
+// running actor jobs (CallerJobs), one polling (SpinUntil), and one that computes
+// between its steps (a grid search's trial builds its graph and runs its input
+// pipeline on its own thread). Counting the last keeps the scheduler's idle threads
+// from polling on the core it computes on; it stays counted while it waits for an
+// answer, so that wait itself may poll only if a core is left.
+class BusyThreadScope {
+ public:
+  BusyThreadScope() {
+    if (depth_++ == 0) BusyThreads().fetch_add(1, std::memory_order_acq_rel);
+  }
+  ~BusyThreadScope() {
+    if (--depth_ == 0) BusyThreads().fetch_sub(1, std::memory_order_acq_rel);
+  }
+  BusyThreadScope(const BusyThreadScope&) = delete;
+  BusyThreadScope& operator=(const BusyThreadScope&) = delete;
+
+ private:
+  static inline thread_local int depth_ = 0;
+};
+
 // Polls `ready()` for up to `spin` (yielding the core between polls) while the
 // polling budget lasts, then returns whether it became true. For a thread already
 // counted in BusyThreads (a scheduler worker); others call SpinUntil.
@@ -91,17 +113,16 @@ bool PollUntil(Predicate ready, std::chrono::microseconds spin,
   }
 }
 
-// PollUntil for a thread that is not otherwise counted (a client waiting for its
-// step, a network thread): it counts itself as busy while it polls. Callers park on
+// PollUntil for a thread that is not a scheduler worker (a client waiting for its
+// step, a network thread): it counts itself as busy while it polls (once, if a
+// BusyThreadScope of its own already counts it). Callers park on
 // their condition variable when it returns false.
 template <class Predicate>
 bool SpinUntil(Predicate ready, std::chrono::microseconds spin,
                PollCost cost = PollCost::kMemory) {
   if (spin.count() <= 0) return ready();
-  BusyThreads().fetch_add(1, std::memory_order_acq_rel);
-  const bool done = PollingBudgetLeft() ? PollUntil(ready, spin, cost) : ready();
-  BusyThreads().fetch_sub(1, std::memory_order_acq_rel);
-  return done;
+  BusyThreadScope polling;
+  return PollingBudgetLeft() ? PollUntil(ready, spin, cost) : ready();
 }
 
 }  // namespace actorflow

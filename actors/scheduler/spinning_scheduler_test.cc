@@ -127,5 +127,38 @@ TEST(SpinUntilTest, ASystemsWorkersLeaveTheBusyCountWhenItStops) {
   EXPECT_EQ(BusyThreads().load(), before);
 }
 
+TEST(BusyThreadScopeTest, CountsItsThreadOnceHoweverNestedAndPollsOnlyIfACoreIsLeft) {
+  const int before = BusyThreads().load();
+  {
+    BusyThreadScope computing;
+    EXPECT_EQ(BusyThreads().load(), before + 1);
+    {
+      BusyThreadScope nested;
+      EXPECT_EQ(BusyThreads().load(), before + 1);
+    }
+    EXPECT_EQ(BusyThreads().load(), before + 1);
+    // A poll of a thread already counted does not count it again...
+    int seen = -1;
+    EXPECT_TRUE(SpinUntil([&] { return (seen = BusyThreads().load()) >= 0; },
+                          std::chrono::microseconds(1000000)));
+    EXPECT_EQ(seen, before + 1);
+    // ...and it stops at once when the other cores are taken: this thread's own core
+    // is already one of the busy ones.
+    BusyThreads().fetch_add(PollingCores());
+    int polls = 0;
+    EXPECT_FALSE(SpinUntil([&] { return ++polls == 3; }, std::chrono::microseconds(1000000)));
+    EXPECT_EQ(polls, 1);
+    BusyThreads().fetch_sub(PollingCores());
+  }
+  EXPECT_EQ(BusyThreads().load(), before);
+  // Another thread's scope counts that thread.
+  std::thread other([before] {
+    BusyThreadScope computing;
+    EXPECT_EQ(BusyThreads().load(), before + 1);
+  });
+  other.join();
+  EXPECT_EQ(BusyThreads().load(), before);
+}
+
 }  // namespace
 }  // namespace actorflow
