@@ -1,7 +1,5 @@
 #include "actors/scheduler/caller_jobs.h"
 
-#include <optional>
-
 #include <caf/actor_system.hpp>
 #include <caf/resumable.hpp>
 #include <caf/scheduler/abstract_coordinator.hpp>
@@ -37,31 +35,32 @@ int CallerJobs::RunHeld(const std::function<bool()>& done) {
   if (held_ == nullptr) return ran;
   // Running actor jobs is a scheduler thread's work: it counts against the
   // process's polling budget like one (actors/scheduler/spinning_scheduler.h).
-  std::optional<BusyThreadScope> running(std::in_place);
-  const size_t throughput =
-      max_throughput_ > 0 ? max_throughput_ : system().scheduler().max_throughput();
-  while (held_ != nullptr && !done()) {
-    caf::resumable* job = held_;
-    held_ = nullptr;
-    ++ran;
-    // What a scheduler worker does with a job's result (caf/scheduler/worker.hpp).
-    switch (job->resume(this, throughput)) {
-      case caf::resumable::resume_later:
-        // Its mailbox has more than one turn's worth: fair to the others.
-        system().scheduler().enqueue(job);
-        break;
-      case caf::resumable::done:
-      case caf::resumable::awaiting_message:
-        caf::intrusive_ptr_release(job);
-        break;
-      case caf::resumable::shutdown_execution_unit:
-        // Only a scheduler's own shutdown jobs answer this, and those are never
-        // scheduled through a caller's unit.
-        caf::intrusive_ptr_release(job);
-        break;
+  {
+    BusyThreadScope running;
+    const size_t throughput =
+        max_throughput_ > 0 ? max_throughput_ : system().scheduler().max_throughput();
+    while (held_ != nullptr && !done()) {
+      caf::resumable* job = held_;
+      held_ = nullptr;
+      ++ran;
+      // What a scheduler worker does with a job's result (caf/scheduler/worker.hpp).
+      switch (job->resume(this, throughput)) {
+        case caf::resumable::resume_later:
+          // Its mailbox has more than one turn's worth: fair to the others.
+          system().scheduler().enqueue(job);
+          break;
+        case caf::resumable::done:
+        case caf::resumable::awaiting_message:
+          caf::intrusive_ptr_release(job);
+          break;
+        case caf::resumable::shutdown_execution_unit:
+          // Only a scheduler's own shutdown jobs answer this, and those are never
+          // scheduled through a caller's unit.
+          caf::intrusive_ptr_release(job);
+          break;
+      }
     }
   }
-  running.reset();
   HandOver();
   return ran;
 }

@@ -63,11 +63,5 @@ FrameRead FrameReader::Finish(int fd, uint32_t kind, uint64_t max_bytes,
   return FrameRead::kOk;
 }
 
-bool HasInput(int fd) {
-  char c;
-  ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
 }  // namespace step_internal
 }  // namespace actorflow

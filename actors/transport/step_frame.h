@@ -95,9 +95,6 @@ class FrameReader {
   bool ended_ = false;
 };
 
-// Whether a read on fd would not block: a byte is there, or the peer is gone.
-bool HasInput(int fd);
-
 // Runs `step` on the step channel server of this process listening at `endpoint`,
 // on the calling thread; false (nothing run) when this process has none there.
 // A step the server's stop interrupted is answered Unavailable naming `target`.
