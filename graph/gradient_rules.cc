@@ -356,7 +356,7 @@ Status ExtremumGrad(const Scope& s, const Node& op, const Grads& dy, Grads* dx) 
 Status ReshapeGrad(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
   const Output x = In(op, 0);
   if (x.shape().IsFullyDefined()) {
-    (*dx)[0] = Reshape(s, dy[0], Const(s, Tensor::FromVector(x.shape().dims())));
+    (*dx)[0] = Reshape(s, dy[0], Const(s, Tensor::FromVector(x.shape().dims().ToVector())));
   } else {
     (*dx)[0] = Reshape(s, dy[0], ShapeOf(s, x, DType::kInt64));
   }

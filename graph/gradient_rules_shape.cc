@@ -22,7 +22,7 @@ using Grads = std::vector<Output>;
 // x's runtime shape.
 Output ReshapeLike(const Scope& s, const Output& g, const Output& x) {
   if (x.shape().IsFullyDefined()) {
-    return Reshape(s, g, Const(s, Tensor::FromVector(x.shape().dims())));
+    return Reshape(s, g, Const(s, Tensor::FromVector(x.shape().dims().ToVector())));
   }
   return Reshape(s, g, ShapeOf(s, x, DType::kInt64));
 }

@@ -6,9 +6,38 @@
 
 namespace actorflow {
 
+bool operator==(DimSpan a, DimSpan b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+Shape& Shape::operator=(const Shape& other) {
+  inline_ = other.inline_;
+  if (!other.is_inline()) {
+    heap_ = other.heap_;
+  } else if (!heap_.empty()) {
+    heap_.clear();
+  }
+  rank_ = other.rank_;
+  unknown_rank_ = other.unknown_rank_;
+  return *this;
+}
+
+void Shape::Assign(const int64_t* dims, size_t rank) {
+  rank_ = static_cast<int>(rank);
+  if (is_inline()) {
+    for (size_t i = 0; i < rank; ++i) inline_[i] = dims[i];
+  } else {
+    heap_.assign(dims, dims + rank);
+  }
+}
+
 bool Shape::IsFullyDefined() const {
   if (unknown_rank_) return false;
-  for (int64_t d : dims_) {
+  for (int64_t d : dims()) {
     if (d < 0) return false;
   }
   return true;
@@ -17,7 +46,7 @@ bool Shape::IsFullyDefined() const {
 int64_t Shape::num_elements() const {
   if (!IsFullyDefined()) return -1;
   uint64_t n = 1;  // unsigned: an unchecked overflow wraps instead of being undefined
-  for (int64_t d : dims_) n *= static_cast<uint64_t>(d);
+  for (int64_t d : dims()) n *= static_cast<uint64_t>(d);
   return static_cast<int64_t>(n);
 }
 
@@ -34,7 +63,7 @@ StatusOr<int64_t> Shape::CheckedNumElements() const {
   AF_RETURN_IF_ERROR(CheckRankLimit());
   int64_t n = 1;
   bool overflowed = false;
-  for (int64_t d : dims_) {
+  for (int64_t d : dims()) {
     if (d < 0) {
       return InvalidArgument("shape " + ToString() + " has " +
                              (d == kUnknownDim ? std::string("an unknown dimension")
@@ -44,7 +73,7 @@ StatusOr<int64_t> Shape::CheckedNumElements() const {
     if (!overflowed && !CheckedMul(n, d, &n)) overflowed = true;
   }
   // A 0 dim anywhere makes the product 0, whatever overflowed before it.
-  for (int64_t d : dims_) {
+  for (int64_t d : dims()) {
     if (d == 0) return int64_t{0};
   }
   if (overflowed) {
@@ -57,9 +86,9 @@ StatusOr<int64_t> Shape::CheckedNumElements() const {
 
 bool Shape::IsCompatibleWith(const Shape& other) const {
   if (unknown_rank_ || other.unknown_rank_) return true;
-  if (dims_.size() != other.dims_.size()) return false;
-  for (size_t i = 0; i < dims_.size(); ++i) {
-    if (dims_[i] >= 0 && other.dims_[i] >= 0 && dims_[i] != other.dims_[i]) return false;
+  if (rank_ != other.rank_) return false;
+  for (int i = 0; i < rank_; ++i) {
+    if (dim(i) >= 0 && other.dim(i) >= 0 && dim(i) != other.dim(i)) return false;
   }
   return true;
 }
@@ -68,8 +97,8 @@ Shape Shape::MergeWith(const Shape& other) const {
   if (unknown_rank_) return other;
   if (other.unknown_rank_) return *this;
   Shape merged = *this;
-  for (size_t i = 0; i < dims_.size() && i < other.dims_.size(); ++i) {
-    if (merged.dims_[i] < 0) merged.dims_[i] = other.dims_[i];
+  for (int i = 0; i < rank_ && i < other.rank_; ++i) {
+    if (merged.dim(i) < 0) merged.set_dim(i, other.dim(i));
   }
   return merged;
 }
@@ -77,9 +106,9 @@ Shape Shape::MergeWith(const Shape& other) const {
 std::string Shape::ToString() const {
   if (unknown_rank_) return "<unknown>";
   std::string out = "[";
-  for (size_t i = 0; i < dims_.size(); ++i) {
+  for (int i = 0; i < rank_; ++i) {
     if (i > 0) out += ",";
-    out += dims_[i] < 0 ? "?" : std::to_string(dims_[i]);
+    out += dim(i) < 0 ? "?" : std::to_string(dim(i));
   }
   return out + "]";
 }

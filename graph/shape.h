@@ -4,6 +4,8 @@
 #ifndef ACTORFLOW_GRAPH_SHAPE_H_
 #define ACTORFLOW_GRAPH_SHAPE_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -13,6 +15,43 @@
 
 namespace actorflow {
 
+// A read-only view of a shape's dimensions, valid while the shape lives and keeps
+// its rank. It converts to std::vector<int64_t> where a caller needs one of its own.
+class DimSpan {
+ public:
+  using value_type = int64_t;
+  using const_iterator = const int64_t*;
+  using iterator = const_iterator;
+
+  DimSpan(const int64_t* begin, size_t size) : begin_(begin), size_(size) {}
+  const int64_t* begin() const { return begin_; }
+  const int64_t* end() const { return begin_ + size_; }
+  const int64_t* data() const { return begin_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  int64_t operator[](size_t i) const { return begin_[i]; }
+  int64_t front() const { return begin_[0]; }
+  int64_t back() const { return begin_[size_ - 1]; }
+  std::vector<int64_t> ToVector() const { return std::vector<int64_t>(begin(), end()); }
+  operator std::vector<int64_t>() const { return ToVector(); }  // NOLINT: a copy on request
+
+ private:
+  const int64_t* begin_;
+  size_t size_;
+};
+
+bool operator==(DimSpan a, DimSpan b);
+inline bool operator!=(DimSpan a, DimSpan b) { return !(a == b); }
+inline bool operator==(DimSpan a, const std::vector<int64_t>& b) {
+  return a == DimSpan(b.data(), b.size());
+}
+inline bool operator==(const std::vector<int64_t>& a, DimSpan b) { return b == a; }
+inline bool operator!=(DimSpan a, const std::vector<int64_t>& b) { return !(a == b); }
+inline bool operator!=(const std::vector<int64_t>& a, DimSpan b) { return !(b == a); }
+
+// Shapes of up to kInlineRank dimensions (every dense layer's and convolution's) keep
+// them inline: a tensor's copy, which every step makes for each input it gathers,
+// then allocates nothing. Longer ones keep them on the heap.
 class Shape {
  public:
   static constexpr int64_t kUnknownDim = -1;
@@ -21,17 +60,25 @@ class Shape {
   static constexpr int kMaxRank = 254;
 
   Shape() = default;  // a scalar: rank 0, known
-  Shape(std::initializer_list<int64_t> dims) : dims_(dims) {}
-  explicit Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {}
+  // A copy of an inline shape copies the inline array only (no call into heap_).
+  Shape(const Shape& other) { *this = other; }
+  Shape& operator=(const Shape& other);
+  Shape(Shape&&) noexcept = default;
+  Shape& operator=(Shape&&) noexcept = default;
+  static constexpr int kInlineRank = 4;
+
+  Shape(std::initializer_list<int64_t> dims) { Assign(dims.begin(), dims.size()); }
+  explicit Shape(const std::vector<int64_t>& dims) { Assign(dims.data(), dims.size()); }
+  explicit Shape(DimSpan dims) { Assign(dims.data(), dims.size()); }
 
   static Shape UnknownRank() { Shape s; s.unknown_rank_ = true; return s; }
 
   bool unknown_rank() const { return unknown_rank_; }
   // Precondition for rank()/dim(): !unknown_rank().
-  int rank() const { return static_cast<int>(dims_.size()); }
-  int64_t dim(int i) const { return dims_[i]; }
-  const std::vector<int64_t>& dims() const { return dims_; }
-  void set_dim(int i, int64_t value) { dims_[i] = value; }
+  int rank() const { return rank_; }
+  int64_t dim(int i) const { return data()[i]; }
+  DimSpan dims() const { return DimSpan(data(), static_cast<size_t>(rank_)); }
+  void set_dim(int i, int64_t value) { mutable_data()[i] = value; }
 
   bool IsFullyDefined() const;
   // Product of the dimensions (1 for a scalar); -1 if not fully defined. Unchecked:
@@ -53,12 +100,20 @@ class Shape {
   std::string ToString() const;
 
   bool operator==(const Shape& o) const {
-    return unknown_rank_ == o.unknown_rank_ && dims_ == o.dims_;
+    return unknown_rank_ == o.unknown_rank_ && dims() == o.dims();
   }
   bool operator!=(const Shape& o) const { return !(*this == o); }
 
  private:
-  std::vector<int64_t> dims_;
+  void Assign(const int64_t* dims, size_t rank);
+  bool is_inline() const { return rank_ <= kInlineRank; }
+  const int64_t* data() const { return is_inline() ? inline_.data() : heap_.data(); }
+  int64_t* mutable_data() { return is_inline() ? inline_.data() : heap_.data(); }
+
+  // The dimensions: inline_[0, rank_) when rank_ <= kInlineRank, else heap_.
+  std::array<int64_t, kInlineRank> inline_{};
+  std::vector<int64_t> heap_;
+  int rank_ = 0;
   bool unknown_rank_ = false;
 };
 

@@ -157,12 +157,15 @@ class StepState : public std::enable_shared_from_this<StepState> {
 
   // Precondition: lock held. Fails when a variable read finds it uninitialized.
   Status GatherInputs(const Executor::NodeInfo& info, std::vector<Tensor>* out) {
+    // Appended, not resized then assigned: a default tensor first would be built
+    // and overwritten for every input.
     std::vector<Tensor>& inputs = *out;
-    inputs.resize(info.inputs.size());
+    inputs.clear();
+    inputs.reserve(info.inputs.size());
     for (size_t k = 0; k < info.inputs.size(); ++k) {
       const Executor::InputSource& src = info.inputs[k];
       if (src.kind == Executor::InputSource::kFeed) {
-        inputs[k] = args_.feed_values[src.index];
+        inputs.push_back(args_.feed_values[src.index]);
       } else if (src.kind == Executor::InputSource::kVariable) {
         auto var = executor_->VariableOfNode(args_.resources, src.index);
         if (!var.ok()) return var.status().WithContext(info.node->Describe());
@@ -172,16 +175,18 @@ class StepState : public std::enable_shared_from_this<StepState> {
                                     ": attempting to use uninitialized value '" +
                                     (*var)->name() + "': run its initializer (an Assign) first");
         }
-        inputs[k] = (*var)->value;
+        inputs.push_back((*var)->value);
       } else if (src.kind == Executor::InputSource::kNode) {
         const int slot = output_base_[src.index] + src.output;
         // The last consumer takes the step's reference instead of sharing it.
         if (--uses_left_[slot] == 0) {
-          inputs[k] = std::move(outputs_[slot]);
+          inputs.push_back(std::move(outputs_[slot]));
           outputs_[slot] = Tensor();
         } else {
-          inputs[k] = outputs_[slot];
+          inputs.push_back(outputs_[slot]);
         }
+      } else {
+        inputs.emplace_back();
       }
     }
     return Status::OK();
