@@ -26,6 +26,18 @@ Shape& Shape::operator=(const Shape& other) {
   return *this;
 }
 
+Shape& Shape::operator=(Shape&& other) noexcept {
+  if (this == &other) return *this;
+  inline_ = other.inline_;
+  heap_ = std::move(other.heap_);
+  rank_ = other.rank_;
+  unknown_rank_ = other.unknown_rank_;
+  other.heap_.clear();
+  other.rank_ = 0;
+  other.unknown_rank_ = false;
+  return *this;
+}
+
 void Shape::Assign(const int64_t* dims, size_t rank) {
   rank_ = static_cast<int>(rank);
   if (is_inline()) {

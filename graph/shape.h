@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/status.h"
@@ -63,8 +64,10 @@ class Shape {
   // A copy of an inline shape copies the inline array only (no call into heap_).
   Shape(const Shape& other) { *this = other; }
   Shape& operator=(const Shape& other);
-  Shape(Shape&&) noexcept = default;
-  Shape& operator=(Shape&&) noexcept = default;
+  // A moved-from shape is a scalar, as when the dimensions were a std::vector (never
+  // a rank whose heap dimensions went with the move).
+  Shape(Shape&& other) noexcept { *this = std::move(other); }
+  Shape& operator=(Shape&& other) noexcept;
   static constexpr int kInlineRank = 4;
 
   Shape(std::initializer_list<int64_t> dims) { Assign(dims.begin(), dims.size()); }

@@ -37,6 +37,12 @@ TEST_P(ShapeRankTest, HoldsItsDimensionsAcrossCopiesMovesAndEdits) {
   Shape moved = std::move(copy);
   EXPECT_EQ(moved.dim(0), 99);
   EXPECT_EQ(moved.rank(), GetParam());
+  // NOLINTNEXTLINE(bugprone-use-after-move): a moved-from shape is a scalar.
+  EXPECT_EQ(copy, Shape());
+  EXPECT_EQ(copy.num_elements(), 1);
+  copy = std::move(moved);
+  EXPECT_EQ(copy.dim(0), 99);
+  EXPECT_EQ(moved.rank(), 0);
 
   // Assignment across the inline/heap boundary in both directions.
   Shape other({7});
