@@ -6,38 +6,6 @@
 
 namespace actorflow {
 
-bool operator==(DimSpan a, DimSpan b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] != b[i]) return false;
-  }
-  return true;
-}
-
-Shape& Shape::operator=(const Shape& other) {
-  inline_ = other.inline_;
-  if (!other.is_inline()) {
-    heap_ = other.heap_;
-  } else if (!heap_.empty()) {
-    heap_.clear();
-  }
-  rank_ = other.rank_;
-  unknown_rank_ = other.unknown_rank_;
-  return *this;
-}
-
-Shape& Shape::operator=(Shape&& other) noexcept {
-  if (this == &other) return *this;
-  inline_ = other.inline_;
-  heap_ = std::move(other.heap_);
-  rank_ = other.rank_;
-  unknown_rank_ = other.unknown_rank_;
-  other.heap_.clear();
-  other.rank_ = 0;
-  other.unknown_rank_ = false;
-  return *this;
-}
-
 void Shape::Assign(const int64_t* dims, size_t rank) {
   rank_ = static_cast<int>(rank);
   if (is_inline()) {

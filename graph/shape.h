@@ -4,6 +4,7 @@
 #ifndef ACTORFLOW_GRAPH_SHAPE_H_
 #define ACTORFLOW_GRAPH_SHAPE_H_
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +42,9 @@ class DimSpan {
   size_t size_;
 };
 
-bool operator==(DimSpan a, DimSpan b);
+inline bool operator==(DimSpan a, DimSpan b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end());
+}
 inline bool operator!=(DimSpan a, DimSpan b) { return !(a == b); }
 inline bool operator==(DimSpan a, const std::vector<int64_t>& b) {
   return a == DimSpan(b.data(), b.size());
@@ -59,6 +62,7 @@ class Shape {
   // The most dimensions a shape from outside may have (TensorFlow's limit too): more
   // is refused by CheckedNumElements and CheckRepresentableShape, never allocated.
   static constexpr int kMaxRank = 254;
+  static constexpr int kInlineRank = 4;
 
   Shape() = default;  // a scalar: rank 0, known
   // A copy of an inline shape copies the inline array only (no call into heap_).
@@ -68,7 +72,6 @@ class Shape {
   // a rank whose heap dimensions went with the move).
   Shape(Shape&& other) noexcept { *this = std::move(other); }
   Shape& operator=(Shape&& other) noexcept;
-  static constexpr int kInlineRank = 4;
 
   Shape(std::initializer_list<int64_t> dims) { Assign(dims.begin(), dims.size()); }
   explicit Shape(const std::vector<int64_t>& dims) { Assign(dims.data(), dims.size()); }
@@ -119,6 +122,36 @@ class Shape {
   int rank_ = 0;
   bool unknown_rank_ = false;
 };
+
+// Inline: a step copies or moves shapes with every tensor it passes on (a few hundred
+// times an Iris step), and an inline shape's copy is a few stores.
+inline Shape& Shape::operator=(const Shape& other) {
+  inline_ = other.inline_;
+  if (!other.is_inline()) {
+    heap_ = other.heap_;
+  } else if (!heap_.empty()) {
+    heap_.clear();
+  }
+  rank_ = other.rank_;
+  unknown_rank_ = other.unknown_rank_;
+  return *this;
+}
+
+inline Shape& Shape::operator=(Shape&& other) noexcept {
+  if (this == &other) return *this;
+  inline_ = other.inline_;
+  if (!other.is_inline()) {
+    heap_ = std::move(other.heap_);
+    other.heap_.clear();  // whatever the library leaves in a moved-from vector
+  } else if (!heap_.empty()) {
+    heap_.clear();
+  }
+  rank_ = other.rank_;
+  unknown_rank_ = other.unknown_rank_;
+  other.rank_ = 0;
+  other.unknown_rank_ = false;
+  return *this;
+}
 
 }  // namespace actorflow
 

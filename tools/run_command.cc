@@ -141,7 +141,7 @@ std::string FormatElement(const nlohmann::json& element) {
 
 // Appends the elements of `data` (flat, row-major) from `*offset` as nested lists
 // following dims[axis...].
-void AppendNested(const nlohmann::json& data, const std::vector<int64_t>& dims, size_t axis,
+void AppendNested(const nlohmann::json& data, DimSpan dims, size_t axis,
                   size_t* offset, std::string* out) {
   if (axis == dims.size()) {
     *out += FormatElement(data.at(*offset));
@@ -161,7 +161,7 @@ std::string FormatTensorLine(const Tensor& tensor) {
   const nlohmann::json j = TensorToJson(tensor);
   std::string text = DTypeName(tensor.dtype());
   text += "[";
-  const std::vector<int64_t>& dims = tensor.shape().dims();
+  const DimSpan dims = tensor.shape().dims();
   for (size_t i = 0; i < dims.size(); ++i) {
     if (i > 0) text += ",";
     text += std::to_string(dims[i]);

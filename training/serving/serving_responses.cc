@@ -53,7 +53,7 @@ bool Readable(const Tensor& t) { return t.IsInitialized() && !t.IsOnDevice(); }
 
 // Elements from *next on, nested by dims[depth:] (a bare number when depth is the
 // last level).
-Json NestedJson(const Tensor& t, const std::vector<int64_t>& dims, size_t depth, int64_t* next) {
+Json NestedJson(const Tensor& t, DimSpan dims, size_t depth, int64_t* next) {
   if (depth == dims.size()) return ElementJson(t, (*next)++);
   Json out = Json::array();
   for (int64_t i = 0; i < dims[depth]; ++i) out.push_back(NestedJson(t, dims, depth + 1, next));
@@ -69,7 +69,7 @@ Json WholeJson(const Tensor& t) {
 // Example `row` of t [N, ...]: its [...] part.
 Json RowJson(const Tensor& t, int64_t row) {
   if (!Readable(t)) return Json(nullptr);
-  const std::vector<int64_t>& dims = t.shape().dims();
+  const DimSpan dims = t.shape().dims();
   int64_t next = t.dim(0) == 0 ? 0 : row * (t.NumElements() / t.dim(0));
   return NestedJson(t, dims, 1, &next);
 }
