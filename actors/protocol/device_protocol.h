@@ -115,7 +115,7 @@ struct PartitionReply {
 
   // Notifies after unlocking (see StepReply::Deliver); the first answer wins.
   // Contract: the caller holds a shared_ptr to this reply until Deliver returns.
-  void Deliver(RunPartitionResult r, bool unknown_partition = false) {
+  void Deliver(RunPartitionResult&& r, bool unknown_partition = false) {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (done) return;
@@ -135,7 +135,9 @@ struct PartitionReply {
 struct DirectRun {
   RunPartitionRequest request;
   std::shared_ptr<PartitionReply> reply;
-  std::string device;
+  // The device's name, shared with its DirectPlan: a step copies a pointer, not the
+  // name, and only this destructor's message reads it.
+  std::shared_ptr<const std::string> device;
 
   DirectRun() = default;
   DirectRun(const DirectRun&) = delete;
@@ -143,7 +145,8 @@ struct DirectRun {
   ~DirectRun() {
     if (reply == nullptr || reply->ready.load(std::memory_order_acquire)) return;
     RunPartitionResult r;
-    r.status = Unavailable("device " + device + " ended before answering step " +
+    r.status = Unavailable("device " + (device != nullptr ? *device : std::string("?")) +
+                           " ended before answering step " +
                            std::to_string(request.step_id));
     reply->Deliver(std::move(r));
   }

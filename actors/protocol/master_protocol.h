@@ -45,6 +45,7 @@ using step_deadline_atom = caf::atom_constant<caf::atom("stepdeadl")>;
 struct DirectPlan {
   DeviceActor device_actor;
   std::string device;
+  std::shared_ptr<const std::string> shared_device;  // `device`, for each DirectRun
   uint64_t partition_id = 0;
   uint32_t ordinal = 0;            // the master's task ordinal, for step ids
   RunSignature signature;          // for the feeds' checks

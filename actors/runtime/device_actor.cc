@@ -72,7 +72,7 @@ struct DeviceState {
     caf::response_promise promise;
     std::shared_ptr<DirectRun> direct;
 
-    void Answer(RunPartitionResult r) {
+    void Answer(RunPartitionResult&& r) {
       if (direct != nullptr) {
         direct->reply->Deliver(std::move(r));
       } else {
@@ -112,9 +112,12 @@ struct DeviceState {
     done(Status::OK(), value);
   }
 
+  // Whether any Recv waits or any early tensor sits here (for any step).
+  bool HoldsRendezvous() const { return !pending_step.empty() || !inbox.empty(); }
+
   // Fails every pending Recv of `step` and drops its early tensors.
   void ReleaseStep(int64_t step, const Status& status) {
-    if (pending_step.empty() && inbox.empty()) return;  // the common case: nothing left
+    if (!HoldsRendezvous()) return;  // the common case: nothing left
     std::vector<Rendezvous::RecvCallback> to_fail;
     for (auto it = pending_step.begin(); it != pending_step.end();) {
       if (it->second == step) {
@@ -307,8 +310,11 @@ void RunPartition(DeviceSelf self, RunPartitionRequest& req, DeviceState::Active
         if (active == self->state.active_steps.end()) return;  // answered by abort
         DeviceState::ActiveStep answer = std::move(active->second);
         self->state.active_steps.erase(active);
-        // Leftover early tensors of a finished step are never received.
-        self->state.ReleaseStep(step, Cancelled("step finished"));
+        // Leftover early tensors of a finished step are never received. (The status
+        // is built only when there is something to release: this runs every step.)
+        if (self->state.HoldsRendezvous()) {
+          self->state.ReleaseStep(step, Cancelled("step finished"));
+        }
         RunPartitionResult r;
         r.status = std::move(result.status);
         r.fetches = std::move(result.fetches);
@@ -349,7 +355,58 @@ DeviceActor::behavior_type DeviceBehavior(DeviceSelf self, DeviceConfig config) 
       }
     }
   });
+  // CAF tries the handlers in this order and a miss costs a type check: the
+  // messages of every step come first (a direct run, a run, a tensor, a kernel's
+  // posted continuation), setup and diagnostics last.
   return {
+      [self](direct_run_atom, std::shared_ptr<DirectRun>& run) {
+        DeviceState::ActiveStep answer;
+        answer.direct = run;
+        RunPartition(self, run->request, std::move(answer));
+      },
+      [self](run_atom, RunPartitionRequest& req) -> caf::result<RunPartitionResult> {
+        DeviceState::ActiveStep answer;
+        answer.promise = self->make_response_promise();
+        caf::response_promise rp = answer.promise;
+        RunPartition(self, req, std::move(answer));
+        return rp;
+      },
+      [self](tensor_atom, const TensorDelivery& d) {
+        self->state.Deliver(d.step_id, d.key, d.value);
+      },
+      [self](resume_atom, Closure& c) { c.fn(); },
+      [self](abort_atom, const AbortRequest& req) {
+        DeviceState& st = self->state;
+        st.MarkAborted(req.step_id, req.status);
+        auto it = st.active_steps.find(req.step_id);
+        if (it != st.active_steps.end()) {
+          // Answer now: kernels still in flight (a timer, a GPU event) finish on
+          // their own and their step's late answer is dropped.
+          DeviceState::ActiveStep active = std::move(it->second);
+          st.active_steps.erase(it);
+          active.handle.Abort(req.status);
+          RunPartitionResult r;
+          r.status = req.status;
+          active.Answer(std::move(r));
+        }
+        st.ReleaseStep(req.step_id, req.status);
+        st.transfers.erase(req.step_id);
+        // Waiting queue requests are withdrawn; their queues stay usable.
+        st.queues->AbortStep(req.step_id, req.status);
+      },
+      [self](recv_timeout_atom, const std::string& key) {
+        DeviceState& st = self->state;
+        auto it = st.pending.find(key);
+        if (it == st.pending.end()) return;
+        Rendezvous::RecvCallback done = std::move(it->second);
+        st.pending.erase(it);
+        st.pending_step.erase(key);
+        done(DeadlineExceeded("a blocking receive on device " + st.config.name +
+                              " exceeded operation_timeout_in_ms (" +
+                              std::to_string(st.config.operation_timeout_in_ms) +
+                              " ms); key " + key),
+             Tensor());
+      },
       [self](peers_atom, const std::vector<DevicePeer>& peers) {
         self->state.AddPeers(self, peers);
       },
@@ -382,54 +439,6 @@ DeviceActor::behavior_type DeviceBehavior(DeviceSelf self, DeviceConfig config) 
           }
         }
         return Status::OK();
-      },
-      [self](run_atom, RunPartitionRequest& req) -> caf::result<RunPartitionResult> {
-        DeviceState::ActiveStep answer;
-        answer.promise = self->make_response_promise();
-        caf::response_promise rp = answer.promise;
-        RunPartition(self, req, std::move(answer));
-        return rp;
-      },
-      [self](direct_run_atom, std::shared_ptr<DirectRun>& run) {
-        DeviceState::ActiveStep answer;
-        answer.direct = run;
-        RunPartition(self, run->request, std::move(answer));
-      },
-      [self](tensor_atom, const TensorDelivery& d) {
-        self->state.Deliver(d.step_id, d.key, d.value);
-      },
-      [self](abort_atom, const AbortRequest& req) {
-        DeviceState& st = self->state;
-        st.MarkAborted(req.step_id, req.status);
-        auto it = st.active_steps.find(req.step_id);
-        if (it != st.active_steps.end()) {
-          // Answer now: kernels still in flight (a timer, a GPU event) finish on
-          // their own and their step's late answer is dropped.
-          DeviceState::ActiveStep active = std::move(it->second);
-          st.active_steps.erase(it);
-          active.handle.Abort(req.status);
-          RunPartitionResult r;
-          r.status = req.status;
-          active.Answer(std::move(r));
-        }
-        st.ReleaseStep(req.step_id, req.status);
-        st.transfers.erase(req.step_id);
-        // Waiting queue requests are withdrawn; their queues stay usable.
-        st.queues->AbortStep(req.step_id, req.status);
-      },
-      [self](resume_atom, Closure& c) { c.fn(); },
-      [self](recv_timeout_atom, const std::string& key) {
-        DeviceState& st = self->state;
-        auto it = st.pending.find(key);
-        if (it == st.pending.end()) return;
-        Rendezvous::RecvCallback done = std::move(it->second);
-        st.pending.erase(it);
-        st.pending_step.erase(key);
-        done(DeadlineExceeded("a blocking receive on device " + st.config.name +
-                              " exceeded operation_timeout_in_ms (" +
-                              std::to_string(st.config.operation_timeout_in_ms) +
-                              " ms); key " + key),
-             Tensor());
       },
       [self](device_stats_atom) -> DeviceStats {
         const DeviceState& st = self->state;

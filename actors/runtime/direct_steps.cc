@@ -84,7 +84,7 @@ bool DirectSteps::RunOnDevice(const DirectPlan& plan, int64_t timeout_ms, const 
   run->request.collect_stats = false;
   run->request.feed_values.reserve(plan.feed_sources.size());
   for (int src : plan.feed_sources) run->request.feed_values.push_back(feeds[src].second);
-  run->device = plan.device;
+  run->device = plan.shared_device;
   auto reply = std::make_shared<PartitionReply>();
   run->reply = reply;
   const int64_t step_id = run->request.step_id;

@@ -165,7 +165,7 @@ TEST(DirectStepsTest, ARunDroppedByAnEndedDeviceAnswersUnavailable) {
   }
   auto run = std::make_shared<DirectRun>();
   run->request.step_id = 7;
-  run->device = config.name;
+  run->device = std::make_shared<const std::string>(config.name);
   auto reply = std::make_shared<PartitionReply>();
   run->reply = reply;
   caf::anon_send(device, direct_run_atom::value, std::move(run));
