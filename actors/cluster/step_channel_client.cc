@@ -69,6 +69,8 @@ struct StepChannelClient::Impl {
   bool closed = false;
   Clock::time_point retry_at{};
   std::atomic<int64_t> steps{0};
+  // The server of this process at `endpoint`, once a step found it there.
+  step_internal::InProcessServerCache in_process_server;
   // How long the last step's answer took from its sending (any thread's).
   std::atomic<int64_t> last_answer_us{0};
 
@@ -209,7 +211,8 @@ StepChannelClient::Outcome StepChannelClient::Run(const RemoteStep& step,
                                                   Clock::time_point deadline, const Watch& watch,
                                                   RemoteStepResult* result) {
   Impl& c = *impl_;
-  if (c.options.in_process && RunOnServerInProcess(c.endpoint, c.target, step, result)) {
+  if (c.options.in_process &&
+      RunOnServerInProcess(c.endpoint, c.target, step, result, &c.in_process_server)) {
     c.steps.fetch_add(1, std::memory_order_relaxed);
     return Outcome::kAnswered;
   }

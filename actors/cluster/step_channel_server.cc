@@ -56,18 +56,69 @@ std::atomic<int>& ActiveConnections() {
 
 class StepChannelServerImpl;
 
+}  // namespace
+
+namespace step_internal {
+
+// A server as the clients of this process reach it. Steps pin it while they run:
+// its stop marks it stopped, then waits until no step runs on it. The pin is two
+// atomics of this server's own, so in-process sessions on different tasks share
+// no lock or cache line per step.
+struct InProcessServer {
+  StepChannelServerImpl* server = nullptr;  // valid while pinned and not stopped
+  std::atomic<bool> stopped{false};
+  std::atomic<int> running{0};
+  std::mutex mu;                 // guards the stop's wait
+  std::condition_variable left;  // a step ended after the stop began
+
+  // True when the step may run (then Unpin after it).
+  bool Pin() {
+    running.fetch_add(1, std::memory_order_seq_cst);
+    if (!stopped.load(std::memory_order_seq_cst)) return true;
+    Unpin();
+    return false;
+  }
+  void Unpin() {
+    // seq_cst pairs with Stop: either this sees `stopped` and wakes it, or Stop
+    // sees this step's count gone.
+    if (running.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+        stopped.load(std::memory_order_seq_cst)) {
+      std::lock_guard<std::mutex> lock(mu);
+      left.notify_all();
+    }
+  }
+  // Returns once no step runs on the server and none will start.
+  void Stop() {
+    stopped.store(true, std::memory_order_seq_cst);
+    std::unique_lock<std::mutex> lock(mu);
+    left.wait(lock, [&] { return running.load(std::memory_order_seq_cst) == 0; });
+  }
+};
+
+}  // namespace step_internal
+
+namespace {
+
+using step_internal::InProcessServer;
+
 // The servers of this process by endpoint, for the clients of this process: a step
-// for one of them needs no socket (StepChannelClient::Run). A server leaves before it
+// for one of them needs no socket (StepChannelClient::Run). A client looks its
+// server up once and keeps it (InProcessServerCache). A server leaves before it
 // stops, once the steps its clients are running have returned.
 struct InProcessServers {
   std::mutex mu;
-  std::condition_variable left;  // a step run here returned
-  std::map<std::string, StepChannelServerImpl*> by_endpoint;
-  std::map<StepChannelServerImpl*, int> running;  // steps run here, per server
+  std::map<std::string, std::shared_ptr<InProcessServer>> by_endpoint;
 };
 InProcessServers& InProcess() {
   static InProcessServers* servers = new InProcessServers;  // never destroyed
   return *servers;
+}
+
+std::shared_ptr<InProcessServer> FindInProcess(const std::string& endpoint) {
+  InProcessServers& in_process = InProcess();
+  std::lock_guard<std::mutex> lock(in_process.mu);
+  auto it = in_process.by_endpoint.find(endpoint);
+  return it == in_process.by_endpoint.end() ? nullptr : it->second;
 }
 
 class StepChannelServerImpl : public StepChannelServer {
@@ -78,13 +129,17 @@ class StepChannelServerImpl : public StepChannelServer {
 
   ~StepChannelServerImpl() override {
     stopping_.store(true, std::memory_order_release);
-    {
-      InProcessServers& in_process = InProcess();
-      std::unique_lock<std::mutex> lock(in_process.mu);
-      in_process.by_endpoint.erase(endpoint_);
-      // Their Await sees stopping_ within kStopCheck.
-      in_process.left.wait(lock, [&] { return in_process.running[this] == 0; });
-      in_process.running.erase(this);
+    if (in_process_ != nullptr) {
+      {
+        InProcessServers& in_process = InProcess();
+        std::lock_guard<std::mutex> lock(in_process.mu);
+        auto it = in_process.by_endpoint.find(endpoint_);
+        if (it != in_process.by_endpoint.end() && it->second == in_process_) {
+          in_process.by_endpoint.erase(it);
+        }
+      }
+      // Steps running here see stopping_ in their Await within kStopCheck.
+      in_process_->Stop();
     }
     acceptor_.reset();  // wakes every read, joins every connection's thread
   }
@@ -99,9 +154,11 @@ class StepChannelServerImpl : public StepChannelServer {
     AF_ASSIGN_OR_RETURN(acceptor_,
                         SocketAcceptor::Listen(host, ao, [this](int fd) { ServeConnection(fd); }));
     endpoint_ = acceptor_->endpoint();
+    in_process_ = std::make_shared<InProcessServer>();
+    in_process_->server = this;
     InProcessServers& in_process = InProcess();
     std::lock_guard<std::mutex> lock(in_process.mu);
-    in_process.by_endpoint[endpoint_] = this;
+    in_process.by_endpoint[endpoint_] = in_process_;
     return Status::OK();
   }
 
@@ -320,6 +377,7 @@ class StepChannelServerImpl : public StepChannelServer {
   std::atomic<int64_t> refused_{0};
   std::atomic<int64_t> shared_memory_connections_{0};
   std::string endpoint_;  // the key in InProcess()
+  std::shared_ptr<InProcessServer> in_process_;  // this server there, once listening
   std::unique_ptr<SocketAcceptor> acceptor_;  // last: its threads use the members above
 };
 
@@ -328,23 +386,18 @@ class StepChannelServerImpl : public StepChannelServer {
 namespace step_internal {
 
 bool RunOnServerInProcess(const std::string& endpoint, const std::string& target,
-                          const RemoteStep& step, RemoteStepResult* result) {
-  InProcessServers& in_process = InProcess();
-  StepChannelServerImpl* server = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(in_process.mu);
-    auto it = in_process.by_endpoint.find(endpoint);
-    if (it == in_process.by_endpoint.end()) return false;
-    server = it->second;
-    ++in_process.running[server];
+                          const RemoteStep& step, RemoteStepResult* result,
+                          InProcessServerCache* cache) {
+  std::shared_ptr<InProcessServer> entry = cache->Get();
+  if (entry == nullptr || !entry->Pin()) {
+    // The first step, or the server kept is stopping: a server listening there now.
+    entry = FindInProcess(endpoint);
+    cache->Set(entry);
+    if (entry == nullptr || !entry->Pin()) return false;
   }
   bool stopped = false;
-  *result = server->RunInProcess(step, &stopped);
-  {
-    std::lock_guard<std::mutex> lock(in_process.mu);
-    --in_process.running[server];
-  }
-  in_process.left.notify_all();
+  *result = entry->server->RunInProcess(step, &stopped);
+  entry->Unpin();
   if (stopped) {
     // As a client across processes sees it: the task went away mid-step.
     *result = RemoteStepResult();

@@ -293,6 +293,15 @@ TEST(StepChannelTest, AClientThatAFullServerTurnsAwaySendsItsStepAnotherWay) {
   EXPECT_EQ(here.status, result.status);
   EXPECT_EQ(server->in_process_steps(), 1);
   EXPECT_EQ(server->steps(), 2);  // the two above, on sockets
+  // The client keeps the server it found; the next step takes it without a lookup.
+  ASSERT_EQ(in_process.Run(step, no_deadline, {}, &here), StepChannelClient::Outcome::kAnswered);
+  EXPECT_EQ(server->in_process_steps(), 2);
+
+  // With that server gone, the client finds none in this process and none on its
+  // socket: the step is not sent (its session would use CAF), and nothing it kept is used.
+  server.reset();
+  EXPECT_EQ(in_process.Run(step, no_deadline, {}, &here), StepChannelClient::Outcome::kNotSent);
+  EXPECT_EQ(in_process.steps(), 2);
 }
 
 // A host-local client's frames go through the mailbox the server offers, step after

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -95,11 +97,36 @@ class FrameReader {
   bool ended_ = false;
 };
 
+// A step channel server of this process as its in-process clients reach it
+// (defined in actors/cluster/step_channel_server.cc).
+struct InProcessServer;
+
+// A client's handle on the in-process server it reached last, so that its later
+// steps reach it without the process-wide lookup (whose lock every in-process
+// session's steps would otherwise share). Thread-safe.
+class InProcessServerCache {
+ public:
+  std::shared_ptr<InProcessServer> Get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return server_;
+  }
+  void Set(std::shared_ptr<InProcessServer> server) {
+    std::lock_guard<std::mutex> lock(mu_);
+    server_ = std::move(server);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<InProcessServer> server_;
+};
+
 // Runs `step` on the step channel server of this process listening at `endpoint`,
 // on the calling thread; false (nothing run) when this process has none there.
 // A step the server's stop interrupted is answered Unavailable naming `target`.
+// `cache` keeps the server found for the caller's next step.
 bool RunOnServerInProcess(const std::string& endpoint, const std::string& target,
-                          const RemoteStep& step, RemoteStepResult* result);
+                          const RemoteStep& step, RemoteStepResult* result,
+                          InProcessServerCache* cache);
 
 }  // namespace step_internal
 }  // namespace actorflow
