@@ -145,7 +145,7 @@ struct DirectRun {
   ~DirectRun() {
     if (reply == nullptr || reply->ready.load(std::memory_order_acquire)) return;
     RunPartitionResult r;
-    r.status = Unavailable("device " + (device != nullptr ? *device : std::string("?")) +
+    r.status = Unavailable("device " + (device != nullptr ? *device : std::string("(unnamed)")) +
                            " ended before answering step " +
                            std::to_string(request.step_id));
     reply->Deliver(std::move(r));

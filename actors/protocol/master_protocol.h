@@ -44,8 +44,8 @@ using step_deadline_atom = caf::atom_constant<caf::atom("stepdeadl")>;
 // then deregistered, and the session goes through the master again).
 struct DirectPlan {
   DeviceActor device_actor;
-  std::string device;
-  std::shared_ptr<const std::string> shared_device;  // `device`, for each DirectRun
+  // Shared with each DirectRun, which names it only if its device ends unanswered.
+  std::shared_ptr<const std::string> device;
   uint64_t partition_id = 0;
   uint32_t ordinal = 0;            // the master's task ordinal, for step ids
   RunSignature signature;          // for the feeds' checks

@@ -84,13 +84,14 @@ bool DirectSteps::RunOnDevice(const DirectPlan& plan, int64_t timeout_ms, const 
   run->request.collect_stats = false;
   run->request.feed_values.reserve(plan.feed_sources.size());
   for (int src : plan.feed_sources) run->request.feed_values.push_back(feeds[src].second);
-  run->device = plan.shared_device;
+  run->device = plan.device;
   auto reply = std::make_shared<PartitionReply>();
   run->reply = reply;
   const int64_t step_id = run->request.step_id;
   if (!send(plan.device_actor, std::move(run), reply, timeout_ms)) {
     // As the master words a missed deadline, then aborts the step on its device.
-    *status = StepDeadlineExceeded(timeout_ms, plan.device).WithContext("on device " + plan.device);
+    *status =
+        StepDeadlineExceeded(timeout_ms, *plan.device).WithContext("on device " + *plan.device);
     caf::anon_send(plan.device_actor, abort_atom::value, AbortRequest{step_id, *status});
     return true;
   }
@@ -101,7 +102,7 @@ bool DirectSteps::RunOnDevice(const DirectPlan& plan, int64_t timeout_ms, const 
   }
   RunPartitionResult& result = reply->result;
   if (!result.status.ok()) {
-    *status = result.status.WithContext("on device " + plan.device);
+    *status = result.status.WithContext("on device " + *plan.device);
     caf::anon_send(plan.device_actor, abort_atom::value, AbortRequest{step_id, *status});
     return true;
   }

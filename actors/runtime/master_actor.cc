@@ -54,8 +54,7 @@ std::shared_ptr<DirectPlan> DirectPlanOf(const MasterState& st, Plan* plan) {
     const PlanPart& part = plan->parts.front();
     auto d = std::make_shared<DirectPlan>();
     d->device_actor = part.device_actor;
-    d->device = part.device;
-    d->shared_device = std::make_shared<const std::string>(part.device);
+    d->device = std::make_shared<const std::string>(part.device);
     d->partition_id = part.partition_id;
     d->ordinal = st.ordinal;
     d->signature = plan->signature;
