@@ -245,5 +245,46 @@ TEST(CastKernelTest, FloatToIntTruncatesTowardZeroAndNumberToBoolIsNonZero) {
   }
 }
 
+// An element-wise kernel whose context holds the only reference to an input of the
+// output's shape and dtype writes its output over it (ForwardInputOrAllocateOutput);
+// while anything else holds the input it allocates. Values are checked in both ways
+// by MatchesReference.
+TEST(ElementwiseInPlaceTest, OutputTakesTheBufferOfAnInputNothingElseHolds) {
+  RandomTensors random(5);
+  const DType f32 = DType::kFloat32;
+  struct Case {
+    KernelTestCase test;
+    int forwarded;  // the input whose buffer the output takes; -1: none may
+  };
+  const std::vector<Case> cases = {
+      {{"Relu", {}, {random.Uniform(f32, Shape{2, 3})}}, 0},
+      {{"Mul", {}, {random.Uniform(f32, Shape{2, 3}), random.Uniform(f32, Shape{2, 3})}}, 0},
+      {{"Sub", {}, {random.Uniform(f32, Shape{2, 3}), random.Uniform(f32, Shape{})}}, 0},
+      // x a scalar: y takes the output, and the operands keep their order (x - y).
+      {{"Sub", {}, {random.Uniform(f32, Shape{}), random.Uniform(f32, Shape{2, 3})}}, 1},
+      {{"BiasAdd", {}, {random.Uniform(f32, Shape{4, 3}), random.Uniform(f32, Shape{3})}}, 0},
+      // Broadcast along rows: x is smaller than the output; y is not taken either.
+      {{"Add", {}, {random.Uniform(f32, Shape{3}), random.Uniform(f32, Shape{2, 3})}}, -1},
+      // A bool output cannot live in a float buffer.
+      {{"Less", {}, {random.Uniform(f32, Shape{2, 3}), random.Uniform(f32, Shape{2, 3})}}, -1},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.test.ToString());
+    EXPECT_TRUE(MatchesReference(c.test));
+    auto sole = RunKernel(c.test, /*unknown_input_shapes=*/false, /*sole_inputs=*/true);
+    ASSERT_TRUE(sole.ok()) << sole.status();
+    ASSERT_TRUE(sole->status.ok()) << sole->status;
+    auto shared = RunKernel(c.test);
+    ASSERT_TRUE(shared.ok()) << shared.status();
+    ASSERT_TRUE(shared->status.ok()) << shared->status;
+    for (size_t i = 0; i < c.test.inputs.size(); ++i) {
+      EXPECT_EQ(sole->outputs[0].SharesBufferWith(sole->inputs[i]),
+                static_cast<int>(i) == c.forwarded)
+          << "input " << i;
+      EXPECT_FALSE(shared->outputs[0].SharesBufferWith(shared->inputs[i])) << "input " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace actorflow

@@ -164,7 +164,8 @@ std::string KernelTestCase::ToString() const {
   return s;
 }
 
-StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes) {
+StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes,
+                              bool sole_inputs) {
   KernelRun run;
   run.graph = std::make_unique<Graph>();
   NodeDef def;
@@ -203,7 +204,13 @@ StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes
     var->value = c.inputs[i].DeepCopy();
     var->initialized = true;
   }
-  KernelContext ctx(run.node, c.inputs, &resources, /*step_id=*/1);
+  std::vector<Tensor> inputs = c.inputs;
+  if (sole_inputs && c.device_type == kDeviceCpu) {
+    for (Tensor& t : inputs) {
+      if (t.IsInitialized()) t = t.DeepCopy();
+    }
+  }
+  KernelContext ctx(run.node, std::move(inputs), &resources, /*step_id=*/1);
   if (c.device_type != kDeviceCpu) {
     // A device kernel resumes through the runtime's scheduler, on this thread.
     HarnessScheduler scheduler;
@@ -240,6 +247,7 @@ StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes
   }
   run.status = ctx.status();
   run.outputs = ctx.outputs();
+  for (int i = 0; i < ctx.num_inputs(); ++i) run.inputs.push_back(ctx.input(i));
   AF_ASSIGN_OR_RETURN(run.variables, VariableValues(c, *run.graph, &resources));
   return StatusOr<KernelRun>(std::move(run));
 }
@@ -294,13 +302,20 @@ StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     if (!IsConstInput(c, static_cast<int>(i))) has_placeholder = true;
   }
-  for (bool unknown : {false, true}) {
+  // Passes: exact input shapes; unknown rank; exact shapes with inputs the kernel
+  // may write its outputs over (CPU).
+  for (int pass = 0; pass < 3; ++pass) {
+    const bool unknown = pass == 1;
+    const bool sole = pass == 2;
     if (unknown && !has_placeholder) continue;
-    const std::string what = c.ToString() + (unknown ? " [inputs of unknown rank]" : "");
+    if (sole && c.device_type != kDeviceCpu) continue;
+    const std::string what =
+        c.ToString() + (unknown ? " [inputs of unknown rank]"
+                                : sole ? " [inputs the kernel may write over]" : "");
     std::vector<Tensor> before;
     for (const Tensor& t : c.inputs) before.push_back(t.DeepCopy());
 
-    StatusOr<KernelRun> run = RunKernel(c, unknown);
+    StatusOr<KernelRun> run = RunKernel(c, unknown, sole);
     if (!run.ok()) {
       return ::testing::AssertionFailure() << what << ": " << run.status();
     }

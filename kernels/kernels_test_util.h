@@ -10,7 +10,10 @@
 //   compatible with the inferred one, and leaves its inputs unchanged;
 // - every output has the reference's dtype and shape and values within Tolerance;
 // - the same holds when the inputs come from Placeholders of unknown rank (so the
-//   kernel takes shapes from its inputs, not from inference).
+//   kernel takes shapes from its inputs, not from inference);
+// - on the CPU, the same holds when the kernel's context holds the only reference to
+//   each input, as the executor gives a tensor's last consumer (so that a kernel
+//   that writes its output over an input is checked in place too).
 //
 // Thread safety: none needed; each call builds its own graph.
 #ifndef ACTORFLOW_KERNELS_KERNELS_TEST_UTIL_H_
@@ -84,6 +87,9 @@ struct KernelRun {
   // The values of the case's variable_inputs after Compute, in their order, in host
   // memory.
   std::vector<Tensor> variables;
+  // The input tensors the kernel's context held (CPU only), to tell whether an
+  // output was written over one (SharesBufferWith).
+  std::vector<Tensor> inputs;
 };
 
 // Builds a graph of Placeholders (exact shapes, or unknown rank when
@@ -93,7 +99,11 @@ struct KernelRun {
 // Off the CPU the kernel runs as on device 0 of its type ("...device:GPU:0") with an
 // AsyncScheduler whose posted work runs on the calling thread, and its outputs are
 // copied to host memory (kernels/gpu_runtime.h) before they are returned.
-StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes = false);
+// `sole_inputs` (CPU only): the context gets copies of the inputs that nothing else
+// holds, as the executor hands a tensor to its last consumer, so that a kernel may
+// write its output over one (ForwardInputOrAllocateOutput, kernels/cpu/kernel_util.h).
+StatusOr<KernelRun> RunKernel(const KernelTestCase& c, bool unknown_input_shapes = false,
+                              bool sole_inputs = false);
 
 // Compares dtype, shape and every element; the message lists the first mismatches.
 ::testing::AssertionResult TensorsClose(const Tensor& want, const Tensor& got, Tolerance tol);

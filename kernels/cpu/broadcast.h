@@ -70,6 +70,30 @@ inline void BinaryInner(const T* __restrict x, int64_t sx, const T* __restrict y
 
 }  // namespace internal
 
+// BinaryLoop with the output written over the operand that has the output's shape
+// (plan.kind kSame or kScalarY: x, kScalarX: y): `full` holds that operand and
+// receives the result, `other` is the other operand (a scalar unless kSame).
+// `other_is_y` says which side of op `full` is on.
+template <typename T, typename Op>
+void BinaryInPlace(const BroadcastPlan& plan, bool other_is_y, T* full, const T* other,
+                   Op& op) {
+  const int64_t n = plan.num_elements;
+  if (plan.kind == BroadcastPlan::Kind::kSame) {
+    if (other_is_y) {
+      for (int64_t i = 0; i < n; ++i) full[i] = op(full[i], other[i]);
+    } else {
+      for (int64_t i = 0; i < n; ++i) full[i] = op(other[i], full[i]);
+    }
+    return;
+  }
+  const T b = *other;
+  if (other_is_y) {
+    for (int64_t i = 0; i < n; ++i) full[i] = op(full[i], b);
+  } else {
+    for (int64_t i = 0; i < n; ++i) full[i] = op(b, full[i]);
+  }
+}
+
 // Writes out[i] = op(x[.], y[.]) for every output element i of `plan`. `op` is called
 // as op(T, T) -> R and may keep state (an error flag). `out` holds
 // plan.num_elements elements and must not alias x or y.

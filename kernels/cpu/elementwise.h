@@ -60,11 +60,18 @@ class UnaryKernel : public Kernel {
 
   void Compute(KernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    Tensor& y = ctx->allocate_output_for_overwrite(0, x.shape());  // every element
-    const T* __restrict in = x.data<T>();
-    T* __restrict out = y.data<T>();
     const int64_t n = x.NumElements();
     Op op;
+    bool in_place = false;
+    Tensor* y = ForwardInputOrAllocateOutput(ctx, 0, 0, x.shape(), &in_place);
+    if (y == nullptr) return;
+    if (in_place) {
+      T* xy = y->data<T>();
+      for (int64_t i = 0; i < n; ++i) xy[i] = op(xy[i]);
+      return;
+    }
+    const T* __restrict in = x.data<T>();
+    T* __restrict out = y->data<T>();
     for (int64_t i = 0; i < n; ++i) out[i] = op(in[i]);
   }
 };
@@ -84,9 +91,27 @@ class BinaryKernel : public Kernel {
       ctx->Fail(Code::kInvalidArgument, plan.status().message());
       return;
     }
+    Op op;
+    // An operand of the output's shape and type may take the output (kernel_util.h):
+    // x when y is as large or a scalar, y when x is a scalar.
+    if constexpr (std::is_same_v<T, R>) {
+      const bool x_full = plan->kind == BroadcastPlan::Kind::kSame ||
+                          plan->kind == BroadcastPlan::Kind::kScalarY;
+      if (x_full || plan->kind == BroadcastPlan::Kind::kScalarX) {
+        bool in_place = false;
+        Tensor* z = ForwardInputOrAllocateOutput(ctx, x_full ? 0 : 1, 0, plan->out_shape,
+                                                 &in_place);
+        if (z == nullptr) return;
+        if (in_place) {
+          BinaryInPlace(*plan, x_full, z->data<T>(), x_full ? y.data<T>() : x.data<T>(), op);
+        } else {
+          BinaryLoop(*plan, x.data<T>(), y.data<T>(), z->data<R>(), op);
+        }
+        return;
+      }
+    }
     Tensor* z = AllocateCheckedOutput(ctx, 0, plan->out_shape, /*overwrite=*/true);
     if (z == nullptr) return;
-    Op op;
     BinaryLoop(*plan, x.data<T>(), y.data<T>(), z->data<R>(), op);
   }
 };

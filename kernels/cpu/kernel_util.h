@@ -65,6 +65,26 @@ inline Tensor* AllocateCheckedOutput(KernelContext* ctx, int i, const Shape& sha
   }
 }
 
+// Output `output` written over input `input` when that input can take it: the step
+// holds its only reference (RefCountIsOne: the executor hands a tensor's last consumer
+// the step's own reference, and nothing else can read the buffer any more), it lies
+// in host memory, and it has the output's dtype and exactly `shape`. Returns the
+// output, which then shares the input's buffer, and sets *in_place; otherwise
+// AllocateCheckedOutput(overwrite = true) and *in_place = false. For element-wise
+// kernels that compute element i of the output from element i of that input (and of
+// other inputs) only: in place that is the same computation with one buffer fewer,
+// so a small step allocates less. The kernel's in-place loop must not assume the two
+// pointers differ (no __restrict between them).
+inline Tensor* ForwardInputOrAllocateOutput(KernelContext* ctx, int input, int output,
+                                            const Shape& shape, bool* in_place) {
+  const Tensor& in = ctx->input(input);
+  *in_place = in.RefCountIsOne() && in.memory_kind() == MemoryKind::kHost &&
+              in.dtype() == ctx->node().output_dtype(output) && in.shape() == shape;
+  if (!*in_place) return AllocateCheckedOutput(ctx, output, shape, /*overwrite=*/true);
+  ctx->set_output(output, in);
+  return &ctx->outputs()[output];
+}
+
 // "[2,3]" for an int list; for error messages.
 inline std::string IntListToString(const std::vector<int64_t>& values) {
   std::string s = "[";

@@ -84,15 +84,21 @@ class BiasAddKernel : public Kernel {
                     " and " + bias.shape().ToString());
       return;
     }
-    Tensor& out = ctx->allocate_output_for_overwrite(0, value.shape());  // every element
+    bool in_place = false;  // over value when the step holds its last reference
+    Tensor* out = ForwardInputOrAllocateOutput(ctx, 0, 0, value.shape(), &in_place);
+    if (out == nullptr) return;
     const int64_t cols = bias.dim(0);
     if (value.NumElements() == 0) return;
     const int64_t rows = value.NumElements() / cols;
     const T* __restrict b = bias.data<T>();
     for (int64_t r = 0; r < rows; ++r) {
-      const T* __restrict v = value.data<T>() + r * cols;
-      T* __restrict o = out.data<T>() + r * cols;
-      for (int64_t j = 0; j < cols; ++j) o[j] = v[j] + b[j];
+      T* __restrict o = out->data<T>() + r * cols;
+      if (in_place) {
+        for (int64_t j = 0; j < cols; ++j) o[j] += b[j];
+      } else {
+        const T* __restrict v = value.data<T>() + r * cols;
+        for (int64_t j = 0; j < cols; ++j) o[j] = v[j] + b[j];
+      }
     }
   }
 };

@@ -26,6 +26,13 @@ T RowSum(const T* __restrict p, int64_t n) {
   constexpr int kLanes = 8;
   constexpr int64_t kBlock = 4096;
   using Total = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+  if (n < kLanes) {
+    // A row narrower than the lanes (a softmax over a few classes) would fill only
+    // lane 0 anyway: the same sum, without the lanes' setup and reduction.
+    T lane = 0;
+    for (int64_t i = 0; i < n; ++i) lane = WrapAdd(lane, p[i]);
+    return static_cast<T>(static_cast<Total>(lane));
+  }
   Total total = 0;
   for (int64_t start = 0; start < n; start += kBlock) {
     const int64_t end = start + kBlock < n ? start + kBlock : n;
@@ -47,6 +54,11 @@ T RowSum(const T* __restrict p, int64_t n) {
 template <typename T>
 T RowMax(const T* __restrict p, int64_t n) {
   constexpr int kLanes = 16;
+  if (n < kLanes) {  // as RowSum: lane 0 alone, the same maximum
+    T m = -INFINITY;
+    for (int64_t i = 0; i < n; ++i) m = p[i] > m ? p[i] : m;
+    return m;
+  }
   T lanes[kLanes];
   for (int l = 0; l < kLanes; ++l) lanes[l] = -INFINITY;
   int64_t i = 0;
