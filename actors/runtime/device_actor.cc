@@ -81,6 +81,9 @@ struct DeviceState {
     }
   };
   std::unordered_map<int64_t, ActiveStep> active_steps;
+  // The node of the last finished step, emptied, for the next step's slot: a device
+  // running one step after another then allocates no slot per step.
+  std::unordered_map<int64_t, ActiveStep>::node_type spare_step_slot;
   // Steps whose client wants run metadata: what their Sends moved off this device,
   // by destination device. Empty in a training loop that asks for none, so a Send
   // pays one failed lookup.
@@ -300,7 +303,14 @@ void RunPartition(DeviceSelf self, RunPartitionRequest& req, DeviceState::Active
   args.session_scope = exec->session_scope;
   const int64_t step = req.step_id;
   // The slot exists before the step starts: a step may end inside RunAsync.
-  st.active_steps[step] = std::move(answer);
+  if (st.spare_step_slot.empty()) {
+    st.active_steps[step] = std::move(answer);
+  } else {
+    st.spare_step_slot.key() = step;
+    st.spare_step_slot.mapped() = std::move(answer);
+    auto inserted = st.active_steps.insert(std::move(st.spare_step_slot));
+    if (!inserted.inserted) inserted.position->second = std::move(inserted.node.mapped());
+  }
   if (record) st.transfers[step];
   // `exec` keeps the executor alive until its step ends, also past an abort.
   const bool traced = args.collect_stats;
@@ -308,8 +318,10 @@ void RunPartition(DeviceSelf self, RunPartitionRequest& req, DeviceState::Active
       std::move(args), [self, step, exec, traced](StepResult result) {
         auto active = self->state.active_steps.find(step);
         if (active == self->state.active_steps.end()) return;  // answered by abort
-        DeviceState::ActiveStep answer = std::move(active->second);
-        self->state.active_steps.erase(active);
+        auto slot = self->state.active_steps.extract(active);
+        DeviceState::ActiveStep answer = std::move(slot.mapped());
+        slot.mapped() = DeviceState::ActiveStep{};
+        self->state.spare_step_slot = std::move(slot);
         // Leftover early tensors of a finished step are never received. (The status
         // is built only when there is something to release: this runs every step.)
         if (self->state.HoldsRendezvous()) {

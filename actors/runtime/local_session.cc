@@ -203,6 +203,12 @@ class LocalActorSession : public ActorSession {
   template <typename Reply>
   bool Await(Reply& reply, std::chrono::steady_clock::time_point sent_at, int64_t limit_ms) {
     auto is_answered = [&reply] { return reply.ready.load(std::memory_order_acquire); };
+    if (is_answered()) {
+      // The step ran on this thread (Enqueue): it kept this thread busy, not waiting,
+      // and costs no clock read.
+      last_step_wait_us_.store(0, std::memory_order_relaxed);
+      return true;
+    }
     const int64_t spin_us = options_.scheduler_spin_us;
     const bool expect_short = last_step_wait_us_.load(std::memory_order_relaxed) <= spin_us;
     bool answered =
