@@ -31,7 +31,7 @@ T RowSum(const T* __restrict p, int64_t n) {
     // lane 0 anyway: the same sum, without the lanes' setup and reduction.
     T lane = 0;
     for (int64_t i = 0; i < n; ++i) lane = WrapAdd(lane, p[i]);
-    return static_cast<T>(static_cast<Total>(lane));
+    return lane;
   }
   Total total = 0;
   for (int64_t start = 0; start < n; start += kBlock) {
