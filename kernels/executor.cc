@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "graph/steady_clock.h"
+#include "kernels/denormal.h"
 
 namespace actorflow {
 
@@ -75,7 +76,9 @@ class StepState : public std::enable_shared_from_this<StepState> {
 
  private:
   // Precondition: lock held and running_loop_ set. Returns with the lock released.
+  // Kernels run with denormals flushed to zero (kernels/denormal.h).
   void RunLoop(std::unique_lock<std::mutex>& lock) {
+    ScopedFlushDenormal flush_denormals;
     while (true) {
       if (ReadyEmpty()) {
         running_loop_ = false;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernels/denormal.h"
+
 namespace actorflow {
 namespace {
 
@@ -413,7 +415,9 @@ void ParameterShardState::AddPending(RequestId id, const ShardPushArgs& push, Re
 
 void ParameterShardState::ApplyPending() {
   // Summed in worker order, whatever order the pushes came in: the update depends
-  // only on which gradients it averages.
+  // only on which gradients it averages. Summed as the graph's kernels would sum them
+  // (kernels/denormal.h).
+  ScopedFlushDenormal flush_denormals;
   std::vector<Tensor> average;
   const double f = 1.0 / static_cast<double>(pending_.size());
   std::vector<const Tensor*> parts;

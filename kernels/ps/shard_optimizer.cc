@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "kernels/denormal.h"
+
 namespace actorflow {
 namespace {
 
@@ -116,6 +118,8 @@ void ShardOptimizer::AddVariable(const std::string& name, const Tensor& value) {
 }
 
 void ShardOptimizer::Apply(const std::string& name, Tensor* var, const Tensor& grad) {
+  // The graph optimizers' kernels run so (kernels/denormal.h): the same arithmetic.
+  ScopedFlushDenormal flush_denormals;
   if (kind_ == OptimizerKind::kGradientDescent && !var->RefCountIsOne()) {
     // Shared (a reply or the previous version holds it): the update goes into fresh
     // memory in one pass, instead of a copy and then an update in place.

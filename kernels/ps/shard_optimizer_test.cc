@@ -211,5 +211,40 @@ TEST(ShardOptimizerTest, RejectsUnknownRulesAndBadRates) {
   EXPECT_EQ(ShardOptimizer::Create("sgd", 0).status().code(), Code::kInvalidArgument);
 }
 
+// An update whose result falls below float's normal range gives zero on the shard as
+// in the graph's kernel (both flush denormals, kernels/denormal.h), while this
+// thread's own arithmetic still keeps them.
+TEST(ShardOptimizerTest, FlushesADenormalUpdateToZeroAsTheGraphKernelDoes) {
+  const double var0 = 3e-38, grad0 = 2e-38;  // 3e-38 - 1.0 * 2e-38 = 1e-38 < 1.18e-38
+  Scope root = Scope::NewRootScope();
+  auto var = CreateVariable(root, "w", Make(DType::kFloat32, {var0, var0, var0, var0}));
+  ASSERT_TRUE(var.ok());
+  Output grad = Placeholder(root.WithOpName("grad"), DType::kFloat32);
+  auto sgd = MakeOptimizer("sgd", 1.0);
+  ASSERT_TRUE(sgd.ok());
+  ASSERT_TRUE((*sgd)->ApplyGradients(root.WithOpName("train"), {{grad, *var}}, Output()).ok());
+  GlobalVariablesInitializer(root.WithOpName("init"));
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto session = NewDirectSession(root.graph()).value();
+  std::vector<Tensor> graph_out;
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, &graph_out).ok());
+  const Tensor g = Make(DType::kFloat32, {grad0, grad0, grad0, grad0});
+  ASSERT_TRUE(session->Run({{"grad", g}}, {}, {"train"}, &graph_out).ok());
+  ASSERT_TRUE(session->Run({}, {"w"}, {}, &graph_out).ok());
+
+  auto optimizer = ShardOptimizer::Create("sgd", 1.0);
+  ASSERT_TRUE(optimizer.ok());
+  Tensor shard_var = Make(DType::kFloat32, {var0, var0, var0, var0});
+  (*optimizer)->AddVariable("w", shard_var);
+  (*optimizer)->Apply("w", &shard_var, g);
+  (*optimizer)->FinishUpdate();
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(graph_out[0].data<float>()[i], 0.0f);
+    EXPECT_EQ(shard_var.data<float>()[i], 0.0f);
+  }
+  volatile float a = 3e-38f, b = 2e-38f;
+  EXPECT_GT(a - b, 0.0f);
+}
+
 }  // namespace
 }  // namespace actorflow
