@@ -15,8 +15,9 @@
 // its end, so that code around a step (a caller's own arithmetic, tests' reference
 // computations) keeps its IEEE behaviour. Built for other than x86's SSE it does
 // nothing. The executor holds one while it runs a step's kernels
-// (kernels/executor.cc), a parameter shard while it applies an update
-// (kernels/ps/shard_optimizer.cc): the same arithmetic wherever an update runs.
+// (kernels/executor.cc), a parameter shard while it averages gradients and applies
+// an update (kernels/ps/parameter_shard_state.cc, shard_optimizer.cc): the same
+// arithmetic wherever an update runs.
 #ifndef ACTORFLOW_KERNELS_DENORMAL_H_
 #define ACTORFLOW_KERNELS_DENORMAL_H_
 
